@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { InputId } from './conversation-key';
+import type { TurnStatus } from './events';
+
+/** Limits of the HTTP edge; configurable by environment where the service reads them. */
+export const DEFAULT_MAX_TEXT_CHARS = 8000;
+
+const Text = z.string().trim().min(1, 'text must not be empty');
+
+/** `POST /v1/conversations/{key}/chat`: `text`, or `messages` for several user messages answered by one reply. */
+export const ChatBody = z
+  .object({
+    text: Text.optional(),
+    messages: z.array(Text).min(1, 'messages must hold at least one message').max(32).optional(),
+    id: InputId.optional(),
+  })
+  .strict()
+  .refine((b) => (b.text === undefined) !== (b.messages === undefined), {
+    message: 'give either text or messages, not both and not neither',
+  });
+export type ChatBody = z.infer<typeof ChatBody>;
+
+export type ChatAccepted = { id: string; turn: null; position: number };
+
+export type ConversationStatus = {
+  key: string;
+  running: { turn: string; startedAt: string } | null;
+  steering: { id: string; text: string }[];
+  queue: { id: string; kind: 'chat' | 'steer'; text: string }[];
+  lastInputId: string | null;
+};
+
+export type TranscriptItem = {
+  id: string;
+  role: 'user' | 'assistant';
+  text: string;
+  turn: string | null;
+  steered: boolean;
+  at: string;
+};
+export type TranscriptPage = { items: TranscriptItem[]; next: string | null };
+
+export type TurnView = {
+  id: string;
+  prompt: { id: string; text: string };
+  /** `running` until the turn ends, then how it ended. */
+  status: 'running' | TurnStatus;
+  /** Why it ended that way (the error of a failed turn, say); null while running or when completed. */
+  outcome: string | null;
+  steered: { id: string; text: string }[];
+  content: string;
+  startedAt: string;
+  endedAt: string | null;
+};
+
+/** Every error answer of the HTTP API. `code` is stable; `message` is for people. */
+export type ErrorBody = { error: { code: ErrorCode; message: string; details?: unknown } };
+
+/** Named errors with stable codes, mapped once to HTTP statuses. */
+export const ErrorStatus = {
+  bad_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  precondition_failed: 412,
+  text_too_long: 413,
+  id_reused: 422,
+  queue_full: 429,
+  unavailable: 503,
+} as const;
+export type ErrorCode = keyof typeof ErrorStatus;

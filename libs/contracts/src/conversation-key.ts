@@ -1,0 +1,15 @@
+import { z } from 'zod';
+
+/** 1-200 characters of [A-Za-z0-9._:/-], e.g. `user-42/trip`. */
+export const ConversationKey = z
+  .string()
+  .min(1, 'a conversation key has 1 to 200 characters')
+  .max(200, 'a conversation key has 1 to 200 characters')
+  .regex(/^[A-Za-z0-9._:/-]+$/, 'a conversation key holds only letters, digits and . _ : / -');
+
+/** Ids of inputs (the client's idempotency key) share the key alphabet, so they are safe in paths and logs. */
+export const InputId = z
+  .string()
+  .min(1, 'an input id has 1 to 200 characters')
+  .max(200, 'an input id has 1 to 200 characters')
+  .regex(/^[A-Za-z0-9._:/-]+$/, 'an input id holds only letters, digits and . _ : / -');

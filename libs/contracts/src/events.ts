@@ -1,0 +1,101 @@
+import { z } from 'zod';
+import { ConversationKey, InputId } from './conversation-key';
+
+/**
+ * Events of a conversation: the worker's event log, published on `agent.events`
+ * (key = conversation key) through the transactional outbox. Every event has a unique `id`
+ * (consumers deduplicate by it: the relay may publish twice) and a `position`, increasing
+ * within a conversation, that SSE uses as its event id.
+ */
+const Prompt = z.object({ id: InputId, text: z.string() });
+const ToolCall = z.object({ id: z.string(), name: z.string(), arguments: z.string() });
+export type ToolCall = z.infer<typeof ToolCall>;
+
+export const TurnStatus = z.enum(['completed', 'stopped', 'failed', 'refused', 'superseded']);
+export type TurnStatus = z.infer<typeof TurnStatus>;
+
+export const EventData = {
+  /** The worker took an input into the conversation's log; it will be answered exactly once. */
+  'input.accepted': z.object({
+    input: z.object({
+      id: InputId,
+      kind: z.enum(['chat']),
+      text: z.string(),
+      messages: z.array(z.string()),
+      subject: z.string(),
+      sentAt: z.string(),
+    }),
+  }),
+  /** A turn began, answering `prompt`. */
+  'turn.started': z.object({ turn: z.string(), prompt: Prompt }),
+  /** The model's reply of one step, stored before any of its tool calls run. */
+  'model.replied': z.object({
+    turn: z.string(),
+    step: z.number().int().nonnegative(),
+    content: z.string(),
+    toolCalls: z.array(ToolCall),
+  }),
+  'tool.started': z.object({ turn: z.string(), step: z.number().int(), call: ToolCall }),
+  /** A tool call's result, stored once: a resumed turn never runs it again. */
+  'tool.ended': z.object({
+    turn: z.string(),
+    step: z.number().int(),
+    callId: z.string(),
+    name: z.string(),
+    result: z.string(),
+    isError: z.boolean(),
+  }),
+  /** The turn ended. `content` holds every answer of the turn, in order; `outcome` says why when not completed. */
+  'turn.ended': z.object({
+    turn: z.string(),
+    status: TurnStatus,
+    outcome: z.string().nullable(),
+    content: z.string(),
+    steered: z.array(Prompt),
+  }),
+} as const;
+
+export type EventType = keyof typeof EventData;
+export type EventDataOf<T extends EventType> = z.infer<(typeof EventData)[T]>;
+
+/** An event as the domain makes it: type and data only; the store gives id, position and time. */
+export type DomainEvent = { [T in EventType]: { type: T; data: EventDataOf<T> } }[EventType];
+
+/** An event as stored and published. */
+export type ConversationEvent = {
+  [T in EventType]: {
+    v: 1;
+    id: string;
+    conversation: string;
+    position: number;
+    at: string;
+    type: T;
+    data: EventDataOf<T>;
+  };
+}[EventType];
+
+const envelope = { v: z.literal(1), id: z.string(), conversation: ConversationKey, position: z.number().int(), at: z.string() };
+const record = <T extends EventType>(type: T) =>
+  z.object({ ...envelope, type: z.literal(type), data: EventData[type] });
+export const ConversationEventRecord = z.discriminatedUnion('type', [
+  record('input.accepted'),
+  record('turn.started'),
+  record('model.replied'),
+  record('tool.started'),
+  record('tool.ended'),
+  record('turn.ended'),
+]);
+
+/** Parses a record of `agent.events`; throws a ZodError when it is not one. */
+export const parseConversationEvent = (value: unknown): ConversationEvent =>
+  ConversationEventRecord.parse(value);
+
+/** A record on `agent.tokens`: a piece of the model's streamed reply. Best effort. */
+export const TokenRecord = z.object({
+  v: z.literal(1),
+  conversation: ConversationKey,
+  turn: z.string(),
+  step: z.number().int(),
+  text: z.string(),
+});
+export type TokenRecord = z.infer<typeof TokenRecord>;

@@ -1,0 +1,5 @@
+export * from './api';
+export * from './conversation-key';
+export * from './events';
+export * from './inputs';
+export * from './topics';

@@ -1,0 +1,30 @@
+import { Kafka, logLevel, type ITopicConfig } from 'kafkajs';
+import { Topics } from '@rudder/contracts';
+
+export function createKafka(brokers: string, clientId: string): Kafka {
+  return new Kafka({
+    clientId,
+    brokers: brokers.split(',').map((b) => b.trim()),
+    logLevel: logLevel.WARN,
+    retry: { initialRetryTime: 100, retries: 10 },
+  });
+}
+
+/**
+ * Creates the contract's topics when they are missing. `agent.inputs`, `agent.events` and
+ * `agent.tokens` share the partition count, so a conversation lands on the same partition
+ * number of each.
+ */
+export async function ensureTopics(kafka: Kafka, partitions: number): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const existing = new Set(await admin.listTopics());
+    const wanted: ITopicConfig[] = Object.values(Topics)
+      .filter((topic) => !existing.has(topic))
+      .map((topic) => ({ topic, numPartitions: partitions, replicationFactor: -1 }));
+    if (wanted.length > 0) await admin.createTopics({ topics: wanted, waitForLeaders: true });
+  } finally {
+    await admin.disconnect();
+  }
+}
