@@ -7,6 +7,11 @@ import { z } from 'zod';
 const Env = z.object({
   KAFKA_BROKERS: z.string().min(1, 'KAFKA_BROKERS is required (host:port[,host:port])'),
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required (postgres://...)'),
+  /**
+   * Prefixes every topic and consumer group name. Empty in production (the contract's names);
+   * the test suite gives each stack its own so stacks never read each other's records.
+   */
+  KAFKA_NAMESPACE: z.string().default(''),
   KAFKA_PARTITIONS: z.coerce.number().int().positive().default(6),
   GATEWAY_PORT: z.coerce.number().int().nonnegative().default(3000),
   COMPANION_PORT: z.coerce.number().int().nonnegative().default(3001),

@@ -1,3 +1,4 @@
 export * from './config';
 export * from './kafka';
 export * from './log';
+export * from './postgres';

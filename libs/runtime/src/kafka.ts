@@ -15,12 +15,22 @@ export function createKafka(brokers: string, clientId: string): Kafka {
  * `agent.tokens` share the partition count, so a conversation lands on the same partition
  * number of each.
  */
-export async function ensureTopics(kafka: Kafka, partitions: number): Promise<void> {
+export type TopicNames = { [K in keyof typeof Topics]: string };
+
+/** The contract's topic names under a namespace (empty in production). */
+export const topicNames = (namespace: string): TopicNames => ({
+  inputs: namespace + Topics.inputs,
+  events: namespace + Topics.events,
+  tokens: namespace + Topics.tokens,
+  inputsDlq: namespace + Topics.inputsDlq,
+});
+
+export async function ensureTopics(kafka: Kafka, topics: TopicNames, partitions: number): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
     const existing = new Set(await admin.listTopics());
-    const wanted: ITopicConfig[] = Object.values(Topics)
+    const wanted: ITopicConfig[] = Object.values(topics)
       .filter((topic) => !existing.has(topic))
       .map((topic) => ({ topic, numPartitions: partitions, replicationFactor: -1 }));
     if (wanted.length > 0) await admin.createTopics({ topics: wanted, waitForLeaders: true });
