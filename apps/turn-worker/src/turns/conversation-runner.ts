@@ -1,0 +1,122 @@
+import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
+import { runTurn, type Agent, type ModelClient } from '@rudder/agent';
+import { AlreadyStoredError, appendToConversation, readConversation, type OutboxRelay } from '@rudder/event-store';
+import type { Log, Pool } from '@rudder/runtime';
+import type { CrashPoint } from '../crash-points';
+import { decide, emptyConversation, evolve, type Conversation } from '../conversation/conversation';
+
+export type RunnerDeps = {
+  pool: Pool;
+  relay: OutboxRelay;
+  agent: Agent;
+  model: ModelClient;
+  onToken(token: { conversation: string; turn: string; step: number; text: string }): void;
+  newTurnId(): string;
+  crash(point: CrashPoint): void;
+  log: Log;
+  retryMs: number;
+};
+
+export type ConversationRunner = {
+  /** New inputs may be stored: read them and run what is due. */
+  poke(): void;
+  /** Stops the turn in flight without storing anything more (the partition moved, or shutdown). */
+  abort(): Promise<void>;
+};
+
+/**
+ * Runs one conversation's turns strictly one after another, from its event log. It keeps the
+ * folded conversation in memory while its partition is owned and reads only new events when
+ * poked; every write goes through the store, so whatever this process forgets is recovered by
+ * reading the log again.
+ */
+export function createConversationRunner(key: string, deps: RunnerDeps): ConversationRunner {
+  const { pool, relay, log } = deps;
+  const controller = new AbortController();
+  let state: Conversation | null = null;
+  let readUpTo = 0; // every event at or below this position is folded into `state`
+  const ownWrites = new Set<number>(); // positions above readUpTo already folded (our own appends)
+  let wanted = false;
+  let loop: Promise<void> | null = null;
+
+  const apply = (event: ConversationEvent) => {
+    state = evolve(state ?? emptyConversation(), event);
+  };
+
+  const catchUp = async () => {
+    const fresh = await readConversation(pool, key, state ? readUpTo : 0);
+    if (!state) state = emptyConversation();
+    for (const event of fresh) {
+      if (!ownWrites.has(event.position)) apply(event);
+      readUpTo = Math.max(readUpTo, event.position);
+    }
+    for (const position of ownWrites) if (position <= readUpTo) ownWrites.delete(position);
+  };
+
+  const commit = async (events: DomainEvent[]) => {
+    const stored = await appendToConversation(pool, key, events);
+    for (const event of stored) {
+      ownWrites.add(event.position);
+      apply(event);
+    }
+    relay.enqueue(stored);
+    if (events.some((e) => e.type === 'model.replied' && e.data.toolCalls.length > 0)) deps.crash('after-reply-stored');
+    if (events.some((e) => e.type === 'tool.ended')) deps.crash('after-tool-result-stored');
+  };
+
+  const runDue = async () => {
+    while (!controller.signal.aborted) {
+      try {
+        if (!state || wanted) {
+          wanted = false;
+          await catchUp();
+        }
+        const current: Conversation = state ?? emptyConversation();
+        if (current.running) {
+          await runTurn({
+            agent: deps.agent,
+            model: deps.model,
+            history: current.history,
+            turn: current.running,
+            commit,
+            signal: controller.signal,
+            onToken: (step, text) => deps.onToken({ conversation: key, turn: current.running!.id, step, text }),
+          });
+          continue;
+        }
+        const start = decide(current, { type: 'start-next-turn', turn: deps.newTurnId() });
+        if (start.length > 0) {
+          await commit(start);
+          continue;
+        }
+        if (!wanted) return;
+      } catch (error) {
+        if (controller.signal.aborted) return;
+        // What is stored is the truth: forget the fold and read it again.
+        state = null;
+        readUpTo = 0;
+        ownWrites.clear();
+        if (error instanceof AlreadyStoredError) {
+          log.warn('a write was already stored; reloading the conversation', { conversation: key });
+          continue;
+        }
+        log.error('conversation failed; retrying from the log', { conversation: key, error: String(error) });
+        await new Promise((resolve) => setTimeout(resolve, deps.retryMs));
+      }
+    }
+  };
+
+  return {
+    poke() {
+      wanted = true;
+      loop ??= runDue().finally(() => {
+        loop = null;
+        if (wanted && !controller.signal.aborted) this.poke();
+      });
+    },
+    async abort() {
+      controller.abort(new Error('conversation released'));
+      await loop;
+    },
+  };
+}

@@ -1,0 +1,30 @@
+import { createConversationRunner, type ConversationRunner, type RunnerDeps } from './conversation-runner';
+
+/**
+ * The conversations this worker runs. Each has one runner, so turns of one conversation run
+ * strictly in order while different conversations run side by side.
+ */
+export function createScheduler(deps: RunnerDeps) {
+  const runners = new Map<string, { partition: number; runner: ConversationRunner }>();
+  return {
+    poke(conversations: Iterable<{ conversation: string; partition: number }>) {
+      for (const { conversation, partition } of conversations) {
+        let entry = runners.get(conversation);
+        if (!entry) runners.set(conversation, (entry = { partition, runner: createConversationRunner(conversation, deps) }));
+        entry.runner.poke();
+      }
+    },
+    /** Lets go of the conversations of partitions no longer owned: their turns resume on the new owner. */
+    async keepOnly(owned: ReadonlySet<number>) {
+      const released = [...runners].filter(([, entry]) => !owned.has(entry.partition));
+      for (const [key] of released) runners.delete(key);
+      await Promise.all(released.map(([, entry]) => entry.runner.abort()));
+    },
+    async stop() {
+      const all = [...runners.values()];
+      runners.clear();
+      await Promise.all(all.map((entry) => entry.runner.abort()));
+    },
+  };
+}
+export type Scheduler = ReturnType<typeof createScheduler>;

@@ -1,0 +1,85 @@
+import { randomUUID } from 'node:crypto';
+import type { Agent, ModelClient } from '@rudder/agent';
+import { conversationsWithOpenWork, createOutboxRelay, EVENT_STORE_SCHEMA, eventStoreMigrations } from '@rudder/event-store';
+import { createKafka, createLog, createPool, ensureTopics, migrate, topicNames, type Config } from '@rudder/runtime';
+import { crashPoints } from './crash-points';
+import { defaultAgent, modelFromConfig } from './default-agent';
+import { consumeInputs } from './ingest/consume-inputs';
+import { ingestInputs } from './ingest/ingest-inputs';
+import { connectPublishing } from './publishing';
+import { createScheduler } from './turns/scheduler';
+
+export type Worker = { stop(): Promise<void> };
+
+/**
+ * A turn worker: one member of the `turn-workers` consumer group. It ingests the inputs of
+ * the partitions it owns into the event log, runs their conversations' turns, and relays the
+ * events it stored to agent.events.
+ */
+export async function startWorker(config: Config, overrides: { agent?: Agent; model?: ModelClient } = {}): Promise<Worker> {
+  const log = createLog('turn-worker');
+  const crash = crashPoints(config.CRASH_AT);
+  const topics = topicNames(config.KAFKA_NAMESPACE);
+  const pool = createPool(config.DATABASE_URL);
+  await migrate(pool, EVENT_STORE_SCHEMA, eventStoreMigrations);
+  const kafka = createKafka(config.KAFKA_BROKERS, 'turn-worker');
+  await ensureTopics(kafka, topics, config.KAFKA_PARTITIONS);
+  const publishing = await connectPublishing(kafka, topics);
+
+  let owned: ReadonlySet<number> = new Set();
+  const relay = createOutboxRelay({
+    pool,
+    publish: publishing.publishEvents,
+    ownedPartitions: () => [...owned],
+    afterPublish: () => crash('after-publish'),
+    log,
+  });
+  const scheduler = createScheduler({
+    pool,
+    relay,
+    agent: overrides.agent ?? defaultAgent,
+    model: overrides.model ?? modelFromConfig(config),
+    onToken: publishing.token,
+    newTurnId: randomUUID,
+    crash,
+    log,
+    retryMs: 1000,
+  });
+
+  const consumer = await consumeInputs({
+    kafka,
+    topic: topics.inputs,
+    groupId: `${config.KAFKA_NAMESPACE}turn-workers`,
+    sessionTimeoutMs: config.WORKER_SESSION_TIMEOUT_MS,
+    heartbeatMs: config.WORKER_HEARTBEAT_MS,
+    log,
+    async onBatch(partition, messages) {
+      const { stored, conversations, rejected } = await ingestInputs(pool, partition, messages);
+      await publishing.deadLetter(partition, rejected);
+      for (const { reason, message } of rejected) log.warn('input dead-lettered', { partition, offset: message.offset, reason });
+      relay.enqueue(stored);
+      crash('after-ingest');
+      scheduler.poke(conversations.map((conversation) => ({ conversation, partition })));
+    },
+    onAssignment(partitions) {
+      owned = partitions;
+      void (async () => {
+        await scheduler.keepOnly(partitions);
+        relay.sweep();
+        scheduler.poke(await conversationsWithOpenWork(pool, [...partitions]));
+      })().catch((error: unknown) => log.error('resuming assigned conversations failed', { error: String(error) }));
+    },
+  });
+  log.info('turn worker started', { group: `${config.KAFKA_NAMESPACE}turn-workers`, topic: topics.inputs });
+
+  return {
+    async stop() {
+      // Leave the group first so the partitions move at once; running turns resume on the new owner.
+      await consumer.disconnect().catch(() => undefined);
+      await scheduler.stop();
+      await relay.stop();
+      await publishing.disconnect().catch(() => undefined);
+      await pool.end();
+    },
+  };
+}

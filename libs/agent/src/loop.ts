@@ -1,0 +1,101 @@
+import type { DomainEvent } from '@rudder/contracts';
+import type { ModelMessage } from './messages';
+import type { ModelClient } from './model';
+import { runToolCall, type Tool } from './tools';
+import { evolveTurn, nextAction, turnEnded, type TurnState } from './turn';
+
+export type Agent = {
+  systemPrompt: string;
+  tools: readonly Tool[];
+  /** A turn fails rather than asking the model more than this many times. */
+  maxSteps: number;
+};
+
+export type RunTurnOptions = {
+  agent: Agent;
+  model: ModelClient;
+  /** The conversation before this turn: earlier turns as their prompts and answers. */
+  history: readonly ModelMessage[];
+  turn: TurnState;
+  /**
+   * Stores events of the turn durably (with whatever else the store decides, in one
+   * transaction). The loop goes on only after it resolves; a rejection ends the run and
+   * the turn resumes from what was stored.
+   */
+  commit(events: DomainEvent[]): Promise<void>;
+  onToken?: (step: number, text: string) => void;
+  /** Aborting stops the model request and the tools in flight; nothing more is stored. */
+  signal: AbortSignal;
+};
+
+/**
+ * Drives one turn to its end: ask the model, store its reply, run its tool calls and store
+ * each result, repeat; the reply without tool calls ends the turn, stored with `turn.ended`
+ * in the same commit. A model that fails for good (after the client's retries) ends the turn
+ * as `failed`. Returns the turn as it ended.
+ */
+export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
+  const { agent, model, history, commit, signal } = options;
+  let turn = options.turn;
+  const store = async (events: DomainEvent[]) => {
+    await commit(events);
+    turn = events.reduce(evolveTurn, turn);
+  };
+
+  for (;;) {
+    signal.throwIfAborted();
+    const action = nextAction(turn, agent);
+    switch (action.type) {
+      case 'end':
+        await store([turnEnded(turn, action.status, action.outcome)]);
+        return turn;
+
+      case 'request-model': {
+        let reply;
+        try {
+          reply = await model.reply({
+            messages: [{ role: 'system', content: agent.systemPrompt }, ...history, ...turn.messages],
+            tools: agent.tools,
+            signal,
+            onToken: (text) => options.onToken?.(action.step, text),
+          });
+        } catch (error) {
+          if (signal.aborted) throw error;
+          await store([turnEnded(turn, 'failed', `the model failed: ${describe(error)}`)]);
+          return turn;
+        }
+        const replied: DomainEvent = { type: 'model.replied', data: { turn: turn.id, step: action.step, ...reply } };
+        const next = evolveTurn(turn, replied);
+        await store(
+          reply.toolCalls.length === 0
+            ? [replied, turnEnded(next, 'completed', null)]
+            : [replied, ...reply.toolCalls.map((call): DomainEvent => ({ type: 'tool.started', data: { turn: turn.id, step: action.step, call } }))],
+        );
+        if (reply.toolCalls.length === 0) return turn;
+        break;
+      }
+
+      case 'run-tools': {
+        // The calls run side by side; each result is stored as soon as it is known, one commit at a time.
+        let stored = Promise.resolve();
+        await Promise.all(
+          action.calls.map(async (call) => {
+            const { result, isError } = await runToolCall(agent.tools, call, signal);
+            stored = stored.then(() =>
+              store([{ type: 'tool.ended', data: { turn: turn.id, step: action.step, callId: call.id, name: call.name, result, isError } }]),
+            );
+            await stored;
+          }),
+        );
+        break;
+      }
+
+      default: {
+        const never: never = action;
+        throw new Error(`unknown action ${JSON.stringify(never)}`);
+      }
+    }
+  }
+}
+
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));

@@ -1,0 +1,87 @@
+import { z } from 'zod';
+
+export type ToolContext = { signal: AbortSignal };
+
+/**
+ * A tool the model may call. `parameters` validates the model's arguments (zod at the edge);
+ * `run` answers a text for the model and must stop promptly when `signal` aborts.
+ */
+export type Tool = {
+  name: string;
+  description: string;
+  parameters: z.ZodType;
+  run(args: unknown, context: ToolContext): Promise<string>;
+};
+
+export function defineTool<S extends z.ZodType>(tool: {
+  name: string;
+  description: string;
+  parameters: S;
+  run(args: z.infer<S>, context: ToolContext): Promise<string>;
+}): Tool {
+  return {
+    ...tool,
+    run: (args, context) => tool.run(tool.parameters.parse(args), context),
+  };
+}
+
+/** The tool as the Chat Completions API describes it. */
+export const toolSpec = (tool: Tool) => ({
+  type: 'function' as const,
+  function: {
+    name: tool.name,
+    description: tool.description,
+    parameters: z.toJSONSchema(tool.parameters) as Record<string, unknown>,
+  },
+});
+
+/** Waits `ms` milliseconds, abortably. The demo and the tests use it to hold a step open. */
+export const waitTool = defineTool({
+  name: 'wait',
+  description: 'Waits the given number of milliseconds, then answers how long it waited.',
+  parameters: z.object({ ms: z.number().int().min(0).max(600_000) }),
+  run: ({ ms }, { signal }) =>
+    new Promise<string>((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason);
+      const timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(`waited ${ms} ms`);
+      }, ms);
+      const onAbort = () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      };
+      signal.addEventListener('abort', onAbort, { once: true });
+    }),
+});
+
+export type ToolResult = { result: string; isError: boolean };
+
+/**
+ * Runs one call. A call the model got wrong (unknown tool, arguments that don't parse or
+ * validate, a tool that throws) is answered with an error text the model can read; only an
+ * abort propagates, so an aborted call is never stored as a result.
+ */
+export async function runToolCall(
+  tools: readonly Tool[],
+  call: { name: string; arguments: string },
+  signal: AbortSignal,
+): Promise<ToolResult> {
+  const tool = tools.find((t) => t.name === call.name);
+  if (!tool) return { result: `error: there is no tool named "${call.name}"`, isError: true };
+  let args: unknown;
+  try {
+    args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
+  } catch {
+    return { result: `error: the arguments are not JSON: ${call.arguments.slice(0, 200)}`, isError: true };
+  }
+  try {
+    return { result: await tool.run(args, { signal }), isError: false };
+  } catch (error) {
+    if (signal.aborted) throw error;
+    if (error instanceof z.ZodError) {
+      return { result: `error: invalid arguments: ${z.prettifyError(error)}`, isError: true };
+    }
+    return { result: `error: ${error instanceof Error ? error.message : String(error)}`, isError: true };
+  }
+}

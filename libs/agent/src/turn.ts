@@ -1,0 +1,75 @@
+import type { DomainEvent, ToolCall, TurnStatus } from '@rudder/contracts';
+import { assistantMessage, toolMessage, userMessage, type ModelMessage } from './messages';
+
+/**
+ * A running turn as the agent loop needs it: its own messages so far (the prompt's user
+ * messages, then each stored model reply and tool result), folded from the stored events.
+ */
+export type TurnState = {
+  id: string;
+  prompt: { id: string; text: string; messages: string[] };
+  messages: ModelMessage[];
+  /** Model replies stored so far; the next reply is step `steps`. */
+  steps: number;
+  /** The calls of the last reply that have no stored result yet. */
+  openCalls: ToolCall[];
+  /** Non-empty contents of the stored replies, in order: the turn's answers. */
+  answers: string[];
+  /** True once the last stored reply had no tool calls: the turn has its final answer. */
+  answered: boolean;
+};
+
+export function startTurn(id: string, prompt: { id: string; text: string; messages: string[] }): TurnState {
+  return { id, prompt, messages: prompt.messages.map(userMessage), steps: 0, openCalls: [], answers: [], answered: false };
+}
+
+/** Evolves a turn by one of its events; events of other turns and kinds leave it as it is. */
+export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
+  switch (event.type) {
+    case 'model.replied': {
+      if (event.data.turn !== turn.id) return turn;
+      const { content, toolCalls } = event.data;
+      return {
+        ...turn,
+        messages: [...turn.messages, assistantMessage(content, toolCalls)],
+        steps: event.data.step + 1,
+        openCalls: toolCalls,
+        answers: content.trim() === '' ? turn.answers : [...turn.answers, content],
+        answered: toolCalls.length === 0,
+      };
+    }
+    case 'tool.ended': {
+      if (event.data.turn !== turn.id) return turn;
+      return {
+        ...turn,
+        messages: [...turn.messages, toolMessage(event.data.callId, event.data.result)],
+        openCalls: turn.openCalls.filter((c) => c.id !== event.data.callId),
+      };
+    }
+    default:
+      return turn;
+  }
+}
+
+export type NextAction =
+  | { type: 'request-model'; step: number }
+  | { type: 'run-tools'; step: number; calls: ToolCall[] }
+  | { type: 'end'; status: TurnStatus; outcome: string | null };
+
+/**
+ * What the turn does next, from what is stored. This is what makes a resumed turn exact:
+ * a stored reply is not asked for again and a stored tool result is not run again.
+ */
+export function nextAction(turn: TurnState, limits: { maxSteps: number }): NextAction {
+  if (turn.answered) return { type: 'end', status: 'completed', outcome: null };
+  if (turn.openCalls.length > 0) return { type: 'run-tools', step: turn.steps - 1, calls: turn.openCalls };
+  if (turn.steps >= limits.maxSteps) {
+    return { type: 'end', status: 'failed', outcome: `the turn reached its limit of ${limits.maxSteps} model replies` };
+  }
+  return { type: 'request-model', step: turn.steps };
+}
+
+export const turnEnded = (turn: TurnState, status: TurnStatus, outcome: string | null): DomainEvent => ({
+  type: 'turn.ended',
+  data: { turn: turn.id, status, outcome, content: turn.answers.join('\n\n'), steered: [] },
+});

@@ -1,0 +1,6 @@
+export * from './append';
+export * from './once-key';
+export * from './outbox-relay';
+export * from './read';
+export * from './schema';
+export * from './stored-event';

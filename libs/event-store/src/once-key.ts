@@ -1,0 +1,30 @@
+import type { DomainEvent } from '@rudder/contracts';
+
+/**
+ * What makes each event happen at most once in its conversation, enforced by a unique key:
+ * an input is accepted once, a prompt starts one turn, a step's reply and each call's
+ * start and result are stored once, a turn ends once.
+ */
+export function onceKey(event: DomainEvent): string {
+  switch (event.type) {
+    case 'input.accepted':
+      return `input:${event.data.input.id}`;
+    case 'turn.started':
+      return turnForKey(event.data.prompt.id);
+    case 'model.replied':
+      return `reply:${event.data.turn}:${event.data.step}`;
+    case 'tool.started':
+      return `tool-started:${event.data.turn}:${event.data.step}:${event.data.call.id}`;
+    case 'tool.ended':
+      return `tool-ended:${event.data.turn}:${event.data.step}:${event.data.callId}`;
+    case 'turn.ended':
+      return turnEndedKey(event.data.turn);
+    default: {
+      const never: never = event;
+      throw new Error(`no once key for ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+export const turnForKey = (inputId: string) => `turn-for:${inputId}`;
+export const turnEndedKey = (turn: string) => `turn-ended:${turn}`;

@@ -1,0 +1,37 @@
+import type { Migration } from '@rudder/runtime';
+
+/** The PostgreSQL schema the turn workers own: the conversations' event log, which is also the outbox. */
+export const EVENT_STORE_SCHEMA = 'event_store';
+
+export const eventStoreMigrations: Migration[] = [
+  {
+    id: '001-event-log',
+    sql: `
+      -- One row per conversation: its partition (who owns it) and the lock that orders its writes.
+      CREATE TABLE conversations (
+        key        text PRIMARY KEY,
+        partition  integer NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      );
+
+      -- The append-only event log. A conversation's events are ordered by position: every
+      -- write locks the conversation row first, so positions grow in commit order within it.
+      -- once_key makes exactly-once a database rule: an input is accepted once, a prompt
+      -- starts one turn, a step's reply and a call's result are stored once, a turn ends once.
+      -- Rows with published_at null are the outbox: not yet on agent.events.
+      CREATE TABLE events (
+        position     bigserial PRIMARY KEY,
+        id           uuid NOT NULL UNIQUE,
+        conversation text NOT NULL REFERENCES conversations (key),
+        type         text NOT NULL,
+        data         jsonb NOT NULL,
+        at           timestamptz NOT NULL DEFAULT now(),
+        once_key     text NOT NULL,
+        published_at timestamptz,
+        UNIQUE (conversation, once_key)
+      );
+      CREATE INDEX events_of_conversation ON events (conversation, position);
+      CREATE INDEX events_to_publish ON events (position) WHERE published_at IS NULL;
+    `,
+  },
+];

@@ -1,0 +1,28 @@
+import type { ConversationEvent } from '@rudder/contracts';
+
+export type EventRow = {
+  position: string;
+  id: string;
+  conversation: string;
+  type: string;
+  data: unknown;
+  at: Date;
+};
+
+/**
+ * Rows come from our own writes of validated domain events, so their shape is trusted here;
+ * consumers of agent.events validate with the contract's schema.
+ */
+export function toConversationEvent(row: EventRow): ConversationEvent {
+  return {
+    v: 1,
+    id: row.id,
+    conversation: row.conversation,
+    position: Number(row.position),
+    at: row.at.toISOString(),
+    type: row.type,
+    data: row.data,
+  } as ConversationEvent;
+}
+
+export const EVENT_COLUMNS = 'position, id, conversation, type, data, at';
