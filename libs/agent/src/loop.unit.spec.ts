@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DomainEvent } from '@rudder/contracts';
+import { reply, startScriptedModel, toolResults, type ScriptedModel } from '@rudder/scripted-model';
+import { runTurn, type Agent } from './loop';
+import { openAiModel } from './model';
+import { waitTool } from './tools';
+import { evolveTurn, startTurn } from './turn';
+
+// The loop against the real `openai` client talking HTTP (streaming) to the scripted model.
+let server: ScriptedModel;
+beforeAll(async () => {
+  server = await startScriptedModel();
+});
+afterAll(() => server.stop());
+
+const agent: Agent = { systemPrompt: 'be brief', tools: [waitTool], maxSteps: 5 };
+const model = () => openAiModel({ baseURL: server.url, apiKey: 'test', model: 'scripted', maxRetries: 0 });
+const prompt = { id: 'in-1', text: 'wait a bit', messages: ['wait a bit'] };
+
+async function run(options: { turn?: ReturnType<typeof startTurn>; signal?: AbortSignal } = {}) {
+  const commits: DomainEvent[][] = [];
+  const tokens: string[] = [];
+  const ended = await runTurn({
+    agent,
+    model: model(),
+    history: [],
+    turn: options.turn ?? startTurn('t1', prompt),
+    commit: async (events) => void commits.push(events),
+    onToken: (_, text) => tokens.push(text),
+    signal: options.signal ?? new AbortController().signal,
+  });
+  return { commits, tokens, ended };
+}
+
+describe('the agent loop', () => {
+  it('a reply without tool calls is stored with turn.ended in one commit, and streams its tokens', async () => {
+    server.setScript(() => reply.text('hello there friend'));
+    const { commits, tokens } = await run();
+    expect(commits.map((c) => c.map((e) => e.type))).toEqual([['model.replied', 'turn.ended']]);
+    expect(commits[0][1]).toMatchObject({ data: { status: 'completed', content: 'hello there friend' } });
+    expect(tokens.join('')).toBe('hello there friend');
+  });
+
+  it('a tool call runs, its result is stored, and the next request has it after the call', async () => {
+    const before = server.requests.length;
+    server.setScript((request) =>
+      toolResults(request).length > 0 ? reply.text('done') : reply.tools([{ id: 'c1', name: 'wait', arguments: { ms: 5 } }], { content: 'one moment' }),
+    );
+    const { commits, ended } = await run();
+    expect(commits.map((c) => c.map((e) => e.type))).toEqual([
+      ['model.replied', 'tool.started'],
+      ['tool.ended'],
+      ['model.replied', 'turn.ended'],
+    ]);
+    expect(commits[1][0]).toMatchObject({ data: { callId: 'c1', result: 'waited 5 ms', isError: false } });
+    expect(commits[2][1]).toMatchObject({ data: { content: 'one moment\n\ndone' } });
+    expect(ended.answers).toEqual(['one moment', 'done']);
+    const second = server.requests[before + 1].body.messages;
+    expect(second.slice(-2)).toMatchObject([
+      { role: 'assistant', tool_calls: [{ id: 'c1', function: { name: 'wait' } }] },
+      { role: 'tool', tool_call_id: 'c1', content: 'waited 5 ms' },
+    ]);
+  });
+
+  it('a resumed turn does not ask again for a stored reply, and runs only the calls without a result', async () => {
+    const before = server.requests.length;
+    server.setScript(() => reply.text('after resume'));
+    const calls = [
+      { id: 'c1', name: 'wait', arguments: '{"ms":1}' },
+      { id: 'c2', name: 'wait', arguments: '{"ms":2}' },
+    ];
+    const stored: DomainEvent[] = [
+      { type: 'model.replied', data: { turn: 't1', step: 0, content: '', toolCalls: calls } },
+      { type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'c1', name: 'wait', result: 'waited 1 ms', isError: false } },
+    ];
+    const { commits } = await run({ turn: stored.reduce(evolveTurn, startTurn('t1', prompt)) });
+    expect(commits[0]).toEqual([
+      { type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'c2', name: 'wait', result: 'waited 2 ms', isError: false } },
+    ]);
+    expect(server.requests.length - before).toBe(1);
+    expect(commits[1][0]).toMatchObject({ type: 'model.replied', data: { step: 1, content: 'after resume' } });
+  });
+
+  it('a call with bad arguments is answered with an error the model reads, and the turn goes on', async () => {
+    server.setScript((request) =>
+      toolResults(request).length > 0 ? reply.text('sorry') : reply.tools([{ id: 'c1', name: 'wait', arguments: { ms: 'soon' } }]),
+    );
+    const { commits } = await run();
+    expect(commits[1][0]).toMatchObject({ type: 'tool.ended', data: { isError: true } });
+    expect(commits[1][0].type === 'tool.ended' && commits[1][0].data.result).toMatch(/invalid arguments/);
+    expect(commits[2][1]).toMatchObject({ data: { status: 'completed' } });
+  });
+
+  it('a model that fails ends the turn as failed, saying why', async () => {
+    server.setScript(() => reply.error(500, 'the model is down'));
+    const { commits } = await run();
+    expect(commits).toHaveLength(1);
+    expect(commits[0][0]).toMatchObject({ type: 'turn.ended', data: { status: 'failed' } });
+    expect(commits[0][0].type === 'turn.ended' && commits[0][0].data.outcome).toMatch(/500/);
+  });
+
+  it('a turn past its step limit fails instead of asking the model again', async () => {
+    server.setScript(() => reply.tools([{ name: 'wait', arguments: { ms: 0 } }]));
+    const before = server.requests.length;
+    const { commits } = await run();
+    expect(server.requests.length - before).toBe(agent.maxSteps);
+    expect(commits.at(-1)?.[0]).toMatchObject({ type: 'turn.ended', data: { status: 'failed' } });
+  });
+
+  it('aborting during a tool call stores nothing more and rejects', async () => {
+    server.setScript(() => reply.tools([{ id: 'c1', name: 'wait', arguments: { ms: 10_000 } }]));
+    const controller = new AbortController();
+    const commits: DomainEvent[][] = [];
+    const running = runTurn({
+      agent,
+      model: model(),
+      history: [],
+      turn: startTurn('t1', prompt),
+      commit: async (events) => {
+        commits.push(events);
+        setTimeout(() => controller.abort(new Error('released')), 20);
+      },
+      signal: controller.signal,
+    });
+    await expect(running).rejects.toThrow('released');
+    expect(commits.map((c) => c.map((e) => e.type))).toEqual([['model.replied', 'tool.started']]);
+  });
+});

@@ -1,0 +1,18 @@
+export { startScriptedModel, SCRIPTED_MODEL_ID, type ScriptedModel, type ScriptedModelOptions } from './server';
+export {
+  lastMessage,
+  lastUserText,
+  messageText,
+  offersTool,
+  reply,
+  toolNameOf,
+  toolResults,
+  userTexts,
+  type ChatCompletionCreateBody,
+  type ChatMessage,
+  type ModelRequest,
+  type Script,
+  type ScriptedReply,
+  type ToolCallReply,
+} from './script';
+export { demoScript, requestedWaitMs, DEFAULT_WAIT_MS, MAX_WAIT_MS } from './demo-script';

@@ -1,0 +1,248 @@
+import OpenAI from 'openai';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { demoScript, lastUserText, reply, requestedWaitMs, startScriptedModel, toolResults, type ModelRequest, type ScriptedModel } from './index';
+
+let model: ScriptedModel;
+let client: OpenAI;
+
+beforeAll(async () => {
+  model = await startScriptedModel();
+  client = new OpenAI({ baseURL: model.url, apiKey: 'test', maxRetries: 0 });
+});
+afterAll(() => model.stop());
+beforeEach(() => {
+  model.requests.length = 0;
+  model.setScript(() => reply.text('ok'));
+});
+
+const waitTool: OpenAI.ChatCompletionTool = {
+  type: 'function',
+  function: { name: 'wait', parameters: { type: 'object', properties: { ms: { type: 'number' } } } },
+};
+
+/** Reads a stream the way a worker does: concatenating content and tool call pieces by index. */
+async function collect(stream: AsyncIterable<OpenAI.ChatCompletionChunk>) {
+  let content = '';
+  let chunks = 0;
+  let finish: string | null = null;
+  const calls: { id: string; name: string; arguments: string }[] = [];
+  for await (const chunk of stream) {
+    chunks++;
+    const choice = chunk.choices[0];
+    if (!choice) continue;
+    content += choice.delta.content ?? '';
+    for (const delta of choice.delta.tool_calls ?? []) {
+      const call = (calls[delta.index] ??= { id: '', name: '', arguments: '' });
+      call.id += delta.id ?? '';
+      call.name += delta.function?.name ?? '';
+      call.arguments += delta.function?.arguments ?? '';
+    }
+    finish = choice.finish_reason ?? finish;
+  }
+  return { content, calls, finish, chunks };
+}
+
+describe('scripted model', () => {
+  it('streams text in several chunks that reassemble to the content', async () => {
+    const text = 'The quick brown fox jumps over the lazy dog.';
+    model.setScript(() => reply.text(text));
+    const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const result = await collect(stream);
+    expect(result).toMatchObject({ content: text, calls: [], finish: 'stop' });
+    expect(result.chunks).toBeGreaterThan(9);
+  });
+
+  it('streams tool calls with ids, names and split arguments, generating call_<n> ids', async () => {
+    const args = { ms: 1500, note: 'a longer argument so it spans several chunks' };
+    model.setScript(() => reply.tools([{ name: 'wait', arguments: args }, { id: 'mine', name: 'search', arguments: { q: 'x' } }], { content: 'Hold on.' }));
+    const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const result = await collect(stream);
+    expect(result.content).toBe('Hold on.');
+    expect(result.finish).toBe('tool_calls');
+    expect(result.calls.map((c) => ({ ...c, arguments: JSON.parse(c.arguments) }))).toEqual([
+      { id: expect.stringMatching(/^call_\d+$/), name: 'wait', arguments: args },
+      { id: 'mine', name: 'search', arguments: { q: 'x' } },
+    ]);
+  });
+
+  it("satisfies the openai package's own stream accumulator", async () => {
+    model.setScript(() => reply.tools([{ name: 'wait', arguments: { ms: 1 } }]));
+    const final = await client.chat.completions
+      .stream({ model: 'm', messages: [{ role: 'user', content: 'hi' }], stream_options: { include_usage: true } })
+      .finalChatCompletion();
+    expect(final.choices[0].finish_reason).toBe('tool_calls');
+    expect(final.choices[0].message.tool_calls?.[0]).toMatchObject({ type: 'function', function: { name: 'wait', arguments: '{"ms":1}' } });
+    expect(final.usage?.total_tokens).toBeGreaterThan(0);
+  });
+
+  it('answers without streaming', async () => {
+    model.setScript(() => reply.tools([{ name: 'wait', arguments: { ms: 5 } }]));
+    const calls = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    expect(calls.choices[0]).toMatchObject({
+      finish_reason: 'tool_calls',
+      message: { role: 'assistant', content: null, tool_calls: [{ type: 'function', function: { name: 'wait', arguments: '{"ms":5}' } }] },
+    });
+    model.setScript(() => reply.text('plain'));
+    const text = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    expect(text.choices[0]).toMatchObject({ finish_reason: 'stop', message: { role: 'assistant', content: 'plain' } });
+  });
+
+  it('records every request in order, and the script reads them', async () => {
+    model.setScript((request) => reply.text(`echo ${lastUserText(request)}`));
+    const first = await client.chat.completions.create({ model: 'm1', messages: [{ role: 'user', content: 'one' }] });
+    await client.chat.completions.create({
+      model: 'm2',
+      stream: true,
+      tools: [waitTool],
+      messages: [
+        { role: 'system', content: 'be brief' },
+        { role: 'user', content: [{ type: 'text', text: 'two' }] },
+      ],
+    }).then(collect);
+    expect(first.choices[0].message.content).toBe('echo one');
+    expect(model.requests.map((r) => r.body.model)).toEqual(['m1', 'm2']);
+    expect(model.requests[1].body).toMatchObject({ stream: true, tools: [waitTool], messages: [{ role: 'system', content: 'be brief' }, { role: 'user' }] });
+    expect(lastUserText(model.requests[1])).toBe('two');
+    expect(model.requests[0].receivedAt).toBeLessThanOrEqual(model.requests[1].receivedAt);
+  });
+
+  it('answers "ok" when no script was given; numbers generated call ids from call_1', async () => {
+    const plain = await startScriptedModel();
+    try {
+      const fresh = new OpenAI({ baseURL: plain.url, apiKey: 'test' });
+      const answer = await fresh.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+      expect(answer.choices[0].message.content).toBe('ok');
+      plain.setScript(() => reply.tools([{ name: 'a', arguments: {} }, { name: 'b', arguments: {} }]));
+      const calls = await fresh.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+      expect(calls.choices[0].message.tool_calls?.map((c) => c.id)).toEqual(['call_1', 'call_2']);
+    } finally {
+      await plain.stop();
+    }
+  });
+
+  it('surfaces a scripted error status as an APIError, streaming or not', async () => {
+    model.setScript(() => reply.error(429, 'slow down'));
+    const failure = client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    await expect(failure).rejects.toBeInstanceOf(OpenAI.RateLimitError);
+    await expect(failure).rejects.toMatchObject({ status: 429, message: expect.stringContaining('slow down') });
+    model.setScript(() => ({ status: 500 }));
+    await expect(client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 500 });
+  });
+
+  it('answers 400 to malformed JSON and to tool calls left unanswered, 404 to unknown routes', async () => {
+    const post = (body: string) => fetch(`${model.url}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const malformed = await post('{"model": ');
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toMatchObject({ error: { type: 'invalid_request_error', message: expect.any(String) } });
+
+    const call = { id: 'c1', type: 'function' as const, function: { name: 'wait', arguments: '{}' } };
+    const interrupted = client.chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: null, tool_calls: [call] }, { role: 'user', content: 'steer' }],
+    });
+    await expect(interrupted).rejects.toMatchObject({ status: 400, message: expect.stringContaining('c1') });
+    expect(model.requests).toHaveLength(0);
+
+    const missing = await fetch(`${model.url}/embeddings`, { method: 'POST', body: '{}' });
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ error: { code: 'unknown_url' } });
+    const models = await client.models.list();
+    expect(models.data.map((m) => m.id)).toEqual(['scripted-model']);
+  });
+
+  it('stops a delayed reply when the client aborts, and keeps serving', async () => {
+    model.setScript(() => reply.text('too late', { delayMs: 10_000 }));
+    const controller = new AbortController();
+    const started = Date.now();
+    const pending = client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }, { signal: controller.signal });
+    setTimeout(() => controller.abort(), 50);
+    await expect(pending).rejects.toBeInstanceOf(OpenAI.APIUserAbortError);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(model.requests).toHaveLength(1);
+
+    model.setScript(() => reply.text('still here'));
+    const next = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    expect(next.choices[0].message.content).toBe('still here');
+  });
+
+  it('stops streaming when the client aborts midway', async () => {
+    model.setScript(() => reply.text('one two three four five six', { tokenDelayMs: 50 }));
+    const controller = new AbortController();
+    const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }, { signal: controller.signal });
+    let received = 0;
+    // The openai stream ends quietly when its signal aborts; what matters is that it ends early.
+    for await (const _ of stream) {
+      received++;
+      controller.abort();
+    }
+    expect(received).toBe(1);
+    model.setScript(() => reply.text('ok'));
+    const next = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    expect(next.choices[0].message.content).toBe('ok');
+  });
+
+  it('delays the first byte by delayMs', async () => {
+    model.setScript(() => reply.text('late', { delayMs: 200 }));
+    const started = Date.now();
+    await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+  });
+});
+
+describe('demoScript', () => {
+  const request = (messages: OpenAI.ChatCompletionMessageParam[], tools = [waitTool]): ModelRequest => ({
+    body: { model: 'm', messages, tools },
+    receivedAt: 0,
+  });
+
+  it('reads wait requests', () => {
+    expect(requestedWaitMs('please wait 3s')).toBe(3000);
+    expect(requestedWaitMs('wait 500ms then answer')).toBe(500);
+    expect(requestedWaitMs('Wait 2 seconds')).toBe(2000);
+    expect(requestedWaitMs('wait 5 minutes')).toBe(60_000);
+    expect(requestedWaitMs('be slow about it')).toBe(3000);
+    expect(requestedWaitMs("I can't wait to see it")).toBeUndefined();
+  });
+
+  it('calls wait over HTTP, then answers its result with "Done waiting"', async () => {
+    model.setScript(demoScript);
+    const first = await client.chat.completions
+      .stream({ model: 'm', tools: [waitTool], messages: [{ role: 'user', content: 'wait 2 seconds please' }] })
+      .finalChatCompletion();
+    const message = first.choices[0].message;
+    const call = message.tool_calls?.[0];
+    expect(message.content).toBe('Let me take a moment…');
+    expect(call?.type === 'function' && call.function).toEqual({ name: 'wait', arguments: '{"ms":2000}' });
+
+    const second = await client.chat.completions.create({
+      model: 'm',
+      tools: [waitTool],
+      messages: [
+        { role: 'user', content: 'wait 2 seconds please' },
+        { role: 'assistant', content: message.content, tool_calls: message.tool_calls },
+        { role: 'tool', tool_call_id: call?.id ?? '', content: 'waited 2000 ms' },
+      ],
+    });
+    expect(second.choices[0].message.content).toMatch(/^Done waiting \(waited 2000 ms\)\. .*wait 2 seconds please/);
+    expect(toolResults(model.requests[1])).toHaveLength(1);
+  });
+
+  it('echoes the last and the previous user message otherwise', async () => {
+    const answer = await demoScript(
+      request([
+        { role: 'user', content: 'first thing' },
+        { role: 'assistant', content: 'sure' },
+        { role: 'user', content: 'second thing' },
+      ]),
+    );
+    expect(answer.content).toMatch(/^You said: "second thing"\. Earlier you said: "first thing"\./);
+    expect(answer.content).toContain('OPENAI_API_KEY');
+    expect(answer.tokenDelayMs).toBe(15);
+  });
+
+  it('does not call wait when no wait tool is offered', async () => {
+    const answer = await demoScript(request([{ role: 'user', content: 'wait 1s' }], []));
+    expect(answer.toolCalls).toBeUndefined();
+    expect(answer.content).toContain('You said: "wait 1s"');
+  });
+});

@@ -1,0 +1,26 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * Tiers by suffix: `.unit.spec.ts` (no I/O but loopback HTTP to the scripted model),
+ * `.int.spec.ts` (one component on real PostgreSQL/Kafka), `.e2e.spec.ts` (the services
+ * as a system). The system tiers share one Kafka and one PostgreSQL started by the global
+ * setup (see libs/dev-services); each spec file gets a fresh database and topic namespace.
+ */
+export default defineConfig({
+  test: {
+    projects: [
+      { test: { name: 'unit', include: ['{apps,libs}/**/*.unit.spec.ts'] } },
+      {
+        test: {
+          name: 'system',
+          include: ['{apps,libs,test}/**/*.{int,e2e}.spec.ts'],
+          globalSetup: ['test/global-setup.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          // Two cores: spec files that start services run one at a time.
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
