@@ -1,0 +1,1 @@
+export { startWorker, type Worker } from './worker';

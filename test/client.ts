@@ -1,0 +1,48 @@
+import type { ChatAccepted, ConversationStatus, ErrorBody, TranscriptPage, TurnView } from '@rudder/contracts';
+import { eventually } from './stack';
+
+/** An answer of the API: `body` is T on success, and carries `error` on failure. */
+export type Answer<T> = { status: number; body: T & Partial<ErrorBody>; headers: Headers };
+
+/** The HTTP API as a test (or a person with curl) uses it. */
+export function createClient(baseUrl: string, token?: string) {
+  const path = (key: string, rest = '') => `${baseUrl}/v1/conversations/${encodeURIComponent(key)}${rest}`;
+  const call = async <T>(url: string, init: RequestInit = {}): Promise<Answer<T>> => {
+    const response = await fetch(url, {
+      ...init,
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}), ...init.headers },
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+  };
+  const client = {
+    chat: (key: string, body: unknown, headers: Record<string, string> = {}) =>
+      call<ChatAccepted>(path(key, '/chat'), { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers }),
+    status: (key: string) => call<ConversationStatus>(path(key)),
+    messages: (key: string, query = '') => call<TranscriptPage>(path(key, `/messages${query}`)),
+    turn: (key: string, turn: string) => call<TurnView>(path(key, `/turns/${encodeURIComponent(turn)}`)),
+    turnOf: (key: string, input: string) => call<TurnView>(path(key, `/turns?input=${encodeURIComponent(input)}`)),
+    /** The turn that answered an input, once it has ended. */
+    answered: (key: string, input: string, timeoutMs = 30_000) =>
+      eventually(
+        async () => {
+          const answer = await client.turnOf(key, input);
+          return answer.status === 200 && answer.body.status !== 'running' ? answer.body : undefined;
+        },
+        { timeoutMs, what: `the answer to ${input} in ${key}` },
+      ),
+    /** The turn answering an input, once it has started. */
+    started: (key: string, input: string, timeoutMs = 30_000) =>
+      eventually(
+        async () => {
+          const answer = await client.turnOf(key, input);
+          return answer.status === 200 ? answer.body : undefined;
+        },
+        { timeoutMs, what: `a turn for ${input} in ${key}` },
+      ),
+    events: (key: string, headers: Record<string, string> = {}) =>
+      fetch(path(key, '/events'), { headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers } }),
+  };
+  return client;
+}
+export type Client = ReturnType<typeof createClient>;

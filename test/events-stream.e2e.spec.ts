@@ -1,0 +1,45 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readEvents } from './sse';
+import { startStack, type Stack } from './stack';
+import { testScript } from './scripts';
+
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({ script: testScript });
+});
+afterAll(() => stack?.stop());
+
+describe('the event stream (SSE)', () => {
+  it('streams a turn as it happens: started, tokens, the tool, ended — each stored event once, with its position as id', async () => {
+    const { client } = stack;
+    const conversation = `sse/live-${Date.now()}`;
+    const stream = await client.events(conversation);
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const reading = readEvents(stream, (m) => m.event === 'turn.ended');
+    await client.chat(conversation, { text: 'wait 200', id: 'sse-1' });
+    const messages = await reading;
+
+    const stored = messages.filter((m) => m.event !== 'token');
+    expect(stored.map((m) => m.event)).toEqual(['input.accepted', 'turn.started', 'model.replied', 'tool.started', 'tool.ended', 'model.replied', 'turn.ended']);
+    const positions = stored.map((m) => Number(m.id));
+    expect([...positions].sort((a, b) => a - b)).toEqual(positions);
+    expect(new Set(positions).size).toBe(positions.length);
+    const tokens = messages.filter((m) => m.event === 'token').map((m) => (m.data as { text: string }).text).join('');
+    expect(tokens).toContain('after waited 200 ms');
+    expect(messages.at(-1)?.data).toMatchObject({ type: 'turn.ended', data: { status: 'completed', steered: [] } });
+  });
+
+  it('resumes after Last-Event-ID with exactly the events that came after it', async () => {
+    const { client } = stack;
+    const conversation = `sse/resume-${Date.now()}`;
+    await client.chat(conversation, { text: 'resume me', id: 'sse-2' });
+    await client.answered(conversation, 'sse-2');
+    const all = await readEvents(await client.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
+    const types = all.map((m) => m.event);
+    expect(types).toEqual(['input.accepted', 'turn.started', 'model.replied', 'turn.ended']);
+
+    const resumed = await readEvents(await client.events(conversation, { 'last-event-id': all[1].id! }), (m) => m.event === 'turn.ended');
+    expect(resumed.map((m) => m.id)).toEqual(all.slice(2).map((m) => m.id));
+  });
+});
