@@ -1,0 +1,162 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool, readConfig, type Pool } from '@rudder/runtime';
+import { startCompanion, type Companion } from '../start-companion';
+import { foldEvents } from '../projection/fold-events';
+import { createFreshDatabase } from '../testing/test-database';
+import { chatWithToolCall, conversationLog } from '../testing/conversation-log';
+import { quietLog } from '../testing/quiet-log';
+
+let database: Awaited<ReturnType<typeof createFreshDatabase>>;
+let companion: Companion;
+let pool: Pool;
+
+const KEY = 'user-42/trip';
+const path = (...segments: string[]) => '/' + segments.map(encodeURIComponent).join('/');
+/** The status and JSON body of a GET; the body is loosely typed, the assertions check its shape. */
+const get = async (url: string): Promise<{ status: number; body: any }> => {
+  const response = await fetch(`http://127.0.0.1:${companion.port}${url}`);
+  return { status: response.status, body: await response.json() };
+};
+
+beforeAll(async () => {
+  database = await createFreshDatabase();
+  // The HTTP API alone: these tests fold events by hand instead of through Kafka.
+  companion = await startCompanion(
+    readConfig({ KAFKA_BROKERS: '127.0.0.1:9', DATABASE_URL: database.url, COMPANION_PORT: '0' }),
+    { consume: false, log: quietLog() },
+  );
+  pool = createPool(database.url);
+  const log = conversationLog('user-42/later');
+  await foldEvents(pool, [
+    ...chatWithToolCall(KEY),
+    log.accepted('m', ['one', 'two']),
+    log.started('tm', { id: 'm', text: 'one\n\ntwo' }),
+    log.accepted('waiting', 'three'),
+  ]);
+});
+
+afterAll(async () => {
+  await pool?.end();
+  await companion?.stop();
+  await database?.drop();
+});
+
+describe('the companion HTTP API', () => {
+  it('answers the status of a conversation whose key holds a slash, sent as one encoded segment', async () => {
+    expect(path('conversations', KEY)).toBe('/conversations/user-42%2Ftrip');
+    expect(await get(path('conversations', KEY))).toEqual({
+      status: 200,
+      body: { key: KEY, running: null, steering: [], queue: [], lastInputId: 'i1', owner: 'alice' },
+    });
+    expect(await get(path('conversations', 'user-42/later'))).toMatchObject({
+      status: 200,
+      body: { running: { turn: 'tm', startedAt: expect.any(String) }, queue: [{ id: 'waiting', kind: 'chat', text: 'three' }] },
+    });
+  });
+
+  it('answers an unknown conversation as idle and empty', async () => {
+    expect(await get(path('conversations', 'nobody/yet'))).toEqual({
+      status: 200,
+      body: { key: 'nobody/yet', running: null, steering: [], queue: [], lastInputId: null, owner: null },
+    });
+  });
+
+  it('pages the transcript with limit and the next cursor', async () => {
+    const first = await get(`${path('conversations', KEY, 'messages')}?limit=2`);
+    expect(first.status).toBe(200);
+    expect(first.body.items.map((m: { id: string }) => m.id)).toEqual(['i1', 't1/0']);
+    expect(first.body.items[0]).toEqual({
+      id: 'i1',
+      role: 'user',
+      text: 'Plan a trip to Lisbon',
+      turn: 't1',
+      steered: false,
+      at: '2025-01-01T12:00:01.000Z',
+    });
+    expect(typeof first.body.next).toBe('string');
+    const second = await get(`${path('conversations', KEY, 'messages')}?limit=2&after=${encodeURIComponent(first.body.next)}`);
+    expect(second.body).toMatchObject({ items: [{ id: 't1/1', role: 'assistant' }], next: null });
+    expect((await get(path('conversations', KEY, 'messages'))).body.items).toHaveLength(3);
+  });
+
+  it('answers a turn by id, and by the input it answered', async () => {
+    const byId = await get(path('conversations', KEY, 'turns', 't1'));
+    expect(byId).toEqual({
+      status: 200,
+      body: {
+        id: 't1',
+        prompt: { id: 'i1', text: 'Plan a trip to Lisbon' },
+        status: 'completed',
+        outcome: null,
+        steered: [],
+        content: 'Let me check the weather.\n\nLisbon is sunny: go in May.',
+        startedAt: '2025-01-01T12:00:02.000Z',
+        endedAt: '2025-01-01T12:00:07.000Z',
+      },
+    });
+    expect(await get(`${path('conversations', KEY, 'turns')}?input=i1`)).toEqual(byId);
+  });
+
+  it('answers an accepted input for idempotency checks', async () => {
+    expect(await get(path('conversations', 'user-42/later', 'inputs', 'm'))).toEqual({
+      status: 200,
+      body: { id: 'm', kind: 'chat', text: 'one\n\ntwo', messages: ['one', 'two'], subject: 'alice', delivered: true },
+    });
+    expect((await get(path('conversations', 'user-42/later', 'inputs', 'waiting'))).body).toMatchObject({ delivered: false });
+  });
+
+  it('replays events after a position, in order', async () => {
+    const all = await get(path('conversations', KEY, 'events'));
+    expect(all.status).toBe(200);
+    expect(all.body.items).toEqual(chatWithToolCall(KEY));
+    const after = await get(`${path('conversations', KEY, 'events')}?after=5&limit=1`);
+    expect(after.body.items.map((e: { position: number; type: string }) => [e.position, e.type])).toEqual([[6, 'model.replied']]);
+  });
+
+  it('answers 404 with a JSON error for an unknown turn, input or route', async () => {
+    const notFound = { status: 404, body: { error: { code: 'not_found', message: expect.any(String) } } };
+    expect(await get(path('conversations', KEY, 'turns', 'nope'))).toEqual(notFound);
+    expect(await get(`${path('conversations', KEY, 'turns')}?input=nope`)).toEqual(notFound);
+    expect(await get(path('conversations', KEY, 'inputs', 'nope'))).toEqual(notFound);
+    // A turn of another conversation is not found under this one.
+    expect(await get(path('conversations', 'user-42/later', 'turns', 't1'))).toEqual(notFound);
+    expect(await get('/nowhere')).toEqual(notFound);
+  });
+
+  it('answers 400 with a JSON error for bad parameters', async () => {
+    const bad = { status: 400, body: { error: { code: 'bad_request', message: expect.any(String) } } };
+    const messages = path('conversations', KEY, 'messages');
+    for (const query of ['limit=0', 'limit=201', 'limit=ten', 'after=nonsense', 'limit=1&limit=2'])
+      expect(await get(`${messages}?${query}`), query).toEqual(bad);
+    expect(await get(`${path('conversations', KEY, 'turns')}`)).toEqual(bad);
+    expect(await get(`${path('conversations', KEY, 'events')}?after=x`)).toEqual(bad);
+    expect(await get(`${path('conversations', KEY, 'events')}?limit=0`)).toEqual(bad);
+    expect(await get(path('conversations', 'no spaces allowed'))).toEqual(bad);
+    expect(await get(path('conversations', 'x'.repeat(201)))).toEqual(bad);
+    expect((await get(`${messages}?limit=0`)).body.error.message).toContain('limit');
+  });
+
+  it('answers /healthz once the database answers', async () => {
+    expect(await get('/healthz')).toEqual({ status: 200, body: { ok: true } });
+  });
+});
+
+describe('the companion without its database', () => {
+  it('answers /healthz with 503', async () => {
+    const lost = await createFreshDatabase();
+    const alone = await startCompanion(
+      readConfig({ KAFKA_BROKERS: '127.0.0.1:9', DATABASE_URL: lost.url, COMPANION_PORT: '0' }),
+      { consume: false, log: quietLog() },
+    );
+    try {
+      await lost.drop(); // WITH (FORCE): the companion's connections are cut too
+      const response = await fetch(`http://127.0.0.1:${alone.port}/healthz`);
+      expect({ status: response.status, body: await response.json() }).toEqual({
+        status: 503,
+        body: { error: { code: 'unavailable', message: expect.any(String) } },
+      });
+    } finally {
+      await alone.stop();
+    }
+  });
+});

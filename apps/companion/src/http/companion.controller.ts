@@ -1,0 +1,75 @@
+import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
+import type { ConversationEvent, TranscriptPage, TurnView } from '@rudder/contracts';
+import type { Pool } from '@rudder/runtime';
+import { readConversationStatus, type CompanionConversationStatus } from '../queries/conversation-status';
+import { readEventsAfter } from '../queries/event-replay';
+import { databaseAnswers } from '../queries/health';
+import { readInput, type InputView } from '../queries/input-view';
+import { readTranscriptPage } from '../queries/transcript-page';
+import { readTurnOfInput } from '../queries/turn-of-input';
+import { readTurn } from '../queries/turn-view';
+import { CompanionError } from './errors';
+import { conversationKey, eventsQuery, inputId, transcriptQuery, turnId, turnsQuery } from './params';
+
+/** The pool the queries read from (Nest token). */
+export const POOL = Symbol('companion.pool');
+
+/**
+ * The companion's internal read API, for the gateway only: no authentication here, the gateway
+ * authorizes each request before it asks. Conversation keys and ids are one URL-encoded path
+ * segment each (`encodeURIComponent`).
+ */
+@Controller()
+export class CompanionController {
+  constructor(@Inject(POOL) private readonly pool: Pool) {}
+
+  @Get('healthz')
+  async health(): Promise<{ ok: true }> {
+    if (!(await databaseAnswers(this.pool))) throw new CompanionError('unavailable', 'the database does not answer');
+    return { ok: true };
+  }
+
+  @Get('conversations/:key')
+  status(@Param('key') key: string): Promise<CompanionConversationStatus> {
+    return readConversationStatus(this.pool, conversationKey(key));
+  }
+
+  @Get('conversations/:key/messages')
+  messages(@Param('key') key: string, @Query() query: unknown): Promise<TranscriptPage> {
+    const conversation = conversationKey(key);
+    const { after, limit } = transcriptQuery(query);
+    return readTranscriptPage(this.pool, conversation, { after: after ?? null, limit });
+  }
+
+  @Get('conversations/:key/turns')
+  async turnOfInput(@Param('key') key: string, @Query() query: unknown): Promise<TurnView> {
+    const conversation = conversationKey(key);
+    const { input } = turnsQuery(query);
+    const turn = await readTurnOfInput(this.pool, conversation, input);
+    if (!turn) throw new CompanionError('not_found', `no turn has answered or taken input ${input} yet`);
+    return turn;
+  }
+
+  @Get('conversations/:key/turns/:turn')
+  async turn(@Param('key') key: string, @Param('turn') id: string): Promise<TurnView> {
+    const conversation = conversationKey(key);
+    const turn = await readTurn(this.pool, conversation, turnId(id));
+    if (!turn) throw new CompanionError('not_found', `conversation ${conversation} has no turn ${id}`);
+    return turn;
+  }
+
+  @Get('conversations/:key/inputs/:id')
+  async input(@Param('key') key: string, @Param('id') id: string): Promise<InputView> {
+    const conversation = conversationKey(key);
+    const input = await readInput(this.pool, conversation, inputId(id));
+    if (!input) throw new CompanionError('not_found', `conversation ${conversation} has no input ${id}`);
+    return input;
+  }
+
+  @Get('conversations/:key/events')
+  events(@Param('key') key: string, @Query() query: unknown): Promise<{ items: ConversationEvent[] }> {
+    const conversation = conversationKey(key);
+    const { after, limit } = eventsQuery(query);
+    return readEventsAfter(this.pool, conversation, { after: after ?? null, limit });
+  }
+}

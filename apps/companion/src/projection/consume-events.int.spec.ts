@@ -1,0 +1,116 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Partitioners, type Kafka, type Producer } from 'kafkajs';
+import type { ConversationEvent } from '@rudder/contracts';
+import { createKafka, ensureTopics, readConfig, topicNames, type Config } from '@rudder/runtime';
+import { startCompanion, type Companion } from '../start-companion';
+import { createFreshDatabase, kafkaBrokers } from '../testing/test-database';
+import { chatWithToolCall, conversationLog } from '../testing/conversation-log';
+import { quietLog } from '../testing/quiet-log';
+
+const brokers = kafkaBrokers();
+
+describe.skipIf(brokers === undefined)('the companion on agent.events', () => {
+  let database: Awaited<ReturnType<typeof createFreshDatabase>>;
+  let config: Config;
+  let kafka: Kafka;
+  let producer: Producer;
+  let companion: Companion | undefined;
+  const log = quietLog();
+
+  beforeAll(async () => {
+    database = await createFreshDatabase();
+    config = readConfig({
+      KAFKA_BROKERS: brokers,
+      KAFKA_NAMESPACE: `companion-${randomBytes(4).toString('hex')}.`,
+      KAFKA_PARTITIONS: '3',
+      DATABASE_URL: database.url,
+      COMPANION_PORT: '0',
+    });
+    kafka = createKafka(config.KAFKA_BROKERS, 'companion-test');
+    await ensureTopics(kafka, topicNames(config.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);
+    producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
+    await producer.connect();
+  });
+
+  afterAll(async () => {
+    await companion?.stop();
+    await producer?.disconnect();
+    await database?.drop();
+  });
+
+  const topic = () => topicNames(config.KAFKA_NAMESPACE).events;
+  const publish = (records: { key: string; value: string }[]) => producer.send({ topic: topic(), messages: records });
+  const asRecord = (e: ConversationEvent) => ({ key: e.conversation, value: JSON.stringify(e) });
+  const get = async (url: string): Promise<any> => (await fetch(`http://127.0.0.1:${companion!.port}${url}`)).json();
+
+  it('folds what was published before it started, skipping records that do not parse or that the database refuses', async () => {
+    const key = 'user-42/trip';
+    const chat = chatWithToolCall(key);
+    const poison = conversationLog('poison/one');
+    await publish([
+      { key, value: 'not json' },
+      { key, value: JSON.stringify({ v: 1, type: 'turn.started' }) },
+      ...chat.slice(0, 3).map(asRecord),
+      asRecord(chat[2]), // the relay published the reply twice
+      asRecord(poison.accepted('nul', 'a\u0000b')),
+      asRecord(poison.accepted('fine', 'ok')),
+      ...chat.slice(3).map(asRecord),
+    ]);
+
+    companion = await startCompanion(config, { log });
+    const turn = await eventually(() => get(`/conversations/${encodeURIComponent(key)}/turns/t1`), (t) => t.status === 'completed');
+    expect(turn.content).toBe('Let me check the weather.\n\nLisbon is sunny: go in May.');
+    expect((await get(`/conversations/${encodeURIComponent(key)}/messages`)).items.map((m: { id: string }) => m.id)).toEqual([
+      'i1',
+      't1/0',
+      't1/1',
+    ]);
+    const poisoned = await eventually(() => get(`/conversations/${encodeURIComponent('poison/one')}`), (s) => s.queue.length > 0);
+    expect(poisoned.queue).toEqual([{ id: 'fine', kind: 'chat', text: 'ok' }]);
+    expect(log.lines.filter((w) => w.startsWith('warn skipped a record of agent.events that does not parse'))).toHaveLength(2);
+    expect(log.lines.filter((w) => w.startsWith('error skipped an event the projections cannot hold'))).toHaveLength(1);
+  });
+
+  it('commits offsets only for what it folded, and after a restart folds only what is new', async () => {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const published = await admin.fetchTopicOffsets(topic());
+      const end = published.reduce((sum, p) => sum + Number(p.high), 0);
+      const committed = async () => {
+        const [offsets] = await admin.fetchOffsets({ groupId: `${config.KAFKA_NAMESPACE}companion`, topics: [topic()] });
+        return offsets.partitions.reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
+      };
+      await eventually(committed, (sum) => sum === end);
+
+      await companion!.stop();
+      const key = 'user-42/trip';
+      const later = conversationLog(key);
+      const events = chatWithToolCall(key);
+      for (let i = 0; i < events.length; i += 1) later.accepted('skip', 'x'); // advance positions past the first turn
+      const next = later.accepted('i2', 'And in June?');
+      await publish([asRecord(events[5]), asRecord(next)]);
+      companion = await startCompanion(config, { log });
+
+      const status = await eventually(() => get(`/conversations/${encodeURIComponent(key)}`), (s) => s.lastInputId === 'i2');
+      expect(status.queue).toEqual([{ id: 'i2', kind: 'chat', text: 'And in June?' }]);
+      expect((await get(`/conversations/${encodeURIComponent(key)}/turns/t1`)).content).toBe(
+        'Let me check the weather.\n\nLisbon is sunny: go in May.',
+      );
+      await eventually(committed, (sum) => sum === end + 2);
+    } finally {
+      await admin.disconnect();
+    }
+  });
+});
+
+async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out; last value: ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}

@@ -1,0 +1,266 @@
+import type { ConversationEvent, TurnStatus } from '@rudder/contracts';
+
+/**
+ * The read models as rows, and the pure fold of a batch of events over them.
+ * `fold-events.ts` loads the rows a batch touches, calls `evolve`, and writes back what changed;
+ * this file does no I/O, so the projection rules are tested without a database.
+ * Timestamps are ISO strings.
+ */
+
+export type ConversationRow = {
+  key: string;
+  owner: string | null;
+  lastInputId: string | null;
+  lastInputPosition: number | null;
+  runningTurn: string | null;
+  runningStartedAt: string | null;
+};
+
+export type InputRow = {
+  conversation: string;
+  id: string;
+  kind: 'chat' | 'steer';
+  text: string;
+  messages: string[];
+  subject: string;
+  acceptedAt: string;
+  position: number;
+  delivered: boolean;
+};
+
+export type TurnRow = {
+  conversation: string;
+  id: string;
+  promptId: string;
+  promptText: string;
+  status: 'running' | TurnStatus;
+  outcome: string | null;
+  content: string;
+  steered: { id: string; text: string }[];
+  startedAt: string;
+  endedAt: string | null;
+};
+
+export type TranscriptRow = {
+  conversation: string;
+  /** Sort key: the position of the event that delivered the message, then its index within it. */
+  position: number;
+  part: number;
+  id: string;
+  role: 'user' | 'assistant';
+  text: string;
+  turn: string | null;
+  steered: boolean;
+  at: string;
+};
+
+/** The rows a batch may read or change, as they were before it. */
+export type Rows = { conversations: ConversationRow[]; inputs: InputRow[]; turns: TurnRow[] };
+
+/** What a batch changed: rows to upsert whole, and transcript rows to add. */
+export type Changes = Rows & { transcript: TranscriptRow[] };
+
+/** Which rows folding these events may read. */
+export type Needed = {
+  conversations: string[];
+  inputs: { conversation: string; id: string }[];
+  turns: { conversation: string; id: string }[];
+};
+
+export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
+  const conversations = new Set<string>();
+  const inputs = new Map<string, { conversation: string; id: string }>();
+  const turns = new Map<string, { conversation: string; id: string }>();
+  const input = (conversation: string, id: string) => inputs.set(rowKey(conversation, id), { conversation, id });
+  const turn = (conversation: string, id: string) => turns.set(rowKey(conversation, id), { conversation, id });
+  for (const event of events) {
+    const c = event.conversation;
+    conversations.add(c);
+    switch (event.type) {
+      case 'input.accepted':
+        input(c, event.data.input.id);
+        break;
+      case 'turn.started':
+        input(c, event.data.prompt.id);
+        turn(c, event.data.turn);
+        break;
+      case 'model.replied':
+        turn(c, event.data.turn);
+        break;
+      case 'turn.ended':
+        turn(c, event.data.turn);
+        for (const s of event.data.steered) input(c, s.id);
+        break;
+      case 'tool.started':
+      case 'tool.ended':
+        break;
+      default:
+        return unreachable(event);
+    }
+  }
+  return { conversations: [...conversations], inputs: [...inputs.values()], turns: [...turns.values()] };
+}
+
+/**
+ * Folds new events (each applied once, in position order within a conversation) over the rows
+ * they touch. Rules:
+ * - `input.accepted`: a pending input; the conversation's owner is the subject of its first one;
+ *   `lastInputId` is the accepted input with the highest position.
+ * - `turn.started`: the turn runs; its prompt input is delivered and enters the transcript, one
+ *   user row per message (`<inputId>` for one message, `<inputId>#<n>` from 1 for several).
+ * - `model.replied` with content: an assistant row `<turn>/<step>`; the running turn's content is
+ *   its replies so far joined with a blank line.
+ * - `turn.ended`: the turn's final status, outcome, content and steered messages; the
+ *   conversation is idle again if this was its running turn.
+ * A repeated `turn.started` for a known turn, or an input accepted twice under other event ids,
+ * changes nothing.
+ */
+export function evolve(before: Rows, events: readonly ConversationEvent[]): Changes {
+  const conversations = new Map(before.conversations.map((r) => [r.key, { ...r }]));
+  const inputs = new Map(before.inputs.map((r) => [rowKey(r.conversation, r.id), { ...r }]));
+  const turns = new Map(before.turns.map((r) => [rowKey(r.conversation, r.id), { ...r, steered: [...r.steered] }]));
+  const changed = { conversations: new Set<string>(), inputs: new Set<string>(), turns: new Set<string>() };
+  const transcript: TranscriptRow[] = [];
+
+  const conversation = (key: string): ConversationRow => {
+    let row = conversations.get(key);
+    if (!row) {
+      row = { key, owner: null, lastInputId: null, lastInputPosition: null, runningTurn: null, runningStartedAt: null };
+      conversations.set(key, row);
+      changed.conversations.add(key);
+    }
+    return row;
+  };
+  const deliver = (c: string, id: string) => {
+    const row = inputs.get(rowKey(c, id));
+    if (row && !row.delivered) {
+      row.delivered = true;
+      changed.inputs.add(rowKey(c, id));
+    }
+  };
+
+  for (const event of events) {
+    const c = event.conversation;
+    const conv = conversation(c);
+    switch (event.type) {
+      case 'input.accepted': {
+        const { input } = event.data;
+        const key = rowKey(c, input.id);
+        if (inputs.has(key)) break;
+        inputs.set(key, {
+          conversation: c,
+          id: input.id,
+          kind: input.kind,
+          text: input.text,
+          messages: input.messages.length > 0 ? input.messages : [input.text],
+          subject: input.subject,
+          acceptedAt: event.at,
+          position: event.position,
+          delivered: false,
+        });
+        changed.inputs.add(key);
+        if (conv.owner === null) conv.owner = input.subject;
+        if (conv.lastInputPosition === null || event.position > conv.lastInputPosition) {
+          conv.lastInputId = input.id;
+          conv.lastInputPosition = event.position;
+        }
+        changed.conversations.add(c);
+        break;
+      }
+      case 'turn.started': {
+        const { turn, prompt } = event.data;
+        const key = rowKey(c, turn);
+        if (turns.has(key)) break;
+        turns.set(key, {
+          conversation: c,
+          id: turn,
+          promptId: prompt.id,
+          promptText: prompt.text,
+          status: 'running',
+          outcome: null,
+          content: '',
+          steered: [],
+          startedAt: event.at,
+          endedAt: null,
+        });
+        changed.turns.add(key);
+        conv.runningTurn = turn;
+        conv.runningStartedAt = event.at;
+        changed.conversations.add(c);
+        const input = inputs.get(rowKey(c, prompt.id));
+        deliver(c, prompt.id);
+        // A prompt the companion never saw accepted (it came another way) is shown as its text.
+        const messages = input ? input.messages : [prompt.text];
+        messages.forEach((text, i) =>
+          transcript.push({
+            conversation: c,
+            position: event.position,
+            part: i,
+            id: messages.length === 1 ? prompt.id : `${prompt.id}#${i + 1}`,
+            role: 'user',
+            text,
+            turn,
+            steered: false,
+            at: input ? input.acceptedAt : event.at,
+          }),
+        );
+        break;
+      }
+      case 'model.replied': {
+        const { turn, step, content } = event.data;
+        if (content === '') break;
+        transcript.push({
+          conversation: c,
+          position: event.position,
+          part: 0,
+          id: `${turn}/${step}`,
+          role: 'assistant',
+          text: content,
+          turn,
+          steered: false,
+          at: event.at,
+        });
+        const row = turns.get(rowKey(c, turn));
+        if (row && row.status === 'running') {
+          row.content = row.content === '' ? content : `${row.content}\n\n${content}`;
+          changed.turns.add(rowKey(c, turn));
+        }
+        break;
+      }
+      case 'turn.ended': {
+        const { turn, status, outcome, content, steered } = event.data;
+        const row = turns.get(rowKey(c, turn));
+        if (row) {
+          Object.assign(row, { status, outcome, content, steered, endedAt: event.at });
+          changed.turns.add(rowKey(c, turn));
+        }
+        for (const s of steered) deliver(c, s.id);
+        if (conv.runningTurn === turn) {
+          conv.runningTurn = null;
+          conv.runningStartedAt = null;
+          changed.conversations.add(c);
+        }
+        break;
+      }
+      case 'tool.started':
+      case 'tool.ended':
+        break;
+      default:
+        return unreachable(event);
+    }
+  }
+
+  const pick = <T>(rows: Map<string, T>, keys: Set<string>): T[] => [...keys].map((k) => rows.get(k) as T);
+  return {
+    conversations: pick(conversations, changed.conversations),
+    inputs: pick(inputs, changed.inputs),
+    turns: pick(turns, changed.turns),
+    transcript,
+  };
+}
+
+const rowKey = (conversation: string, id: string): string => `${conversation}\u0000${id}`;
+
+function unreachable(event: never): never {
+  throw new Error(`unknown event type: ${JSON.stringify(event)}`);
+}

@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { chatWithToolCall, conversationLog } from '../testing/conversation-log';
+import { evolve, rowsNeeded, type Rows } from './evolve';
+
+const nothing: Rows = { conversations: [], inputs: [], turns: [] };
+
+describe('evolve', () => {
+  it('makes the first subject the owner and the latest accepted input the last one', () => {
+    const log = conversationLog('c');
+    const changes = evolve(nothing, [log.accepted('a', 'hi', 'alice'), log.accepted('b', 'hello', 'bob')]);
+    expect(changes.conversations).toEqual([
+      { key: 'c', owner: 'alice', lastInputId: 'b', lastInputPosition: 2, runningTurn: null, runningStartedAt: null },
+    ]);
+    expect(changes.inputs.map((i) => [i.id, i.delivered])).toEqual([
+      ['a', false],
+      ['b', false],
+    ]);
+    expect(changes.transcript).toEqual([]);
+  });
+
+  it('delivers the prompt input of a started turn, loaded from before the batch', () => {
+    const log = conversationLog('c');
+    const accepted = evolve(nothing, [log.accepted('a', ['x', 'y'])]);
+    const started = log.started('t', { id: 'a', text: 'x\n\ny' });
+    const changes = evolve(accepted, [started]);
+    expect(changes.inputs).toMatchObject([{ id: 'a', delivered: true }]);
+    expect(changes.conversations).toMatchObject([{ runningTurn: 't', runningStartedAt: started.at }]);
+    expect(changes.transcript.map((m) => [m.id, m.part, m.text])).toEqual([
+      ['a#1', 0, 'x'],
+      ['a#2', 1, 'y'],
+    ]);
+  });
+
+  it('shows a prompt it never saw accepted as the prompt text, under the prompt id', () => {
+    const log = conversationLog('c');
+    const changes = evolve(nothing, [log.started('t', { id: 'elsewhere', text: 'from another service' })]);
+    expect(changes.transcript).toMatchObject([{ id: 'elsewhere', role: 'user', text: 'from another service' }]);
+    expect(changes.inputs).toEqual([]);
+  });
+
+  it('gives a running turn the replies so far and an ended turn its final content', () => {
+    const events = chatWithToolCall('c');
+    const running = evolve(nothing, events.slice(0, 6));
+    expect(running.turns).toMatchObject([{ status: 'running', content: 'Let me check the weather.\n\nLisbon is sunny: go in May.' }]);
+    const ended = evolve(running, events.slice(6));
+    expect(ended.turns).toMatchObject([{ status: 'completed', content: 'Let me check the weather.\n\nLisbon is sunny: go in May.' }]);
+    expect(ended.conversations).toMatchObject([{ runningTurn: null, runningStartedAt: null }]);
+  });
+
+  it('leaves a newer running turn running when an older one ends', () => {
+    const log = conversationLog('c');
+    const before = evolve(nothing, [log.started('t1', { id: 'a', text: 'a' }), log.started('t2', { id: 'b', text: 'b' })]);
+    const after = evolve(before, [log.ended('t1', '')]);
+    expect(after.conversations).toEqual([]);
+    expect(before.conversations).toMatchObject([{ runningTurn: 't2' }]);
+  });
+
+  it('names the rows a batch reads', () => {
+    const log = conversationLog('c');
+    expect(
+      rowsNeeded([log.started('t', { id: 'a', text: 'a' }), log.ended('t', '', { steered: [{ id: 's', text: 's' }] })]),
+    ).toEqual({
+      conversations: ['c'],
+      inputs: [
+        { conversation: 'c', id: 'a' },
+        { conversation: 'c', id: 's' },
+      ],
+      turns: [{ conversation: 'c', id: 't' }],
+    });
+  });
+});

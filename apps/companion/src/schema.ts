@@ -1,0 +1,92 @@
+import type { Migration } from '@rudder/runtime';
+
+/** The PostgreSQL schema the companion owns; nothing else writes to it. */
+export const SCHEMA = 'companion';
+
+/**
+ * The read models, folded from `agent.events`. Every table is keyed by conversation first:
+ * input ids are the clients' idempotency keys, so two conversations may use the same one,
+ * and every query is scoped to the conversation the gateway authorized.
+ * `migrate` runs each migration with `search_path` set to the schema.
+ */
+export const migrations: readonly Migration[] = [
+  {
+    id: '001-projections',
+    sql: `
+      -- Ids of the events folded so far: an event already here changes nothing when it comes again.
+      CREATE TABLE applied_events (
+        id text PRIMARY KEY,
+        applied_at timestamptz NOT NULL DEFAULT now()
+      );
+
+      CREATE TABLE conversations (
+        key text PRIMARY KEY,
+        -- The subject of the first accepted input; null until one is accepted.
+        owner text,
+        last_input_id text,
+        last_input_position bigint,
+        -- Null when no turn is running.
+        running_turn text,
+        running_started_at timestamptz
+      );
+
+      CREATE TABLE inputs (
+        conversation text NOT NULL,
+        id text NOT NULL,
+        kind text NOT NULL,
+        text text NOT NULL,
+        messages jsonb NOT NULL,
+        subject text NOT NULL,
+        accepted_at timestamptz NOT NULL,
+        position bigint NOT NULL,
+        -- False while pending; true once a turn started for it (or took it).
+        delivered boolean NOT NULL DEFAULT false,
+        PRIMARY KEY (conversation, id)
+      );
+      CREATE INDEX inputs_pending ON inputs (conversation, position) WHERE NOT delivered;
+
+      CREATE TABLE turns (
+        conversation text NOT NULL,
+        id text NOT NULL,
+        prompt_id text NOT NULL,
+        prompt_text text NOT NULL,
+        -- 'running' until turn.ended, then how it ended.
+        status text NOT NULL,
+        outcome text,
+        content text NOT NULL,
+        steered jsonb NOT NULL DEFAULT '[]',
+        started_at timestamptz NOT NULL,
+        ended_at timestamptz,
+        PRIMARY KEY (conversation, id)
+      );
+      CREATE INDEX turns_by_prompt ON turns (conversation, prompt_id);
+
+      -- Delivered messages, oldest first by (position, part): the position of the event that
+      -- delivered them and the index of the row within that event. That pair is the cursor.
+      CREATE TABLE transcript (
+        conversation text NOT NULL,
+        position bigint NOT NULL,
+        part integer NOT NULL,
+        id text NOT NULL,
+        role text NOT NULL CHECK (role IN ('user', 'assistant')),
+        text text NOT NULL,
+        turn text,
+        steered boolean NOT NULL,
+        at timestamptz NOT NULL,
+        PRIMARY KEY (conversation, position, part),
+        UNIQUE (conversation, id)
+      );
+
+      -- A copy of every event, for SSE replay after Last-Event-ID.
+      CREATE TABLE events (
+        conversation text NOT NULL,
+        position bigint NOT NULL,
+        id text NOT NULL,
+        type text NOT NULL,
+        data jsonb NOT NULL,
+        at timestamptz NOT NULL,
+        PRIMARY KEY (conversation, position)
+      );
+    `,
+  },
+];
