@@ -82,7 +82,8 @@ for await (const line of terminal) {
       headers: { 'content-type': 'application/json', ...auth },
       body: JSON.stringify({ text }),
     }).catch((error: Error) => ({ ok: false, status: 0, text: async () => error.message }));
-    if (!response.ok) out(`(not sent: ${response.status} ${await response.text()})\n`);
+    if (response.ok) continue; // the prompt comes back when the turn ends
+    out(`(not sent: ${response.status} ${await response.text()})\n`);
   }
   terminal.prompt();
 }

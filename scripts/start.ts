@@ -5,11 +5,28 @@
  * companion, the gateway and one turn worker run as processes of their own.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
 import { startInfrastructure } from '@rudder/dev-services';
 import { createKafka, ensureTopics, readConfig, topicNames } from '@rudder/runtime';
 import { demoScript, startScriptedModel } from '@rudder/scripted-model';
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
+
+/** Fails early and clearly when a service's port is taken (another Rudder running, say). */
+async function ensurePortFree(port: number, variable: string) {
+  const free = await new Promise<boolean>((resolve) => {
+    const probe = createServer()
+      .once('error', () => resolve(false))
+      .listen(port, () => probe.close(() => resolve(true)));
+  });
+  if (!free) {
+    process.stderr.write(`port ${port} is in use (is Rudder already running?); set ${variable} to another port\n`);
+    process.exit(1);
+  }
+}
+const ports = readConfig({ KAFKA_BROKERS: '-', DATABASE_URL: '-', ...process.env });
+await ensurePortFree(ports.GATEWAY_PORT, 'GATEWAY_PORT');
+await ensurePortFree(ports.COMPANION_PORT, 'COMPANION_PORT');
 
 const infrastructure = await startInfrastructure({ log: (line) => process.stderr.write(`[infra] ${line}\n`) });
 const env: Record<string, string> = {
