@@ -63,7 +63,7 @@ describe('the topics as an integration contract', () => {
     expect(reasons[1]).toMatch(/messages/);
     expect(reasons[2]).toMatch(/key/);
     const status = await stack.client.status(conversation);
-    expect(status.body.queue).toEqual([]);
+    expect(status.body).toMatchObject({ running: null, queue: [], lastInputId: 'p-3' });
     expect((await stack.client.messages(conversation)).body.items.map((m) => m.text)).toEqual(['after the poison', 'answer to after the poison']);
   });
 });

@@ -14,15 +14,15 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
   await Promise.all([reliable.connect(), bestEffort.connect()]);
 
   const pendingTokens = new Map<string, TokenRecord>();
-  const flushTokens = () => {
+  const flushTokens = async () => {
     if (pendingTokens.size === 0) return;
     const records = [...pendingTokens.values()];
     pendingTokens.clear();
-    bestEffort
+    await bestEffort
       .send({ topic: topics.tokens, acks: 1, messages: records.map((r) => ({ key: r.conversation, value: JSON.stringify(r) })) })
       .catch(() => undefined); // tokens are best effort: the stored reply is the truth
   };
-  const tokenTimer = setInterval(flushTokens, 40);
+  const tokenTimer = setInterval(() => void flushTokens(), 40);
 
   return {
     async publishEvents(events: readonly ConversationEvent[]) {
@@ -44,6 +44,12 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
         })),
       });
     },
+    /**
+     * Sends the tokens still held back. The runner awaits it before it stores a reply, so a
+     * step's tokens reach Kafka before the events that store the step (two topics have no
+     * order between them, so a reader may still see them the other way round).
+     */
+    flushTokens,
     /** Tokens of one step are coalesced for up to 40 ms into one record. */
     token(token: Omit<TokenRecord, 'v'>) {
       const id = `${token.conversation}\u0000${token.turn}\u0000${token.step}`;
@@ -52,7 +58,7 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
     },
     async disconnect() {
       clearInterval(tokenTimer);
-      flushTokens();
+      await flushTokens();
       await Promise.all([reliable.disconnect(), bestEffort.disconnect()]);
     },
   };

@@ -40,6 +40,7 @@ export async function startWorker(config: Config, overrides: { agent?: Agent; mo
     agent: overrides.agent ?? defaultAgent,
     model: overrides.model ?? modelFromConfig(config),
     onToken: publishing.token,
+    flushTokens: publishing.flushTokens,
     newTurnId: randomUUID,
     crash,
     log,

@@ -11,6 +11,8 @@ export type RunnerDeps = {
   agent: Agent;
   model: ModelClient;
   onToken(token: { conversation: string; turn: string; step: number; text: string }): void;
+  /** Sends the tokens held back; awaited before a commit so tokens go out before their step's events. */
+  flushTokens(): Promise<void>;
   newTurnId(): string;
   crash(point: CrashPoint): void;
   log: Log;
@@ -54,6 +56,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
   };
 
   const commit = async (events: DomainEvent[]) => {
+    if (events.some((e) => e.type === 'model.replied')) await deps.flushTokens();
     const stored = await appendToConversation(pool, key, events);
     for (const event of stored) {
       ownWrites.add(event.position);

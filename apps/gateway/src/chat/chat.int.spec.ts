@@ -1,0 +1,176 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../testing/harness';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(() => h?.stop());
+
+const chatPath = (key: string) => `/v1/conversations/${encodeURIComponent(key)}/chat`;
+const uniqueKey = (name: string) => `chat-test/${name}-${Math.random().toString(36).slice(2, 8)}`;
+
+describe('POST /v1/conversations/{key}/chat', () => {
+  it('a valid chat is produced once to agent.inputs, keyed by its conversation, as a ChatInputV1', async () => {
+    const key = uniqueKey('hello');
+    const answer = await h.call(chatPath(key), { body: { text: '  hello there  ' } });
+    expect(answer.status).toBe(202);
+    expect(answer.body).toEqual({ id: expect.stringMatching(/^[0-9a-f-]{36}$/), turn: null, position: 0 });
+
+    const record = await h.inputArrived(answer.body.id);
+    expect(record.key).toBe(key);
+    expect(record.value).toEqual({
+      v: 1,
+      type: 'chat',
+      id: answer.body.id,
+      conversation: key,
+      subject: 'anonymous',
+      messages: ['hello there'],
+      sentAt: expect.any(String),
+    });
+    expect(Math.abs(Date.parse(record.value.sentAt) - Date.now())).toBeLessThan(60_000);
+    expect(h.inputs.filter((r) => r.value.id === answer.body.id)).toHaveLength(1);
+  });
+
+  it('several messages are one input, answered by one reply', async () => {
+    const key = uniqueKey('messages');
+    const answer = await h.call(chatPath(key), { body: { messages: ['first', 'second'], id: 'several-1' } });
+    expect(answer.status).toBe(202);
+    expect(answer.body.id).toBe('several-1');
+    expect((await h.inputArrived('several-1')).value.messages).toEqual(['first', 'second']);
+  });
+
+  it('the Idempotency-Key header is the id when the body has none, and may agree with the body', async () => {
+    const key = uniqueKey('header');
+    const fromHeader = await h.call(chatPath(key), { body: { text: 'hi' }, headers: { 'idempotency-key': 'hdr-1' } });
+    expect(fromHeader.status).toBe(202);
+    expect(fromHeader.body.id).toBe('hdr-1');
+    expect((await h.inputArrived('hdr-1')).key).toBe(key);
+    const both = await h.call(chatPath(key), { body: { text: 'ho', id: 'hdr-2' }, headers: { 'idempotency-key': 'hdr-2' } });
+    expect(both.status).toBe(202);
+    await h.inputArrived('hdr-2');
+  });
+
+  it('position is the number of inputs ahead at acceptance: pending follow-ups plus the running turn', async () => {
+    const key = uniqueKey('position');
+    h.companion.setStatus(key, {
+      running: { turn: 't-1', startedAt: new Date().toISOString() },
+      queue: [
+        { id: 'q-1', kind: 'chat', text: 'one' },
+        { id: 'q-2', kind: 'chat', text: 'two' },
+      ],
+    });
+    const answer = await h.call(chatPath(key), { body: { text: 'third' } });
+    expect(answer.body).toMatchObject({ turn: null, position: 3 });
+  });
+
+  it('the same id with the same messages is answered 202 again and nothing new is enqueued', async () => {
+    const key = uniqueKey('retry');
+    h.companion.addInput(key, { id: 'dup-1', messages: ['same text'] });
+    h.companion.setStatus(key, {
+      running: { turn: 't-1', startedAt: new Date().toISOString() },
+      queue: [{ id: 'dup-1', kind: 'chat', text: 'same text' }],
+    });
+    const produced = await h.producedDuring(async () => {
+      const again = await h.call(chatPath(key), { body: { text: 'same text', id: 'dup-1' } });
+      expect(again.status).toBe(202);
+      expect(again.body).toEqual({ id: 'dup-1', turn: null, position: 1 });
+      const viaHeader = await h.call(chatPath(key), { body: { text: 'same text' }, headers: { 'idempotency-key': 'dup-1' } });
+      expect(viaHeader.body).toEqual({ id: 'dup-1', turn: null, position: 1 });
+    });
+    expect(produced).toEqual([]);
+  });
+
+  it('the same id with other messages is 422 id_reused and nothing is enqueued', async () => {
+    const key = uniqueKey('reused');
+    h.companion.addInput(key, { id: 'reused-1', messages: ['first text'] });
+    const produced = await h.producedDuring(async () => {
+      const reused = await h.call(chatPath(key), { body: { text: 'other text', id: 'reused-1' } });
+      expect(reused.status).toBe(422);
+      expect(reused.body).toEqual({ error: { code: 'id_reused', message: expect.stringContaining('reused-1') } });
+      const split = await h.call(chatPath(key), { body: { messages: ['first', 'text'], id: 'reused-1' } });
+      expect(split.status).toBe(422);
+    });
+    expect(produced).toEqual([]);
+  });
+
+  it('bad requests get a JSON error with the right status, and nothing enters Kafka', async () => {
+    const key = uniqueKey('bad');
+    const cases: { name: string; path?: string; body?: unknown; headers?: Record<string, string>; status: number; code: string }[] = [
+      { name: 'malformed JSON', body: '{"text": ', status: 400, code: 'bad_request' },
+      { name: 'a JSON string', body: '"hello"', status: 400, code: 'bad_request' },
+      { name: 'an array', body: [{ text: 'hi' }], status: 400, code: 'bad_request' },
+      { name: 'text of the wrong type', body: { text: 42 }, status: 400, code: 'bad_request' },
+      { name: 'empty text', body: { text: '' }, status: 400, code: 'bad_request' },
+      { name: 'blank text', body: { text: ' \n\t ' }, status: 400, code: 'bad_request' },
+      { name: 'text and messages', body: { text: 'a', messages: ['b'] }, status: 400, code: 'bad_request' },
+      { name: 'neither text nor messages', body: { id: 'x-1' }, status: 400, code: 'bad_request' },
+      { name: 'empty messages', body: { messages: [] }, status: 400, code: 'bad_request' },
+      { name: 'a blank message', body: { messages: ['ok', ' '] }, status: 400, code: 'bad_request' },
+      { name: 'an unknown field', body: { text: 'hi', mood: 'sunny' }, status: 400, code: 'bad_request' },
+      { name: 'a bad id', body: { text: 'hi', id: 'not ok!' }, status: 400, code: 'bad_request' },
+      { name: 'a bad Idempotency-Key', body: { text: 'hi' }, headers: { 'idempotency-key': 'no spaces here' }, status: 400, code: 'bad_request' },
+      { name: 'body id and header differ', body: { text: 'hi', id: 'a-1' }, headers: { 'idempotency-key': 'b-1' }, status: 400, code: 'bad_request' },
+      { name: 'no JSON body', body: 'text=hi', headers: { 'content-type': 'text/plain' }, status: 400, code: 'bad_request' },
+      { name: 'a bad conversation key', path: chatPath('bad key!'), body: { text: 'hi' }, status: 400, code: 'bad_request' },
+      { name: 'a key of 201 characters', path: chatPath('k'.repeat(201)), body: { text: 'hi' }, status: 400, code: 'bad_request' },
+      { name: 'a bad percent-encoding', path: '/v1/conversations/%E0%A4%A/chat', body: { text: 'hi' }, status: 400, code: 'bad_request' },
+      { name: 'text over MAX_TEXT_CHARS', body: { text: 'x'.repeat(8001) }, status: 413, code: 'text_too_long' },
+      { name: 'one message over MAX_TEXT_CHARS', body: { messages: ['ok', 'y'.repeat(8001)] }, status: 413, code: 'text_too_long' },
+      { name: 'a body over the size limit', body: { text: 'z'.repeat(3_000_000) }, status: 413, code: 'text_too_long' },
+    ];
+    const produced = await h.producedDuring(async () => {
+      for (const c of cases) {
+        const answer = await h.call(c.path ?? chatPath(key), { body: c.body, headers: c.headers });
+        expect({ case: c.name, status: answer.status, code: answer.body?.error?.code }).toEqual({ case: c.name, status: c.status, code: c.code });
+        expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
+        expect(answer.body.error.message, c.name).toEqual(expect.any(String));
+      }
+    });
+    expect(produced).toEqual([]);
+  });
+
+  it('a text exactly at MAX_TEXT_CHARS is accepted', async () => {
+    const answer = await h.call(chatPath(uniqueKey('limit')), { body: { text: 'x'.repeat(8000), id: 'at-limit' } });
+    expect(answer.status).toBe(202);
+    expect((await h.inputArrived('at-limit')).value.messages[0]).toHaveLength(8000);
+  });
+
+  it('zod failures list every failing path in details', async () => {
+    const answer = await h.call(chatPath(uniqueKey('details')), { body: { text: 42, id: '' } });
+    expect(answer.status).toBe(400);
+    const paths = answer.body.error.details.map((d: { path: string }) => d.path);
+    expect(paths).toEqual(expect.arrayContaining(['text', 'id']));
+  });
+
+  it('text too long names the message and the limit', async () => {
+    const answer = await h.call(chatPath(uniqueKey('long')), { body: { messages: ['ok', 'y'.repeat(8001)] } });
+    expect(answer.body.error.details).toEqual({ path: 'messages.1', length: 8001, max: 8000 });
+  });
+
+  it('unknown routes answer 404 in the same JSON shape', async () => {
+    for (const [method, path] of [
+      ['GET', '/nowhere'],
+      ['POST', `/v1/conversations/${encodeURIComponent('a/b')}/unknown`],
+      ['DELETE', `/v1/conversations/${encodeURIComponent('a/b')}/chat`],
+    ]) {
+      const answer = await h.call(path, { method });
+      expect(answer.status).toBe(404);
+      expect(answer.body.error).toEqual({ code: 'not_found', message: expect.any(String) });
+    }
+  });
+
+  it('a companion that does not answer properly is 503 unavailable, and nothing is enqueued', async () => {
+    const produced = await h.producedDuring(async () => {
+      h.companion.failing = true;
+      try {
+        const answer = await h.call(chatPath(uniqueKey('down')), { body: { text: 'hi', id: 'while-down' } });
+        expect(answer.status).toBe(503);
+        expect(answer.body.error.code).toBe('unavailable');
+      } finally {
+        h.companion.failing = false;
+      }
+    });
+    expect(produced).toEqual([]);
+  });
+});

@@ -1,0 +1,146 @@
+import {
+  ConversationEventRecord,
+  ErrorStatus,
+  type ConversationEvent,
+  type ConversationStatus,
+  type ErrorCode,
+} from '@rudder/contracts';
+import type { Log } from '@rudder/runtime';
+import { z } from 'zod';
+import { GatewayError } from './errors/gateway-error';
+
+/**
+ * The companion's status of a conversation: the public `ConversationStatus` plus `owner`,
+ * the subject of its first input (null while the conversation has none). `owner` is for
+ * access decisions only and never leaves the gateway.
+ */
+export type CompanionStatus = ConversationStatus & { owner: string | null };
+
+const Item = z.object({ id: z.string(), text: z.string() });
+const CompanionStatusAnswer = z.object({
+  key: z.string(),
+  running: z.object({ turn: z.string(), startedAt: z.string() }).nullable(),
+  steering: z.array(Item),
+  queue: z.array(Item.extend({ kind: z.enum(['chat', 'steer']) })),
+  lastInputId: z.string().nullable(),
+  owner: z.string().nullable(),
+});
+
+/** An input the companion has seen on `agent.inputs`: enough to tell a retry from a reused id. */
+const CompanionInputAnswer = z
+  .object({ id: z.string(), messages: z.array(z.string()).optional(), text: z.string().optional() })
+  .refine((input) => input.messages !== undefined || input.text !== undefined, 'an input has messages or text');
+export type CompanionInput = z.infer<typeof CompanionInputAnswer>;
+
+/** `/events` pages: `{items, next}` like the transcript (a bare array is accepted too). */
+const EventsPage = z.union([z.object({ items: z.array(z.unknown()) }).loose(), z.array(z.unknown())]);
+const EVENTS_PAGE_SIZE = 500;
+
+const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ErrorStatus, code);
+const CompanionError = z.object({
+  error: z.object({ code: z.string(), message: z.string(), details: z.unknown().optional() }),
+});
+
+/**
+ * Client of the companion's internal HTTP API (the read side). Paths mirror the public ones
+ * without `/v1`; keys and ids are URL-encoded. The companion's own client errors (404 with
+ * `{error: {code, message}}`) are passed on as they are; a companion that does not answer,
+ * answers 5xx or answers something unreadable is `unavailable` (503).
+ */
+export class CompanionClient {
+  constructor(
+    private readonly baseUrl: string,
+    private readonly log: Log,
+    private readonly timeoutMs = 5000,
+  ) {}
+
+  async status(key: string): Promise<CompanionStatus> {
+    return this.parse(CompanionStatusAnswer, await this.get(conversationPath(key)), 'status');
+  }
+
+  /** The input with this id, or null when the companion has not seen it. */
+  async input(key: string, id: string): Promise<CompanionInput | null> {
+    try {
+      const answer = await this.get(`${conversationPath(key)}/inputs/${encodeURIComponent(id)}`);
+      return this.parse(CompanionInputAnswer, answer, 'input');
+    } catch (error) {
+      if (error instanceof GatewayError && error.code === 'not_found') return null;
+      throw error;
+    }
+  }
+
+  /** A transcript page, as the companion answers it (`TranscriptPage`). */
+  messages(key: string, query: { after?: string; limit?: number }): Promise<unknown> {
+    return this.get(`${conversationPath(key)}/messages${queryString(query)}`);
+  }
+
+  /** One turn, as the companion answers it (`TurnView`). */
+  turn(key: string, turn: string): Promise<unknown> {
+    return this.get(`${conversationPath(key)}/turns/${encodeURIComponent(turn)}`);
+  }
+
+  /** The turn that answered or took an input (`TurnView`). */
+  turnOfInput(key: string, input: string): Promise<unknown> {
+    return this.get(`${conversationPath(key)}/turns${queryString({ input })}`);
+  }
+
+  /**
+   * Every stored event of the conversation after `position`, oldest first, all pages.
+   * Records that do not parse as a `ConversationEvent` are left out (and logged).
+   */
+  async eventsAfter(key: string, position: number): Promise<ConversationEvent[]> {
+    const events: ConversationEvent[] = [];
+    let after = position;
+    for (;;) {
+      const answer = await this.get(`${conversationPath(key)}/events${queryString({ after: String(after), limit: EVENTS_PAGE_SIZE })}`);
+      const page = this.parse(EventsPage, answer, 'events');
+      const items = Array.isArray(page) ? page : page.items;
+      for (const item of items) {
+        const parsed = ConversationEventRecord.safeParse(item);
+        if (parsed.success) events.push(parsed.data);
+        else this.log.warn('companion sent an event that does not parse; left out', { key, issues: parsed.error.issues });
+      }
+      const last = events.at(-1)?.position;
+      if (items.length < EVENTS_PAGE_SIZE || last === undefined || last <= after) return events;
+      after = last;
+    }
+  }
+
+  private async get(path: string): Promise<unknown> {
+    let response: Response;
+    try {
+      response = await fetch(this.baseUrl + path, {
+        headers: { accept: 'application/json' },
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (error) {
+      this.log.warn('companion unreachable', { path, error: String(error) });
+      throw new GatewayError('unavailable', 'the companion (read side) is not answering; try again shortly');
+    }
+    const body: unknown = await response.json().catch(() => undefined);
+    if (response.ok) return body;
+    const error = CompanionError.safeParse(body);
+    if (response.status < 500 && error.success) {
+      const { code, message, details } = error.data.error;
+      if (isErrorCode(code)) throw new GatewayError(code, message, details);
+    }
+    this.log.warn('companion answered an error', { path, status: response.status, body });
+    throw new GatewayError('unavailable', `the companion (read side) answered ${response.status}; try again shortly`);
+  }
+
+  private parse<T>(schema: z.ZodType<T>, body: unknown, what: string): T {
+    const parsed = schema.safeParse(body);
+    if (parsed.success) return parsed.data;
+    this.log.error(`companion answered an unexpected ${what}`, { issues: parsed.error.issues });
+    throw new GatewayError('unavailable', `the companion (read side) answered an unreadable ${what}`);
+  }
+}
+
+const conversationPath = (key: string): string => `/conversations/${encodeURIComponent(key)}`;
+
+function queryString(query: Record<string, string | number | undefined>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value));
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}

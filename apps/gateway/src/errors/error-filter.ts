@@ -1,0 +1,89 @@
+import type { ServerResponse } from 'node:http';
+import { Catch, HttpException, Inject, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
+import { ErrorStatus, type ErrorBody, type ErrorCode } from '@rudder/contracts';
+import type { Log } from '@rudder/runtime';
+import { ZodError } from 'zod';
+import { LOG } from '../tokens';
+import { GatewayError, badInput } from './gateway-error';
+
+/**
+ * Answer of an error nobody meant: a bug. `ErrorCode` has no code for it (yet), so it is the
+ * one status not taken from `ErrorStatus`; its message never carries internals.
+ */
+const INTERNAL = { status: 500, code: 'internal' } as const;
+type AnyErrorBody = ErrorBody | { error: { code: typeof INTERNAL.code; message: string } };
+
+/** HTTP status → our code, for errors raised by Nest or Express (unknown route, bad JSON). */
+const codeOfStatus = new Map<number, ErrorCode>(
+  (Object.entries(ErrorStatus) as [ErrorCode, number][]).map(([code, status]) => [status, code]),
+);
+
+/**
+ * The gateway's only exception filter: every failure, ours or the framework's, leaves as
+ * `{error: {code, message, details?}}` with the status `ErrorStatus` gives its code.
+ * That includes what happens before a controller runs: malformed JSON and oversized bodies
+ * (the body parser), unknown routes (Nest's not-found handler), a bad percent-encoding.
+ */
+@Catch()
+export class ErrorFilter implements ExceptionFilter {
+  constructor(@Inject(LOG) private readonly log: Log) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const response = host.switchToHttp().getResponse<ServerResponse>();
+    const { status, body } = this.answer(exception);
+    if (response.headersSent) {
+      // A stream (SSE) already answered 200; the only honest thing left is to end it.
+      response.end();
+      return;
+    }
+    response.statusCode = status;
+    response.setHeader('content-type', 'application/json; charset=utf-8');
+    if (status === ErrorStatus.unauthorized) response.setHeader('www-authenticate', 'Bearer');
+    response.end(JSON.stringify(body));
+  }
+
+  private answer(exception: unknown): { status: number; body: AnyErrorBody } {
+    const known = this.toGatewayError(exception);
+    if (known) {
+      const error = { code: known.code, message: known.message, ...(known.details === undefined ? {} : { details: known.details }) };
+      return { status: known.status, body: { error } };
+    }
+    this.log.error('unexpected error', {
+      error: exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
+    });
+    return { status: INTERNAL.status, body: { error: { code: INTERNAL.code, message: 'internal error' } } };
+  }
+
+  private toGatewayError(exception: unknown): GatewayError | null {
+    if (exception instanceof GatewayError) return exception;
+    if (exception instanceof ZodError) return badInput('request', exception);
+    if (exception instanceof HttpException) {
+      const status = exception.getStatus();
+      if (status === 400 && /JSON/i.test(exception.message)) {
+        return new GatewayError('bad_request', `the body is not valid JSON: ${exception.message}`);
+      }
+      if (status === 404) return new GatewayError('not_found', `no such route: ${exception.message.replace(/^Cannot /, '')}`);
+      return fromStatus(status, exception.message);
+    }
+    // Errors of the Express body parser (http-errors): a status and a `type` such as
+    // 'entity.too.large'; they reach us unmapped when they are not SyntaxErrors.
+    if (isHttpError(exception)) {
+      if (exception.type === 'entity.too.large') {
+        const limit = exception.limit === undefined ? '' : ` (${exception.limit} bytes)`;
+        return new GatewayError('text_too_long', `the body is larger than the gateway accepts${limit}`);
+      }
+      return fromStatus(exception.status, exception.message);
+    }
+    return null;
+  }
+}
+
+function fromStatus(status: number, message: string): GatewayError | null {
+  const code = codeOfStatus.get(status) ?? (status >= 400 && status < 500 ? 'bad_request' : undefined);
+  return code ? new GatewayError(code, message) : null;
+}
+
+type HttpError = Error & { status: number; type?: string; limit?: number; expose?: boolean };
+function isHttpError(value: unknown): value is HttpError {
+  return value instanceof Error && typeof (value as Partial<HttpError>).status === 'number';
+}

@@ -1,0 +1,57 @@
+import type { ServerResponse } from 'node:http';
+import { Inject, Injectable } from '@nestjs/common';
+import { ConversationAccess } from '../auth/conversation-access';
+import { CompanionClient } from '../companion-client';
+import { EventStream } from './event-stream';
+import { LiveEvents } from './live-events';
+import { responseSink } from './sse';
+
+export type OpenStream = {
+  /** Already validated (`ConversationKey`). */
+  key: string;
+  subject: string;
+  /** The last position the client has; null for live only. */
+  after: number | null;
+  response: ServerResponse;
+};
+
+/**
+ * `GET /v1/conversations/{key}/events`: checks read access, then serves one `EventStream`
+ * until the client goes away or the gateway stops. Resolves once the stream is live; rejects
+ * (with nothing sent) when access is refused or the replay cannot be had.
+ */
+@Injectable()
+export class EventsHandler {
+  constructor(
+    @Inject(ConversationAccess) private readonly access: ConversationAccess,
+    @Inject(CompanionClient) private readonly companion: CompanionClient,
+    @Inject(LiveEvents) private readonly live: LiveEvents,
+  ) {}
+
+  async open({ key, subject, after, response }: OpenStream): Promise<void> {
+    await this.access.require(key, subject, 'read');
+    // What the client missed: the companion's store, plus what this gateway saw live lately and
+    // the store may not have folded yet (LiveEvents.recentAfter); the stream drops the overlap.
+    const replay = async (position: number) => [
+      ...(await this.companion.eventsAfter(key, position)),
+      ...this.live.recentAfter(key, position),
+    ];
+    const stream = new EventStream({ after, sink: responseSink(response), replay });
+    // Subscribed before the replay is asked for: see EventStream.
+    const unsubscribe = this.live.subscribe(key, stream);
+    // The response's 'close': the client went away (or the stream ended). Not the request's:
+    // since Node 16 that fires as soon as the request has been read.
+    const close = () => {
+      unsubscribe();
+      stream.end();
+    };
+    response.on('close', close);
+    try {
+      await stream.start();
+    } catch (error) {
+      response.off('close', close);
+      unsubscribe();
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,38 @@
+import type { ServerResponse } from 'node:http';
+import { Controller, Get, Headers, Inject, Param, Query, Res, UseGuards } from '@nestjs/common';
+import { z } from 'zod';
+import { AuthGuard, Subject } from '../auth/auth.guard';
+import { conversationKeyOf, parseEdge } from '../edge';
+import { EventsHandler } from './events-handler';
+
+const Position = z.string().regex(/^\d{1,15}$/, 'a position is a whole number').transform(Number);
+
+@Controller('v1/conversations/:key')
+@UseGuards(AuthGuard)
+export class EventsController {
+  constructor(@Inject(EventsHandler) private readonly handler: EventsHandler) {}
+
+  /**
+   * Server-Sent Events of one conversation (the ordering contract is `EventStream`'s).
+   * Resumes after `Last-Event-ID`, or `?after=` for clients that cannot set headers; the
+   * header wins, because a reconnecting EventSource sends it with its original URL. Without
+   * either, the stream is live from now on. Errors before the stream opens answer as JSON.
+   */
+  @Get('events')
+  events(
+    @Param('key') rawKey: string,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Query('after') afterQuery: unknown,
+    @Subject() subject: string,
+    @Res() response: ServerResponse,
+  ): Promise<void> {
+    const key = conversationKeyOf(rawKey);
+    const after =
+      lastEventId !== undefined
+        ? parseEdge(Position, lastEventId, 'Last-Event-ID header')
+        : afterQuery !== undefined
+          ? parseEdge(Position, afterQuery, 'query after')
+          : null;
+    return this.handler.open({ key, subject, after, response });
+  }
+}

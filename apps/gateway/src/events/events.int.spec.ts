@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, turnStarted, type Harness } from '../testing/harness';
+import { sseReader } from '../testing/sse-reader';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(() => h?.stop());
+
+const uniqueKey = (name: string) => `events-test/${name}-${Math.random().toString(36).slice(2, 8)}`;
+/** Opens a stream; once `fetch` resolves the headers are in, so the stream is subscribed. */
+async function open(key: string, headers: Record<string, string> = {}, query = '') {
+  const response = await fetch(`${h.gateway.url}/v1/conversations/${encodeURIComponent(key)}/events${query}`, { headers });
+  expect(response.status).toBe(200);
+  expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+  return sseReader(response);
+}
+
+describe('GET /v1/conversations/{key}/events', () => {
+  it('an event on agent.events reaches the streams of its conversation as id: position, event: type, data: the record', async () => {
+    const key = uniqueKey('live');
+    const stream = await open(key);
+    const event = turnStarted(key, 101);
+    await h.publishEvents([turnStarted(uniqueKey('other'), 100), event]);
+    expect(await stream.next()).toEqual({ id: '101', event: 'turn.started', data: event });
+    expect(await stream.quietFor(300)).toEqual([]);
+    await stream.close();
+  });
+
+  it('tokens are sent as event: token with {turn, step, text} and no id', async () => {
+    const key = uniqueKey('tokens');
+    const stream = await open(key);
+    await h.publishTokens([{ v: 1, conversation: key, turn: 't-1', step: 0, text: 'Hel' }]);
+    expect(await stream.next()).toEqual({ id: undefined, event: 'token', data: { turn: 't-1', step: 0, text: 'Hel' } });
+    await stream.close();
+  });
+
+  it('an event the relay publishes twice is sent once', async () => {
+    const key = uniqueKey('twice');
+    const stream = await open(key);
+    await h.publishEvents([turnStarted(key, 201), turnStarted(key, 201), turnStarted(key, 202)]);
+    expect((await stream.next()).id).toBe('201');
+    expect((await stream.next()).id).toBe('202');
+    expect(await stream.quietFor(300)).toEqual([]);
+    await stream.close();
+  });
+
+  it('with Last-Event-ID it replays the stored events after it, then goes live, each position once', async () => {
+    const key = uniqueKey('resume');
+    h.companion.addEvents(key, [turnStarted(key, 10), turnStarted(key, 20), turnStarted(key, 30)]);
+    const stream = await open(key, { 'last-event-id': '10' });
+    expect((await stream.next()).id).toBe('20');
+    expect((await stream.next()).id).toBe('30');
+    // The live copy of a stored event, then a new one.
+    await h.publishEvents([turnStarted(key, 30), turnStarted(key, 40)]);
+    expect((await stream.next()).id).toBe('40');
+    expect(await stream.quietFor(300)).toEqual([]);
+    await stream.close();
+    expect(h.companion.requests).toContain(`/conversations/${encodeURIComponent(key)}/events?after=10&limit=500`);
+  });
+
+  it('?after= resumes like Last-Event-ID, and the header wins when both are given', async () => {
+    const key = uniqueKey('after');
+    h.companion.addEvents(key, [turnStarted(key, 1), turnStarted(key, 2), turnStarted(key, 3)]);
+    const byQuery = await open(key, {}, '?after=1');
+    expect((await byQuery.next()).id).toBe('2');
+    await byQuery.close();
+    const both = await open(key, { 'last-event-id': '2' }, '?after=0');
+    expect((await both.next()).id).toBe('3');
+    expect(await both.quietFor(200)).toEqual([]);
+    await both.close();
+  });
+
+  it('an event seen live but not yet stored by the companion is still replayed to a resuming client', async () => {
+    const key = uniqueKey('recent');
+    const watcher = await open(key);
+    await h.publishEvents([turnStarted(key, 501)]);
+    expect((await watcher.next()).id).toBe('501'); // the gateway has consumed it
+    await watcher.close();
+    // The companion (stub) has stored nothing for this conversation.
+    const resumed = await open(key, { 'last-event-id': '500' });
+    expect((await resumed.next()).id).toBe('501');
+    await resumed.close();
+  });
+
+  it('a bad Last-Event-ID or after is 400 JSON, and a companion in trouble during the replay is 503 JSON', async () => {
+    const base = `${h.gateway.url}/v1/conversations/${encodeURIComponent(uniqueKey('bad'))}/events`;
+    for (const [url, headers] of [
+      [base, { 'last-event-id': 'abc' }],
+      [`${base}?after=-1`, {}],
+    ] as const) {
+      const response = await fetch(url, { headers });
+      expect(response.status).toBe(400);
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('bad_request');
+    }
+    h.companion.failing = true;
+    try {
+      const response = await fetch(base, { headers: { 'last-event-id': '3' } });
+      expect(response.status).toBe(503);
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe('unavailable');
+    } finally {
+      h.companion.failing = false;
+    }
+  });
+
+  it('stopping the gateway ends its open streams', async () => {
+    const own = await startHarness();
+    const response = await fetch(`${own.gateway.url}/v1/conversations/x/events`);
+    const stream = sseReader(response);
+    await own.stop();
+    await expect(stream.next(5000)).rejects.toThrow('the stream ended');
+  });
+});

@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import {
+  Inject,
+  Injectable,
+  type BeforeApplicationShutdown,
+  type OnApplicationShutdown,
+  type OnModuleInit,
+} from '@nestjs/common';
+import { ConversationEventRecord, TokenRecord, type ConversationEvent } from '@rudder/contracts';
+import { topicNames, type Config, type Log } from '@rudder/runtime';
+import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
+import { CONFIG, KAFKA, LOG } from '../tokens';
+import type { LiveListener } from './event-stream';
+
+/** Bounds how long boot waits for the consumer to be positioned at the end of its topics. */
+const READY_TIMEOUT_MS = 30_000;
+/** How long events seen live are kept for replays: far longer than the companion takes to store one. */
+const RECENT_MS = 60_000;
+const RECENT_MAX_PER_CONVERSATION = 1000;
+
+/**
+ * The gateway's one consumer of `agent.events` and `agent.tokens`, fanning records out to
+ * the open streams of their conversation.
+ *
+ * Every gateway process must see every record (a client's stream may be on any replica), so
+ * each process has a consumer group of its own, `${ns}gateway-<uuid>`, that starts at the end
+ * of the topics (fromBeginning false: what came before is the store's to replay) and never
+ * commits offsets (a restarted gateway is a new group; nothing is left to resume).
+ *
+ * Boot waits until the consumer has joined and completed a first fetch, i.e. has resolved
+ * its start offsets: a stream opened after `startGateway` resolves sees every event
+ * published after it opened.
+ *
+ * It also keeps each conversation's events of the last minute (`recentAfter`): an event this
+ * consumer handed out just before a stream subscribed may not be in the companion's store yet
+ * when the stream replays, and without them it would be in neither the replay nor the live part.
+ */
+@Injectable()
+export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
+  private readonly listeners = new Map<string, Set<LiveListener>>();
+  private readonly recent = new Map<string, { event: ConversationEvent; seenAt: number }[]>();
+  private sweeper: NodeJS.Timeout | undefined;
+  private readonly consumer: Consumer;
+  private readonly topics: { events: string; tokens: string };
+
+  constructor(@Inject(KAFKA) kafka: Kafka, @Inject(CONFIG) config: Config, @Inject(LOG) private readonly log: Log) {
+    const names = topicNames(config.KAFKA_NAMESPACE);
+    this.topics = { events: names.events, tokens: names.tokens };
+    this.consumer = kafka.consumer({
+      groupId: `${config.KAFKA_NAMESPACE}gateway-${randomUUID()}`,
+      allowAutoTopicCreation: false,
+      // A fetch returns as soon as a record arrives; this only bounds an idle fetch, and so
+      // how long boot waits for the first one.
+      maxWaitTimeInMs: 500,
+    });
+  }
+
+  /** Adds a stream of a conversation; the returned function removes it. */
+  subscribe(conversation: string, listener: LiveListener): () => void {
+    let set = this.listeners.get(conversation);
+    if (!set) this.listeners.set(conversation, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.listeners.get(conversation) === set) this.listeners.delete(conversation);
+    };
+  }
+
+  /** Events of the conversation above `position` seen live in the last minute, oldest first. */
+  recentAfter(conversation: string, position: number): ConversationEvent[] {
+    return (this.recent.get(conversation) ?? []).map((seen) => seen.event).filter((event) => event.position > position);
+  }
+
+  async onModuleInit(): Promise<void> {
+    this.sweeper = setInterval(() => this.forgetOld(Date.now() - RECENT_MS), RECENT_MS / 2);
+    this.sweeper.unref();
+    const positioned = new Promise<void>((resolve) => {
+      const off = this.consumer.on(this.consumer.events.FETCH, () => {
+        off();
+        resolve();
+      });
+    });
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topics: [this.topics.events, this.topics.tokens], fromBeginning: false });
+    await this.consumer.run({
+      autoCommit: false,
+      eachMessage: async ({ topic, message }) => this.dispatch(topic, message),
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), READY_TIMEOUT_MS)));
+    const outcome = await Promise.race([positioned, timedOut]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') this.log.warn('live events consumer not positioned after 30 s; streams may miss early events');
+  }
+
+  /** Streams end before the HTTP server closes, or it would wait on them forever. */
+  beforeApplicationShutdown(): void {
+    for (const set of this.listeners.values()) for (const listener of set) listener.end();
+    this.listeners.clear();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.sweeper);
+    await this.consumer.disconnect().catch(() => undefined);
+  }
+
+  private dispatch(topic: string, message: KafkaMessage): void {
+    const value = parseJson(message.value);
+    if (topic === this.topics.events) {
+      const event = ConversationEventRecord.safeParse(value);
+      if (!event.success) return this.skip(topic, message, event.error.message);
+      this.remember(event.data);
+      this.handOut(event.data.conversation, (listener) => listener.event(event.data));
+    } else {
+      const token = TokenRecord.safeParse(value);
+      if (!token.success) return this.skip(topic, message, token.error.message);
+      this.handOut(token.data.conversation, (listener) => listener.token(token.data));
+    }
+  }
+
+  private remember(event: ConversationEvent): void {
+    let seen = this.recent.get(event.conversation);
+    if (!seen) this.recent.set(event.conversation, (seen = []));
+    seen.push({ event, seenAt: Date.now() });
+    if (seen.length > RECENT_MAX_PER_CONVERSATION) seen.shift();
+  }
+
+  private forgetOld(before: number): void {
+    for (const [conversation, seen] of this.recent) {
+      const kept = seen.filter((s) => s.seenAt >= before);
+      if (kept.length === 0) this.recent.delete(conversation);
+      else this.recent.set(conversation, kept);
+    }
+  }
+
+  /**
+   * Over a copy (a listener may unsubscribe while records are handed out), and one failing
+   * stream never fails the consumer: that would redeliver the batch to every other stream.
+   */
+  private handOut(conversation: string, give: (listener: LiveListener) => void): void {
+    for (const listener of [...(this.listeners.get(conversation) ?? [])]) {
+      try {
+        give(listener);
+      } catch (error) {
+        this.log.warn('a stream failed to take a record; ending it', { conversation, error: String(error) });
+        listener.end();
+      }
+    }
+  }
+
+  /** The gateway only relays; a record it cannot read is the producer's bug, logged and skipped. */
+  private skip(topic: string, message: KafkaMessage, reason: string): void {
+    this.log.warn('skipped a record that does not parse', { topic, offset: message.offset, reason });
+  }
+}
+
+function parseJson(value: Buffer | null): unknown {
+  if (value === null) return undefined;
+  try {
+    return JSON.parse(value.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}

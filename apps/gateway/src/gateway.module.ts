@@ -1,0 +1,53 @@
+import { Module, type DynamicModule, type LoggerService } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { companionUrl, createKafka, type Config, type Log } from '@rudder/runtime';
+import { AuthGuard } from './auth/auth.guard';
+import { Authenticator } from './auth/authenticator';
+import { ConversationAccess } from './auth/conversation-access';
+import { ChatController } from './chat/chat.controller';
+import { ChatHandler } from './chat/chat-handler';
+import { CompanionClient } from './companion-client';
+import { ErrorFilter } from './errors/error-filter';
+import { EventsController } from './events/events.controller';
+import { EventsHandler } from './events/events-handler';
+import { LiveEvents } from './events/live-events';
+import { HealthController } from './health/health.controller';
+import { HealthChecks } from './health/health-checks';
+import { InputsPublisher } from './inputs-publisher';
+import { MessagesController } from './messages/messages.controller';
+import { StatusController } from './status/status.controller';
+import { TurnsController } from './turns/turns.controller';
+import { CONFIG, KAFKA, LOG } from './tokens';
+
+@Module({})
+export class GatewayModule {
+  /** The whole gateway for one configuration; `startGateway` is the way to run it. */
+  static forConfig(config: Config, log: Log): DynamicModule {
+    return {
+      module: GatewayModule,
+      controllers: [ChatController, StatusController, MessagesController, TurnsController, EventsController, HealthController],
+      providers: [
+        { provide: CONFIG, useValue: config },
+        { provide: LOG, useValue: log },
+        { provide: KAFKA, useValue: createKafka(config.KAFKA_BROKERS, 'gateway') },
+        { provide: Authenticator, useValue: Authenticator.fromConfig(config.AUTH_TOKENS) },
+        { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log) },
+        { provide: APP_FILTER, useClass: ErrorFilter },
+        AuthGuard,
+        ConversationAccess,
+        InputsPublisher,
+        LiveEvents,
+        HealthChecks,
+        ChatHandler,
+        EventsHandler,
+      ],
+    };
+  }
+}
+
+/** Nest's own messages through the service log; its per-route start-up chatter is dropped. */
+export const nestLog = (log: Log): LoggerService => ({
+  log: () => undefined,
+  warn: (message: unknown) => log.warn(String(message)),
+  error: (message: unknown, trace?: unknown) => log.error(String(message), trace === undefined ? undefined : { trace }),
+});

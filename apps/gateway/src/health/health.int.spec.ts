@@ -1,0 +1,25 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../testing/harness';
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.stop();
+  h = undefined;
+});
+
+describe('GET /healthz', () => {
+  it('is 200 {ok: true} when Kafka and the database answer, without a token', async () => {
+    h = await startHarness({ AUTH_TOKENS: 'tok=someone' });
+    const answer = await h.call('/healthz');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ ok: true });
+  });
+
+  it('is 503 naming the database when the database does not answer', async () => {
+    // Port 1: nothing listens there, the connection is refused at once.
+    h = await startHarness({ DATABASE_URL: 'postgres://nobody:nothing@127.0.0.1:1/none' });
+    const answer = await h.call('/healthz');
+    expect(answer.status).toBe(503);
+    expect(answer.body.error).toMatchObject({ code: 'unavailable', details: { kafka: 'ok', database: 'unavailable' } });
+  });
+});

@@ -1,0 +1,58 @@
+import 'reflect-metadata';
+import type { AddressInfo } from 'node:net';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { createLog, type Config } from '@rudder/runtime';
+import { GatewayModule, nestLog } from './gateway.module';
+
+export type RunningGateway = {
+  /** The port it listens on: the configured one, or the one the system chose for port 0. */
+  port: number;
+  url: string;
+  /** Ends open event streams, stops accepting requests, disconnects from Kafka and PostgreSQL. */
+  stop(): Promise<void>;
+};
+
+/**
+ * The largest JSON body accepted: room for the most messages a chat may hold, each at the
+ * text limit, in the worst UTF-8 encoding, plus the envelope. A larger body is refused (413)
+ * before it is parsed; a body within it still has each text checked against MAX_TEXT_CHARS.
+ */
+const bodyLimit = (config: Config): number => Math.max(100_000, 32 * config.MAX_TEXT_CHARS * 4 + 64 * 1024);
+
+/**
+ * Starts the gateway on `config.GATEWAY_PORT`. Resolves once it accepts requests, its Kafka
+ * producer is connected and its live-events consumer is positioned; rejects (having released
+ * what it opened) when it cannot get there.
+ */
+export async function startGateway(config: Config): Promise<RunningGateway> {
+  const log = createLog('gateway');
+  if (config.AUTH_TOKENS === undefined || config.AUTH_TOKENS.trim() === '') {
+    log.warn(
+      '!!! AUTH_TOKENS is unset: OPEN DEVELOPMENT MODE, every request is the subject "anonymous" and no token is checked. Never run it like this in production. !!!',
+    );
+  }
+  const app = await NestFactory.create<NestExpressApplication>(GatewayModule.forConfig(config, log), {
+    bodyParser: false,
+    abortOnError: false,
+    logger: nestLog(log),
+  });
+  app.disable('x-powered-by');
+  // JSON only; every other body is no body, which the handlers refuse with a clear 400.
+  app.useBodyParser('json', { limit: bodyLimit(config) });
+  try {
+    await app.listen(config.GATEWAY_PORT);
+  } catch (error) {
+    await app.close().catch(() => undefined);
+    throw error;
+  }
+  const { port } = app.getHttpServer().address() as AddressInfo;
+  let stopping: Promise<void> | undefined;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    stop: () => (stopping ??= app.close()),
+  };
+}
+
+export { GatewayError } from './errors/gateway-error';

@@ -1,0 +1,65 @@
+import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { ChatInputV1, type ChatInput } from '@rudder/contracts';
+import { topicNames, type Config, type Log } from '@rudder/runtime';
+import type { Kafka, Producer } from 'kafkajs';
+import { GatewayError } from './errors/gateway-error';
+import { CONFIG, KAFKA, LOG } from './tokens';
+
+/**
+ * Produces inputs to `agent.inputs` (key = conversation key, so a conversation's inputs stay
+ * in order on one partition). The producer is idempotent with one request in flight and
+ * acks=all: a retried send neither duplicates nor reorders a record, and a 202 means the
+ * record is on every in-sync replica. Duplicates across HTTP retries are the input id's job.
+ *
+ * Retries are bounded (the runtime's client: kafkajs warns that this "may invalidate EoS"),
+ * so a request does not hang while Kafka is away: a send that gives up answers 503 even if
+ * the record made it, and the client's retry with the same id is answered once by the worker.
+ *
+ * It connects at boot (the gateway does not start without Kafka) and again on the next send
+ * after a failed one.
+ */
+@Injectable()
+export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
+  private readonly producer: Producer;
+  private readonly topic: string;
+  private connected: Promise<void> | null = null;
+
+  constructor(@Inject(KAFKA) kafka: Kafka, @Inject(CONFIG) config: Config, @Inject(LOG) private readonly log: Log) {
+    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    this.topic = topicNames(config.KAFKA_NAMESPACE).inputs;
+  }
+
+  /** Resolves once the record is acknowledged by all in-sync replicas; 503 `unavailable` otherwise. */
+  async publishChat(input: ChatInput): Promise<void> {
+    // The gateway never produces a record its consumers would send to the dead-letter topic.
+    const record = ChatInputV1.parse(input);
+    try {
+      await this.connect();
+      await this.producer.send({
+        topic: this.topic,
+        acks: -1,
+        messages: [{ key: record.conversation, value: JSON.stringify(record) }],
+      });
+    } catch (error) {
+      this.connected = null;
+      this.log.error('could not produce an input', { topic: this.topic, id: record.id, error: String(error) });
+      throw new GatewayError('unavailable', 'the input could not be stored (Kafka unavailable); retry with the same id');
+    }
+  }
+
+  async onModuleInit(): Promise<void> {
+    await this.connect();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.producer.disconnect().catch(() => undefined);
+  }
+
+  private connect(): Promise<void> {
+    this.connected ??= this.producer.connect().catch((error: unknown) => {
+      this.connected = null;
+      throw error;
+    });
+    return this.connected;
+  }
+}

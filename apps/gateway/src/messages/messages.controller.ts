@@ -1,0 +1,39 @@
+import { Controller, Get, Inject, Param, Query, UseGuards } from '@nestjs/common';
+import { z } from 'zod';
+import { AuthGuard, Subject } from '../auth/auth.guard';
+import { ConversationAccess } from '../auth/conversation-access';
+import { CompanionClient } from '../companion-client';
+import { conversationKeyOf, parseEdge } from '../edge';
+
+/** `after` is the opaque `next` cursor of the previous page; `limit` is 1-200 (the companion's bound and default). */
+const MessagesQuery = z.object({
+  after: z.string().min(1).max(500).optional(),
+  limit: z
+    .string()
+    .regex(/^\d+$/, 'limit is a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(1, 'limit is at least 1').max(200, 'limit is at most 200'))
+    .optional(),
+});
+
+@Controller('v1/conversations/:key')
+@UseGuards(AuthGuard)
+export class MessagesController {
+  constructor(
+    @Inject(ConversationAccess) private readonly access: ConversationAccess,
+    @Inject(CompanionClient) private readonly companion: CompanionClient,
+  ) {}
+
+  /** The transcript, oldest first: `{items, next}` as the companion answers it. */
+  @Get('messages')
+  async messages(
+    @Param('key') rawKey: string,
+    @Query() rawQuery: unknown,
+    @Subject() subject: string,
+  ): Promise<unknown> {
+    const key = conversationKeyOf(rawKey);
+    const query = parseEdge(MessagesQuery, rawQuery, 'query');
+    await this.access.require(key, subject, 'read');
+    return this.companion.messages(key, query);
+  }
+}

@@ -1,0 +1,28 @@
+import { Controller, Get, Inject, Param, UseGuards } from '@nestjs/common';
+import type { ConversationStatus } from '@rudder/contracts';
+import { AuthGuard, Subject } from '../auth/auth.guard';
+import { ConversationAccess } from '../auth/conversation-access';
+import type { CompanionStatus } from '../companion-client';
+import { conversationKeyOf } from '../edge';
+import { GatewayError } from '../errors/gateway-error';
+
+@Controller('v1/conversations/:key')
+@UseGuards(AuthGuard)
+export class StatusController {
+  constructor(@Inject(ConversationAccess) private readonly access: ConversationAccess) {}
+
+  /** The companion's status without its internal fields; the companion's 404 is passed on. */
+  @Get()
+  async status(@Param('key') rawKey: string, @Subject() subject: string): Promise<ConversationStatus> {
+    const key = conversationKeyOf(rawKey);
+    const status = await this.access.require(key, subject, 'read');
+    if (!status) throw new GatewayError('not_found', `no conversation ${key}`);
+    return publicStatus(status);
+  }
+}
+
+/** Exactly the fields of `ConversationStatus`: `owner` (and whatever the companion adds later) stays inside. */
+export function publicStatus(status: CompanionStatus): ConversationStatus {
+  const { key, running, steering, queue, lastInputId } = status;
+  return { key, running, steering, queue, lastInputId };
+}

@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../testing/harness';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(() => h?.stop());
+
+describe('GET /v1/conversations/{key}', () => {
+  it("answers the companion's status without its owner field", async () => {
+    const key = 'user-42/trip';
+    const running = { turn: 't-7', startedAt: '2026-01-01T00:00:00.000Z' };
+    h.companion.setStatus(key, { owner: 'anonymous', running, queue: [{ id: 'q-1', kind: 'chat', text: 'next' }], lastInputId: 'q-1' });
+    const answer = await h.call(`/v1/conversations/${encodeURIComponent(key)}`);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ key, running, steering: [], queue: [{ id: 'q-1', kind: 'chat', text: 'next' }], lastInputId: 'q-1' });
+    expect(h.companion.requests).toContain('/conversations/user-42%2Ftrip');
+  });
+
+  it('a conversation nobody wrote to yet is idle and empty', async () => {
+    const answer = await h.call('/v1/conversations/fresh');
+    expect(answer.body).toEqual({ key: 'fresh', running: null, steering: [], queue: [], lastInputId: null });
+  });
+
+  it('a bad key is 400 and the companion is not asked', async () => {
+    const asked = h.companion.requests.length;
+    const answer = await h.call(`/v1/conversations/${encodeURIComponent('no spaces')}`);
+    expect(answer.status).toBe(400);
+    expect(answer.body.error.code).toBe('bad_request');
+    expect(h.companion.requests.length).toBe(asked);
+  });
+
+  it('a companion in trouble is 503 unavailable', async () => {
+    h.companion.failing = true;
+    try {
+      const answer = await h.call('/v1/conversations/any');
+      expect(answer.status).toBe(503);
+      expect(answer.body.error.code).toBe('unavailable');
+    } finally {
+      h.companion.failing = false;
+    }
+  });
+});

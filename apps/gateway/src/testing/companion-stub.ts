@@ -1,0 +1,105 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ConversationEvent, TranscriptPage, TurnView } from '@rudder/contracts';
+import type { CompanionStatus } from '../companion-client';
+
+type Input = { id: string; kind: 'chat'; text: string; messages: string[]; subject: string; delivered: boolean };
+
+/**
+ * A stand-in for the companion's internal read API, for the gateway's own tests only (the
+ * full-stack tests use the real companion). It answers from in-memory maps the test fills,
+ * like the companion: an unknown conversation is an idle one without owner, anything else
+ * unknown is 404 `{error: {code, message}}`. `requests` records every path asked for.
+ */
+export type CompanionStub = {
+  url: string;
+  requests: string[];
+  /** Sets the owner (and optionally more) of a conversation's status. */
+  setStatus(key: string, status: Partial<CompanionStatus>): void;
+  addInput(key: string, input: { id: string; messages: string[]; subject?: string }): void;
+  addEvents(key: string, events: ConversationEvent[]): void;
+  setTranscript(key: string, page: TranscriptPage): void;
+  addTurn(key: string, turn: TurnView): void;
+  /** While true, every request is answered 500 (a companion in trouble). */
+  failing: boolean;
+  stop(): Promise<void>;
+};
+
+export async function startCompanionStub(): Promise<CompanionStub> {
+  const statuses = new Map<string, Partial<CompanionStatus>>();
+  const inputs = new Map<string, Input>();
+  const events = new Map<string, ConversationEvent[]>();
+  const transcripts = new Map<string, TranscriptPage>();
+  const turns = new Map<string, TurnView[]>();
+  const requests: string[] = [];
+  const notFound = (message: string) => ({ status: 404, body: { error: { code: 'not_found', message } } });
+
+  const answer = (path: string, query: URLSearchParams): { status: number; body: unknown } => {
+    const segments = path.split('/').slice(1).map(decodeURIComponent);
+    if (segments[0] !== 'conversations' || segments.length < 2) return notFound(`no route ${path}`);
+    const key = segments[1];
+    const [, , resource, id] = segments;
+    if (resource === undefined) {
+      return { status: 200, body: { key, running: null, steering: [], queue: [], lastInputId: null, owner: null, ...statuses.get(key) } };
+    }
+    if (resource === 'inputs' && id !== undefined) {
+      const input = inputs.get(`${key}\n${id}`);
+      return input ? { status: 200, body: input } : notFound(`conversation ${key} has no input ${id}`);
+    }
+    if (resource === 'events') {
+      const after = Number(query.get('after') ?? -1);
+      const limit = Number(query.get('limit') ?? 500);
+      const items = (events.get(key) ?? []).filter((e) => e.position > after).slice(0, limit);
+      return { status: 200, body: { items } };
+    }
+    if (resource === 'messages') return { status: 200, body: transcripts.get(key) ?? { items: [], next: null } };
+    if (resource === 'turns' && id !== undefined) {
+      const turn = turns.get(key)?.find((t) => t.id === id);
+      return turn ? { status: 200, body: turn } : notFound(`conversation ${key} has no turn ${id}`);
+    }
+    if (resource === 'turns') {
+      const input = query.get('input');
+      const turn = turns.get(key)?.find((t) => t.prompt.id === input || t.steered.some((s) => s.id === input));
+      return turn ? { status: 200, body: turn } : notFound(`no turn has answered or taken input ${input} yet`);
+    }
+    return notFound(`no route ${path}`);
+  };
+
+  let stub: CompanionStub;
+  const server: Server = createServer((request, response) => {
+    const url = new URL(request.url ?? '/', 'http://stub');
+    stub.requests.push(url.pathname + url.search);
+    const { status, body } = stub.failing
+      ? { status: 500, body: { error: { code: 'internal', message: 'the companion failed to answer' } } }
+      : answer(url.pathname, url.searchParams);
+    response.writeHead(status, { 'content-type': 'application/json' });
+    response.end(JSON.stringify(body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  stub = {
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    failing: false,
+    setStatus: (key, status) => statuses.set(key, { ...statuses.get(key), ...status }),
+    addInput: (key, input) =>
+      inputs.set(`${key}\n${input.id}`, {
+        id: input.id,
+        kind: 'chat',
+        text: input.messages.join('\n\n'),
+        messages: input.messages,
+        subject: input.subject ?? 'anonymous',
+        delivered: false,
+      }),
+    addEvents: (key, added) => events.set(key, [...(events.get(key) ?? []), ...added].sort((a, b) => a.position - b.position)),
+    setTranscript: (key, page) => transcripts.set(key, page),
+    addTurn: (key, turn) => turns.set(key, [...(turns.get(key) ?? []), turn]),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  return stub;
+}

@@ -1,0 +1,153 @@
+import { randomBytes } from 'node:crypto';
+import { ChatInputV1, type ChatInput, type ConversationEvent, type TokenRecord } from '@rudder/contracts';
+import { createKafka, ensureTopics, readConfig, topicNames, type TopicNames } from '@rudder/runtime';
+import type { Consumer, Kafka, Producer } from 'kafkajs';
+import { inject } from 'vitest';
+import { startGateway, type RunningGateway } from '../index';
+import { startCompanionStub, type CompanionStub } from './companion-stub';
+
+/** A record read back from `agent.inputs`, with the key it was produced under. */
+export type ProducedInput = { key: string | null; value: ChatInput };
+
+export type Harness = {
+  gateway: RunningGateway;
+  companion: CompanionStub;
+  topics: TopicNames;
+  /** Every record on this harness's `agent.inputs`, in order (one partition, so in total order). */
+  inputs: ProducedInput[];
+  /** Waits until a record with this input id is on `agent.inputs`; everything produced before it is then in `inputs`. */
+  inputArrived(id: string, timeoutMs?: number): Promise<ProducedInput>;
+  /**
+   * The records the gateway produces to `agent.inputs` while `block` runs, and nothing else:
+   * a marker record produced by the test before and after it (one partition: total order)
+   * fences off whatever came earlier or is still in flight.
+   */
+  producedDuring(block: () => Promise<void>): Promise<ProducedInput[]>;
+  /** Publishes events and tokens as the worker's outbox relay would. */
+  publishEvents(events: ConversationEvent[]): Promise<void>;
+  publishTokens(tokens: TokenRecord[]): Promise<void>;
+  /** `fetch` against the gateway, with the path appended and a JSON body when given an object. */
+  call(path: string, init?: { method?: string; body?: unknown; headers?: Record<string, string> }): Promise<Answer>;
+  stop(): Promise<void>;
+};
+
+export type Answer = { status: number; headers: Headers; body: any };
+
+/**
+ * One gateway on the run's real Kafka and PostgreSQL (the global setup's), with topics of its
+ * own (a fresh namespace, ONE partition, so "nothing else was produced" can be proved by
+ * reading up to a later record) and a companion stub.
+ */
+export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+  const brokers = inject('kafkaBrokers');
+  const namespace = `gw${randomBytes(4).toString('hex')}.`;
+  const topics = topicNames(namespace);
+  const kafka = createKafka(brokers, 'gateway-test');
+  await ensureTopics(kafka, topics, 1);
+  const companion = await startCompanionStub();
+  const inputs: ProducedInput[] = [];
+  const reader = await readAll(kafka, topics.inputs, `${namespace}test-reader`, inputs);
+  const producer = kafka.producer();
+  await producer.connect();
+  const gateway = await startGateway(
+    readConfig({
+      KAFKA_BROKERS: brokers,
+      DATABASE_URL: inject('databaseUrl'),
+      KAFKA_NAMESPACE: namespace,
+      GATEWAY_PORT: '0',
+      COMPANION_URL: companion.url,
+      ...env,
+    }),
+  );
+
+  const harness: Harness = {
+    gateway,
+    companion,
+    topics,
+    inputs,
+    async inputArrived(id, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = inputs.find((record) => record.value.id === id);
+        if (found) return found;
+        if (Date.now() > deadline) throw new Error(`input ${id} did not arrive on ${topics.inputs}`);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    },
+    async producedDuring(block) {
+      const fence = async () => {
+        const id = `fence-${randomBytes(6).toString('hex')}`;
+        const marker: ChatInput = { v: 1, type: 'chat', id, conversation: 'fence', subject: 'test', messages: ['fence'], sentAt: new Date().toISOString() };
+        await producer.send({ topic: topics.inputs, acks: -1, messages: [{ key: 'fence', value: JSON.stringify(marker) }] });
+        await harness.inputArrived(id);
+        return inputs.findIndex((record) => record.value.id === id);
+      };
+      const from = await fence();
+      await block();
+      const to = await fence();
+      return inputs.slice(from + 1, to);
+    },
+    async publishEvents(events) {
+      await produce(producer, topics.events, events);
+    },
+    async publishTokens(tokens) {
+      await produce(producer, topics.tokens, tokens);
+    },
+    async call(path, init = {}) {
+      const body = init.body === undefined || typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
+      const response = await fetch(gateway.url + path, {
+        method: init.method ?? (body === undefined ? 'GET' : 'POST'),
+        headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...init.headers },
+        body,
+      });
+      const text = await response.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        // not JSON: the test sees the text
+      }
+      return { status: response.status, headers: response.headers, body: parsed };
+    },
+    async stop() {
+      await gateway.stop();
+      await reader.disconnect();
+      await producer.disconnect();
+      await companion.stop();
+    },
+  };
+  return harness;
+}
+
+async function readAll(kafka: Kafka, topic: string, groupId: string, into: ProducedInput[]): Promise<Consumer> {
+  const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 100 });
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      // Strict: a record the gateway produced that is not a valid ChatInputV1 fails the test that waits for it.
+      into.push({ key: message.key?.toString() ?? null, value: ChatInputV1.parse(JSON.parse(message.value!.toString())) });
+    },
+  });
+  return consumer;
+}
+
+async function produce(producer: Producer, topic: string, records: (ConversationEvent | TokenRecord)[]): Promise<void> {
+  await producer.send({
+    topic,
+    messages: records.map((record) => ({ key: record.conversation, value: JSON.stringify(record) })),
+  });
+}
+
+/** Builds a `ConversationEvent` of type `turn.started` (enough for stream tests). */
+export function turnStarted(conversation: string, position: number, turn = 't-1'): ConversationEvent {
+  return {
+    v: 1,
+    id: `e-${conversation}-${position}`,
+    conversation,
+    position,
+    at: new Date(0).toISOString(),
+    type: 'turn.started',
+    data: { turn, prompt: { id: `in-${position}`, text: `prompt ${position}` } },
+  };
+}
