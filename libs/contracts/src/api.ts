@@ -22,6 +22,17 @@ export type ChatBody = z.infer<typeof ChatBody>;
 
 export type ChatAccepted = { id: string; turn: null; position: number };
 
+/** `POST /v1/conversations/{key}/steer`. */
+export const SteerBody = z.object({ text: Text, id: InputId.optional() }).strict();
+export type SteerBody = z.infer<typeof SteerBody>;
+
+/** The worker's decision: `landed` means `turn` shows it to the model before it ends. */
+export type SteerAnswer = { id: string; turn: string | null; landed: boolean };
+
+/** `POST /v1/conversations/{key}/stop`. */
+export const StopBody = z.object({}).strict();
+export type StopAnswer = { turn: string | null };
+
 export type ConversationStatus = {
   key: string;
   running: { turn: string; startedAt: string } | null;

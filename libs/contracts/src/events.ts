@@ -19,13 +19,24 @@ export const EventData = {
   'input.accepted': z.object({
     input: z.object({
       id: InputId,
-      kind: z.enum(['chat']),
+      kind: z.enum(['chat', 'steer']),
       text: z.string(),
       messages: z.array(z.string()),
       subject: z.string(),
       sentAt: z.string(),
     }),
   }),
+  /**
+   * The worker's decision on a steer, made under the conversation's lock so it is serialized
+   * with the turn's close: `landed` means `turn` will show it to the model before it ends
+   * (unless the turn is stopped, fails or dies first); otherwise it is answered as a turn of
+   * its own, in order, and `turn` is null.
+   */
+  'steer.accepted': z.object({ input: Prompt, turn: z.string().nullable(), landed: z.boolean() }),
+  /** The running turn took a steered message at a step: it is in the model's very next request. */
+  'steer.taken': z.object({ turn: z.string(), step: z.number().int().nonnegative(), input: Prompt }),
+  /** A stop was asked for: the turn (if one runs) ends `stopped` as soon as it can. */
+  'stop.requested': z.object({ stop: InputId, turn: z.string().nullable() }),
   /** A turn began, answering `prompt`. */
   'turn.started': z.object({ turn: z.string(), prompt: Prompt }),
   /** The model's reply of one step, stored before any of its tool calls run. */
@@ -79,6 +90,9 @@ const record = <T extends EventType>(type: T) =>
   z.object({ ...envelope, type: z.literal(type), data: EventData[type] });
 export const ConversationEventRecord = z.discriminatedUnion('type', [
   record('input.accepted'),
+  record('steer.accepted'),
+  record('steer.taken'),
+  record('stop.requested'),
   record('turn.started'),
   record('model.replied'),
   record('tool.started'),

@@ -19,9 +19,36 @@ export const ChatInputV1 = z.object({
 });
 export type ChatInput = z.infer<typeof ChatInputV1>;
 
-export const InputRecord = z.discriminatedUnion('type', [ChatInputV1]);
+/** A message for the running turn of the conversation: taken at its next step, or answered as a turn of its own. */
+export const SteerInputV1 = z.object({
+  v: z.literal(1),
+  type: z.literal('steer'),
+  id: InputId,
+  conversation: ConversationKey,
+  subject: z.string().min(1).max(200).default('anonymous'),
+  text: z.string().min(1),
+  sentAt: z.iso.datetime(),
+});
+export type SteerInput = z.infer<typeof SteerInputV1>;
+
+/** Stops the conversation's running turn (if any); what it had not taken is answered afterwards. */
+export const StopInputV1 = z.object({
+  v: z.literal(1),
+  type: z.literal('stop'),
+  id: InputId,
+  conversation: ConversationKey,
+  subject: z.string().min(1).max(200).default('anonymous'),
+  sentAt: z.iso.datetime(),
+});
+export type StopInput = z.infer<typeof StopInputV1>;
+
+export const InputRecord = z.discriminatedUnion('type', [ChatInputV1, SteerInputV1, StopInputV1]);
 export type InputRecord = z.infer<typeof InputRecord>;
 export type InputKind = InputRecord['type'];
+
+/** The user messages an input brings: a chat's messages, a steer's text, none for a stop. */
+export const messagesOf = (input: InputRecord): string[] =>
+  input.type === 'chat' ? input.messages : input.type === 'steer' ? [input.text] : [];
 
 /** The text a model and a reader see for an input of several messages. */
 export const inputText = (messages: readonly string[]): string => messages.join('\n\n');
