@@ -8,6 +8,8 @@ export const CrashPoints = [
   'after-reply-stored',
   /** A tool result is committed; the next model request has not been made. */
   'after-tool-result-stored',
+  /** A step that took a steered message is committed; the next model request has not been made. */
+  'after-steer-taken',
   /** Events reached agent.events; the outbox rows are not marked published. */
   'after-publish',
   /** Inputs are in the event log; the Kafka offset is not committed. */

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Agent, ModelClient } from '@rudder/agent';
+import type { ModelClient } from '@rudder/agent';
 import { conversationsWithOpenWork, createOutboxRelay, EVENT_STORE_SCHEMA, eventStoreMigrations } from '@rudder/event-store';
 import { createKafka, createLog, createPool, ensureTopics, migrate, topicNames, type Config } from '@rudder/runtime';
 import { crashPoints } from './crash-points';
-import { defaultAgent, modelFromConfig } from './default-agent';
+import { defaultAgent, modelFromConfig, type WorkerAgent } from './default-agent';
 import { consumeInputs } from './ingest/consume-inputs';
 import { ingestInputs } from './ingest/ingest-inputs';
 import { connectPublishing } from './publishing';
@@ -16,9 +16,10 @@ export type Worker = { stop(): Promise<void> };
  * the partitions it owns into the event log, runs their conversations' turns, and relays the
  * events it stored to agent.events.
  */
-export async function startWorker(config: Config, overrides: { agent?: Agent; model?: ModelClient } = {}): Promise<Worker> {
+export async function startWorker(config: Config, overrides: { agent?: WorkerAgent; model?: ModelClient } = {}): Promise<Worker> {
   const log = createLog('turn-worker');
   const crash = crashPoints(config.CRASH_AT);
+  const agent = overrides.agent ?? defaultAgent(config);
   const topics = topicNames(config.KAFKA_NAMESPACE);
   const pool = createPool(config.DATABASE_URL);
   await migrate(pool, EVENT_STORE_SCHEMA, eventStoreMigrations);
@@ -37,7 +38,7 @@ export async function startWorker(config: Config, overrides: { agent?: Agent; mo
   const scheduler = createScheduler({
     pool,
     relay,
-    agent: overrides.agent ?? defaultAgent,
+    agent,
     model: overrides.model ?? modelFromConfig(config),
     onToken: publishing.token,
     flushTokens: publishing.flushTokens,
@@ -55,12 +56,13 @@ export async function startWorker(config: Config, overrides: { agent?: Agent; mo
     heartbeatMs: config.WORKER_HEARTBEAT_MS,
     log,
     async onBatch(partition, messages) {
-      const { stored, conversations, rejected } = await ingestInputs(pool, partition, messages);
+      const { stored, conversations, rejected } = await ingestInputs(pool, partition, messages, agent.steering);
       await publishing.deadLetter(partition, rejected);
       for (const { reason, message } of rejected) log.warn('input dead-lettered', { partition, offset: message.offset, reason });
       relay.enqueue(stored);
       crash('after-ingest');
       scheduler.poke(conversations.map((conversation) => ({ conversation, partition })));
+      for (const event of stored) if (event.type === 'stop.requested' && event.data.turn) scheduler.stopTurn(event.conversation, partition);
     },
     onAssignment(partitions) {
       owned = partitions;

@@ -2,7 +2,7 @@ import type { DomainEvent } from '@rudder/contracts';
 import type { ModelMessage } from './messages';
 import type { ModelClient } from './model';
 import { runToolCall, type Tool } from './tools';
-import { evolveTurn, nextAction, turnEnded, type TurnState } from './turn';
+import { endTurn, evolveTurn, nextAction, type TurnState } from './turn';
 
 export type Agent = {
   systemPrompt: string;
@@ -18,11 +18,13 @@ export type RunTurnOptions = {
   history: readonly ModelMessage[];
   turn: TurnState;
   /**
-   * Stores events of the turn durably (with whatever else the store decides, in one
-   * transaction). The loop goes on only after it resolves; a rejection ends the run and
-   * the turn resumes from what was stored.
+   * Stores events of the turn durably, in one transaction, and answers what was stored: the
+   * store may add to them (steered messages taken at a step) or replace the turn's end (a
+   * steer landed while the model wrote its final answer: the turn takes one more step). The
+   * loop goes on only after it resolves; a rejection ends the run and the turn resumes from
+   * what was stored.
    */
-  commit(events: DomainEvent[]): Promise<void>;
+  commit(events: DomainEvent[]): Promise<DomainEvent[]>;
   onToken?: (step: number, text: string) => void;
   /** Aborting stops the model request and the tools in flight; nothing more is stored. */
   signal: AbortSignal;
@@ -37,9 +39,11 @@ export type RunTurnOptions = {
 export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
   const { agent, model, history, commit, signal } = options;
   let turn = options.turn;
+  /** Stores events; true when what was stored ended the turn. */
   const store = async (events: DomainEvent[]) => {
-    await commit(events);
-    turn = events.reduce(evolveTurn, turn);
+    const stored = await commit(events);
+    turn = stored.reduce(evolveTurn, turn);
+    return stored.some((e) => e.type === 'turn.ended');
   };
 
   for (;;) {
@@ -47,8 +51,8 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
     const action = nextAction(turn, agent);
     switch (action.type) {
       case 'end':
-        await store([turnEnded(turn, action.status, action.outcome)]);
-        return turn;
+        if (await store(endTurn(turn, action.status, action.outcome))) return turn;
+        break;
 
       case 'request-model': {
         let reply;
@@ -61,17 +65,16 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
           });
         } catch (error) {
           if (signal.aborted) throw error;
-          await store([turnEnded(turn, 'failed', `the model failed: ${describe(error)}`)]);
-          return turn;
+          if (await store(endTurn(turn, 'failed', `the model failed: ${describe(error)}`))) return turn;
+          break;
         }
         const replied: DomainEvent = { type: 'model.replied', data: { turn: turn.id, step: action.step, ...reply } };
-        const next = evolveTurn(turn, replied);
-        await store(
+        const ended = await store(
           reply.toolCalls.length === 0
-            ? [replied, turnEnded(next, 'completed', null)]
+            ? [replied, ...endTurn(evolveTurn(turn, replied), 'completed', null)]
             : [replied, ...reply.toolCalls.map((call): DomainEvent => ({ type: 'tool.started', data: { turn: turn.id, step: action.step, call } }))],
         );
-        if (reply.toolCalls.length === 0) return turn;
+        if (ended) return turn;
         break;
       }
 
@@ -81,9 +84,9 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
         await Promise.all(
           action.calls.map(async (call) => {
             const { result, isError } = await runToolCall(agent.tools, call, signal);
-            stored = stored.then(() =>
-              store([{ type: 'tool.ended', data: { turn: turn.id, step: action.step, callId: call.id, name: call.name, result, isError } }]),
-            );
+            stored = stored.then(async () => {
+              await store([{ type: 'tool.ended', data: { turn: turn.id, step: action.step, callId: call.id, name: call.name, result, isError } }]);
+            });
             await stored;
           }),
         );

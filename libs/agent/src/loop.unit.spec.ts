@@ -25,7 +25,10 @@ async function run(options: { turn?: ReturnType<typeof startTurn>; signal?: Abor
     model: model(),
     history: [],
     turn: options.turn ?? startTurn('t1', prompt),
-    commit: async (events) => void commits.push(events),
+    commit: async (events) => {
+      commits.push(events);
+      return events;
+    },
     onToken: (_, text) => tokens.push(text),
     signal: options.signal ?? new AbortController().signal,
   });
@@ -119,10 +122,62 @@ describe('the agent loop', () => {
       commit: async (events) => {
         commits.push(events);
         setTimeout(() => controller.abort(new Error('released')), 20);
+        return events;
       },
       signal: controller.signal,
     });
     await expect(running).rejects.toThrow('released');
     expect(commits.map((c) => c.map((e) => e.type))).toEqual([['model.replied', 'tool.started']]);
+  });
+
+  it('when the store takes a steer instead of ending the turn, the model is asked once more with it last', async () => {
+    server.setScript((request) => reply.text(`seen ${request.body.messages.length} messages`));
+    const before = server.requests.length;
+    let steered = false;
+    const commits: DomainEvent[][] = [];
+    const ended = await runTurn({
+      agent,
+      model: model(),
+      history: [],
+      turn: startTurn('t1', prompt),
+      commit: async (events) => {
+        // What the conversation's store does when a steer landed while the model wrote its final answer.
+        const stored: DomainEvent[] = steered
+          ? events
+          : [...events.filter((e) => e.type !== 'turn.ended'), { type: 'steer.taken', data: { turn: 't1', step: 1, input: { id: 's', text: 'use Celsius' } } }];
+        steered = true;
+        commits.push(stored);
+        return stored;
+      },
+      signal: new AbortController().signal,
+    });
+    expect(server.requests.length - before).toBe(2);
+    expect(server.requests[before + 1].body.messages.slice(-2)).toEqual([
+      { role: 'assistant', content: 'seen 2 messages' },
+      { role: 'user', content: 'use Celsius' },
+    ]);
+    expect(ended.answers).toEqual(['seen 2 messages', 'seen 4 messages']);
+    expect(commits.at(-1)?.at(-1)).toMatchObject({
+      type: 'turn.ended',
+      data: { content: 'seen 2 messages\n\nseen 4 messages', steered: [{ id: 's', text: 'use Celsius' }] },
+    });
+  });
+
+  it('a turn whose stop was asked for ends stopped, with a result for every call still open', async () => {
+    const before = server.requests.length;
+    const calls = [{ id: 'c1', name: 'wait', arguments: '{"ms":10000}' }];
+    const stored: DomainEvent[] = [
+      { type: 'model.replied', data: { turn: 't1', step: 0, content: 'waiting', toolCalls: calls } },
+      { type: 'stop.requested', data: { stop: 'halt', turn: 't1' } },
+    ];
+    const turn = stored.reduce(evolveTurn, startTurn('t1', prompt));
+    const { commits } = await run({ turn });
+    expect(server.requests.length).toBe(before);
+    expect(commits).toEqual([
+      [
+        { type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'c1', name: 'wait', result: 'not run to the end: the turn was stopped', isError: true } },
+        { type: 'turn.ended', data: { turn: 't1', status: 'stopped', outcome: 'stopped on request', content: 'waiting', steered: [] } },
+      ],
+    ]);
   });
 });

@@ -15,12 +15,26 @@ export type TurnState = {
   openCalls: ToolCall[];
   /** Non-empty contents of the stored replies, in order: the turn's answers. */
   answers: string[];
-  /** True once the last stored reply had no tool calls: the turn has its final answer. */
+  /** True once the last stored reply had no tool calls (and nothing was steered in after it). */
   answered: boolean;
+  /** The steered messages the turn took, in order. */
+  steered: { id: string; text: string }[];
+  /** A stop was asked for: the turn ends `stopped` at once, closing its open calls. */
+  stopRequested: boolean;
 };
 
 export function startTurn(id: string, prompt: { id: string; text: string; messages: string[] }): TurnState {
-  return { id, prompt, messages: prompt.messages.map(userMessage), steps: 0, openCalls: [], answers: [], answered: false };
+  return {
+    id,
+    prompt,
+    messages: prompt.messages.map(userMessage),
+    steps: 0,
+    openCalls: [],
+    answers: [],
+    answered: false,
+    steered: [],
+    stopRequested: false,
+  };
 }
 
 /** Evolves a turn by one of its events; events of other turns and kinds leave it as it is. */
@@ -46,6 +60,18 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
         openCalls: turn.openCalls.filter((c) => c.id !== event.data.callId),
       };
     }
+    case 'steer.taken': {
+      // A steered message sits where it was taken: after the tool results, before the next request.
+      if (event.data.turn !== turn.id) return turn;
+      return {
+        ...turn,
+        messages: [...turn.messages, userMessage(event.data.input.text)],
+        steered: [...turn.steered, event.data.input],
+        answered: false,
+      };
+    }
+    case 'stop.requested':
+      return event.data.turn === turn.id ? { ...turn, stopRequested: true } : turn;
     default:
       return turn;
   }
@@ -61,6 +87,7 @@ export type NextAction =
  * a stored reply is not asked for again and a stored tool result is not run again.
  */
 export function nextAction(turn: TurnState, limits: { maxSteps: number }): NextAction {
+  if (turn.stopRequested) return { type: 'end', status: 'stopped', outcome: 'stopped on request' };
   if (turn.answered) return { type: 'end', status: 'completed', outcome: null };
   if (turn.openCalls.length > 0) return { type: 'run-tools', step: turn.steps - 1, calls: turn.openCalls };
   if (turn.steps >= limits.maxSteps) {
@@ -69,7 +96,19 @@ export function nextAction(turn: TurnState, limits: { maxSteps: number }): NextA
   return { type: 'request-model', step: turn.steps };
 }
 
-export const turnEnded = (turn: TurnState, status: TurnStatus, outcome: string | null): DomainEvent => ({
-  type: 'turn.ended',
-  data: { turn: turn.id, status, outcome, content: turn.answers.join('\n\n'), steered: [] },
-});
+/**
+ * The events that end a turn: a result for every call still open (the conversation never
+ * holds a call without its result), then `turn.ended` with everything the turn answered.
+ */
+export const endTurn = (turn: TurnState, status: TurnStatus, outcome: string | null): DomainEvent[] => [
+  ...turn.openCalls.map(
+    (call): DomainEvent => ({
+      type: 'tool.ended',
+      data: { turn: turn.id, step: turn.steps - 1, callId: call.id, name: call.name, result: `not run to the end: the turn was ${status}`, isError: true },
+    }),
+  ),
+  {
+    type: 'turn.ended',
+    data: { turn: turn.id, status, outcome, content: turn.answers.join('\n\n'), steered: turn.steered },
+  },
+];

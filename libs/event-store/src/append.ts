@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import type { Pool, PoolClient } from '@rudder/runtime';
+import { evolveHead, type ConversationHead } from './head';
 import { onceKey } from './once-key';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 
@@ -19,75 +20,112 @@ export class UnknownConversationError extends Error {
   }
 }
 
-/** Inserts events in order; `ON CONFLICT` decides what a repeated once key does. */
-async function insertEvents(client: PoolClient, conversation: string, events: readonly DomainEvent[], onConflict: '' | 'ON CONFLICT DO NOTHING') {
+type HeadRow = { key: string; running_turn: string | null; steers: { id: string; text: string }[]; steers_landed: number };
+const HEAD_COLUMNS = 'key, running_turn, steers, steers_landed';
+const toHead = (row: HeadRow): ConversationHead => ({ runningTurn: row.running_turn, steers: row.steers, steersLanded: row.steers_landed });
+
+/**
+ * Appends what `decide` makes of the conversation's head, in one transaction, all or none.
+ * The conversation row is locked first: that orders every write of the conversation (its
+ * event positions grow in commit order) and serializes decisions with each other — a steer's
+ * landing with the turn's close. Throws AlreadyStoredError when a once key was used before:
+ * nothing is written and the caller reloads what is stored.
+ */
+export async function appendToConversation(
+  pool: Pool,
+  conversation: string,
+  decide: (head: ConversationHead) => DomainEvent[],
+): Promise<ConversationEvent[]> {
+  return inTransaction(pool, conversation, async (client) => {
+    const { rows } = await client.query<HeadRow>(`SELECT ${HEAD_COLUMNS} FROM event_store.conversations WHERE key = $1 FOR UPDATE`, [conversation]);
+    if (rows.length === 0) throw new UnknownConversationError(conversation);
+    return writeEvents(client, [{ conversation, head: toHead(rows[0]), events: decide(toHead(rows[0])) }]);
+  });
+}
+
+/**
+ * Appends to several conversations in one transaction (an ingested batch), creating them on
+ * first sight. `decide` sees each head and which of the `probe` once keys are stored already
+ * (the same input delivered again), locks taken in one order so batches never deadlock.
+ */
+export async function appendToConversations(
+  pool: Pool,
+  requests: readonly { conversation: string; partition: number; probe: readonly string[] }[],
+  decide: (conversation: string, head: ConversationHead, stored: ReadonlySet<string>) => DomainEvent[],
+): Promise<ConversationEvent[]> {
+  if (requests.length === 0) return [];
+  const sorted = [...requests].sort((a, b) => (a.conversation < b.conversation ? -1 : 1));
+  return inTransaction(pool, sorted[0].conversation, async (client) => {
+    const heads = await client.query<HeadRow>(
+      `INSERT INTO event_store.conversations (key, partition)
+       SELECT * FROM unnest($1::text[], $2::int[])
+       ON CONFLICT (key) DO UPDATE SET partition = EXCLUDED.partition
+       RETURNING ${HEAD_COLUMNS}`,
+      [sorted.map((r) => r.conversation), sorted.map((r) => r.partition)],
+    );
+    const probed = await client.query<{ conversation: string; once_key: string }>(
+      `SELECT conversation, once_key FROM event_store.events
+        WHERE (conversation, once_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
+      [sorted.flatMap((r) => r.probe.map(() => r.conversation)), sorted.flatMap((r) => r.probe)],
+    );
+    const headOf = new Map(heads.rows.map((row) => [row.key, toHead(row)]));
+    const storedOf = (conversation: string) =>
+      new Set(probed.rows.filter((row) => row.conversation === conversation).map((row) => row.once_key));
+    return writeEvents(
+      client,
+      sorted.map(({ conversation }) => {
+        const head = headOf.get(conversation)!;
+        return { conversation, head, events: decide(conversation, head, storedOf(conversation)) };
+      }),
+    );
+  });
+}
+
+/** Inserts the events in order and updates each head by them, in one statement. */
+async function writeEvents(client: PoolClient, writes: { conversation: string; head: ConversationHead; events: DomainEvent[] }[]) {
+  const changed = writes.filter((w) => w.events.length > 0);
+  if (changed.length === 0) return [];
+  const events = changed.flatMap((w) => w.events.map((event) => ({ conversation: w.conversation, event })));
+  const heads = changed.map((w) => ({ key: w.conversation, head: w.events.reduce(evolveHead, w.head) }));
   const { rows } = await client.query<EventRow>(
-    `INSERT INTO event_store.events (id, conversation, type, data, once_key)
-     SELECT e.id, $1, e.type, e.data, e.once_key
-       FROM unnest($2::uuid[], $3::text[], $4::jsonb[], $5::text[]) WITH ORDINALITY AS e(id, type, data, once_key, n)
-      ORDER BY e.n
-     ${onConflict}
-     RETURNING ${EVENT_COLUMNS}`,
+    `WITH inserted AS (
+       INSERT INTO event_store.events (id, conversation, type, data, once_key)
+       SELECT e.id, e.conversation, e.type, e.data, e.once_key
+         FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::text[]) WITH ORDINALITY AS e(id, conversation, type, data, once_key, n)
+        ORDER BY e.n
+       RETURNING ${EVENT_COLUMNS}
+     ), heads AS (
+       UPDATE event_store.conversations c
+          SET running_turn = h.running_turn, steers = h.steers, steers_landed = h.steers_landed
+         FROM unnest($6::text[], $7::text[], $8::jsonb[], $9::int[]) AS h(key, running_turn, steers, steers_landed)
+        WHERE c.key = h.key
+     )
+     SELECT * FROM inserted`,
     [
-      conversation,
       events.map(() => randomUUID()),
-      events.map((e) => e.type),
-      events.map((e) => JSON.stringify(e.data)),
-      events.map(onceKey),
+      events.map((e) => e.conversation),
+      events.map((e) => e.event.type),
+      events.map((e) => JSON.stringify(e.event.data)),
+      events.map((e) => onceKey(e.event)),
+      heads.map((h) => h.key),
+      heads.map((h) => h.head.runningTurn),
+      heads.map((h) => JSON.stringify(h.head.steers)),
+      heads.map((h) => h.head.steersLanded),
     ],
   );
   return rows.sort((a, b) => Number(a.position) - Number(b.position)).map(toConversationEvent);
 }
 
-/**
- * Appends events to a conversation in one transaction, all or none. The conversation row is
- * locked first, which orders every write of the conversation (and, with steering, serializes
- * a steer's decision with the turn's close). Throws AlreadyStoredError when any once key was
- * used before: nothing is written and the caller reloads what is stored.
- */
-export async function appendToConversation(pool: Pool, conversation: string, events: readonly DomainEvent[]): Promise<ConversationEvent[]> {
+async function inTransaction<T>(pool: Pool, conversation: string, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    const lock = await client.query('SELECT 1 FROM event_store.conversations WHERE key = $1 FOR UPDATE', [conversation]);
-    if (lock.rowCount === 0) throw new UnknownConversationError(conversation);
-    const stored = await insertEvents(client, conversation, events, '');
+    const result = await work(client);
     await client.query('COMMIT');
-    return stored;
+    return result;
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     if (isUniqueViolation(error)) throw new AlreadyStoredError(conversation, String((error as { detail?: string }).detail ?? ''));
-    throw error;
-  } finally {
-    client.release();
-  }
-}
-
-/**
- * Appends events of several conversations in one transaction, creating conversations on
- * first sight; an event whose once key is taken is skipped (the same input delivered
- * again). Returns what was newly stored, in order.
- */
-export async function appendIfNew(
-  pool: Pool,
-  batch: ReadonlyMap<string, { partition: number; events: DomainEvent[] }>,
-): Promise<ConversationEvent[]> {
-  const keys = [...batch.keys()].sort(); // one lock order for every writer: no deadlocks between batches
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(
-      `INSERT INTO event_store.conversations (key, partition)
-       SELECT * FROM unnest($1::text[], $2::int[])
-       ON CONFLICT (key) DO UPDATE SET partition = EXCLUDED.partition`,
-      [keys, keys.map((k) => batch.get(k)!.partition)],
-    );
-    const stored: ConversationEvent[] = [];
-    for (const key of keys) stored.push(...(await insertEvents(client, key, batch.get(key)!.events, 'ON CONFLICT DO NOTHING')));
-    await client.query('COMMIT');
-    return stored;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   } finally {
     client.release();

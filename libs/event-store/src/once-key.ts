@@ -2,13 +2,20 @@ import type { DomainEvent } from '@rudder/contracts';
 
 /**
  * What makes each event happen at most once in its conversation, enforced by a unique key:
- * an input is accepted once, a prompt starts one turn, a step's reply and each call's
- * start and result are stored once, a turn ends once.
+ * an input is accepted once, a steer is decided once and taken at most once, a stop is
+ * asked for once, a prompt starts one turn, a step's reply and each call's start and result
+ * are stored once, a turn ends once.
  */
 export function onceKey(event: DomainEvent): string {
   switch (event.type) {
     case 'input.accepted':
-      return `input:${event.data.input.id}`;
+      return inputKey(event.data.input.id);
+    case 'steer.accepted':
+      return `steer-accepted:${event.data.input.id}`;
+    case 'steer.taken':
+      return `steer-taken:${event.data.input.id}`;
+    case 'stop.requested':
+      return stopKey(event.data.stop);
     case 'turn.started':
       return turnForKey(event.data.prompt.id);
     case 'model.replied':
@@ -26,5 +33,7 @@ export function onceKey(event: DomainEvent): string {
   }
 }
 
+export const inputKey = (inputId: string) => `input:${inputId}`;
+export const stopKey = (stopId: string) => `stop:${stopId}`;
 export const turnForKey = (inputId: string) => `turn-for:${inputId}`;
 export const turnEndedKey = (turn: string) => `turn-ended:${turn}`;

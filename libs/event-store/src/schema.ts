@@ -34,4 +34,14 @@ export const eventStoreMigrations: Migration[] = [
       CREATE INDEX events_to_publish ON events (position) WHERE published_at IS NULL;
     `,
   },
+  {
+    id: '002-conversation-head',
+    sql: `
+      -- The head of a conversation (see head.ts): what decisions under its lock read.
+      ALTER TABLE conversations
+        ADD COLUMN running_turn  text,
+        ADD COLUMN steers        jsonb NOT NULL DEFAULT '[]',
+        ADD COLUMN steers_landed integer NOT NULL DEFAULT 0;
+    `,
+  },
 ];

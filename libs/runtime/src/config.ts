@@ -21,6 +21,8 @@ const Env = z.object({
   OPENAI_MODEL: z.string().default('gpt-4o-mini'),
   AUTH_TOKENS: z.string().optional(),
   MAX_TEXT_CHARS: z.coerce.number().int().positive().default(8000),
+  /** How many steered messages a turn takes at most; 0: the agent's turns take none (every steer becomes a turn of its own). */
+  STEERS_PER_TURN: z.coerce.number().int().nonnegative().default(16),
   /** Consumer session timeout of the turn workers; shorter means faster failover, more false alarms. */
   WORKER_SESSION_TIMEOUT_MS: z.coerce.number().int().positive().default(10000),
   WORKER_HEARTBEAT_MS: z.coerce.number().int().positive().default(1000),

@@ -1,11 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
-import { decide, fold } from './conversation';
+import { decide, fold, type PositionedEvent } from './conversation';
+
+/** Events as the log holds them: positioned in the order given, from `from`. */
+const log = (events: DomainEvent[], from = 1): PositionedEvent[] => events.map((e, i) => ({ ...e, position: from + i }));
 
 const accepted = (id: string, ...messages: string[]): DomainEvent => ({
   type: 'input.accepted',
   data: { input: { id, kind: 'chat', text: messages.join('\n\n'), messages, subject: 'alice', sentAt: '2026-11-30T00:00:00.000Z' } },
 });
+const steer = (id: string, text: string, turn: string | null): DomainEvent[] => [
+  { type: 'input.accepted', data: { input: { id, kind: 'steer', text, messages: [text], subject: 'alice', sentAt: '2026-11-30T00:00:00.000Z' } } },
+  { type: 'steer.accepted', data: { input: { id, text }, turn, landed: turn !== null } },
+];
+const taken = (turn: string, step: number, id: string, text: string): DomainEvent => ({ type: 'steer.taken', data: { turn, step, input: { id, text } } });
 const started = (turn: string, id: string, text: string): DomainEvent => ({ type: 'turn.started', data: { turn, prompt: { id, text } } });
 const replied = (turn: string, step: number, content: string, toolCalls: { id: string; name: string; arguments: string }[] = []): DomainEvent => ({
   type: 'model.replied',
@@ -15,10 +23,11 @@ const toolEnded = (turn: string, step: number, callId: string, result: string): 
   type: 'tool.ended',
   data: { turn, step, callId, name: 'wait', result, isError: false },
 });
-const ended = (turn: string, content: string): DomainEvent => ({
+const ended = (turn: string, content: string, status: 'completed' | 'stopped' = 'completed'): DomainEvent => ({
   type: 'turn.ended',
-  data: { turn, status: 'completed', outcome: null, content, steered: [] },
+  data: { turn, status, outcome: null, content, steered: [] },
 });
+const call = { id: 'c1', name: 'wait', arguments: '{"ms":5}' };
 
 describe('the conversation fold', () => {
   it('given no events, starting the next turn decides nothing', () => {
@@ -26,44 +35,93 @@ describe('the conversation fold', () => {
   });
 
   it('given accepted inputs, the next turn answers the oldest one first', () => {
-    const state = fold([accepted('a', 'first'), accepted('b', 'second')]);
+    const state = fold(log([accepted('a', 'first'), accepted('b', 'second')]));
     expect(decide(state, { type: 'start-next-turn', turn: 't1' })).toEqual([started('t1', 'a', 'first')]);
   });
 
   it('given a running turn, no other turn starts until it ends', () => {
-    const state = fold([accepted('a', 'first'), accepted('b', 'second'), started('t1', 'a', 'first')]);
+    const state = fold(log([accepted('a', 'first'), accepted('b', 'second'), started('t1', 'a', 'first')]));
     expect(state.queue.map((p) => p.id)).toEqual(['b']);
     expect(decide(state, { type: 'start-next-turn', turn: 't2' })).toEqual([]);
-    const after = fold([ended('t1', 'done')], fold([replied('t1', 0, 'done')], state));
+    const after = fold(log([replied('t1', 0, 'done'), ended('t1', 'done')], 4), state);
     expect(decide(after, { type: 'start-next-turn', turn: 't2' })).toEqual([started('t2', 'b', 'second')]);
   });
 
   it('a stored reply with tool calls leaves those calls open until their results are stored', () => {
-    const call = { id: 'c1', name: 'wait', arguments: '{"ms":5}' };
-    const state = fold([accepted('a', 'wait please'), started('t1', 'a', 'wait please'), replied('t1', 0, 'waiting', [call])]);
+    const state = fold(log([accepted('a', 'wait please'), started('t1', 'a', 'wait please'), replied('t1', 0, 'waiting', [call])]));
     expect(state.running?.openCalls).toEqual([call]);
     expect(state.running?.steps).toBe(1);
-    const after = fold([toolEnded('t1', 0, 'c1', 'waited 5 ms')], state);
+    const after = fold(log([toolEnded('t1', 0, 'c1', 'waited 5 ms')], 4), state);
     expect(after.running?.openCalls).toEqual([]);
     expect(after.running?.messages.at(-1)).toEqual({ role: 'tool', tool_call_id: 'c1', content: 'waited 5 ms' });
   });
 
-  it('later turns see an earlier turn as its prompt, then its answers, without its tool traffic', () => {
-    const call = { id: 'c1', name: 'wait', arguments: '{"ms":5}' };
-    const state = fold([
-      accepted('a', 'one', 'two'),
-      started('t1', 'a', 'one\n\ntwo'),
-      replied('t1', 0, 'let me wait', [call]),
-      toolEnded('t1', 0, 'c1', 'waited 5 ms'),
-      replied('t1', 1, 'done'),
-      ended('t1', 'let me wait\n\ndone'),
-    ]);
+  it('later turns see an earlier turn as its prompt, the messages steered to it, then its answers', () => {
+    const state = fold(
+      log([
+        accepted('a', 'one', 'two'),
+        started('t1', 'a', 'one\n\ntwo'),
+        replied('t1', 0, 'let me wait', [call]),
+        ...steer('s', 'use Celsius', 't1'),
+        toolEnded('t1', 0, 'c1', 'waited 5 ms'),
+        taken('t1', 1, 's', 'use Celsius'),
+        replied('t1', 1, 'done, in Celsius'),
+        ended('t1', 'let me wait\n\ndone, in Celsius'),
+      ]),
+    );
     expect(state.running).toBeNull();
     expect(state.history).toEqual([
       { role: 'user', content: 'one' },
       { role: 'user', content: 'two' },
+      { role: 'user', content: 'use Celsius' },
       { role: 'assistant', content: 'let me wait' },
-      { role: 'assistant', content: 'done' },
+      { role: 'assistant', content: 'done, in Celsius' },
     ]);
+  });
+
+  it('a steered message sits in the running turn after the tool results, as a user message', () => {
+    const state = fold(
+      log([
+        accepted('a', 'weather?'),
+        started('t1', 'a', 'weather?'),
+        replied('t1', 0, '', [call]),
+        ...steer('s', 'use Celsius', 't1'),
+        toolEnded('t1', 0, 'c1', 'waited 5 ms'),
+        taken('t1', 1, 's', 'use Celsius'),
+      ]),
+    );
+    expect(state.running?.messages.slice(-2)).toEqual([
+      { role: 'tool', tool_call_id: 'c1', content: 'waited 5 ms' },
+      { role: 'user', content: 'use Celsius' },
+    ]);
+    expect(state.running?.steered).toEqual([{ id: 's', text: 'use Celsius' }]);
+    expect(state.landed).toEqual([]);
+  });
+
+  it('a steer that did not land waits in the queue, in order with the chats', () => {
+    const state = fold(log([accepted('a', 'first'), started('t1', 'a', 'first'), accepted('b', 'chat'), ...steer('s', 'steer', null)]));
+    expect(state.queue.map((p) => p.id)).toEqual(['b', 's']);
+  });
+
+  it("a stopped turn's untaken steers are queued as turns of their own, in the order they were sent", () => {
+    const state = fold(
+      log([
+        accepted('a', 'first'),
+        started('t1', 'a', 'first'),
+        ...steer('s1', 'one', 't1'),
+        accepted('b', 'chat'),
+        ...steer('s2', 'two', 't1'),
+        ended('t1', '', 'stopped'),
+      ]),
+    );
+    expect(state.queue.map((p) => p.id)).toEqual(['s1', 'b', 's2']);
+  });
+
+  it('a steer decided for a turn applied after that turn ended is queued, unless the turn took it', () => {
+    // The worker applies its own writes first and reads the ingested ones later.
+    const own = log([accepted('a', 'first'), started('t1', 'a', 'first'), taken('t1', 1, 's1', 'one'), ended('t1', 'x')], 1);
+    const late = log([...steer('s1', 'one', 't1'), ...steer('s2', 'two', 't1')], 10);
+    const state = fold([...own, ...late]);
+    expect(state.queue.map((p) => p.id)).toEqual(['s2']);
   });
 });

@@ -1,7 +1,8 @@
 import type { KafkaMessage } from 'kafkajs';
-import { InputRecord, inputText, type ConversationEvent, type DomainEvent } from '@rudder/contracts';
-import { appendIfNew } from '@rudder/event-store';
+import { InputRecord, type ConversationEvent } from '@rudder/contracts';
+import { appendToConversations } from '@rudder/event-store';
 import type { Pool } from '@rudder/runtime';
+import { acceptInputs, probeKey, type SteeringPolicy } from '../conversation/decisions';
 
 export type Rejected = { message: KafkaMessage; reason: string };
 
@@ -21,28 +22,15 @@ export function parseInput(message: KafkaMessage): { input: InputRecord } | { re
   return { input: parsed.data };
 }
 
-const accepted = (input: InputRecord): DomainEvent => ({
-  type: 'input.accepted',
-  data: {
-    input: {
-      id: input.id,
-      kind: input.type,
-      text: inputText(input.messages),
-      messages: input.messages,
-      subject: input.subject,
-      sentAt: input.sentAt,
-    },
-  },
-});
-
 /**
  * Ingests one batch of a partition: every valid input goes into its conversation's log in ONE
- * transaction (an input id seen before is skipped), so a long turn never holds up the inputs
- * of other conversations. Returns what was newly stored and what could not be read; the caller
- * dead-letters the rejected records before it commits the offsets.
+ * transaction (an input seen before is skipped; a steer is decided against the running turn),
+ * so a long turn never holds up the inputs of other conversations. Returns what was newly
+ * stored and what could not be read; the caller dead-letters the rejected records before it
+ * commits the offsets.
  */
-export async function ingestInputs(pool: Pool, partition: number, messages: readonly KafkaMessage[]) {
-  const byConversation = new Map<string, { partition: number; events: DomainEvent[] }>();
+export async function ingestInputs(pool: Pool, partition: number, messages: readonly KafkaMessage[], policy: SteeringPolicy) {
+  const byConversation = new Map<string, InputRecord[]>();
   const rejected: Rejected[] = [];
   for (const message of messages) {
     const read = parseInput(message);
@@ -50,10 +38,12 @@ export async function ingestInputs(pool: Pool, partition: number, messages: read
       rejected.push({ message, reason: read.reason });
       continue;
     }
-    const entry = byConversation.get(read.input.conversation) ?? { partition, events: [] };
-    entry.events.push(accepted(read.input));
-    byConversation.set(read.input.conversation, entry);
+    byConversation.set(read.input.conversation, [...(byConversation.get(read.input.conversation) ?? []), read.input]);
   }
-  const stored: ConversationEvent[] = byConversation.size > 0 ? await appendIfNew(pool, byConversation) : [];
+  const stored: ConversationEvent[] = await appendToConversations(
+    pool,
+    [...byConversation].map(([conversation, inputs]) => ({ conversation, partition, probe: inputs.map(probeKey) })),
+    (conversation, head, alreadyStored) => acceptInputs(head, byConversation.get(conversation)!, alreadyStored, policy),
+  );
   return { stored, conversations: [...byConversation.keys()], rejected };
 }

@@ -4,6 +4,7 @@ import { AlreadyStoredError, appendToConversation, readConversation, type Outbox
 import type { Log, Pool } from '@rudder/runtime';
 import type { CrashPoint } from '../crash-points';
 import { decide, emptyConversation, evolve, type Conversation } from '../conversation/conversation';
+import { takeSteersAtStep } from '../conversation/decisions';
 
 export type RunnerDeps = {
   pool: Pool;
@@ -22,6 +23,8 @@ export type RunnerDeps = {
 export type ConversationRunner = {
   /** New inputs may be stored: read them and run what is due. */
   poke(): void;
+  /** A stop was stored for the running turn: abort its model request and tools, then end it. */
+  stopTurn(): void;
   /** Stops the turn in flight without storing anything more (the partition moved, or shutdown). */
   abort(): Promise<void>;
 };
@@ -35,6 +38,7 @@ export type ConversationRunner = {
 export function createConversationRunner(key: string, deps: RunnerDeps): ConversationRunner {
   const { pool, relay, log } = deps;
   const controller = new AbortController();
+  let turnController: AbortController | null = null;
   let state: Conversation | null = null;
   let readUpTo = 0; // every event at or below this position is folded into `state`
   const ownWrites = new Set<number>(); // positions above readUpTo already folded (our own appends)
@@ -55,16 +59,19 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
     for (const position of ownWrites) if (position <= readUpTo) ownWrites.delete(position);
   };
 
-  const commit = async (events: DomainEvent[]) => {
+  const commit = async (events: DomainEvent[]): Promise<DomainEvent[]> => {
     if (events.some((e) => e.type === 'model.replied')) await deps.flushTokens();
-    const stored = await appendToConversation(pool, key, events);
+    const turn = state?.running;
+    const stored = await appendToConversation(pool, key, (head) => (turn ? takeSteersAtStep(head, turn, events) : events));
     for (const event of stored) {
       ownWrites.add(event.position);
       apply(event);
     }
     relay.enqueue(stored);
-    if (events.some((e) => e.type === 'model.replied' && e.data.toolCalls.length > 0)) deps.crash('after-reply-stored');
-    if (events.some((e) => e.type === 'tool.ended')) deps.crash('after-tool-result-stored');
+    if (stored.some((e) => e.type === 'model.replied' && e.data.toolCalls.length > 0)) deps.crash('after-reply-stored');
+    if (stored.some((e) => e.type === 'tool.ended')) deps.crash('after-tool-result-stored');
+    if (stored.some((e) => e.type === 'steer.taken')) deps.crash('after-steer-taken');
+    return stored;
   };
 
   const runDue = async () => {
@@ -76,15 +83,25 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
         }
         const current: Conversation = state ?? emptyConversation();
         if (current.running) {
-          await runTurn({
-            agent: deps.agent,
-            model: deps.model,
-            history: current.history,
-            turn: current.running,
-            commit,
-            signal: controller.signal,
-            onToken: (step, text) => deps.onToken({ conversation: key, turn: current.running!.id, step, text }),
-          });
+          const turn = current.running;
+          turnController = new AbortController();
+          try {
+            await runTurn({
+              agent: deps.agent,
+              model: deps.model,
+              history: current.history,
+              turn,
+              commit,
+              signal: AbortSignal.any([controller.signal, turnController.signal]),
+              onToken: (step, text) => deps.onToken({ conversation: key, turn: turn.id, step, text }),
+            });
+          } catch (error) {
+            // A stop aborted the turn: read the stop from the log; the turn then ends `stopped`.
+            if (!turnController.signal.aborted || controller.signal.aborted) throw error;
+            wanted = true;
+          } finally {
+            turnController = null;
+          }
           continue;
         }
         const start = decide(current, { type: 'start-next-turn', turn: deps.newTurnId() });
@@ -116,6 +133,10 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
         loop = null;
         if (wanted && !controller.signal.aborted) this.poke();
       });
+    },
+    stopTurn() {
+      turnController?.abort(new Error('stop requested'));
+      this.poke();
     },
     async abort() {
       controller.abort(new Error('conversation released'));

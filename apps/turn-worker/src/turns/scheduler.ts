@@ -14,6 +14,11 @@ export function createScheduler(deps: RunnerDeps) {
         entry.runner.poke();
       }
     },
+    /** A stop was stored: the conversation's running turn (if this worker runs it) ends `stopped`. */
+    stopTurn(conversation: string, partition: number) {
+      this.poke([{ conversation, partition }]);
+      runners.get(conversation)?.runner.stopTurn();
+    },
     /** Lets go of the conversations of partitions no longer owned: their turns resume on the new owner. */
     async keepOnly(owned: ReadonlySet<number>) {
       const released = [...runners].filter(([, entry]) => !owned.has(entry.partition));
