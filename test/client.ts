@@ -1,4 +1,4 @@
-import type { ChatAccepted, ConversationStatus, ErrorBody, TranscriptPage, TurnView } from '@rudder/contracts';
+import type { ChatAccepted, ConversationStatus, ErrorBody, SteerAnswer, StopAnswer, TranscriptPage, TurnView } from '@rudder/contracts';
 import { eventually } from './stack';
 
 /** An answer of the API: `body` is T on success, and carries `error` on failure. */
@@ -18,6 +18,9 @@ export function createClient(baseUrl: string, token?: string) {
   const client = {
     chat: (key: string, body: unknown, headers: Record<string, string> = {}) =>
       call<ChatAccepted>(path(key, '/chat'), { method: 'POST', body: typeof body === 'string' ? body : JSON.stringify(body), headers }),
+    steer: (key: string, body: unknown, headers: Record<string, string> = {}) =>
+      call<SteerAnswer>(path(key, '/steer'), { method: 'POST', body: JSON.stringify(body), headers }),
+    stop: (key: string, body: unknown = {}) => call<StopAnswer>(path(key, '/stop'), { method: 'POST', body: JSON.stringify(body) }),
     status: (key: string) => call<ConversationStatus>(path(key)),
     messages: (key: string, query = '') => call<TranscriptPage>(path(key, `/messages${query}`)),
     turn: (key: string, turn: string) => call<TurnView>(path(key, `/turns/${encodeURIComponent(turn)}`)),

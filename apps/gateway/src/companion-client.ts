@@ -26,9 +26,19 @@ const CompanionStatusAnswer = z.object({
   owner: z.string().nullable(),
 });
 
-/** An input the companion has seen on `agent.inputs`: enough to tell a retry from a reused id. */
+/**
+ * An input the worker accepted, as the companion folded it: enough to tell a retry from a
+ * reused id. `steer` is the worker's decision on a steer (`null` while it has none); a
+ * companion that predates steering leaves it out (`undefined`), as it may leave out `kind`.
+ */
 const CompanionInputAnswer = z
-  .object({ id: z.string(), messages: z.array(z.string()).optional(), text: z.string().optional() })
+  .object({
+    id: z.string(),
+    kind: z.enum(['chat', 'steer']).optional(),
+    messages: z.array(z.string()).optional(),
+    text: z.string().optional(),
+    steer: z.object({ turn: z.string().nullable(), landed: z.boolean() }).nullable().optional(),
+  })
   .refine((input) => input.messages !== undefined || input.text !== undefined, 'an input has messages or text');
 export type CompanionInput = z.infer<typeof CompanionInputAnswer>;
 

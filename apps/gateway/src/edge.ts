@@ -1,6 +1,6 @@
-import { ConversationKey } from '@rudder/contracts';
+import { ConversationKey, InputId } from '@rudder/contracts';
 import type { z } from 'zod';
-import { badInput } from './errors/gateway-error';
+import { GatewayError, badInput } from './errors/gateway-error';
 
 /**
  * Validation at the HTTP edge: every path parameter, query and body goes through a zod
@@ -14,3 +14,31 @@ export function parseEdge<T>(schema: z.ZodType<T>, value: unknown, what: string)
 
 /** The `{key}` of a route, already URL-decoded by the router. */
 export const conversationKeyOf = (raw: string): string => parseEdge(ConversationKey, raw, 'conversation key');
+
+/** A route whose input is a JSON object refuses a request without one (the parser leaves no body). */
+export function requireJsonBody(body: unknown): void {
+  if (body === undefined) {
+    throw new GatewayError('bad_request', 'send a JSON object body with Content-Type: application/json');
+  }
+}
+
+/**
+ * 413 `text_too_long` for a user text longer than `max` characters (code points, counted
+ * after the schema trimmed it), naming the body path, its length and the limit. Chat and
+ * steer share it: a steered message passes the same input checks as a chat.
+ */
+export function checkTextLength(text: string, path: string, max: number): void {
+  const length = [...text].length;
+  if (length > max) {
+    throw new GatewayError('text_too_long', `${path} has ${length} characters; at most ${max} are accepted`, { path, length, max });
+  }
+}
+
+/** The client's input id: from the body or the `Idempotency-Key` header; both given must agree. */
+export function clientIdOf(bodyId: string | undefined, header: string | undefined): string | undefined {
+  const fromHeader = header === undefined ? undefined : parseEdge(InputId, header, 'Idempotency-Key header');
+  if (bodyId !== undefined && fromHeader !== undefined && bodyId !== fromHeader) {
+    throw new GatewayError('bad_request', 'the body id and the Idempotency-Key header differ; send one id');
+  }
+  return bodyId ?? fromHeader;
+}

@@ -16,19 +16,33 @@ import { HealthChecks } from './health/health-checks';
 import { InputsPublisher } from './inputs-publisher';
 import { MessagesController } from './messages/messages.controller';
 import { StatusController } from './status/status.controller';
+import { SteerController } from './steer/steer.controller';
+import { SteerHandler } from './steer/steer-handler';
+import { StopController } from './stop/stop.controller';
+import { StopHandler } from './stop/stop-handler';
 import { TurnsController } from './turns/turns.controller';
-import { CONFIG, KAFKA, LOG } from './tokens';
+import { CONFIG, KAFKA, LOG, OPTIONS, type GatewayOptions } from './tokens';
 
 @Module({})
 export class GatewayModule {
   /** The whole gateway for one configuration; `startGateway` is the way to run it. */
-  static forConfig(config: Config, log: Log): DynamicModule {
+  static forConfig(config: Config, log: Log, options: GatewayOptions = {}): DynamicModule {
     return {
       module: GatewayModule,
-      controllers: [ChatController, StatusController, MessagesController, TurnsController, EventsController, HealthController],
+      controllers: [
+        ChatController,
+        SteerController,
+        StopController,
+        StatusController,
+        MessagesController,
+        TurnsController,
+        EventsController,
+        HealthController,
+      ],
       providers: [
         { provide: CONFIG, useValue: config },
         { provide: LOG, useValue: log },
+        { provide: OPTIONS, useValue: options },
         { provide: KAFKA, useValue: createKafka(config.KAFKA_BROKERS, 'gateway') },
         { provide: Authenticator, useValue: Authenticator.fromConfig(config.AUTH_TOKENS) },
         { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log) },
@@ -39,6 +53,8 @@ export class GatewayModule {
         LiveEvents,
         HealthChecks,
         ChatHandler,
+        SteerHandler,
+        StopHandler,
         EventsHandler,
       ],
     };

@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createLog, type Config } from '@rudder/runtime';
 import { GatewayModule, nestLog } from './gateway.module';
+import type { GatewayOptions } from './tokens';
 
 export type RunningGateway = {
   /** The port it listens on: the configured one, or the one the system chose for port 0. */
@@ -23,16 +24,17 @@ const bodyLimit = (config: Config): number => Math.max(100_000, 32 * config.MAX_
 /**
  * Starts the gateway on `config.GATEWAY_PORT`. Resolves once it accepts requests, its Kafka
  * producer is connected and its live-events consumer is positioned; rejects (having released
- * what it opened) when it cannot get there.
+ * what it opened) when it cannot get there. `options`: settings beyond the environment
+ * (`GatewayOptions`, e.g. a shorter steer decision wait for tests).
  */
-export async function startGateway(config: Config): Promise<RunningGateway> {
+export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<RunningGateway> {
   const log = createLog('gateway');
   if (config.AUTH_TOKENS === undefined || config.AUTH_TOKENS.trim() === '') {
     log.warn(
       '!!! AUTH_TOKENS is unset: OPEN DEVELOPMENT MODE, every request is the subject "anonymous" and no token is checked. Never run it like this in production. !!!',
     );
   }
-  const app = await NestFactory.create<NestExpressApplication>(GatewayModule.forConfig(config, log), {
+  const app = await NestFactory.create<NestExpressApplication>(GatewayModule.forConfig(config, log, options), {
     bodyParser: false,
     abortOnError: false,
     logger: nestLog(log),
@@ -56,3 +58,4 @@ export async function startGateway(config: Config): Promise<RunningGateway> {
 }
 
 export { GatewayError } from './errors/gateway-error';
+export type { GatewayOptions } from './tokens';

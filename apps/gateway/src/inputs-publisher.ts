@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { ChatInputV1, type ChatInput } from '@rudder/contracts';
+import { InputRecord } from '@rudder/contracts';
 import { topicNames, type Config, type Log } from '@rudder/runtime';
 import type { Kafka, Producer } from 'kafkajs';
 import { GatewayError } from './errors/gateway-error';
@@ -29,10 +29,13 @@ export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
     this.topic = topicNames(config.KAFKA_NAMESPACE).inputs;
   }
 
-  /** Resolves once the record is acknowledged by all in-sync replicas; 503 `unavailable` otherwise. */
-  async publishChat(input: ChatInput): Promise<void> {
+  /**
+   * Produces one input (a chat, a steer or a stop). Resolves once the record is acknowledged
+   * by all in-sync replicas; 503 `unavailable` otherwise.
+   */
+  async publish(input: InputRecord): Promise<void> {
     // The gateway never produces a record its consumers would send to the dead-letter topic.
-    const record = ChatInputV1.parse(input);
+    const record = InputRecord.parse(input);
     try {
       await this.connect();
       await this.producer.send({
@@ -42,8 +45,9 @@ export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
       });
     } catch (error) {
       this.connected = null;
-      this.log.error('could not produce an input', { topic: this.topic, id: record.id, error: String(error) });
-      throw new GatewayError('unavailable', 'the input could not be stored (Kafka unavailable); retry with the same id');
+      this.log.error('could not produce an input', { topic: this.topic, type: record.type, id: record.id, error: String(error) });
+      const retry = record.type === 'stop' ? 'send the stop again' : 'retry with the same id';
+      throw new GatewayError('unavailable', `the ${record.type} could not be stored (Kafka unavailable); ${retry}`);
     }
   }
 

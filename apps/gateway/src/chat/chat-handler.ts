@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { ChatBody, InputId, inputText, type ChatAccepted, type ChatInput } from '@rudder/contracts';
+import { ChatBody, inputText, type ChatAccepted, type ChatInput } from '@rudder/contracts';
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../auth/conversation-access';
 import { CompanionClient, type CompanionInput, type CompanionStatus } from '../companion-client';
-import { parseEdge } from '../edge';
+import { checkTextLength, clientIdOf, parseEdge, requireJsonBody } from '../edge';
 import { GatewayError } from '../errors/gateway-error';
 import { InputsPublisher } from '../inputs-publisher';
 import { CONFIG } from '../tokens';
@@ -35,13 +35,13 @@ export class ChatHandler {
   ) {}
 
   async accept(request: ChatRequest): Promise<ChatAccepted> {
-    if (request.body === undefined) {
-      throw new GatewayError('bad_request', 'send a JSON object body with Content-Type: application/json');
-    }
+    requireJsonBody(request.body);
     const body = parseEdge(ChatBody, request.body, 'chat body');
     const messages = body.messages ?? [body.text ?? ''];
-    this.checkLengths(body, messages);
-    const clientId = this.clientIdOf(body, request.idempotencyKey);
+    messages.forEach((text, index) =>
+      checkTextLength(text, body.messages === undefined ? 'text' : `messages.${index}`, this.config.MAX_TEXT_CHARS),
+    );
+    const clientId = clientIdOf(body.id, request.idempotencyKey);
 
     const status = await this.access.require(request.key, request.subject, 'write');
 
@@ -67,33 +67,8 @@ export class ChatHandler {
       messages,
       sentAt: new Date().toISOString(),
     };
-    await this.publisher.publishChat(input);
+    await this.publisher.publish(input);
     return { id: input.id, turn: null, position: inputsAhead(status) };
-  }
-
-  /** 413 for any message longer than MAX_TEXT_CHARS characters (code points, after trimming). */
-  private checkLengths(body: ChatBody, messages: string[]): void {
-    const max = this.config.MAX_TEXT_CHARS;
-    messages.forEach((text, index) => {
-      const length = [...text].length;
-      if (length > max) {
-        const path = body.messages === undefined ? 'text' : `messages.${index}`;
-        throw new GatewayError('text_too_long', `${path} has ${length} characters; at most ${max} are accepted`, {
-          path,
-          length,
-          max,
-        });
-      }
-    });
-  }
-
-  /** The client's id: from the body or the `Idempotency-Key` header; both given must agree. */
-  private clientIdOf(body: ChatBody, header: string | undefined): string | undefined {
-    const fromHeader = header === undefined ? undefined : parseEdge(InputId, header, 'Idempotency-Key header');
-    if (body.id !== undefined && fromHeader !== undefined && body.id !== fromHeader) {
-      throw new GatewayError('bad_request', 'the body id and the Idempotency-Key header differ; send one id');
-    }
-    return body.id ?? fromHeader;
   }
 }
 
@@ -117,7 +92,9 @@ export function positionOf(id: string, status: CompanionStatus | null): number {
   return index + (status.running === null ? 0 : 1);
 }
 
+/** The same chat again: a steer (or any other kind) under this id is another input. */
 function sameMessages(earlier: CompanionInput, messages: string[]): boolean {
+  if (earlier.kind !== undefined && earlier.kind !== 'chat') return false;
   if (earlier.messages !== undefined) {
     return earlier.messages.length === messages.length && earlier.messages.every((text, i) => text === messages[i]);
   }

@@ -1,3 +1,4 @@
+import { messagesOf } from '@rudder/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../testing/harness';
 
@@ -37,7 +38,7 @@ describe('POST /v1/conversations/{key}/chat', () => {
     const answer = await h.call(chatPath(key), { body: { messages: ['first', 'second'], id: 'several-1' } });
     expect(answer.status).toBe(202);
     expect(answer.body.id).toBe('several-1');
-    expect((await h.inputArrived('several-1')).value.messages).toEqual(['first', 'second']);
+    expect(messagesOf((await h.inputArrived('several-1')).value)).toEqual(['first', 'second']);
   });
 
   it('the Idempotency-Key header is the id when the body has none, and may agree with the body', async () => {
@@ -133,7 +134,7 @@ describe('POST /v1/conversations/{key}/chat', () => {
   it('a text exactly at MAX_TEXT_CHARS is accepted', async () => {
     const answer = await h.call(chatPath(uniqueKey('limit')), { body: { text: 'x'.repeat(8000), id: 'at-limit' } });
     expect(answer.status).toBe(202);
-    expect((await h.inputArrived('at-limit')).value.messages[0]).toHaveLength(8000);
+    expect(messagesOf((await h.inputArrived('at-limit')).value)[0]).toHaveLength(8000);
   });
 
   it('zod failures list every failing path in details', async () => {

@@ -9,6 +9,7 @@ import {
 import { ConversationEventRecord, TokenRecord, type ConversationEvent } from '@rudder/contracts';
 import { topicNames, type Config, type Log } from '@rudder/runtime';
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
+import { GatewayError } from '../errors/gateway-error';
 import { CONFIG, KAFKA, LOG } from '../tokens';
 import type { LiveListener } from './event-stream';
 
@@ -64,6 +65,34 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
       set.delete(listener);
       if (set.size === 0 && this.listeners.get(conversation) === set) this.listeners.delete(conversation);
     };
+  }
+
+  /**
+   * The first event of the conversation that `pick` turns into a value: among those seen in
+   * the last minute, else the next one to arrive. Listening starts at the call, so whatever is
+   * produced after it (an input whose answer this awaits, say) cannot slip past. `result`
+   * rejects with 503 `unavailable` when the gateway stops first; `cancel` stops listening and
+   * must always be called (a `finally`), or the listener stays until shutdown.
+   */
+  watch<T>(conversation: string, pick: (event: ConversationEvent) => T | undefined): { result: Promise<T>; cancel(): void } {
+    let unsubscribe = (): void => undefined;
+    const result = new Promise<T>((resolve, reject) => {
+      const seen = this.recentAfter(conversation, Number.NEGATIVE_INFINITY).map(pick).find((value) => value !== undefined);
+      if (seen !== undefined) return resolve(seen);
+      unsubscribe = this.subscribe(conversation, {
+        event: (event) => {
+          const value = pick(event);
+          if (value === undefined) return;
+          unsubscribe();
+          resolve(value);
+        },
+        token: () => undefined,
+        end: () => reject(new GatewayError('unavailable', 'the gateway is stopping; send the request again')),
+      });
+    });
+    // A caller that stopped waiting (cancel, then no await) never sees the rejection.
+    result.catch(() => undefined);
+    return { result, cancel: () => unsubscribe() };
   }
 
   /** Events of the conversation above `position` seen live in the last minute, oldest first. */

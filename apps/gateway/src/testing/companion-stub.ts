@@ -3,7 +3,16 @@ import type { AddressInfo } from 'node:net';
 import type { ConversationEvent, TranscriptPage, TurnView } from '@rudder/contracts';
 import type { CompanionStatus } from '../companion-client';
 
-type Input = { id: string; kind: 'chat'; text: string; messages: string[]; subject: string; delivered: boolean };
+type Input = {
+  id: string;
+  kind: 'chat' | 'steer';
+  text: string;
+  messages: string[];
+  subject: string;
+  delivered: boolean;
+  /** The worker's decision on a steer; left out of the answer when undefined (a companion that predates it). */
+  steer?: { turn: string | null; landed: boolean } | null;
+};
 
 /**
  * A stand-in for the companion's internal read API, for the gateway's own tests only (the
@@ -16,7 +25,11 @@ export type CompanionStub = {
   requests: string[];
   /** Sets the owner (and optionally more) of a conversation's status. */
   setStatus(key: string, status: Partial<CompanionStatus>): void;
-  addInput(key: string, input: { id: string; messages: string[]; subject?: string }): void;
+  /** An input the worker accepted: a chat by default; a steer with `kind: 'steer'` and its `steer` decision. */
+  addInput(
+    key: string,
+    input: { id: string; messages: string[]; subject?: string; kind?: 'chat' | 'steer'; steer?: { turn: string | null; landed: boolean } | null },
+  ): void;
   addEvents(key: string, events: ConversationEvent[]): void;
   setTranscript(key: string, page: TranscriptPage): void;
   addTurn(key: string, turn: TurnView): void;
@@ -86,11 +99,12 @@ export async function startCompanionStub(): Promise<CompanionStub> {
     addInput: (key, input) =>
       inputs.set(`${key}\n${input.id}`, {
         id: input.id,
-        kind: 'chat',
+        kind: input.kind ?? 'chat',
         text: input.messages.join('\n\n'),
         messages: input.messages,
         subject: input.subject ?? 'anonymous',
         delivered: false,
+        steer: input.steer,
       }),
     addEvents: (key, added) => events.set(key, [...(events.get(key) ?? []), ...added].sort((a, b) => a.position - b.position)),
     setTranscript: (key, page) => transcripts.set(key, page),

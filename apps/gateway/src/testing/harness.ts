@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { ChatInputV1, type ChatInput, type ConversationEvent, type TokenRecord } from '@rudder/contracts';
+import { InputRecord, type ChatInput, type ConversationEvent, type TokenRecord } from '@rudder/contracts';
 import { createKafka, ensureTopics, readConfig, topicNames, type TopicNames } from '@rudder/runtime';
 import type { Consumer, Kafka, Producer } from 'kafkajs';
 import { inject } from 'vitest';
-import { startGateway, type RunningGateway } from '../index';
+import { startGateway, type GatewayOptions, type RunningGateway } from '../index';
 import { startCompanionStub, type CompanionStub } from './companion-stub';
 
 /** A record read back from `agent.inputs`, with the key it was produced under. */
-export type ProducedInput = { key: string | null; value: ChatInput };
+export type ProducedInput = { key: string | null; value: InputRecord };
 
 export type Harness = {
   gateway: RunningGateway;
@@ -36,9 +36,9 @@ export type Answer = { status: number; headers: Headers; body: any };
 /**
  * One gateway on the run's real Kafka and PostgreSQL (the global setup's), with topics of its
  * own (a fresh namespace, ONE partition, so "nothing else was produced" can be proved by
- * reading up to a later record) and a companion stub.
+ * reading up to a later record) and a companion stub. `options` go to `startGateway`.
  */
-export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+export async function startHarness(env: Record<string, string> = {}, options: GatewayOptions = {}): Promise<Harness> {
   const brokers = inject('kafkaBrokers');
   const namespace = `gw${randomBytes(4).toString('hex')}.`;
   const topics = topicNames(namespace);
@@ -58,6 +58,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
       COMPANION_URL: companion.url,
       ...env,
     }),
+    options,
   );
 
   const harness: Harness = {
@@ -125,8 +126,9 @@ async function readAll(kafka: Kafka, topic: string, groupId: string, into: Produ
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
     eachMessage: async ({ message }) => {
-      // Strict: a record the gateway produced that is not a valid ChatInputV1 fails the test that waits for it.
-      into.push({ key: message.key?.toString() ?? null, value: ChatInputV1.parse(JSON.parse(message.value!.toString())) });
+      // Strict: a record the gateway produced that is not a valid input (chat, steer or stop)
+      // fails the test that waits for it.
+      into.push({ key: message.key?.toString() ?? null, value: InputRecord.parse(JSON.parse(message.value!.toString())) });
     },
   });
   return consumer;
@@ -137,6 +139,23 @@ async function produce(producer: Producer, topic: string, records: (Conversation
     topic,
     messages: records.map((record) => ({ key: record.conversation, value: JSON.stringify(record) })),
   });
+}
+
+/** Builds the worker's decision on a steer, `steer.accepted`, as it is published on agent.events. */
+export function steerAccepted(
+  conversation: string,
+  position: number,
+  decision: { id: string; text: string; turn: string | null; landed: boolean },
+): ConversationEvent {
+  return {
+    v: 1,
+    id: `e-${conversation}-${position}`,
+    conversation,
+    position,
+    at: new Date().toISOString(),
+    type: 'steer.accepted',
+    data: { input: { id: decision.id, text: decision.text }, turn: decision.turn, landed: decision.landed },
+  };
 }
 
 /** Builds a `ConversationEvent` of type `turn.started` (enough for stream tests). */

@@ -1,0 +1,23 @@
+import { Body, Controller, Headers, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import type { SteerAnswer } from '@rudder/contracts';
+import { AuthGuard, Subject } from '../auth/auth.guard';
+import { conversationKeyOf } from '../edge';
+import { SteerHandler } from './steer-handler';
+
+@Controller('v1/conversations/:key')
+@UseGuards(AuthGuard)
+export class SteerController {
+  constructor(@Inject(SteerHandler) private readonly handler: SteerHandler) {}
+
+  /** 200 `{id, turn, landed}` once the worker has decided where the message goes. */
+  @Post('steer')
+  @HttpCode(200)
+  steer(
+    @Param('key') key: string,
+    @Body() body: unknown,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Subject() subject: string,
+  ): Promise<SteerAnswer> {
+    return this.handler.steer({ key: conversationKeyOf(key), subject, body, idempotencyKey });
+  }
+}

@@ -1,0 +1,18 @@
+import { Body, Controller, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import type { StopAnswer } from '@rudder/contracts';
+import { AuthGuard, Subject } from '../auth/auth.guard';
+import { conversationKeyOf } from '../edge';
+import { StopHandler } from './stop-handler';
+
+@Controller('v1/conversations/:key')
+@UseGuards(AuthGuard)
+export class StopController {
+  constructor(@Inject(StopHandler) private readonly handler: StopHandler) {}
+
+  /** 202 `{turn}`: the stop is on agent.inputs; `turn` is the turn running when it was sent (null when none). */
+  @Post('stop')
+  @HttpCode(202)
+  stop(@Param('key') key: string, @Body() body: unknown, @Subject() subject: string): Promise<StopAnswer> {
+    return this.handler.stop({ key: conversationKeyOf(key), subject, body });
+  }
+}

@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../testing/harness';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ AUTH_TOKENS: 'tok-alice=alice, tok-bob=bob' });
+});
+afterAll(() => h?.stop());
+
+const alice = { authorization: 'Bearer tok-alice' };
+const stopPath = (key: string) => `/v1/conversations/${encodeURIComponent(key)}/stop`;
+const uniqueKey = (name: string) => `stop-test/${name}-${Math.random().toString(36).slice(2, 8)}`;
+
+describe('POST /v1/conversations/{key}/stop', () => {
+  it('a stop is produced once as a StopInputV1 and answers 202 with the turn running at the time', async () => {
+    const key = uniqueKey('running');
+    h.companion.setStatus(key, { owner: 'alice', running: { turn: 't-7', startedAt: new Date().toISOString() } });
+    let answer: Awaited<ReturnType<Harness['call']>> | undefined;
+    const produced = await h.producedDuring(async () => {
+      answer = await h.call(stopPath(key), { body: {}, headers: alice });
+    });
+    expect(answer?.status).toBe(202);
+    expect(answer?.body).toEqual({ turn: 't-7' });
+    expect(produced).toHaveLength(1);
+    expect(produced[0].key).toBe(key);
+    expect(produced[0].value).toEqual({
+      v: 1,
+      type: 'stop',
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      conversation: key,
+      subject: 'alice',
+      sentAt: expect.any(String),
+    });
+  });
+
+  it('a stop when no turn runs answers turn null, and a request without a body is the same as {}', async () => {
+    const key = uniqueKey('idle');
+    let answers: Awaited<ReturnType<Harness['call']>>[] = [];
+    const produced = await h.producedDuring(async () => {
+      answers = [await h.call(stopPath(key), { body: {}, headers: alice }), await h.call(stopPath(key), { method: 'POST', headers: alice })];
+    });
+    expect(answers.map((a) => ({ status: a.status, body: a.body }))).toEqual([
+      { status: 202, body: { turn: null } },
+      { status: 202, body: { turn: null } },
+    ]);
+    // Each stop is its own input, with its own id.
+    expect(produced.map((r) => r.value.type)).toEqual(['stop', 'stop']);
+    expect(new Set(produced.map((r) => r.value.id)).size).toBe(2);
+  });
+
+  it('bad requests are 400/401/403 with a JSON error, and nothing is produced', async () => {
+    const bobs = uniqueKey('bobs');
+    h.companion.setStatus(bobs, { owner: 'bob', running: { turn: 't-1', startedAt: new Date().toISOString() } });
+    const key = uniqueKey('bad');
+    const cases: { name: string; path?: string; body?: unknown; headers?: Record<string, string>; auth?: Record<string, string>; status: number; code: string }[] = [
+      { name: 'no token', body: {}, auth: {}, status: 401, code: 'unauthorized' },
+      { name: 'an unknown token', body: {}, auth: { authorization: 'Bearer nope' }, status: 401, code: 'unauthorized' },
+      { name: 'malformed JSON', body: '{', status: 400, code: 'bad_request' },
+      { name: 'an unknown field', body: { now: true }, status: 400, code: 'bad_request' },
+      { name: 'an array', body: [], status: 400, code: 'bad_request' },
+      { name: 'a bad conversation key', path: stopPath('bad key!'), body: {}, status: 400, code: 'bad_request' },
+      { name: "another subject's conversation", path: stopPath(bobs), body: {}, status: 403, code: 'forbidden' },
+    ];
+    const produced = await h.producedDuring(async () => {
+      for (const c of cases) {
+        const answer = await h.call(c.path ?? stopPath(key), { body: c.body, headers: { ...(c.auth ?? alice), ...c.headers } });
+        expect({ case: c.name, status: answer.status, code: answer.body?.error?.code }).toEqual({ case: c.name, status: c.status, code: c.code });
+      }
+    });
+    expect(produced).toEqual([]);
+  });
+});
