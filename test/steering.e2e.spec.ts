@@ -37,7 +37,7 @@ describe('a steered message', () => {
 
     const ended = await client.answered(conversation, 'p');
     expect(ended).toMatchObject({ status: 'completed', steered: [{ id: 's', text: 'use Celsius' }] });
-    expect(ended.content).toBe('waiting for wait 1500\n\nafter waited 1500 ms: use Celsius');
+    expect(ended.content).toBe('waiting for wait 1500\n\nanswer to use Celsius');
     const withSteer = requestsWith(model.requests, 'use Celsius');
     expect(withSteer).toHaveLength(1);
     expect(withSteer[0].body.messages.slice(-3)).toMatchObject([
@@ -51,7 +51,7 @@ describe('a steered message', () => {
       { id: 'p', role: 'user', text: 'wait 1500', steered: false },
       { id: expect.any(String), role: 'assistant', text: 'waiting for wait 1500', steered: false },
       { id: 's', role: 'user', text: 'use Celsius', steered: true },
-      { id: expect.any(String), role: 'assistant', text: 'after waited 1500 ms: use Celsius', steered: false },
+      { id: expect.any(String), role: 'assistant', text: 'answer to use Celsius', steered: false },
     ]);
     expect((await client.status(conversation)).body.steering).toEqual([]);
   });
@@ -178,6 +178,7 @@ describe('a steered message', () => {
     const withSteer = requestsWith(model.requests, 'survive the crash');
     expect(withSteer).toHaveLength(1);
     expect(userTexts(withSteer[0]).filter((t) => t === 'survive the crash')).toHaveLength(1);
-    expect(toolResults(withSteer[0])).toHaveLength(0); // the steer comes after the results, last
+    expect(toolResults(withSteer[0]).map((r) => r.content)).toEqual(['waited 1200 ms']);
+    expect(withSteer[0].body.messages.at(-1)).toEqual({ role: 'user', content: 'survive the crash' });
   });
 });
