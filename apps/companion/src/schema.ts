@@ -89,4 +89,12 @@ export const migrations: readonly Migration[] = [
       );
     `,
   },
+  {
+    id: '002-steering',
+    sql: `
+      -- The worker's decision on a steer (steer.accepted): null until it is made, and for chats.
+      -- steer_landed = true: steer_turn will take it; false: it is answered as a turn of its own.
+      ALTER TABLE inputs ADD COLUMN steer_turn text, ADD COLUMN steer_landed boolean;
+    `,
+  },
 ];

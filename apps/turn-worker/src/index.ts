@@ -1,1 +1,2 @@
+export { defaultAgent, type WorkerAgent } from './default-agent';
 export { startWorker, type Worker } from './worker';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ModelClient } from '@rudder/agent';
 import { conversationsWithOpenWork, createOutboxRelay, EVENT_STORE_SCHEMA, eventStoreMigrations } from '@rudder/event-store';
-import { createKafka, createLog, createPool, ensureTopics, migrate, topicNames, type Config } from '@rudder/runtime';
+import { createKafka, createLog, createPool, ensureTopics, migrate, topicNames, type Config, type Pool } from '@rudder/runtime';
 import { crashPoints } from './crash-points';
 import { defaultAgent, modelFromConfig, type WorkerAgent } from './default-agent';
 import { consumeInputs } from './ingest/consume-inputs';
@@ -16,12 +16,15 @@ export type Worker = { stop(): Promise<void> };
  * the partitions it owns into the event log, runs their conversations' turns, and relays the
  * events it stored to agent.events.
  */
-export async function startWorker(config: Config, overrides: { agent?: WorkerAgent; model?: ModelClient } = {}): Promise<Worker> {
+export async function startWorker(
+  config: Config,
+  overrides: { agent?: WorkerAgent; model?: ModelClient; pool?: Pool } = {},
+): Promise<Worker> {
   const log = createLog('turn-worker');
   const crash = crashPoints(config.CRASH_AT);
   const agent = overrides.agent ?? defaultAgent(config);
   const topics = topicNames(config.KAFKA_NAMESPACE);
-  const pool = createPool(config.DATABASE_URL);
+  const pool = overrides.pool ?? createPool(config.DATABASE_URL);
   await migrate(pool, EVENT_STORE_SCHEMA, eventStoreMigrations);
   const kafka = createKafka(config.KAFKA_BROKERS, 'turn-worker');
   await ensureTopics(kafka, topics, config.KAFKA_PARTITIONS);
@@ -82,7 +85,7 @@ export async function startWorker(config: Config, overrides: { agent?: WorkerAge
       await scheduler.stop();
       await relay.stop();
       await publishing.disconnect().catch(() => undefined);
-      await pool.end();
+      if (!overrides.pool) await pool.end();
     },
   };
 }

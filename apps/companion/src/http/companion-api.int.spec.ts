@@ -11,6 +11,7 @@ let companion: Companion;
 let pool: Pool;
 
 const KEY = 'user-42/trip';
+const STEERED = 'user-42/steered';
 const path = (...segments: string[]) => '/' + segments.map(encodeURIComponent).join('/');
 /** The status and JSON body of a GET; the body is loosely typed, the assertions check its shape. */
 const get = async (url: string): Promise<{ status: number; body: any }> => {
@@ -32,6 +33,19 @@ beforeAll(async () => {
     log.accepted('m', ['one', 'two']),
     log.started('tm', { id: 'm', text: 'one\n\ntwo' }),
     log.accepted('waiting', 'three'),
+  ]);
+  const steered = conversationLog(STEERED);
+  const steer = { id: 'fix', text: 'Make it Porto' };
+  await foldEvents(pool, [
+    steered.accepted('go', 'Plan a trip'),
+    steered.started('ts', { id: 'go', text: 'Plan a trip' }),
+    steered.replied('ts', 0, 'Checking.'),
+    steered.steer(steer.id, steer.text),
+    steered.decided(steer, 'ts'),
+    steered.taken('ts', 0, steer),
+    steered.replied('ts', 1, 'Porto it is.'),
+    steered.steer('late', 'and hotels'),
+    steered.decided({ id: 'late', text: 'and hotels' }, 'ts'),
   ]);
 });
 
@@ -100,9 +114,40 @@ describe('the companion HTTP API', () => {
   it('answers an accepted input for idempotency checks', async () => {
     expect(await get(path('conversations', 'user-42/later', 'inputs', 'm'))).toEqual({
       status: 200,
-      body: { id: 'm', kind: 'chat', text: 'one\n\ntwo', messages: ['one', 'two'], subject: 'alice', delivered: true },
+      body: { id: 'm', kind: 'chat', text: 'one\n\ntwo', messages: ['one', 'two'], subject: 'alice', delivered: true, steer: null },
     });
     expect((await get(path('conversations', 'user-42/later', 'inputs', 'waiting'))).body).toMatchObject({ delivered: false });
+  });
+
+  it('answers a steer with the worker\'s decision, the turn that took it, and the steered message in place', async () => {
+    expect(await get(path('conversations', STEERED, 'inputs', 'fix'))).toEqual({
+      status: 200,
+      body: {
+        id: 'fix',
+        kind: 'steer',
+        text: 'Make it Porto',
+        messages: ['Make it Porto'],
+        subject: 'alice',
+        delivered: true,
+        steer: { turn: 'ts', landed: true },
+      },
+    });
+    expect(await get(`${path('conversations', STEERED, 'turns')}?input=fix`)).toMatchObject({
+      status: 200,
+      body: { id: 'ts', prompt: { id: 'go' }, status: 'running', steered: [{ id: 'fix', text: 'Make it Porto' }] },
+    });
+    expect((await get(path('conversations', STEERED, 'messages'))).body.items.map((m: { id: string; steered: boolean }) => [m.id, m.steered])).toEqual([
+      ['go', false],
+      ['ts/0', false],
+      ['fix', true],
+      ['ts/1', false],
+    ]);
+    expect((await get(path('conversations', STEERED))).body).toMatchObject({
+      running: { turn: 'ts' },
+      steering: [{ id: 'late', text: 'and hotels' }],
+      queue: [],
+      lastInputId: 'late',
+    });
   });
 
   it('replays events after a position, in order', async () => {

@@ -68,8 +68,11 @@ describe.skipIf(brokers === undefined)('the companion on agent.events', () => {
     ]);
     const poisoned = await eventually(() => get(`/conversations/${encodeURIComponent('poison/one')}`), (s) => s.queue.length > 0);
     expect(poisoned.queue).toEqual([{ id: 'fine', kind: 'chat', text: 'ok' }]);
-    expect(log.lines.filter((w) => w.startsWith('warn skipped a record of agent.events that does not parse'))).toHaveLength(2);
-    expect(log.lines.filter((w) => w.startsWith('error skipped an event the projections cannot hold'))).toHaveLength(1);
+    // Distinct lines: a rebalance right after joining the group may fetch the same records again
+    // (nothing was committed yet), and each time they are logged again, with the same offset.
+    const logged = (prefix: string) => new Set(log.lines.filter((w) => w.startsWith(prefix)));
+    expect(logged('warn skipped a record of agent.events that does not parse')).toHaveProperty('size', 2);
+    expect(logged('error skipped an event the projections cannot hold')).toHaveProperty('size', 1);
   });
 
   it('commits offsets only for what it folded, and after a restart folds only what is new', async () => {

@@ -26,6 +26,9 @@ export type InputRow = {
   acceptedAt: string;
   position: number;
   delivered: boolean;
+  /** The worker's decision on a steer (`steer.accepted`): null until it is made, and for chats. */
+  steerTurn: string | null;
+  steerLanded: boolean | null;
 };
 
 export type TurnRow = {
@@ -84,6 +87,13 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
         input(c, event.data.prompt.id);
         turn(c, event.data.turn);
         break;
+      case 'steer.accepted':
+        input(c, event.data.input.id);
+        break;
+      case 'steer.taken':
+        input(c, event.data.input.id);
+        turn(c, event.data.turn);
+        break;
       case 'model.replied':
         turn(c, event.data.turn);
         break;
@@ -91,6 +101,7 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
         turn(c, event.data.turn);
         for (const s of event.data.steered) input(c, s.id);
         break;
+      case 'stop.requested':
       case 'tool.started':
       case 'tool.ended':
         break;
@@ -106,12 +117,20 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
  * they touch. Rules:
  * - `input.accepted`: a pending input; the conversation's owner is the subject of its first one;
  *   `lastInputId` is the accepted input with the highest position.
+ * - `steer.accepted`: the worker's decision (turn, landed) is recorded on the steer's input row;
+ *   the steer stays pending.
+ * - `steer.taken`: the steer is delivered and enters the transcript as a user row under its own
+ *   id, `steered: true`, at the event's position (between the answers before and after it);
+ *   the running turn's `steered` grows by it.
  * - `turn.started`: the turn runs; its prompt input is delivered and enters the transcript, one
  *   user row per message (`<inputId>` for one message, `<inputId>#<n>` from 1 for several).
+ *   A steer no turn took (landed false, or its turn stopped first) is delivered this way too.
  * - `model.replied` with content: an assistant row `<turn>/<step>`; the running turn's content is
  *   its replies so far joined with a blank line.
  * - `turn.ended`: the turn's final status, outcome, content and steered messages; the
- *   conversation is idle again if this was its running turn.
+ *   conversation is idle again if this was its running turn. (Landed steers it did not take
+ *   stay pending; the status query shows them queued once their turn no longer runs.)
+ * - `stop.requested`, `tool.*`: copied for replay only.
  * A repeated `turn.started` for a known turn, or an input accepted twice under other event ids,
  * changes nothing.
  */
@@ -157,6 +176,8 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
           acceptedAt: event.at,
           position: event.position,
           delivered: false,
+          steerTurn: null,
+          steerLanded: null,
         });
         changed.inputs.add(key);
         if (conv.owner === null) conv.owner = input.subject;
@@ -165,6 +186,39 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
           conv.lastInputPosition = event.position;
         }
         changed.conversations.add(c);
+        break;
+      }
+      case 'steer.accepted': {
+        const { input, turn, landed } = event.data;
+        const key = rowKey(c, input.id);
+        const row = inputs.get(key);
+        // The first decision stands: the gateway answers a repeated steer id with it.
+        if (!row || row.steerLanded !== null) break;
+        row.steerTurn = turn;
+        row.steerLanded = landed;
+        changed.inputs.add(key);
+        break;
+      }
+      case 'steer.taken': {
+        const { turn, input: steer } = event.data;
+        const input = inputs.get(rowKey(c, steer.id));
+        deliver(c, steer.id);
+        transcript.push({
+          conversation: c,
+          position: event.position,
+          part: 0,
+          id: steer.id,
+          role: 'user',
+          text: steer.text,
+          turn,
+          steered: true,
+          at: input ? input.acceptedAt : event.at,
+        });
+        const row = turns.get(rowKey(c, turn));
+        if (row && row.status === 'running' && !row.steered.some((s) => s.id === steer.id)) {
+          row.steered.push({ id: steer.id, text: steer.text });
+          changed.turns.add(rowKey(c, turn));
+        }
         break;
       }
       case 'turn.started': {
@@ -242,6 +296,7 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
         }
         break;
       }
+      case 'stop.requested':
       case 'tool.started':
       case 'tool.ended':
         break;

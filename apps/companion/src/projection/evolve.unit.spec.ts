@@ -55,6 +55,42 @@ describe('evolve', () => {
     expect(before.conversations).toMatchObject([{ runningTurn: 't2' }]);
   });
 
+  it('records the decision on a steer and keeps it pending until a turn takes it', () => {
+    const log = conversationLog('c');
+    const before = evolve(nothing, [log.accepted('a', 'go'), log.started('t', { id: 'a', text: 'go' }), log.steer('s', 'faster')]);
+    const decided = evolve(before, [log.decided({ id: 's', text: 'faster' }, 't')]);
+    expect(decided.inputs).toMatchObject([{ id: 's', kind: 'steer', delivered: false, steerTurn: 't', steerLanded: true }]);
+    // A second decision on the same steer does not replace the first.
+    expect(evolve(decided, [log.decided({ id: 's', text: 'faster' }, null)]).inputs).toEqual([]);
+  });
+
+  it('delivers a taken steer, enters it as a steered user row at its position and adds it to the running turn', () => {
+    const log = conversationLog('c');
+    const before = evolve(nothing, [
+      log.accepted('a', 'go'),
+      log.started('t', { id: 'a', text: 'go' }),
+      log.steer('s', 'faster'),
+      log.decided({ id: 's', text: 'faster' }, 't'),
+    ]);
+    const taken = log.taken('t', 0, { id: 's', text: 'faster' });
+    const changes = evolve(before, [taken]);
+    expect(changes.inputs).toMatchObject([{ id: 's', delivered: true, steerTurn: 't', steerLanded: true }]);
+    expect(changes.turns).toMatchObject([{ id: 't', status: 'running', steered: [{ id: 's', text: 'faster' }] }]);
+    expect(changes.transcript).toEqual([
+      {
+        conversation: 'c',
+        position: taken.position,
+        part: 0,
+        id: 's',
+        role: 'user',
+        text: 'faster',
+        turn: 't',
+        steered: true,
+        at: before.inputs.find((i) => i.id === 's')!.acceptedAt,
+      },
+    ]);
+  });
+
   it('names the rows a batch reads', () => {
     const log = conversationLog('c');
     expect(
@@ -66,6 +102,20 @@ describe('evolve', () => {
         { conversation: 'c', id: 's' },
       ],
       turns: [{ conversation: 'c', id: 't' }],
+    });
+    expect(
+      rowsNeeded([
+        log.decided({ id: 's1', text: 'x' }, 't'),
+        log.taken('t2', 1, { id: 's2', text: 'y' }),
+        log.stopRequested('stop', 't2'),
+      ]),
+    ).toEqual({
+      conversations: ['c'],
+      inputs: [
+        { conversation: 'c', id: 's1' },
+        { conversation: 'c', id: 's2' },
+      ],
+      turns: [{ conversation: 'c', id: 't2' }],
     });
   });
 });

@@ -30,11 +30,34 @@ async function projections(conversation: string) {
   const read = async (sql: string) => (await pool.query(sql, [conversation])).rows;
   return {
     conversations: await read(`SELECT owner, last_input_id, running_turn, running_started_at FROM companion.conversations WHERE key = $1`),
-    inputs: await read(`SELECT id, kind, text, messages, subject, accepted_at, position, delivered FROM companion.inputs WHERE conversation = $1 ORDER BY id`),
+    inputs: await read(`SELECT id, kind, text, messages, subject, accepted_at, position, delivered, steer_turn, steer_landed FROM companion.inputs WHERE conversation = $1 ORDER BY id`),
     turns: await read(`SELECT id, prompt_id, prompt_text, status, outcome, content, steered, started_at, ended_at FROM companion.turns WHERE conversation = $1 ORDER BY id`),
     transcript: await read(`SELECT position, part, id, role, text, turn, steered, at FROM companion.transcript WHERE conversation = $1 ORDER BY position, part`),
     events: await read(`SELECT position, type, data, at FROM companion.events WHERE conversation = $1 ORDER BY position`),
   };
+}
+
+/**
+ * A turn steered mid-way: a chat, a reply with a tool call, a steer landed on the turn while the
+ * tool runs (and a follow-up chat), the steer taken at the step, the answer after it.
+ */
+function steeredTurn(key: string) {
+  const log = conversationLog(key);
+  const call = { id: 'call-1', name: 'wait', arguments: '{"ms":10}' };
+  const steer = { id: 's1', text: 'Make it Porto instead' };
+  return [
+    log.accepted('i1', 'Plan a trip to Lisbon'),
+    log.started('t1', { id: 'i1', text: 'Plan a trip to Lisbon' }),
+    log.replied('t1', 0, 'Let me check the weather.', [call]),
+    log.toolStarted('t1', 0, call),
+    log.steer(steer.id, steer.text),
+    log.decided(steer, 't1'),
+    log.accepted('c2', 'And hotels?'),
+    log.toolEnded('t1', 0, 'call-1', 'waited 10 ms'),
+    log.taken('t1', 0, steer),
+    log.replied('t1', 1, 'Porto is sunny: go in May.'),
+    log.ended('t1', 'Let me check the weather.\n\nPorto is sunny: go in May.', { steered: [steer] }),
+  ];
 }
 
 const allMessages = async (conversation: string) => (await readTranscriptPage(pool, conversation, { after: null, limit: 200 })).items;
@@ -93,6 +116,7 @@ describe('foldEvents', () => {
       messages: ['Plan a trip to Lisbon'],
       subject: 'alice',
       delivered: true,
+      steer: null,
     });
     expect((await readEventsAfter(pool, key, { after: null, limit: 500 })).items).toEqual(chatWithToolCall(key));
     expect((await readEventsAfter(pool, key, { after: 5, limit: 500 })).items.map((e) => e.position)).toEqual([6, 7]);
@@ -244,6 +268,178 @@ describe('foldEvents', () => {
     expect(await readTurnOfInput(pool, key, 'steer-1')).toMatchObject({ id: 't1' });
     expect(await readTurnOfInput(pool, key, 'never-sent')).toBeNull();
     expect(await readConversationStatus(pool, key)).toMatchObject({ running: null });
+  });
+
+  it('shows a steer taken mid-turn in steering, then as a steered user row between the two answers, and in the turn it joined', async () => {
+    const key = 'steered';
+    const events = steeredTurn(key);
+    const [accepted, started, reply, toolStarted, steer, decided, followUp, toolEnded, taken, finalReply, ended] = events;
+
+    await foldEvents(pool, [accepted, started, reply, toolStarted, steer]);
+    // Accepted, not yet decided: it waits for the running turn.
+    expect(await readConversationStatus(pool, key)).toMatchObject({
+      running: { turn: 't1' },
+      steering: [{ id: 's1', text: 'Make it Porto instead' }],
+      queue: [],
+      lastInputId: 's1',
+    });
+    expect(await readInput(pool, key, 's1')).toMatchObject({ kind: 'steer', delivered: false, steer: null });
+
+    await foldEvents(pool, [decided, followUp, toolEnded]);
+    expect(await readConversationStatus(pool, key)).toMatchObject({
+      steering: [{ id: 's1', text: 'Make it Porto instead' }],
+      queue: [{ id: 'c2', kind: 'chat', text: 'And hotels?' }],
+      lastInputId: 'c2',
+    });
+    expect(await readInput(pool, key, 's1')).toEqual({
+      id: 's1',
+      kind: 'steer',
+      text: 'Make it Porto instead',
+      messages: ['Make it Porto instead'],
+      subject: 'alice',
+      delivered: false,
+      steer: { turn: 't1', landed: true },
+    });
+
+    await foldEvents(pool, [taken]);
+    expect(await readConversationStatus(pool, key)).toMatchObject({
+      running: { turn: 't1' },
+      steering: [],
+      queue: [{ id: 'c2', kind: 'chat', text: 'And hotels?' }],
+    });
+    expect(await readTurn(pool, key, 't1')).toMatchObject({ status: 'running', steered: [{ id: 's1', text: 'Make it Porto instead' }] });
+    expect(await readTurnOfInput(pool, key, 's1')).toMatchObject({ id: 't1', prompt: { id: 'i1' } });
+    expect(await readInput(pool, key, 's1')).toMatchObject({ delivered: true, steer: { turn: 't1', landed: true } });
+
+    await foldEvents(pool, [finalReply, ended]);
+    expect(await readTurn(pool, key, 't1')).toMatchObject({
+      status: 'completed',
+      steered: [{ id: 's1', text: 'Make it Porto instead' }],
+      content: 'Let me check the weather.\n\nPorto is sunny: go in May.',
+    });
+    expect(await readTurnOfInput(pool, key, 's1')).toMatchObject({ id: 't1' });
+    expect(await allMessages(key)).toEqual([
+      { id: 'i1', role: 'user', text: 'Plan a trip to Lisbon', turn: 't1', steered: false, at: accepted.at },
+      { id: 't1/0', role: 'assistant', text: 'Let me check the weather.', turn: 't1', steered: false, at: reply.at },
+      { id: 's1', role: 'user', text: 'Make it Porto instead', turn: 't1', steered: true, at: steer.at },
+      { id: 't1/1', role: 'assistant', text: 'Porto is sunny: go in May.', turn: 't1', steered: false, at: finalReply.at },
+    ]);
+    expect(await readConversationStatus(pool, key)).toMatchObject({ running: null, steering: [], queue: [{ id: 'c2' }] });
+  });
+
+  it('queues a steer that did not land with kind steer, in order, until it is answered as a turn of its own', async () => {
+    const key = 'not-landed';
+    const log = conversationLog(key);
+    const steer = { id: 's1', text: 'Also look at Porto' };
+    await foldEvents(pool, [
+      log.accepted('i1', 'Plan a trip to Lisbon'),
+      log.started('t1', { id: 'i1', text: 'Plan a trip to Lisbon' }),
+      log.steer(steer.id, steer.text),
+      log.decided(steer, null),
+      log.accepted('c2', 'And hotels?'),
+    ]);
+    expect(await readConversationStatus(pool, key)).toMatchObject({
+      running: { turn: 't1' },
+      steering: [],
+      queue: [
+        { id: 's1', kind: 'steer', text: 'Also look at Porto' },
+        { id: 'c2', kind: 'chat', text: 'And hotels?' },
+      ],
+    });
+    expect(await readInput(pool, key, 's1')).toMatchObject({ delivered: false, steer: { turn: null, landed: false } });
+    expect(await readTurnOfInput(pool, key, 's1')).toBeNull();
+
+    await foldEvents(pool, [
+      log.replied('t1', 0, 'Lisbon it is.'),
+      log.ended('t1', 'Lisbon it is.'),
+      log.started('t2', steer),
+      log.replied('t2', 0, 'Porto too.'),
+    ]);
+    expect(await readConversationStatus(pool, key)).toMatchObject({
+      running: { turn: 't2' },
+      steering: [],
+      queue: [{ id: 'c2', kind: 'chat', text: 'And hotels?' }],
+    });
+    expect(await readTurnOfInput(pool, key, 's1')).toMatchObject({ id: 't2', prompt: steer, steered: [] });
+    expect(await readTurn(pool, key, 't1')).toMatchObject({ steered: [] });
+    expect(await readInput(pool, key, 's1')).toMatchObject({ delivered: true, steer: { turn: null, landed: false } });
+    expect((await allMessages(key)).map(({ id, role, turn, steered }) => ({ id, role, turn, steered }))).toEqual([
+      { id: 'i1', role: 'user', turn: 't1', steered: false },
+      { id: 't1/0', role: 'assistant', turn: 't1', steered: false },
+      { id: 's1', role: 'user', turn: 't2', steered: false },
+      { id: 't2/0', role: 'assistant', turn: 't2', steered: false },
+    ]);
+  });
+
+  it('moves the landed steers a stopped turn did not take to the queue, in the order they were accepted', async () => {
+    const key = 'stopped-steers';
+    const log = conversationLog(key);
+    const s0 = { id: 's0', text: 'taken before the stop' };
+    const s1 = { id: 's1', text: 'first untaken' };
+    const s2 = { id: 's2', text: 'second untaken' };
+    await foldEvents(pool, [
+      log.accepted('a', 'go'),
+      log.started('t1', { id: 'a', text: 'go' }),
+      log.steer(s0.id, s0.text),
+      log.decided(s0, 't1'),
+      log.replied('t1', 0, 'Going.'),
+      log.taken('t1', 0, s0),
+      log.steer(s1.id, s1.text),
+      log.decided(s1, 't1'),
+      log.accepted('c2', 'a follow-up'),
+      log.steer(s2.id, s2.text),
+      log.decided(s2, 't1'),
+    ]);
+    expect(await readConversationStatus(pool, key)).toMatchObject({
+      running: { turn: 't1' },
+      steering: [s1, s2],
+      queue: [{ id: 'c2', kind: 'chat', text: 'a follow-up' }],
+    });
+
+    const stopped = [log.stopRequested('stop-1', 't1'), log.ended('t1', 'Going.', { status: 'stopped', outcome: 'stopped', steered: [s0] })];
+    await foldEvents(pool, stopped);
+    expect(await readConversationStatus(pool, key)).toMatchObject({
+      running: null,
+      steering: [],
+      queue: [
+        { id: 's1', kind: 'steer', text: 'first untaken' },
+        { id: 'c2', kind: 'chat', text: 'a follow-up' },
+        { id: 's2', kind: 'steer', text: 'second untaken' },
+      ],
+    });
+    expect(await readTurn(pool, key, 't1')).toMatchObject({ status: 'stopped', steered: [s0] });
+    expect(await readTurnOfInput(pool, key, 's0')).toMatchObject({ id: 't1' });
+    // The decision stays what the worker said, so a repeated steer id gets the same answer.
+    expect(await readInput(pool, key, 's1')).toMatchObject({ delivered: false, steer: { turn: 't1', landed: true } });
+
+    // The worker answers them as turns of their own, in order.
+    await foldEvents(pool, [log.started('t2', s1)]);
+    expect(await readConversationStatus(pool, key)).toMatchObject({
+      running: { turn: 't2' },
+      steering: [],
+      queue: [{ id: 'c2' }, { id: 's2', kind: 'steer' }],
+    });
+    expect(await readTurnOfInput(pool, key, 's1')).toMatchObject({ id: 't2', prompt: s1 });
+  });
+
+  it('changes nothing when a batch with steers is folded twice, whole or in parts', async () => {
+    const key = 'steered-twice';
+    const batch = steeredTurn(key);
+    expect(await foldEvents(pool, batch)).toEqual({ applied: batch.length, duplicates: 0 });
+    const once = await projections(key);
+    expect(await foldEvents(pool, batch)).toEqual({ applied: 0, duplicates: batch.length });
+    expect(await foldEvents(pool, batch.slice(4, 9))).toEqual({ applied: 0, duplicates: 5 });
+    expect(await projections(key)).toEqual(once);
+    expect(once.transcript.map((m: { id: string }) => m.id)).toEqual(['i1', 't1/0', 's1', 't1/1']);
+    expect(once.turns).toMatchObject([{ steered: [{ id: 's1', text: 'Make it Porto instead' }] }]);
+
+    // The same events one by one, each delivered twice, give the same projections.
+    const reference = 'steered-one-by-one';
+    for (const e of steeredTurn(reference)) {
+      await foldEvents(pool, [e]);
+      await foldEvents(pool, [e]);
+    }
+    expect(await projections(reference)).toEqual(once);
   });
 
   it('keeps conversations apart even when they use the same input and turn ids', async () => {

@@ -99,6 +99,8 @@ async function loadRows(client: PoolClient, needed: Needed): Promise<Rows> {
       acceptedAt: iso(i.accepted_at) ?? '',
       position: i.position,
       delivered: i.delivered,
+      steerTurn: i.steer_turn,
+      steerLanded: i.steer_landed,
     })),
     turns: row.turns.map((t) => ({
       conversation: t.conversation,
@@ -133,11 +135,13 @@ async function writeChanges(client: PoolClient, changes: Changes): Promise<void>
   if (changes.inputs.length > 0)
     await client.query(
       `INSERT INTO companion.inputs
-              (conversation, id, kind, text, messages, subject, accepted_at, position, delivered)
-       SELECT conversation, id, kind, text, messages, subject, "acceptedAt", position, delivered
+              (conversation, id, kind, text, messages, subject, accepted_at, position, delivered, steer_turn, steer_landed)
+       SELECT conversation, id, kind, text, messages, subject, "acceptedAt", position, delivered, "steerTurn", "steerLanded"
          FROM jsonb_to_recordset($1::jsonb) AS r(conversation text, id text, kind text, text text,
-              messages jsonb, subject text, "acceptedAt" timestamptz, position bigint, delivered boolean)
-       ON CONFLICT (conversation, id) DO UPDATE SET delivered = excluded.delivered`,
+              messages jsonb, subject text, "acceptedAt" timestamptz, position bigint, delivered boolean,
+              "steerTurn" text, "steerLanded" boolean)
+       ON CONFLICT (conversation, id) DO UPDATE SET
+         delivered = excluded.delivered, steer_turn = excluded.steer_turn, steer_landed = excluded.steer_landed`,
       [JSON.stringify(changes.inputs)],
     );
   if (changes.turns.length > 0)
@@ -195,6 +199,8 @@ type RawInput = {
   accepted_at: string;
   position: number;
   delivered: boolean;
+  steer_turn: string | null;
+  steer_landed: boolean | null;
 };
 type RawTurn = {
   conversation: string;

@@ -6,8 +6,14 @@ export type CompanionConversationStatus = ConversationStatus & { owner: string |
 
 /**
  * A conversation's status. An unknown conversation is an idle, empty one.
- * `queue` is the pending (undelivered) inputs in order; `steering` stays empty until the event
- * log says which steers wait for the running turn.
+ *
+ * Of the pending (undelivered) inputs, in acceptance order:
+ * - `steering`: the steers still waiting for the running turn: those the worker has not decided
+ *   on yet, and those it landed on the turn that is running now.
+ * - `queue`: every other one: chats, steers answered as turns of their own (landed false), and
+ *   landed steers whose turn ended without taking them (stopped, failed): the worker answers
+ *   those as turns of their own, so they sit in the queue at the place they were accepted.
+ * A decision on a chat (a promoted follow-up) makes it a steer here too.
  */
 export async function readConversationStatus(pool: Pool, key: string): Promise<CompanionConversationStatus> {
   const { rows } = await pool.query<{
@@ -15,11 +21,17 @@ export async function readConversationStatus(pool: Pool, key: string): Promise<C
     last_input_id: string | null;
     running_turn: string | null;
     running_started_at: Date | null;
-    queue: { id: string; kind: 'chat' | 'steer'; text: string }[];
+    pending: { id: string; kind: 'chat' | 'steer'; text: string; steering: boolean }[];
   }>(
     `SELECT c.owner, c.last_input_id, c.running_turn, c.running_started_at,
-            (SELECT coalesce(json_agg(json_build_object('id', i.id, 'kind', i.kind, 'text', i.text) ORDER BY i.position), '[]')
-               FROM companion.inputs i WHERE i.conversation = $1 AND NOT i.delivered) AS queue
+            (SELECT coalesce(json_agg(json_build_object(
+                      'id', i.id,
+                      'kind', CASE WHEN i.steer_landed IS NOT NULL THEN 'steer' ELSE i.kind END,
+                      'text', i.text,
+                      'steering', coalesce((i.kind = 'steer' AND i.steer_landed IS NULL)
+                                           OR (i.steer_landed AND i.steer_turn = c.running_turn), false))
+                    ORDER BY i.position), '[]')
+               FROM companion.inputs i WHERE i.conversation = $1 AND NOT i.delivered) AS pending
        FROM (SELECT $1::text AS key) AS k
        LEFT JOIN companion.conversations c ON c.key = k.key`,
     [key],
@@ -31,8 +43,8 @@ export async function readConversationStatus(pool: Pool, key: string): Promise<C
       row.running_turn !== null && row.running_started_at !== null
         ? { turn: row.running_turn, startedAt: row.running_started_at.toISOString() }
         : null,
-    steering: [],
-    queue: row.queue,
+    steering: row.pending.filter((i) => i.steering).map(({ id, text }) => ({ id, text })),
+    queue: row.pending.filter((i) => !i.steering).map(({ id, kind, text }) => ({ id, kind, text })),
     lastInputId: row.last_input_id,
     owner: row.owner,
   };

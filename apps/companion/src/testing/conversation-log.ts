@@ -25,6 +25,18 @@ export function conversationLog(conversation: string) {
         data: { input: { id, kind: 'chat', text: list.join('\n\n'), messages: list, subject, sentAt: '2025-01-01T11:59:59.000Z' } },
       });
     },
+    /** A steer accepted into the log (`input.accepted` of kind steer). */
+    steer: (id: string, text: string, subject = 'alice') =>
+      event({
+        type: 'input.accepted',
+        data: { input: { id, kind: 'steer', text, messages: [text], subject, sentAt: '2025-01-01T11:59:59.000Z' } },
+      }),
+    /** The worker's decision on a steer: landed on `turn`, or (turn null) answered as a turn of its own. */
+    decided: (steer: { id: string; text: string }, turn: string | null) =>
+      event({ type: 'steer.accepted', data: { input: steer, turn, landed: turn !== null } }),
+    taken: (turn: string, step: number, steer: { id: string; text: string }) =>
+      event({ type: 'steer.taken', data: { turn, step, input: steer } }),
+    stopRequested: (stop: string, turn: string | null) => event({ type: 'stop.requested', data: { stop, turn } }),
     started: (turn: string, prompt: { id: string; text: string }) => event({ type: 'turn.started', data: { turn, prompt } }),
     replied: (turn: string, step: number, content: string, toolCalls: ToolCall[] = []) =>
       event({ type: 'model.replied', data: { turn, step, content, toolCalls } }),

@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool, createKafka, readConfig, topicNames } from '@rudder/runtime';
+import { defaultAgent, startWorker } from '@rudder/turn-worker';
+import { eventually, startStack, type Stack } from './stack';
+import { testScript } from './scripts';
+
+/**
+ * A turn nobody steers costs nothing extra: the same one-tool turn, run by a worker whose
+ * turns take steers and by one whose turns take none, makes as many database round trips
+ * and puts as many records on agent.events. (Token records are coalesced by time, so they
+ * are not compared.)
+ */
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({ script: testScript, workers: 0 });
+});
+afterAll(() => stack?.stop());
+
+/** A pool that counts every statement its clients send: one round trip each. */
+function countingPool(url: string) {
+  const pool = createPool(url);
+  let statements = 0;
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client);
+    client.query = ((...args: Parameters<typeof query>) => {
+      statements++;
+      return query(...args);
+    }) as typeof client.query;
+  });
+  return { pool, statements: () => statements };
+}
+
+async function eventsOf(conversation: string) {
+  const consumer = createKafka(stack.env.KAFKA_BROKERS, 'cost-reader').consumer({ groupId: `cost-${conversation}` });
+  const seen: string[] = [];
+  await consumer.connect();
+  await consumer.subscribe({ topic: topicNames(stack.env.KAFKA_NAMESPACE).events, fromBeginning: true });
+  await consumer.run({ eachMessage: async ({ message }) => void (message.key?.toString() === conversation && seen.push(message.value!.toString())) });
+  const events = await eventually(async () => (seen.some((v) => v.includes('"turn.ended"')) ? seen : undefined));
+  await consumer.disconnect();
+  return events.map((v) => JSON.parse(v).type as string);
+}
+
+async function oneToolTurn(maxTaken: number) {
+  const config = readConfig(stack.env);
+  const counted = countingPool(config.DATABASE_URL);
+  const worker = await startWorker(config, { agent: { ...defaultAgent(config), steering: { maxTaken } }, pool: counted.pool });
+  // Warm up (assignment, recovery sweep) with a turn of its own before counting.
+  const warm = `cost/warm-${maxTaken}`;
+  await stack.client.chat(warm, { text: 'warm up', id: 'w' });
+  await stack.client.answered(warm, 'w');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+
+  const conversation = `cost/turn-${maxTaken}`;
+  const before = counted.statements();
+  await stack.client.chat(conversation, { text: 'wait 50', id: 'p' });
+  const turn = await stack.client.answered(conversation, 'p');
+  const events = await eventsOf(conversation);
+  const statements = counted.statements() - before;
+  await worker.stop();
+  await counted.pool.end();
+  return { turn, statements, events };
+}
+
+describe('the cost of steering', () => {
+  it('a one-tool turn nobody steers makes the same database round trips and Kafka records with steering enabled and disabled', async () => {
+    const enabled = await oneToolTurn(16);
+    const disabled = await oneToolTurn(0);
+    expect(enabled.turn.content).toBe(disabled.turn.content);
+    expect(enabled.statements).toBeGreaterThan(0);
+    expect(enabled.statements).toBe(disabled.statements);
+    expect(enabled.events).toEqual(disabled.events);
+    expect(enabled.events).toEqual(['input.accepted', 'turn.started', 'model.replied', 'tool.started', 'tool.ended', 'model.replied', 'turn.ended']);
+    console.log(`one-tool turn: ${enabled.statements} statements with steering, ${disabled.statements} without; ${enabled.events.length} events each`);
+  });
+});
