@@ -113,6 +113,39 @@ describe('a steered message', () => {
     const own = await client.answered(conversation, 's2');
     expect(own).toMatchObject({ prompt: { id: 's2', text: 'never taken' }, status: 'completed', content: 'answer to never taken' });
     expect(requestsAbout(model.requests, 'then wait 20000')).toHaveLength(1);
+    // The call the stop cut off has a result: the conversation never holds a call without one.
+    const events = await readEvents(await client.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
+    const cutOff = events.filter((m) => m.event === 'tool.ended').map((m) => (m.data as { data: { isError: boolean; result: string } }).data);
+    expect(cutOff).toEqual([
+      expect.objectContaining({ isError: false, result: 'waited 1000 ms' }),
+      expect.objectContaining({ isError: true, result: 'not run to the end: the turn was stopped' }),
+    ]);
+  });
+
+  it('to a turn that then fails: not taken, it is answered as a turn of its own', async () => {
+    const { client } = stack;
+    const conversation = key('failed');
+    const turn = await running(conversation, 'p', 'fail 700');
+    expect((await client.steer(conversation, { text: 'after the failure', id: 's' })).body).toEqual({ id: 's', turn: turn.id, landed: true });
+    const failed = await client.answered(conversation, 'p', 60_000);
+    expect(failed).toMatchObject({ status: 'failed', steered: [] });
+    expect(failed.outcome).toMatch(/500/);
+    const own = await client.answered(conversation, 's');
+    expect(own).toMatchObject({ prompt: { id: 's' }, status: 'completed', content: 'answer to after the failure' });
+  });
+
+  it('to a turn whose worker is killed before the step: the turn resumes on the next worker and takes it there, once', async () => {
+    const { client, model } = stack;
+    const conversation = key('killed');
+    const turn = await running(conversation, 'p', 'wait 2000');
+    expect((await client.steer(conversation, { text: 'outlive the worker', id: 's' })).body.landed).toBe(true);
+    for (const worker of [...stack.workers]) await worker.kill('SIGKILL');
+    stack.workers.length = 0;
+    await stack.startWorker();
+    const ended = await client.answered(conversation, 'p', 60_000);
+    expect(ended).toMatchObject({ id: turn.id, status: 'completed', steered: [{ id: 's', text: 'outlive the worker' }] });
+    expect(requestsWith(model.requests, 'outlive the worker')).toHaveLength(1);
+    expect((await client.turnOf(conversation, 's')).body.id).toBe(turn.id);
   });
 
   it('the same steer id again answers the same decision and stores nothing new; the same id with another text is 422', async () => {
