@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { ModelClient } from '@rudder/agent';
-import { conversationsWithOpenWork, createOutboxRelay, EVENT_STORE_SCHEMA, eventStoreMigrations } from '@rudder/event-store';
+import { conversationsWithOpenWork, createOutboxRelay, EVENT_STORE_SCHEMA, eventStoreMigrations, takePartitions, type Epochs } from '@rudder/event-store';
 import { createKafka, createLog, createPool, ensureTopics, migrate, topicNames, type Config, type Pool } from '@rudder/runtime';
-import { crashPoints } from './crash-points';
+import { faultPoints } from './fault-points';
 import { defaultAgent, modelFromConfig, type WorkerAgent } from './default-agent';
 import { consumeInputs } from './ingest/consume-inputs';
 import { ingestInputs } from './ingest/ingest-inputs';
@@ -21,7 +22,7 @@ export async function startWorker(
   overrides: { agent?: WorkerAgent; model?: ModelClient; pool?: Pool } = {},
 ): Promise<Worker> {
   const log = createLog('turn-worker');
-  const crash = crashPoints(config.CRASH_AT);
+  const fault = faultPoints({ crashAt: config.CRASH_AT, pauseAt: config.PAUSE_AT });
   const agent = overrides.agent ?? defaultAgent(config);
   const topics = topicNames(config.KAFKA_NAMESPACE);
   const pool = overrides.pool ?? createPool(config.DATABASE_URL);
@@ -30,23 +31,28 @@ export async function startWorker(
   await ensureTopics(kafka, topics, config.KAFKA_PARTITIONS);
   const publishing = await connectPublishing(kafka, topics);
 
+  const workerId = `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
   let owned: ReadonlySet<number> = new Set();
+  let epochs: Epochs = new Map();
+  /** Settles once the epochs of the latest assignment are taken; batches wait for it. */
+  let assignment: Promise<void> = Promise.resolve();
   const relay = createOutboxRelay({
     pool,
     publish: publishing.publishEvents,
     ownedPartitions: () => [...owned],
-    afterPublish: () => crash('after-publish'),
+    afterPublish: () => fault('after-publish'),
     log,
   });
   const scheduler = createScheduler({
     pool,
+    epochs: () => epochs,
     relay,
     agent,
     model: overrides.model ?? modelFromConfig(config),
     onToken: publishing.token,
     flushTokens: publishing.flushTokens,
     newTurnId: randomUUID,
-    crash,
+    fault,
     log,
     retryMs: 1000,
   });
@@ -59,21 +65,35 @@ export async function startWorker(
     heartbeatMs: config.WORKER_HEARTBEAT_MS,
     log,
     async onBatch(partition, messages) {
-      const { stored, conversations, rejected } = await ingestInputs(pool, partition, messages, agent.steering);
+      await assignment;
+      const { stored, conversations, rejected } = await ingestInputs(pool, partition, epochs, messages, agent.steering);
       await publishing.deadLetter(partition, rejected);
       for (const { reason, message } of rejected) log.warn('input dead-lettered', { partition, offset: message.offset, reason });
       relay.enqueue(stored);
-      crash('after-ingest');
+      fault('after-ingest');
       scheduler.poke(conversations.map((conversation) => ({ conversation, partition })));
       for (const event of stored) if (event.type === 'stop.requested' && event.data.turn) scheduler.stopTurn(event.conversation, partition);
     },
     onAssignment(partitions) {
       owned = partitions;
-      void (async () => {
+      const previous = assignment;
+      assignment = (async () => {
+        await previous;
         await scheduler.keepOnly(partitions);
-        relay.sweep();
-        scheduler.poke(await conversationsWithOpenWork(pool, [...partitions]));
-      })().catch((error: unknown) => log.error('resuming assigned conversations failed', { error: String(error) }));
+        // Until the epochs are taken nothing of these partitions is written; retry while they are ours.
+        while (owned === partitions) {
+          try {
+            epochs = await takePartitions(pool, [...partitions], workerId);
+            log.info('epochs taken', { epochs: Object.fromEntries(epochs) });
+            relay.sweep();
+            scheduler.poke(await conversationsWithOpenWork(pool, [...partitions]));
+            return;
+          } catch (error) {
+            log.error('taking the assigned partitions failed; retrying', { error: String(error) });
+            await new Promise((resolve) => setTimeout(resolve, 1000));
+          }
+        }
+      })();
     },
   });
   log.info('turn worker started', { group: `${config.KAFKA_NAMESPACE}turn-workers`, topic: topics.inputs });

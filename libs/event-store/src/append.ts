@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import type { Pool, PoolClient } from '@rudder/runtime';
+import { FencedError, type Epochs } from './fencing';
 import { evolveHead, type ConversationHead } from './head';
 import { onceKey } from './once-key';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
@@ -13,55 +14,70 @@ export class AlreadyStoredError extends Error {
   }
 }
 
-export class UnknownConversationError extends Error {
-  readonly code = 'unknown_conversation';
-  constructor(readonly conversation: string) {
-    super(`no conversation ${conversation} in the event log`);
-  }
-}
-
 type HeadRow = { key: string; running_turn: string | null; steers: { id: string; text: string }[]; steers_landed: number };
 const HEAD_COLUMNS = 'key, running_turn, steers, steers_landed';
+const HEAD_COLUMNS_OF_C = HEAD_COLUMNS.split(', ').map((c) => `c.${c}`).join(', ');
 const toHead = (row: HeadRow): ConversationHead => ({ runningTurn: row.running_turn, steers: row.steers, steersLanded: row.steers_landed });
 
 /**
  * Appends what `decide` makes of the conversation's head, in one transaction, all or none.
  * The conversation row is locked first: that orders every write of the conversation (its
  * event positions grow in commit order) and serializes decisions with each other — a steer's
- * landing with the turn's close. Throws AlreadyStoredError when a once key was used before:
- * nothing is written and the caller reloads what is stored.
+ * landing with the turn's close. The same statement checks the writer still holds `epochs`
+ * for the conversation's partition (FencedError otherwise). Throws AlreadyStoredError when a
+ * once key was used before: nothing is written and the caller reloads what is stored.
  */
 export async function appendToConversation(
   pool: Pool,
   conversation: string,
+  epochs: Epochs,
   decide: (head: ConversationHead) => DomainEvent[],
 ): Promise<ConversationEvent[]> {
   return inTransaction(pool, conversation, async (client) => {
-    const { rows } = await client.query<HeadRow>(`SELECT ${HEAD_COLUMNS} FROM event_store.conversations WHERE key = $1 FOR UPDATE`, [conversation]);
-    if (rows.length === 0) throw new UnknownConversationError(conversation);
-    return writeEvents(client, [{ conversation, head: toHead(rows[0]), events: decide(toHead(rows[0])) }]);
+    const { rows } = await client.query<HeadRow & { epoch: string; partition: number }>(
+      `SELECT ${HEAD_COLUMNS_OF_C}, c.partition, p.epoch
+         FROM event_store.conversations c
+         JOIN event_store.partition_owners p ON p.partition = c.partition
+        WHERE c.key = $1
+          FOR UPDATE OF c FOR SHARE OF p`,
+      [conversation],
+    );
+    // No row: an unknown conversation, or a partition nobody owns yet — either way not ours.
+    if (rows.length === 0) throw new FencedError(null, `${conversation} has no owned partition`);
+    const [row] = rows;
+    if (Number(row.epoch) !== epochs.get(row.partition)) {
+      throw new FencedError(row.partition, `partition ${row.partition} is at epoch ${row.epoch}, this writer holds ${epochs.get(row.partition) ?? 'none'}`);
+    }
+    return writeEvents(client, [{ conversation, head: toHead(row), events: decide(toHead(row)) }]);
   });
 }
 
 /**
- * Appends to several conversations in one transaction (an ingested batch), creating them on
- * first sight. `decide` sees each head and which of the `probe` once keys are stored already
- * (the same input delivered again), locks taken in one order so batches never deadlock.
+ * Appends to several conversations of one partition in one transaction (an ingested batch),
+ * creating them on first sight, once the writer's epoch for the partition is checked. `decide`
+ * sees each head and which of the `probe` once keys are stored already (the same input
+ * delivered again); locks are taken in one order so batches never deadlock.
  */
 export async function appendToConversations(
   pool: Pool,
-  requests: readonly { conversation: string; partition: number; probe: readonly string[] }[],
+  partition: number,
+  epochs: Epochs,
+  requests: readonly { conversation: string; probe: readonly string[] }[],
   decide: (conversation: string, head: ConversationHead, stored: ReadonlySet<string>) => DomainEvent[],
 ): Promise<ConversationEvent[]> {
   if (requests.length === 0) return [];
   const sorted = [...requests].sort((a, b) => (a.conversation < b.conversation ? -1 : 1));
   return inTransaction(pool, sorted[0].conversation, async (client) => {
+    const owner = await client.query<{ epoch: string }>('SELECT epoch FROM event_store.partition_owners WHERE partition = $1 FOR SHARE', [partition]);
+    if (owner.rows.length === 0 || Number(owner.rows[0].epoch) !== epochs.get(partition)) {
+      throw new FencedError(partition, `partition ${partition} is at epoch ${owner.rows[0]?.epoch ?? 'none'}, this writer holds ${epochs.get(partition) ?? 'none'}`);
+    }
     const heads = await client.query<HeadRow>(
       `INSERT INTO event_store.conversations (key, partition)
-       SELECT * FROM unnest($1::text[], $2::int[])
+       SELECT k, $2 FROM unnest($1::text[]) AS k
        ON CONFLICT (key) DO UPDATE SET partition = EXCLUDED.partition
        RETURNING ${HEAD_COLUMNS}`,
-      [sorted.map((r) => r.conversation), sorted.map((r) => r.partition)],
+      [sorted.map((r) => r.conversation), partition],
     );
     const probed = await client.query<{ conversation: string; once_key: string }>(
       `SELECT conversation, once_key FROM event_store.events

@@ -1,4 +1,5 @@
 export * from './append';
+export * from './fencing';
 export * from './head';
 export * from './once-key';
 export * from './outbox-relay';

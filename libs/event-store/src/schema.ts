@@ -44,4 +44,18 @@ export const eventStoreMigrations: Migration[] = [
         ADD COLUMN steers_landed integer NOT NULL DEFAULT 0;
     `,
   },
+  {
+    id: '003-partition-owners',
+    sql: `
+      -- Fencing: a worker takes a new epoch for each partition Kafka assigns it, and every
+      -- write checks it under a share lock. A worker that lost a partition (paused past its
+      -- session, cut off) fails to commit anything for it: the new owner's epoch is newer.
+      CREATE TABLE partition_owners (
+        partition integer PRIMARY KEY,
+        epoch     bigint NOT NULL,
+        owner     text NOT NULL,
+        taken_at  timestamptz NOT NULL DEFAULT now()
+      );
+    `,
+  },
 ];

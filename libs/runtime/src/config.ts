@@ -26,8 +26,10 @@ const Env = z.object({
   /** Consumer session timeout of the turn workers; shorter means faster failover, more false alarms. */
   WORKER_SESSION_TIMEOUT_MS: z.coerce.number().int().positive().default(10000),
   WORKER_HEARTBEAT_MS: z.coerce.number().int().positive().default(1000),
-  /** Names a point at which the worker kills itself, for crash tests (see apps/turn-worker/src/crash-points.ts). */
+  /** Names a point at which the worker kills itself, for crash tests (see apps/turn-worker/src/fault-points.ts). */
   CRASH_AT: z.string().optional(),
+  /** Names a point at which the worker pauses itself with SIGSTOP, for fencing tests (same file). */
+  PAUSE_AT: z.string().optional(),
 });
 export type Config = z.infer<typeof Env>;
 

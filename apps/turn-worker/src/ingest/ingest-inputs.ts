@@ -1,6 +1,6 @@
 import type { KafkaMessage } from 'kafkajs';
 import { InputRecord, type ConversationEvent } from '@rudder/contracts';
-import { appendToConversations } from '@rudder/event-store';
+import { appendToConversations, type Epochs } from '@rudder/event-store';
 import type { Pool } from '@rudder/runtime';
 import { acceptInputs, probeKey, type SteeringPolicy } from '../conversation/decisions';
 
@@ -29,7 +29,13 @@ export function parseInput(message: KafkaMessage): { input: InputRecord } | { re
  * stored and what could not be read; the caller dead-letters the rejected records before it
  * commits the offsets.
  */
-export async function ingestInputs(pool: Pool, partition: number, messages: readonly KafkaMessage[], policy: SteeringPolicy) {
+export async function ingestInputs(
+  pool: Pool,
+  partition: number,
+  epochs: Epochs,
+  messages: readonly KafkaMessage[],
+  policy: SteeringPolicy,
+) {
   const byConversation = new Map<string, InputRecord[]>();
   const rejected: Rejected[] = [];
   for (const message of messages) {
@@ -42,7 +48,9 @@ export async function ingestInputs(pool: Pool, partition: number, messages: read
   }
   const stored: ConversationEvent[] = await appendToConversations(
     pool,
-    [...byConversation].map(([conversation, inputs]) => ({ conversation, partition, probe: inputs.map(probeKey) })),
+    partition,
+    epochs,
+    [...byConversation].map(([conversation, inputs]) => ({ conversation, probe: inputs.map(probeKey) })),
     (conversation, head, alreadyStored) => acceptInputs(head, byConversation.get(conversation)!, alreadyStored, policy),
   );
   return { stored, conversations: [...byConversation.keys()], rejected };

@@ -1,13 +1,15 @@
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { runTurn, type Agent, type ModelClient } from '@rudder/agent';
-import { AlreadyStoredError, appendToConversation, readConversation, type OutboxRelay } from '@rudder/event-store';
+import { AlreadyStoredError, appendToConversation, FencedError, readConversation, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import type { Log, Pool } from '@rudder/runtime';
-import type { CrashPoint } from '../crash-points';
+import type { FaultPoint } from '../fault-points';
 import { decide, emptyConversation, evolve, type Conversation } from '../conversation/conversation';
 import { takeSteersAtStep } from '../conversation/decisions';
 
 export type RunnerDeps = {
   pool: Pool;
+  /** The epochs this worker holds now; every write is checked against them. */
+  epochs(): Epochs;
   relay: OutboxRelay;
   agent: Agent;
   model: ModelClient;
@@ -15,7 +17,7 @@ export type RunnerDeps = {
   /** Sends the tokens held back; awaited before a commit so tokens go out before their step's events. */
   flushTokens(): Promise<void>;
   newTurnId(): string;
-  crash(point: CrashPoint): void;
+  fault(point: FaultPoint): void;
   log: Log;
   retryMs: number;
 };
@@ -62,15 +64,16 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
   const commit = async (events: DomainEvent[]): Promise<DomainEvent[]> => {
     if (events.some((e) => e.type === 'model.replied')) await deps.flushTokens();
     const turn = state?.running;
-    const stored = await appendToConversation(pool, key, (head) => (turn ? takeSteersAtStep(head, turn, events) : events));
+    if (events.some((e) => e.type === 'tool.ended')) deps.fault('before-tool-result-stored');
+    const stored = await appendToConversation(pool, key, deps.epochs(), (head) => (turn ? takeSteersAtStep(head, turn, events) : events));
     for (const event of stored) {
       ownWrites.add(event.position);
       apply(event);
     }
     relay.enqueue(stored);
-    if (stored.some((e) => e.type === 'model.replied' && e.data.toolCalls.length > 0)) deps.crash('after-reply-stored');
-    if (stored.some((e) => e.type === 'tool.ended')) deps.crash('after-tool-result-stored');
-    if (stored.some((e) => e.type === 'steer.taken')) deps.crash('after-steer-taken');
+    if (stored.some((e) => e.type === 'model.replied' && e.data.toolCalls.length > 0)) deps.fault('after-reply-stored');
+    if (stored.some((e) => e.type === 'tool.ended')) deps.fault('after-tool-result-stored');
+    if (stored.some((e) => e.type === 'steer.taken')) deps.fault('after-steer-taken');
     return stored;
   };
 
@@ -118,6 +121,12 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
         ownWrites.clear();
         if (error instanceof AlreadyStoredError) {
           log.warn('a write was already stored; reloading the conversation', { conversation: key });
+          continue;
+        }
+        if (error instanceof FencedError) {
+          // Another worker owns the partition now (or an assignment is being taken): write nothing, wait.
+          log.warn('fenced: this worker does not hold the partition; nothing was written', { conversation: key, detail: error.message });
+          await new Promise((resolve) => setTimeout(resolve, deps.retryMs));
           continue;
         }
         log.error('conversation failed; retrying from the log', { conversation: key, error: String(error) });

@@ -1,0 +1,42 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readEvents } from './sse';
+import { eventually, startStack, type Stack } from './stack';
+import { testScript } from './scripts';
+
+/**
+ * Fencing: a worker paused (SIGSTOP) past its session timeout loses its partitions; when it
+ * wakes it must fail to commit anything — the new owner took a newer epoch — and the input is
+ * still answered exactly once.
+ */
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({ script: testScript, workers: 0 });
+});
+afterAll(() => stack?.stop());
+
+describe('a zombie worker', () => {
+  it('paused past its session timeout, it commits nothing when it wakes; the new owner answers the input once', async () => {
+    const { client } = stack;
+    const conversation = `zombie/${Date.now()}`;
+    const zombie = await stack.startWorker({ PAUSE_AT: 'before-tool-result-stored' });
+    await client.chat(conversation, { text: 'wait 300', id: 'z-1' });
+    // The zombie ran the tool and stopped itself right before storing the result.
+    await eventually(async () => (zombie.output().includes('pausing at before-tool-result-stored') ? true : undefined));
+
+    const owner = await stack.startWorker(); // assigned once the zombie's session expired
+    const turn = await client.answered(conversation, 'z-1', 60_000);
+    expect(turn).toMatchObject({ status: 'completed', content: 'waiting for wait 300\n\nafter waited 300 ms: wait 300' });
+
+    zombie.child.kill('SIGCONT');
+    await eventually(async () => (zombie.output().includes('fenced') ? true : undefined), { what: 'the zombie to be fenced' });
+
+    const events = await readEvents(await client.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
+    const types = events.map((m) => m.event);
+    expect(types.filter((t) => t === 'tool.ended')).toHaveLength(1);
+    expect(types.filter((t) => t === 'turn.ended')).toHaveLength(1);
+    const transcript = (await client.messages(conversation)).body.items.map((m) => m.text);
+    expect(transcript).toEqual(['wait 300', 'waiting for wait 300', 'after waited 300 ms: wait 300']);
+    await zombie.kill('SIGKILL');
+    await owner.kill('SIGTERM');
+  });
+});
