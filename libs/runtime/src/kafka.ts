@@ -1,6 +1,11 @@
 import { Kafka, logLevel, type ITopicConfig } from 'kafkajs';
 import { Topics } from '@rudder/contracts';
 
+// Every producer here uses kafkajs' default partitioner, which is Java's murmur2: a service
+// producing to agent.inputs with Kafka's own clients puts a conversation on the same partition.
+// Its "switched default partitioner" notice is about kafkajs 1.x migrations, so silence it.
+process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
+
 export function createKafka(brokers: string, clientId: string): Kafka {
   return new Kafka({
     clientId,
