@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Partitioners } from 'kafkajs';
+import { eventually, startStack, type Stack, type WorkerProcess } from './stack';
+import { testScript } from './scripts';
+
+/** Several turn workers in one consumer group: they share the partitions, and come and go. */
+let stack: Stack;
+beforeAll(async () => {
+  stack = await startStack({ script: testScript, workers: 2 });
+});
+afterAll(() => stack?.stop());
+
+const PARTITIONS = 3; // startStack's KAFKA_PARTITIONS
+const partitioner = Partitioners.DefaultPartitioner();
+const partitionMetadata = Array.from({ length: PARTITIONS }, (_, partitionId) => ({ partitionId, partitionErrorCode: 0, leader: 0, replicas: [0], isr: [0] }));
+/** The partition Kafka's default (murmur2) partitioner puts a conversation on, as the gateway's producer does. */
+const partitionOf = (key: string) => partitioner({ topic: 'agent.inputs', partitionMetadata, message: { key, value: null } });
+
+/** The partitions a worker took epochs for last (its log says so on every assignment). */
+function ownedBy(worker: WorkerProcess): number[] {
+  const lines = worker.output().split('\n').filter((line) => line.includes('epochs taken'));
+  const last = lines.at(-1);
+  return last ? Object.keys(JSON.parse(last.slice(last.indexOf('{'))).epochs).map(Number) : [];
+}
+
+/** A fresh conversation key on `partition`. */
+function keyOn(partition: number, name: string) {
+  for (let i = 0; ; i++) {
+    const key = `scale/${name}-${Date.now()}-${i}`;
+    if (partitionOf(key) === partition) return key;
+  }
+}
+
+describe('several turn workers', () => {
+  it('share the partitions, and every chat is answered once, in order per conversation', async () => {
+    const { client } = stack;
+    await eventually(async () => (stack.workers.every((w) => ownedBy(w).length > 0) ? true : undefined), { what: 'both workers to own partitions' });
+    expect(ownedBy(stack.workers[0]).concat(ownedBy(stack.workers[1])).sort()).toEqual([0, 1, 2]);
+    const conversations = [0, 1, 2, 0, 1, 2].map((p, i) => keyOn(p, `share-${i}`));
+    for (const conversation of conversations) for (const n of [1, 2]) await client.chat(conversation, { text: `${conversation} #${n}`, id: `n-${n}` });
+    for (const conversation of conversations) {
+      const [first, second] = [await client.answered(conversation, 'n-1'), await client.answered(conversation, 'n-2')];
+      expect(first.content).toBe(`answer to ${conversation} #1`);
+      expect(Date.parse(second.startedAt)).toBeGreaterThanOrEqual(Date.parse(first.endedAt!));
+      const texts = (await client.messages(conversation)).body.items.map((m) => m.text);
+      expect(texts).toEqual([`${conversation} #1`, `answer to ${conversation} #1`, `${conversation} #2`, `answer to ${conversation} #2`]);
+    }
+  });
+
+  it('a turn waiting in a tool does not delay a turn of another conversation on the same partition', async () => {
+    const { client } = stack;
+    const slow = keyOn(1, 'slow');
+    const quick = keyOn(1, 'quick');
+    await client.chat(slow, { text: 'wait 3000', id: 's' });
+    await client.started(slow, 's');
+    await client.chat(quick, { text: 'right away', id: 'q' });
+    const answered = await client.answered(quick, 'q');
+    expect((await client.turnOf(slow, 's')).body.status).toBe('running');
+    const slowTurn = await client.answered(slow, 's');
+    expect(Date.parse(answered.endedAt!)).toBeLessThan(Date.parse(slowTurn.endedAt!));
+  });
+
+  it('a worker stopped with SIGTERM leaves the group at once: its running turn resumes on another worker well within a session timeout', async () => {
+    const { client } = stack;
+    const leaving = stack.workers.find((w) => ownedBy(w).length > 0)!;
+    const conversation = keyOn(ownedBy(leaving)[0], 'leave');
+    await client.chat(conversation, { text: 'wait 1000', id: 'l' });
+    await client.started(conversation, 'l');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const stoppedAt = Date.now();
+    expect(await leaving.kill('SIGTERM')).toBe(0);
+    const turn = await client.answered(conversation, 'l', 30_000);
+    const resumedIn = Date.now() - stoppedAt;
+    expect(turn).toMatchObject({ status: 'completed', content: 'waiting for wait 1000\n\nafter waited 1000 ms: wait 1000' });
+    // Without LeaveGroup the partition would wait for the 6 s session timeout, then the 1 s tool again.
+    expect(resumedIn).toBeLessThan(6000);
+    const transcript = (await client.messages(conversation)).body.items;
+    expect(transcript).toHaveLength(3);
+  });
+});
