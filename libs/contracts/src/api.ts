@@ -2,6 +2,9 @@ import { z } from 'zod';
 import { InputId } from './conversation-key';
 import type { TurnStatus } from './events';
 
+/** `DELETE /v1/conversations/{key}/inputs/{id}` (or `?latest=chat|steer`): the input taken back. */
+export type RetractAnswer = { id: string; text: string };
+
 /** Limits of the HTTP edge; configurable by environment where the service reads them. */
 export const DEFAULT_MAX_TEXT_CHARS = 8000;
 
@@ -13,6 +16,8 @@ export const ChatBody = z
     text: Text.optional(),
     messages: z.array(Text).min(1, 'messages must hold at least one message').max(32).optional(),
     id: InputId.optional(),
+    onBusy: z.enum(['enqueue', 'reject', 'interrupt', 'rollback']).optional(),
+    ifLastInputId: InputId.optional(),
   })
   .strict()
   .refine((b) => (b.text === undefined) !== (b.messages === undefined), {
@@ -23,14 +28,14 @@ export type ChatBody = z.infer<typeof ChatBody>;
 export type ChatAccepted = { id: string; turn: null; position: number };
 
 /** `POST /v1/conversations/{key}/steer`. */
-export const SteerBody = z.object({ text: Text, id: InputId.optional() }).strict();
+export const SteerBody = z.object({ text: Text, id: InputId.optional(), ifLastInputId: InputId.optional() }).strict();
 export type SteerBody = z.infer<typeof SteerBody>;
 
 /** The worker's decision: `landed` means `turn` shows it to the model before it ends. */
 export type SteerAnswer = { id: string; turn: string | null; landed: boolean };
 
 /** `POST /v1/conversations/{key}/stop`. */
-export const StopBody = z.object({}).strict();
+export const StopBody = z.object({ discardPending: z.boolean().optional() }).strict();
 export type StopAnswer = { turn: string | null };
 
 export type ConversationStatus = {

@@ -8,6 +8,7 @@ import { ConversationKey, InputId } from './conversation-key';
  * within a conversation, that SSE uses as its event id.
  */
 const Prompt = z.object({ id: InputId, text: z.string() });
+const PendingInput = z.object({ id: InputId, kind: z.enum(['chat', 'steer']), text: z.string() });
 const ToolCall = z.object({ id: z.string(), name: z.string(), arguments: z.string() });
 export type ToolCall = z.infer<typeof ToolCall>;
 
@@ -36,7 +37,32 @@ export const EventData = {
   /** The running turn took a steered message at a step: it is in the model's very next request. */
   'steer.taken': z.object({ turn: z.string(), step: z.number().int().nonnegative(), input: Prompt }),
   /** A stop was asked for: the turn (if one runs) ends `stopped` as soon as it can. */
-  'stop.requested': z.object({ stop: InputId, turn: z.string().nullable() }),
+  'stop.requested': z.object({
+    stop: InputId,
+    turn: z.string().nullable(),
+    /**
+     * `stop`: the turn ends `stopped` at once. `rollback`: the same, and its work is dropped from
+     * the history later turns see. `interrupt`: it ends `superseded` at its next step, keeping
+     * what it did. (Absent in early records: `stop`.)
+     */
+    mode: z.enum(['stop', 'rollback', 'interrupt']).default('stop'),
+  }),
+  /** A pending input was taken back; it is never answered. */
+  'input.retracted': z.object({ input: PendingInput, retract: InputId }),
+  /** A retraction found nothing to take back: the input was delivered already, or is unknown. */
+  'retract.refused': z.object({ retract: InputId, target: InputId.nullable(), code: z.enum(['delivered', 'not_found']) }),
+  /** A stop with discardPending dropped this pending input; it is never answered. */
+  'input.discarded': z.object({ input: PendingInput, stop: InputId }),
+  /** An input was refused and is answered by this refusal: a queue was full, a precondition failed, or the conversation was busy. */
+  'input.rejected': z.object({
+    input: PendingInput,
+    code: z.enum(['queue_full', 'precondition_failed', 'busy']),
+    message: z.string(),
+  }),
+  /** A promotion found no pending follow-up under that id (delivered, retracted, a steer, or unknown). */
+  'promote.refused': z.object({ promote: InputId, target: InputId, code: z.enum(['delivered', 'not_found']) }),
+  /** The input reached a turn: it started the turn, or the turn took it as a steered message. */
+  'input.delivered': z.object({ input: z.object({ id: InputId, kind: z.enum(['chat', 'steer']) }), turn: z.string() }),
   /** A turn began, answering `prompt`. */
   'turn.started': z.object({ turn: z.string(), prompt: Prompt }),
   /** The model's reply of one step, stored before any of its tool calls run. */
@@ -93,6 +119,12 @@ export const ConversationEventRecord = z.discriminatedUnion('type', [
   record('steer.accepted'),
   record('steer.taken'),
   record('stop.requested'),
+  record('input.retracted'),
+  record('retract.refused'),
+  record('input.discarded'),
+  record('input.rejected'),
+  record('promote.refused'),
+  record('input.delivered'),
   record('turn.started'),
   record('model.replied'),
   record('tool.started'),

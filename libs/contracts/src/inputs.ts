@@ -15,6 +15,10 @@ export const ChatInputV1 = z.object({
   subject: z.string().min(1).max(200).default('anonymous'),
   /** One or more user messages, answered by one reply. */
   messages: z.array(z.string().min(1)).min(1),
+  /** What it does to a busy conversation (a turn running); see OnBusy. */
+  onBusy: z.enum(['enqueue', 'reject', 'interrupt', 'rollback']).default('enqueue'),
+  /** Refused (`precondition_failed`) unless the conversation's last accepted input is this one. */
+  ifLastInputId: InputId.optional(),
   sentAt: z.iso.datetime(),
 });
 export type ChatInput = z.infer<typeof ChatInputV1>;
@@ -27,6 +31,7 @@ export const SteerInputV1 = z.object({
   conversation: ConversationKey,
   subject: z.string().min(1).max(200).default('anonymous'),
   text: z.string().min(1),
+  ifLastInputId: InputId.optional(),
   sentAt: z.iso.datetime(),
 });
 export type SteerInput = z.infer<typeof SteerInputV1>;
@@ -38,17 +43,47 @@ export const StopInputV1 = z.object({
   id: InputId,
   conversation: ConversationKey,
   subject: z.string().min(1).max(200).default('anonymous'),
+  /** Also discard every pending input of the conversation (each is reported discarded, never answered). */
+  discardPending: z.boolean().default(false),
   sentAt: z.iso.datetime(),
 });
 export type StopInput = z.infer<typeof StopInputV1>;
 
-export const InputRecord = z.discriminatedUnion('type', [ChatInputV1, SteerInputV1, StopInputV1]);
+/** Takes back a pending input: `target` by id, or the latest pending one of a queue. */
+export const RetractInputV1 = z.object({
+  v: z.literal(1),
+  type: z.literal('retract'),
+  /** The retraction's own id: its decision (`input.retracted` or `retract.refused`) names it. */
+  id: InputId,
+  conversation: ConversationKey,
+  subject: z.string().min(1).max(200).default('anonymous'),
+  target: z.union([z.object({ id: InputId }), z.object({ latest: z.enum(['chat', 'steer']) })]),
+  sentAt: z.iso.datetime(),
+});
+export type RetractInput = z.infer<typeof RetractInputV1>;
+
+/** Turns a pending follow-up into a steer of the running turn. */
+export const PromoteInputV1 = z.object({
+  v: z.literal(1),
+  type: z.literal('promote'),
+  id: InputId,
+  conversation: ConversationKey,
+  subject: z.string().min(1).max(200).default('anonymous'),
+  target: InputId,
+  sentAt: z.iso.datetime(),
+});
+export type PromoteInput = z.infer<typeof PromoteInputV1>;
+
+export const InputRecord = z.discriminatedUnion('type', [ChatInputV1, SteerInputV1, StopInputV1, RetractInputV1, PromoteInputV1]);
 export type InputRecord = z.infer<typeof InputRecord>;
 export type InputKind = InputRecord['type'];
 
-/** The user messages an input brings: a chat's messages, a steer's text, none for a stop. */
+/** The user messages an input brings: a chat's messages, a steer's text, none for the controls. */
 export const messagesOf = (input: InputRecord): string[] =>
   input.type === 'chat' ? input.messages : input.type === 'steer' ? [input.text] : [];
+
+/** Bounds of what waits in a conversation (configurable; the defaults of the SPEC). */
+export const DEFAULT_QUEUE_BOUNDS = { steers: 4, chats: 4, chars: 8000 } as const;
 
 /** The text a model and a reader see for an input of several messages. */
 export const inputText = (messages: readonly string[]): string => messages.join('\n\n');
