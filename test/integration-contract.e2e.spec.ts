@@ -25,6 +25,7 @@ const chat = (conversation: string, id: string, text: string): ChatInput => ({
   conversation,
   subject: 'billing-service',
   messages: [text],
+  onBusy: 'enqueue',
   sentAt: new Date().toISOString(),
 });
 

@@ -185,12 +185,14 @@ describe('a steered message', () => {
     expect(types).toEqual([
       'input.accepted',
       'turn.started',
+      'input.delivered',
       'model.replied',
       'tool.started',
       'input.accepted',
       'steer.accepted',
       'tool.ended',
       'steer.taken',
+      'input.delivered',
       'model.replied',
       'turn.ended',
     ]);

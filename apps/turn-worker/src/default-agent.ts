@@ -1,9 +1,9 @@
 import { openAiModel, waitTool, type Agent, type ModelClient } from '@rudder/agent';
 import type { Config } from '@rudder/runtime';
-import type { SteeringPolicy } from './conversation/decisions';
+import type { InputPolicy } from './conversation/decisions';
 
-/** An agent as the worker runs it: the loop's agent and how its turns take steered messages. */
-export type WorkerAgent = Agent & { steering: SteeringPolicy };
+/** An agent as the worker runs it: the loop's agent, how its turns take steered messages and what may wait. */
+export type WorkerAgent = Agent & { inputs: InputPolicy };
 
 export const defaultAgent = (config: Config): WorkerAgent => ({
   systemPrompt:
@@ -11,7 +11,10 @@ export const defaultAgent = (config: Config): WorkerAgent => ({
     'take their latest messages into account. Use the wait tool when asked to wait.',
   tools: [waitTool],
   maxSteps: 32,
-  steering: { maxTaken: config.STEERS_PER_TURN },
+  inputs: {
+    maxTaken: config.STEERS_PER_TURN,
+    bounds: { steers: config.MAX_PENDING_STEERS, chats: config.MAX_PENDING_CHATS, chars: config.MAX_PENDING_CHARS },
+  },
 });
 
 /** The model from the environment: OpenAI, or any compatible server at OPENAI_BASE_URL. */

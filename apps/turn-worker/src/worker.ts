@@ -66,13 +66,16 @@ export async function startWorker(
     log,
     async onBatch(partition, messages) {
       await assignment;
-      const { stored, conversations, rejected } = await ingestInputs(pool, partition, epochs, messages, agent.steering);
+      const { stored, conversations, rejected } = await ingestInputs(pool, partition, epochs, messages, agent.inputs);
       await publishing.deadLetter(partition, rejected);
       for (const { reason, message } of rejected) log.warn('input dead-lettered', { partition, offset: message.offset, reason });
       relay.enqueue(stored);
       fault('after-ingest');
       scheduler.poke(conversations.map((conversation) => ({ conversation, partition })));
-      for (const event of stored) if (event.type === 'stop.requested' && event.data.turn) scheduler.stopTurn(event.conversation, partition);
+      // A stop or a rollback aborts the running turn now; an interrupt waits for its next step.
+      for (const event of stored) {
+        if (event.type === 'stop.requested' && event.data.turn && event.data.mode !== 'interrupt') scheduler.stopTurn(event.conversation, partition);
+      }
     },
     onAssignment(partitions) {
       owned = partitions;

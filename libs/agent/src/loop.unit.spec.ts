@@ -168,7 +168,7 @@ describe('the agent loop', () => {
     const calls = [{ id: 'c1', name: 'wait', arguments: '{"ms":10000}' }];
     const stored: DomainEvent[] = [
       { type: 'model.replied', data: { turn: 't1', step: 0, content: 'waiting', toolCalls: calls } },
-      { type: 'stop.requested', data: { stop: 'halt', turn: 't1' } },
+      { type: 'stop.requested', data: { stop: 'halt', turn: 't1', mode: 'stop' } },
     ];
     const turn = stored.reduce(evolveTurn, startTurn('t1', prompt));
     const { commits } = await run({ turn });

@@ -19,8 +19,11 @@ export type TurnState = {
   answered: boolean;
   /** The steered messages the turn took, in order. */
   steered: { id: string; text: string }[];
-  /** A stop was asked for: the turn ends `stopped` at once, closing its open calls. */
-  stopRequested: boolean;
+  /**
+   * How the turn was asked to end: `stop` and `rollback` end it `stopped` at once (closing its
+   * open calls); `interrupt` ends it `superseded` at its next step.
+   */
+  ending: 'stop' | 'rollback' | 'interrupt' | null;
 };
 
 export function startTurn(id: string, prompt: { id: string; text: string; messages: string[] }): TurnState {
@@ -33,7 +36,7 @@ export function startTurn(id: string, prompt: { id: string; text: string; messag
     answers: [],
     answered: false,
     steered: [],
-    stopRequested: false,
+    ending: null,
   };
 }
 
@@ -71,7 +74,7 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
       };
     }
     case 'stop.requested':
-      return event.data.turn === turn.id ? { ...turn, stopRequested: true } : turn;
+      return event.data.turn === turn.id ? { ...turn, ending: event.data.mode } : turn;
     default:
       return turn;
   }
@@ -87,8 +90,12 @@ export type NextAction =
  * a stored reply is not asked for again and a stored tool result is not run again.
  */
 export function nextAction(turn: TurnState, limits: { maxSteps: number }): NextAction {
-  if (turn.stopRequested) return { type: 'end', status: 'stopped', outcome: 'stopped on request' };
+  if (turn.ending === 'stop') return { type: 'end', status: 'stopped', outcome: 'stopped on request' };
+  if (turn.ending === 'rollback') return { type: 'end', status: 'stopped', outcome: 'rolled back: a newer input replaced it' };
   if (turn.answered) return { type: 'end', status: 'completed', outcome: null };
+  if (turn.ending === 'interrupt' && turn.openCalls.length === 0 && turn.steps > 0) {
+    return { type: 'end', status: 'superseded', outcome: 'interrupted by a newer input at a step' };
+  }
   if (turn.openCalls.length > 0) return { type: 'run-tools', step: turn.steps - 1, calls: turn.openCalls };
   if (turn.steps >= limits.maxSteps) {
     return { type: 'end', status: 'failed', outcome: `the turn reached its limit of ${limits.maxSteps} model replies` };

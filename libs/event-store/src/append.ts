@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import type { Pool, PoolClient } from '@rudder/runtime';
 import { FencedError, type Epochs } from './fencing';
-import { evolveHead, type ConversationHead } from './head';
+import { evolveHead, parseHead, type ConversationHead } from './head';
 import { onceKey } from './once-key';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 
@@ -14,10 +14,8 @@ export class AlreadyStoredError extends Error {
   }
 }
 
-type HeadRow = { key: string; running_turn: string | null; steers: { id: string; text: string }[]; steers_landed: number };
-const HEAD_COLUMNS = 'key, running_turn, steers, steers_landed';
-const HEAD_COLUMNS_OF_C = HEAD_COLUMNS.split(', ').map((c) => `c.${c}`).join(', ');
-const toHead = (row: HeadRow): ConversationHead => ({ runningTurn: row.running_turn, steers: row.steers, steersLanded: row.steers_landed });
+type HeadRow = { key: string; head: Partial<ConversationHead> | null };
+const toHead = (row: HeadRow): ConversationHead => parseHead(row.head);
 
 /**
  * Appends what `decide` makes of the conversation's head, in one transaction, all or none.
@@ -35,7 +33,7 @@ export async function appendToConversation(
 ): Promise<ConversationEvent[]> {
   return inTransaction(pool, conversation, async (client) => {
     const { rows } = await client.query<HeadRow & { epoch: string; partition: number }>(
-      `SELECT ${HEAD_COLUMNS_OF_C}, c.partition, p.epoch
+      `SELECT c.key, c.head, c.partition, p.epoch
          FROM event_store.conversations c
          JOIN event_store.partition_owners p ON p.partition = c.partition
         WHERE c.key = $1
@@ -76,7 +74,7 @@ export async function appendToConversations(
       `INSERT INTO event_store.conversations (key, partition)
        SELECT k, $2 FROM unnest($1::text[]) AS k
        ON CONFLICT (key) DO UPDATE SET partition = EXCLUDED.partition
-       RETURNING ${HEAD_COLUMNS}`,
+       RETURNING key, head`,
       [sorted.map((r) => r.conversation), partition],
     );
     const probed = await client.query<{ conversation: string; once_key: string }>(
@@ -112,8 +110,8 @@ async function writeEvents(client: PoolClient, writes: { conversation: string; h
        RETURNING ${EVENT_COLUMNS}
      ), heads AS (
        UPDATE event_store.conversations c
-          SET running_turn = h.running_turn, steers = h.steers, steers_landed = h.steers_landed
-         FROM unnest($6::text[], $7::text[], $8::jsonb[], $9::int[]) AS h(key, running_turn, steers, steers_landed)
+          SET head = h.head
+         FROM unnest($6::text[], $7::jsonb[]) AS h(key, head)
         WHERE c.key = h.key
      )
      SELECT * FROM inserted`,
@@ -124,9 +122,7 @@ async function writeEvents(client: PoolClient, writes: { conversation: string; h
       events.map((e) => JSON.stringify(e.event.data)),
       events.map((e) => onceKey(e.event)),
       heads.map((h) => h.key),
-      heads.map((h) => h.head.runningTurn),
-      heads.map((h) => JSON.stringify(h.head.steers)),
-      heads.map((h) => h.head.steersLanded),
+      heads.map((h) => JSON.stringify(h.head)),
     ],
   );
   return rows.sort((a, b) => Number(a.position) - Number(b.position)).map(toConversationEvent);

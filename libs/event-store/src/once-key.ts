@@ -2,16 +2,27 @@ import type { DomainEvent } from '@rudder/contracts';
 
 /**
  * What makes each event happen at most once in its conversation, enforced by a unique key:
- * an input is accepted once, a steer is decided once and taken at most once, a stop is
- * asked for once, a prompt starts one turn, a step's reply and each call's start and result
- * are stored once, a turn ends once.
+ * an input is accepted (or rejected) once and delivered once, a steer is decided once and
+ * taken at most once, each control (stop, retract, promote) is handled once, a prompt starts
+ * one turn, a step's reply and each call's start and result are stored once, a turn ends once.
  */
 export function onceKey(event: DomainEvent): string {
   switch (event.type) {
     case 'input.accepted':
       return inputKey(event.data.input.id);
+    case 'input.rejected':
+      return rejectKey(event.data.input.id);
+    case 'input.delivered':
+      return `delivered:${event.data.input.id}`;
+    case 'input.retracted':
+    case 'retract.refused':
+      return retractKey(event.data.retract);
+    case 'input.discarded':
+      return `discard:${event.data.input.id}`;
+    case 'promote.refused':
+      return promoteKey(event.data.promote);
     case 'steer.accepted':
-      return `steer-accepted:${event.data.input.id}`;
+      return steerAcceptedKey(event.data.input.id);
     case 'steer.taken':
       return `steer-taken:${event.data.input.id}`;
     case 'stop.requested':
@@ -34,6 +45,10 @@ export function onceKey(event: DomainEvent): string {
 }
 
 export const inputKey = (inputId: string) => `input:${inputId}`;
+export const rejectKey = (inputId: string) => `reject:${inputId}`;
+export const steerAcceptedKey = (inputId: string) => `steer-accepted:${inputId}`;
 export const stopKey = (stopId: string) => `stop:${stopId}`;
+export const retractKey = (retractId: string) => `retract:${retractId}`;
+export const promoteKey = (promoteId: string) => `promote:${promoteId}`;
 export const turnForKey = (inputId: string) => `turn-for:${inputId}`;
 export const turnEndedKey = (turn: string) => `turn-ended:${turn}`;

@@ -1,6 +1,5 @@
 import type { ConversationEvent } from '@rudder/contracts';
 import type { Pool } from '@rudder/runtime';
-import { turnEndedKey, turnForKey } from './once-key';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 
 /** A conversation's events after `afterPosition`, in order. */
@@ -13,24 +12,17 @@ export async function readConversation(pool: Pool, conversation: string, afterPo
 }
 
 /**
- * Conversations of these partitions with work left: an accepted input that started no turn,
- * or a turn that did not end. Read when partitions are assigned, to resume them.
- * It scans the inputs and turns of those partitions; fine at today's sizes (see docs/architecture.md).
+ * Conversations of these partitions with work left — a running turn, or inputs waiting to be
+ * turns — read from their heads when partitions are assigned, to resume them.
  */
 export async function conversationsWithOpenWork(pool: Pool, partitions: readonly number[]): Promise<{ conversation: string; partition: number }[]> {
   if (partitions.length === 0) return [];
   const { rows } = await pool.query<{ conversation: string; partition: number }>(
-    `SELECT DISTINCT e.conversation, c.partition
-       FROM event_store.events e
-       JOIN event_store.conversations c ON c.key = e.conversation
-      WHERE c.partition = ANY($1::int[])
-        AND ((e.type = 'input.accepted' AND NOT EXISTS (
-               SELECT 1 FROM event_store.events t
-                WHERE t.conversation = e.conversation AND t.once_key = $2 || (e.data->'input'->>'id')))
-          OR (e.type = 'turn.started' AND NOT EXISTS (
-               SELECT 1 FROM event_store.events t
-                WHERE t.conversation = e.conversation AND t.once_key = $3 || (e.data->>'turn'))))`,
-    [partitions, turnForKey(''), turnEndedKey('')],
+    `SELECT key AS conversation, partition
+       FROM event_store.conversations
+      WHERE partition = ANY($1::int[])
+        AND (head->>'runningTurn' IS NOT NULL OR jsonb_array_length(COALESCE(head->'queue', '[]')) > 0)`,
+    [partitions],
   );
   return rows;
 }

@@ -58,4 +58,14 @@ export const eventStoreMigrations: Migration[] = [
       );
     `,
   },
+  {
+    id: '004-head-as-json',
+    sql: `
+      -- The head grew (queue, last input, ending): one jsonb value, parsed by head.ts.
+      ALTER TABLE conversations ADD COLUMN head jsonb NOT NULL DEFAULT '{}';
+      UPDATE conversations
+         SET head = jsonb_build_object('runningTurn', running_turn, 'steers', steers, 'steersLanded', steers_landed);
+      ALTER TABLE conversations DROP COLUMN running_turn, DROP COLUMN steers, DROP COLUMN steers_landed;
+    `,
+  },
 ];

@@ -23,6 +23,10 @@ const Env = z.object({
   MAX_TEXT_CHARS: z.coerce.number().int().positive().default(8000),
   /** How many steered messages a turn takes at most; 0: the agent's turns take none (every steer becomes a turn of its own). */
   STEERS_PER_TURN: z.coerce.number().int().nonnegative().default(16),
+  /** Bounds of what waits in a conversation: steers for the running turn, inputs queued behind it, and their characters together. */
+  MAX_PENDING_STEERS: z.coerce.number().int().positive().default(4),
+  MAX_PENDING_CHATS: z.coerce.number().int().positive().default(4),
+  MAX_PENDING_CHARS: z.coerce.number().int().positive().default(8000),
   /** Consumer session timeout of the turn workers; shorter means faster failover, more false alarms. */
   WORKER_SESSION_TIMEOUT_MS: z.coerce.number().int().positive().default(10000),
   WORKER_HEARTBEAT_MS: z.coerce.number().int().positive().default(1000),

@@ -1,7 +1,11 @@
 import type { DomainEvent } from '@rudder/contracts';
 import { assistantMessage, evolveTurn, startTurn, userMessage, type ModelMessage, type TurnState } from '@rudder/agent';
 
-/** An input waiting to be answered as a turn of its own; `position` orders the queue. */
+/**
+ * An input waiting to be answered as a turn of its own; `position` orders the queue. (Which
+ * input starts the next turn is decided under the conversation's lock from its head; the fold
+ * keeps the messages of what waits, and the history the model sees.)
+ */
 export type PendingPrompt = { id: string; text: string; messages: string[]; position: number };
 
 /** A conversation as the worker folds it from its event log. */
@@ -50,12 +54,25 @@ export function evolve(state: Conversation, event: PositionedEvent): Conversatio
     }
     case 'steer.accepted': {
       const { input, landed, turn } = event.data;
-      const prompt = state.undecided.find((p) => p.id === input.id) ?? { ...input, messages: [input.text], position: event.position };
+      const promoted = state.queue.find((p) => p.id === input.id); // a follow-up promoted to a steer
+      if (promoted && !landed) return state;
+      const prompt = promoted ?? state.undecided.find((p) => p.id === input.id) ?? { ...input, messages: [input.text], position: event.position };
       const undecided = state.undecided.filter((p) => p.id !== input.id);
-      if (state.taken.has(input.id)) return { ...state, undecided };
-      if (landed && state.running?.id === turn) return { ...state, undecided, landed: [...state.landed, prompt] };
-      return { ...state, undecided, queue: inOrder([...state.queue, prompt]) };
+      const queue = state.queue.filter((p) => p.id !== input.id);
+      if (state.taken.has(input.id)) return { ...state, undecided, queue };
+      if (landed && state.running?.id === turn) return { ...state, undecided, queue, landed: [...state.landed, prompt] };
+      return { ...state, undecided, queue: inOrder([...queue, prompt]) };
     }
+    case 'input.retracted':
+    case 'input.discarded': {
+      const gone = (p: PendingPrompt) => p.id !== event.data.input.id;
+      return { ...state, queue: state.queue.filter(gone), landed: state.landed.filter(gone), undecided: state.undecided.filter(gone) };
+    }
+    case 'input.rejected':
+    case 'input.delivered':
+    case 'retract.refused':
+    case 'promote.refused':
+      return state;
     case 'steer.taken': {
       const taken = new Set(state.taken).add(event.data.input.id);
       const landed = state.landed.filter((p) => p.id !== event.data.input.id);
@@ -91,12 +108,16 @@ export function evolve(state: Conversation, event: PositionedEvent): Conversatio
         // What landed and was not taken (the turn stopped, failed or died) is answered as turns of its own.
         queue: inOrder([...state.queue, ...state.landed]),
         landed: [],
-        history: [
-          ...state.history,
-          ...turn.prompt.messages.map(userMessage),
-          ...turn.steered.map((s) => userMessage(s.text)),
-          ...turn.answers.map((answer) => assistantMessage(answer, [])),
-        ],
+        // A rolled-back turn leaves no trace in what later turns see.
+        history:
+          turn.ending === 'rollback'
+            ? state.history
+            : [
+                ...state.history,
+                ...turn.prompt.messages.map(userMessage),
+                ...turn.steered.map((s) => userMessage(s.text)),
+                ...turn.answers.map((answer) => assistantMessage(answer, [])),
+              ],
       };
     }
     default: {
@@ -107,20 +128,3 @@ export function evolve(state: Conversation, event: PositionedEvent): Conversatio
 }
 
 export const fold = (events: readonly PositionedEvent[], state = emptyConversation()): Conversation => events.reduce(evolve, state);
-
-export type Command = { type: 'start-next-turn'; turn: string };
-
-/** Decides what a command adds to the log: no events when there is nothing to do. */
-export function decide(state: Conversation, command: Command): DomainEvent[] {
-  switch (command.type) {
-    case 'start-next-turn': {
-      const next = state.queue[0];
-      if (state.running || !next) return [];
-      return [{ type: 'turn.started', data: { turn: command.turn, prompt: { id: next.id, text: next.text } } }];
-    }
-    default: {
-      const never: never = command.type;
-      throw new Error(`unknown command ${String(never)}`);
-    }
-  }
-}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
-import { decide, fold, type PositionedEvent } from './conversation';
+import { fold, type PositionedEvent } from './conversation';
 
 /** Events as the log holds them: positioned in the order given, from `from`. */
 const log = (events: DomainEvent[], from = 1): PositionedEvent[] => events.map((e, i) => ({ ...e, position: from + i }));
@@ -30,21 +30,48 @@ const ended = (turn: string, content: string, status: 'completed' | 'stopped' = 
 const call = { id: 'c1', name: 'wait', arguments: '{"ms":5}' };
 
 describe('the conversation fold', () => {
-  it('given no events, starting the next turn decides nothing', () => {
-    expect(decide(fold([]), { type: 'start-next-turn', turn: 't1' })).toEqual([]);
+  it('keeps what waits, with its messages, until a turn starts for it', () => {
+    const state = fold(log([accepted('a', 'first'), accepted('b', 'one', 'two'), started('t1', 'a', 'first')]));
+    expect(state.queue).toEqual([{ id: 'b', text: 'one\n\ntwo', messages: ['one', 'two'], position: 2 }]);
+    expect(state.running?.messages).toEqual([{ role: 'user', content: 'first' }]);
   });
 
-  it('given accepted inputs, the next turn answers the oldest one first', () => {
-    const state = fold(log([accepted('a', 'first'), accepted('b', 'second')]));
-    expect(decide(state, { type: 'start-next-turn', turn: 't1' })).toEqual([started('t1', 'a', 'first')]);
+  it('a retracted or discarded input no longer waits', () => {
+    const state = fold(
+      log([
+        accepted('a', 'first'),
+        accepted('b', 'second'),
+        { type: 'input.retracted', data: { input: { id: 'a', kind: 'chat', text: 'first' }, retract: 'r' } },
+        { type: 'input.discarded', data: { input: { id: 'b', kind: 'chat', text: 'second' }, stop: 's' } },
+      ]),
+    );
+    expect(state.queue).toEqual([]);
   });
 
-  it('given a running turn, no other turn starts until it ends', () => {
-    const state = fold(log([accepted('a', 'first'), accepted('b', 'second'), started('t1', 'a', 'first')]));
-    expect(state.queue.map((p) => p.id)).toEqual(['b']);
-    expect(decide(state, { type: 'start-next-turn', turn: 't2' })).toEqual([]);
-    const after = fold(log([replied('t1', 0, 'done'), ended('t1', 'done')], 4), state);
-    expect(decide(after, { type: 'start-next-turn', turn: 't2' })).toEqual([started('t2', 'b', 'second')]);
+  it('a rolled-back turn leaves no trace in what later turns see; an interrupted one keeps what it did', () => {
+    const rolledBack = fold(
+      log([
+        accepted('a', 'first'),
+        started('t1', 'a', 'first'),
+        replied('t1', 0, 'half done'),
+        { type: 'stop.requested', data: { stop: 'b', turn: 't1', mode: 'rollback' } },
+        ended('t1', 'half done', 'stopped'),
+      ]),
+    );
+    expect(rolledBack.history).toEqual([]);
+    const interrupted = fold(
+      log([
+        accepted('a', 'first'),
+        started('t1', 'a', 'first'),
+        replied('t1', 0, 'half done'),
+        { type: 'stop.requested', data: { stop: 'b', turn: 't1', mode: 'interrupt' } },
+        ended('t1', 'half done', 'stopped'),
+      ]),
+    );
+    expect(interrupted.history).toEqual([
+      { role: 'user', content: 'first' },
+      { role: 'assistant', content: 'half done' },
+    ]);
   });
 
   it('a stored reply with tool calls leaves those calls open until their results are stored', () => {

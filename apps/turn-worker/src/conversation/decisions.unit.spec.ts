@@ -1,47 +1,60 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
 import { evolveTurn, startTurn } from '@rudder/agent';
-import { idleHead, type ConversationHead } from '@rudder/event-store';
-import { acceptInputs, probeKey, takeSteersAtStep } from './decisions';
+import { evolveHead, idleHead, type ConversationHead } from '@rudder/event-store';
+import { acceptInputs, startNextTurn, takeSteersAtStep, type InputPolicy } from './decisions';
 
 const sentAt = '2026-11-30T00:00:00.000Z';
-const steer = (id: string, text = id): InputRecord => ({ v: 1, type: 'steer', id, conversation: 'c', subject: 'alice', text, sentAt });
-const chat = (id: string): InputRecord => ({ v: 1, type: 'chat', id, conversation: 'c', subject: 'alice', messages: [id], sentAt });
-const running = (turn = 't1', steersLanded = 0, steers: ConversationHead['steers'] = []): ConversationHead => ({ runningTurn: turn, steers, steersLanded });
+const base = { v: 1 as const, conversation: 'c', subject: 'alice', sentAt };
+const chat = (id: string, extra: Partial<Extract<InputRecord, { type: 'chat' }>> = {}): InputRecord => ({ ...base, type: 'chat', id, messages: [id], onBusy: 'enqueue', ...extra });
+const steer = (id: string, extra: Partial<Extract<InputRecord, { type: 'steer' }>> = {}): InputRecord => ({ ...base, type: 'steer', id, text: id, ...extra });
+const stop = (id: string, discardPending = false): InputRecord => ({ ...base, type: 'stop', id, discardPending });
+const retract = (id: string, target: { id: string } | { latest: 'chat' | 'steer' }): InputRecord => ({ ...base, type: 'retract', id, target });
+const promote = (id: string, target: string): InputRecord => ({ ...base, type: 'promote', id, target });
+
+const policy: InputPolicy = { maxTaken: 16, bounds: { steers: 4, chats: 4, chars: 8000 } };
+/** The head after these inputs were decided, and the events they made. */
+function decide(inputs: InputRecord[], head: ConversationHead = idleHead(), p = policy, stored = new Set<string>()) {
+  const events = acceptInputs(head, inputs, stored, p);
+  return { events, head: events.reduce(evolveHead, head) };
+}
+/** A head with turn t1 running (started from input p0). */
+const running = (p = policy) => {
+  const { head } = decide([chat('p0')], idleHead(), p);
+  return startNextTurn(head, 't1').reduce(evolveHead, head);
+};
+const types = (events: DomainEvent[]) => events.map((e) => e.type);
 const decisions = (events: DomainEvent[]) => events.flatMap((e) => (e.type === 'steer.accepted' ? [[e.data.input.id, e.data.turn, e.data.landed]] : []));
+const rejections = (events: DomainEvent[]) => events.flatMap((e) => (e.type === 'input.rejected' ? [[e.data.input.id, e.data.code]] : []));
 
 describe('deciding a steer under the conversation lock', () => {
   it('a steer sent while a turn runs lands on that turn', () => {
-    expect(decisions(acceptInputs(running(), [steer('s')], new Set(), { maxTaken: 16 }))).toEqual([['s', 't1', true]]);
+    expect(decisions(decide([steer('s')], running()).events)).toEqual([['s', 't1', true]]);
   });
 
-  it('a steer sent when no turn runs does not land: it becomes a turn of its own', () => {
-    expect(decisions(acceptInputs(idleHead(), [steer('s')], new Set(), { maxTaken: 16 }))).toEqual([['s', null, false]]);
+  it('a steer sent when no turn runs does not land: it waits as a turn of its own', () => {
+    const { events, head } = decide([steer('s')]);
+    expect(decisions(events)).toEqual([['s', null, false]]);
+    expect(head.queue.map((q) => [q.id, q.kind])).toEqual([['s', 'steer']]);
   });
 
   it('past the cap, and to an agent whose turns take none, a steer does not land', () => {
-    const batch = [steer('a'), steer('b'), steer('c')];
-    expect(decisions(acceptInputs(running('t1', 1), batch, new Set(), { maxTaken: 2 }))).toEqual([
+    const capped = { ...policy, maxTaken: 1 };
+    expect(decisions(decide([steer('a'), steer('b')], running(capped), capped).events)).toEqual([
       ['a', 't1', true],
       ['b', null, false],
-      ['c', null, false],
     ]);
-    expect(decisions(acceptInputs(running(), [steer('a')], new Set(), { maxTaken: 0 }))).toEqual([['a', null, false]]);
+    const none = { ...policy, maxTaken: 0 };
+    expect(decisions(decide([steer('a')], running(none), none).events)).toEqual([['a', null, false]]);
   });
 
-  it('an input stored before, or twice in one batch, adds nothing', () => {
-    const events = acceptInputs(running(), [chat('x'), steer('s'), steer('s')], new Set([probeKey(chat('x'))]), { maxTaken: 16 });
-    expect(events.map((e) => e.type)).toEqual(['input.accepted', 'steer.accepted']);
-  });
-
-  it('a stop names the running turn, or none', () => {
-    const stop: InputRecord = { v: 1, type: 'stop', id: 'halt', conversation: 'c', subject: 'alice', sentAt };
-    expect(acceptInputs(running(), [stop], new Set(), { maxTaken: 16 })).toEqual([{ type: 'stop.requested', data: { stop: 'halt', turn: 't1' } }]);
-    expect(acceptInputs(idleHead(), [stop], new Set(), { maxTaken: 16 })).toEqual([{ type: 'stop.requested', data: { stop: 'halt', turn: null } }]);
+  it('an input handled before, or twice in one batch, adds nothing', () => {
+    const events = decide([chat('x'), steer('s'), steer('s')], running(), policy, new Set(['input:x'])).events;
+    expect(types(events)).toEqual(['input.accepted', 'steer.accepted']);
   });
 });
 
-describe('taking steers at a step', () => {
+describe('starting turns and taking steers', () => {
   const prompt = { id: 'p', text: 'p', messages: ['p'] };
   const calls = [
     { id: 'c1', name: 'wait', arguments: '{}' },
@@ -49,22 +62,23 @@ describe('taking steers at a step', () => {
   ];
   const afterReply = evolveTurn(startTurn('t1', prompt), { type: 'model.replied', data: { turn: 't1', step: 0, content: '', toolCalls: calls } });
   const result = (callId: string): DomainEvent => ({ type: 'tool.ended', data: { turn: 't1', step: 0, callId, name: 'wait', result: 'ok', isError: false } });
-  const waiting = running('t1', 2, [
-    { id: 's1', text: 'one' },
-    { id: 's2', text: 'two' },
-  ]);
+  const waiting = decide([steer('s1'), steer('s2')], running()).head;
+
+  it('the next turn answers the first input waiting, and says it was delivered; none while a turn runs', () => {
+    const { head } = decide([chat('a'), chat('b')]);
+    expect(types(startNextTurn(head, 't1'))).toEqual(['turn.started', 'input.delivered']);
+    expect(startNextTurn(head, 't1')[0]).toMatchObject({ data: { prompt: { id: 'a' } } });
+    expect(startNextTurn(running(), 't2')).toEqual([]);
+  });
 
   it('not while a call of the reply is still open', () => {
     expect(takeSteersAtStep(waiting, afterReply, [result('c1')])).toEqual([result('c1')]);
   });
 
   it('with the last result of the reply, after it, in the order they were sent', () => {
-    const turn = evolveTurn(afterReply, result('c1'));
-    expect(takeSteersAtStep(waiting, turn, [result('c2')])).toEqual([
-      result('c2'),
-      { type: 'steer.taken', data: { turn: 't1', step: 1, input: { id: 's1', text: 'one' } } },
-      { type: 'steer.taken', data: { turn: 't1', step: 1, input: { id: 's2', text: 'two' } } },
-    ]);
+    const stored = takeSteersAtStep(waiting, evolveTurn(afterReply, result('c1')), [result('c2')]);
+    expect(types(stored)).toEqual(['tool.ended', 'steer.taken', 'input.delivered', 'steer.taken', 'input.delivered']);
+    expect(stored[1]).toEqual({ type: 'steer.taken', data: { turn: 't1', step: 1, input: { id: 's1', text: 's1' } } });
   });
 
   it('with the final answer, instead of ending the turn: it takes one more step', () => {
@@ -72,18 +86,91 @@ describe('taking steers at a step', () => {
       { type: 'model.replied', data: { turn: 't1', step: 0, content: 'done', toolCalls: [] } },
       { type: 'turn.ended', data: { turn: 't1', status: 'completed', outcome: null, content: 'done', steered: [] } },
     ];
-    const stored = takeSteersAtStep(waiting, startTurn('t1', prompt), final);
-    expect(stored.map((e) => e.type)).toEqual(['model.replied', 'steer.taken', 'steer.taken']);
-    expect(stored[1]).toMatchObject({ data: { step: 1 } });
+    expect(types(takeSteersAtStep(waiting, startTurn('t1', prompt), final))).toEqual(['model.replied', 'steer.taken', 'input.delivered', 'steer.taken', 'input.delivered']);
   });
 
-  it('not when the turn ends stopped or failed: what it did not take becomes turns of their own', () => {
+  it('not when the turn ends stopped or failed: what it did not take waits as turns of their own, in order', () => {
     const stopped: DomainEvent[] = [{ type: 'turn.ended', data: { turn: 't1', status: 'stopped', outcome: null, content: '', steered: [] } }];
     expect(takeSteersAtStep(waiting, startTurn('t1', prompt), stopped)).toEqual(stopped);
+    const { head } = decide([chat('later')], waiting);
+    expect(stopped.reduce(evolveHead, head).queue.map((q) => q.id)).toEqual(['s1', 's2', 'later']);
   });
 
   it('a turn nobody steered stores exactly what it asked to', () => {
-    const turn = evolveTurn(afterReply, result('c1'));
-    expect(takeSteersAtStep(running(), turn, [result('c2')])).toEqual([result('c2')]);
+    expect(takeSteersAtStep(running(), evolveTurn(afterReply, result('c1')), [result('c2')])).toEqual([result('c2')]);
+  });
+});
+
+describe('queue controls under the conversation lock', () => {
+  it('onBusy reject refuses a chat while a turn runs, and accepts it when none does', () => {
+    expect(rejections(decide([chat('x', { onBusy: 'reject' })], running()).events)).toEqual([['x', 'busy']]);
+    expect(types(decide([chat('x', { onBusy: 'reject' })]).events)).toEqual(['input.accepted']);
+  });
+
+  it('onBusy interrupt ends the running turn at its next step, and the chat runs next', () => {
+    const { events, head } = decide([chat('queued'), chat('now', { onBusy: 'interrupt' })], running());
+    expect(events.at(-1)).toEqual({ type: 'stop.requested', data: { stop: 'now', turn: 't1', mode: 'interrupt' } });
+    expect(head.queue.map((q) => q.id)).toEqual(['now', 'queued']);
+    const afterReply = evolveTurn(startTurn('t1', { id: 'p0', text: 'p0', messages: ['p0'] }), {
+      type: 'model.replied',
+      data: { turn: 't1', step: 0, content: 'working', toolCalls: [{ id: 'c1', name: 'wait', arguments: '{}' }] },
+    });
+    const stored = takeSteersAtStep(head, afterReply, [{ type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'c1', name: 'wait', result: 'ok', isError: false } }]);
+    expect(stored.at(-1)).toMatchObject({ type: 'turn.ended', data: { status: 'superseded', content: 'working' } });
+  });
+
+  it('onBusy rollback asks for the turn to stop now, as a rollback', () => {
+    expect(decide([chat('now', { onBusy: 'rollback' })], running()).events.at(-1)).toEqual({
+      type: 'stop.requested',
+      data: { stop: 'now', turn: 't1', mode: 'rollback' },
+    });
+  });
+
+  it('ifLastInputId refuses an input when another one was accepted last', () => {
+    const { head } = decide([chat('a'), chat('b')]);
+    expect(rejections(decide([chat('c', { ifLastInputId: 'a' })], head).events)).toEqual([['c', 'precondition_failed']]);
+    expect(types(decide([steer('s', { ifLastInputId: 'b' })], head).events)).toEqual(['input.accepted', 'steer.accepted']);
+  });
+
+  it('bounds: the fifth follow-up, the fifth waiting steer and text past the characters are refused as queue_full', () => {
+    expect(rejections(decide(['1', '2', '3', '4', '5'].map((id) => chat(id))).events)).toEqual([['5', 'queue_full']]);
+    expect(rejections(decide(['1', '2', '3', '4', '5'].map((id) => steer(id)), running()).events)).toEqual([['5', 'queue_full']]);
+    const long = { ...base, type: 'chat' as const, onBusy: 'enqueue' as const };
+    const events = decide([{ ...long, id: 'a', messages: ['x'.repeat(5000)] }, { ...long, id: 'b', messages: ['y'.repeat(3001)] }]).events;
+    expect(rejections(events)).toEqual([['b', 'queue_full']]);
+    expect(events.find((e) => e.type === 'input.rejected')).toMatchObject({ data: { message: expect.stringContaining('5000 characters waiting') } });
+  });
+
+  it('retract takes back a pending input by id or the latest of a queue, and refuses what is not pending', () => {
+    const { head } = decide([chat('a'), chat('b'), steer('s')], running());
+    expect(decide([retract('r1', { id: 'a' })], head).events).toEqual([
+      { type: 'input.retracted', data: { input: { id: 'a', kind: 'chat', text: 'a' }, retract: 'r1' } },
+    ]);
+    expect(decide([retract('r2', { latest: 'chat' })], head).events[0]).toMatchObject({ data: { input: { id: 'b' } } });
+    expect(decide([retract('r3', { latest: 'steer' })], head).events[0]).toMatchObject({ data: { input: { id: 's' } } });
+    expect(decide([retract('r4', { id: 'p0' })], head).events).toEqual([
+      { type: 'retract.refused', data: { retract: 'r4', target: 'p0', code: 'not_found' } },
+    ]);
+    const after = decide([retract('r1', { id: 'a' })], head).head;
+    expect(after.queue.map((q) => q.id)).toEqual(['b']);
+  });
+
+  it('promote turns a pending follow-up into a steer of the running turn, and refuses anything else', () => {
+    const { head } = decide([chat('f')], running());
+    const promoted = decide([promote('pr', 'f')], head);
+    expect(decisions(promoted.events)).toEqual([['f', 't1', true]]);
+    expect(promoted.head.steers.map((s) => s.id)).toEqual(['f']);
+    expect(promoted.head.queue).toEqual([]);
+    expect(decide([promote('pr2', 'nope')], head).events).toEqual([{ type: 'promote.refused', data: { promote: 'pr2', target: 'nope', code: 'not_found' } }]);
+    const idle = decide([chat('f')]);
+    expect(decisions(decide([promote('pr3', 'f')], idle.head).events)).toEqual([['f', null, false]]);
+  });
+
+  it('stop with discardPending discards every pending input', () => {
+    const { head } = decide([chat('a'), steer('s')], running());
+    const { events, head: after } = decide([stop('halt', true)], head);
+    expect(types(events)).toEqual(['stop.requested', 'input.discarded', 'input.discarded']);
+    expect(after.queue).toEqual([]);
+    expect(after.steers).toEqual([]);
   });
 });

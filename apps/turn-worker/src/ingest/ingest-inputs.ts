@@ -2,7 +2,7 @@ import type { KafkaMessage } from 'kafkajs';
 import { InputRecord, type ConversationEvent } from '@rudder/contracts';
 import { appendToConversations, type Epochs } from '@rudder/event-store';
 import type { Pool } from '@rudder/runtime';
-import { acceptInputs, probeKey, type SteeringPolicy } from '../conversation/decisions';
+import { acceptInputs, probeKeys, type InputPolicy } from '../conversation/decisions';
 
 export type Rejected = { message: KafkaMessage; reason: string };
 
@@ -34,7 +34,7 @@ export async function ingestInputs(
   partition: number,
   epochs: Epochs,
   messages: readonly KafkaMessage[],
-  policy: SteeringPolicy,
+  policy: InputPolicy,
 ) {
   const byConversation = new Map<string, InputRecord[]>();
   const rejected: Rejected[] = [];
@@ -50,7 +50,7 @@ export async function ingestInputs(
     pool,
     partition,
     epochs,
-    [...byConversation].map(([conversation, inputs]) => ({ conversation, probe: inputs.map(probeKey) })),
+    [...byConversation].map(([conversation, inputs]) => ({ conversation, probe: inputs.flatMap(probeKeys) })),
     (conversation, head, alreadyStored) => acceptInputs(head, byConversation.get(conversation)!, alreadyStored, policy),
   );
   return { stored, conversations: [...byConversation.keys()], rejected };

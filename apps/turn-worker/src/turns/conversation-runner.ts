@@ -1,10 +1,10 @@
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { runTurn, type Agent, type ModelClient } from '@rudder/agent';
-import { AlreadyStoredError, appendToConversation, FencedError, readConversation, type Epochs, type OutboxRelay } from '@rudder/event-store';
+import { AlreadyStoredError, appendToConversation, FencedError, readConversation, type ConversationHead, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import type { Log, Pool } from '@rudder/runtime';
 import type { FaultPoint } from '../fault-points';
-import { decide, emptyConversation, evolve, type Conversation } from '../conversation/conversation';
-import { takeSteersAtStep } from '../conversation/decisions';
+import { emptyConversation, evolve, type Conversation } from '../conversation/conversation';
+import { startNextTurn, takeSteersAtStep } from '../conversation/decisions';
 
 export type RunnerDeps = {
   pool: Pool;
@@ -61,16 +61,23 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
     for (const position of ownWrites) if (position <= readUpTo) ownWrites.delete(position);
   };
 
-  const commit = async (events: DomainEvent[]): Promise<DomainEvent[]> => {
-    if (events.some((e) => e.type === 'model.replied')) await deps.flushTokens();
-    const turn = state?.running;
-    if (events.some((e) => e.type === 'tool.ended')) deps.fault('before-tool-result-stored');
-    const stored = await appendToConversation(pool, key, deps.epochs(), (head) => (turn ? takeSteersAtStep(head, turn, events) : events));
+  /** Appends what `decide` makes of the head under the conversation's lock, and folds it in. */
+  const append = async (decide: (head: ConversationHead) => DomainEvent[]) => {
+    const stored = await appendToConversation(pool, key, deps.epochs(), decide);
     for (const event of stored) {
       ownWrites.add(event.position);
       apply(event);
     }
     relay.enqueue(stored);
+    return stored;
+  };
+
+  /** A commit of the running turn: the store may take steers at a step, or end an interrupted turn there. */
+  const commit = async (events: DomainEvent[]): Promise<DomainEvent[]> => {
+    if (events.some((e) => e.type === 'model.replied')) await deps.flushTokens();
+    const turn = state?.running;
+    if (events.some((e) => e.type === 'tool.ended')) deps.fault('before-tool-result-stored');
+    const stored = await append((head) => (turn ? takeSteersAtStep(head, turn, events) : events));
     if (stored.some((e) => e.type === 'model.replied' && e.data.toolCalls.length > 0)) deps.fault('after-reply-stored');
     if (stored.some((e) => e.type === 'tool.ended')) deps.fault('after-tool-result-stored');
     if (stored.some((e) => e.type === 'steer.taken')) deps.fault('after-steer-taken');
@@ -107,11 +114,8 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
           }
           continue;
         }
-        const start = decide(current, { type: 'start-next-turn', turn: deps.newTurnId() });
-        if (start.length > 0) {
-          await commit(start);
-          continue;
-        }
+        // The fold knows whether anything waits; the head, under the lock, decides what starts.
+        if (current.queue.length > 0 && (await append((head) => startNextTurn(head, deps.newTurnId()))).length > 0) continue;
         if (!wanted) return;
       } catch (error) {
         if (controller.signal.aborted) return;
