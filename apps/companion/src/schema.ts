@@ -97,4 +97,26 @@ export const migrations: readonly Migration[] = [
       ALTER TABLE inputs ADD COLUMN steer_turn text, ADD COLUMN steer_landed boolean;
     `,
   },
+  {
+    id: '003-queue-controls',
+    sql: `
+      -- Where an input stands, instead of delivered or not: pending until delivered, retracted or
+      -- discarded; rejected inputs (input.rejected) were refused and never pending.
+      ALTER TABLE inputs
+        ADD COLUMN state text NOT NULL DEFAULT 'pending'
+          CHECK (state IN ('pending', 'delivered', 'retracted', 'discarded', 'rejected')),
+        -- Why it was rejected (input.rejected's code and message); null otherwise.
+        ADD COLUMN rejection_code text,
+        ADD COLUMN rejection_message text,
+        -- The position of the stop.requested by which this pending chat interrupted or rolled back
+        -- the running turn: it runs next (the latest such chat first). Null otherwise.
+        ADD COLUMN runs_next bigint;
+      UPDATE inputs SET state = 'delivered' WHERE delivered;
+      DROP INDEX inputs_pending;
+      ALTER TABLE inputs DROP COLUMN delivered;
+      -- A rejection names only the input's (joined) text: no messages, no subject.
+      ALTER TABLE inputs ALTER COLUMN messages DROP NOT NULL, ALTER COLUMN subject DROP NOT NULL;
+      CREATE INDEX inputs_pending ON inputs (conversation, position) WHERE state = 'pending';
+    `,
+  },
 ];

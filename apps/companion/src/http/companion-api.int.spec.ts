@@ -33,6 +33,7 @@ beforeAll(async () => {
     log.accepted('m', ['one', 'two']),
     log.started('tm', { id: 'm', text: 'one\n\ntwo' }),
     log.accepted('waiting', 'three'),
+    log.rejected({ id: 'refused', kind: 'chat', text: 'four\n\nfive' }, 'queue_full', 'the follow-up queue is full (at most 4)'),
   ]);
   const steered = conversationLog(STEERED);
   const steer = { id: 'fix', text: 'Make it Porto' };
@@ -114,9 +115,43 @@ describe('the companion HTTP API', () => {
   it('answers an accepted input for idempotency checks', async () => {
     expect(await get(path('conversations', 'user-42/later', 'inputs', 'm'))).toEqual({
       status: 200,
-      body: { id: 'm', kind: 'chat', text: 'one\n\ntwo', messages: ['one', 'two'], subject: 'alice', delivered: true, steer: null },
+      body: {
+        id: 'm',
+        kind: 'chat',
+        text: 'one\n\ntwo',
+        messages: ['one', 'two'],
+        subject: 'alice',
+        delivered: true,
+        steer: null,
+        state: 'delivered',
+        rejection: null,
+      },
     });
-    expect((await get(path('conversations', 'user-42/later', 'inputs', 'waiting'))).body).toMatchObject({ delivered: false });
+    expect((await get(path('conversations', 'user-42/later', 'inputs', 'waiting'))).body).toMatchObject({
+      delivered: false,
+      state: 'pending',
+      rejection: null,
+    });
+  });
+
+  it('answers a rejected input with why, without messages (the refusal names only its text), and never as pending', async () => {
+    expect(await get(path('conversations', 'user-42/later', 'inputs', 'refused'))).toEqual({
+      status: 200,
+      body: {
+        id: 'refused',
+        kind: 'chat',
+        text: 'four\n\nfive',
+        subject: null,
+        delivered: false,
+        steer: null,
+        state: 'rejected',
+        rejection: { code: 'queue_full', message: 'the follow-up queue is full (at most 4)' },
+      },
+    });
+    expect((await get(path('conversations', 'user-42/later'))).body).toMatchObject({
+      queue: [{ id: 'waiting' }],
+      lastInputId: 'waiting',
+    });
   });
 
   it('answers a steer with the worker\'s decision, the turn that took it, and the steered message in place', async () => {
@@ -130,6 +165,8 @@ describe('the companion HTTP API', () => {
         subject: 'alice',
         delivered: true,
         steer: { turn: 'ts', landed: true },
+        state: 'delivered',
+        rejection: null,
       },
     });
     expect(await get(`${path('conversations', STEERED, 'turns')}?input=fix`)).toMatchObject({

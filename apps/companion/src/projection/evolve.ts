@@ -16,16 +16,36 @@ export type ConversationRow = {
   runningStartedAt: string | null;
 };
 
+/**
+ * Where an input stands: `pending` from `input.accepted` until one of the others, which are
+ * final (the first one stands). `rejected` inputs were never accepted nor pending.
+ */
+export type InputState = 'pending' | 'delivered' | 'retracted' | 'discarded' | 'rejected';
+export type RejectionCode = 'queue_full' | 'precondition_failed' | 'busy';
+
 export type InputRow = {
   conversation: string;
   id: string;
   kind: 'chat' | 'steer';
   text: string;
-  messages: string[];
-  subject: string;
+  /** Null for a rejected input: the refusal names only the joined text. */
+  messages: string[] | null;
+  /** Null for a rejected input. */
+  subject: string | null;
+  /** When it was accepted (or, for a rejected input, refused). */
   acceptedAt: string;
+  /** The position of its `input.accepted` (or `input.rejected`): the acceptance order. */
   position: number;
-  delivered: boolean;
+  state: InputState;
+  /** Why it was rejected; null unless `state` is `rejected`. */
+  rejectionCode: RejectionCode | null;
+  rejectionMessage: string | null;
+  /**
+   * The position of the `stop.requested` by which this pending chat interrupted (or rolled
+   * back) the running turn: it runs next, so the queue shows it first (the latest asker first,
+   * as the worker orders them). Null for every other input.
+   */
+  runsNext: number | null;
   /** The worker's decision on a steer (`steer.accepted`): null until it is made, and for chats. */
   steerTurn: string | null;
   steerLanded: boolean | null;
@@ -101,7 +121,18 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
         turn(c, event.data.turn);
         for (const s of event.data.steered) input(c, s.id);
         break;
+      case 'input.rejected':
+      case 'input.retracted':
+      case 'input.discarded':
+      case 'input.delivered':
+        input(c, event.data.input.id);
+        break;
       case 'stop.requested':
+        // The chat that asked to interrupt or roll back the running turn, if the stop is one.
+        input(c, event.data.stop);
+        break;
+      case 'retract.refused':
+      case 'promote.refused':
       case 'tool.started':
       case 'tool.ended':
         break;
@@ -117,6 +148,13 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
  * they touch. Rules:
  * - `input.accepted`: a pending input; the conversation's owner is the subject of its first one;
  *   `lastInputId` is the accepted input with the highest position.
+ * - `input.rejected`: an input refused (and answered by the refusal): recorded as `rejected`
+ *   with its code and message; it never was pending and does not change owner or `lastInputId`.
+ * - `input.retracted`, `input.discarded`: a pending input taken back, or dropped by a stop with
+ *   discardPending: it leaves status and is never answered.
+ * - `input.delivered`: the input reached a turn (as `turn.started` / `steer.taken` already say).
+ * - `stop.requested` whose `stop` is a pending input (a chat sent with onBusy interrupt or
+ *   rollback) on the running turn: that chat runs next, so it moves to the front of the queue.
  * - `steer.accepted`: the worker's decision (turn, landed) is recorded on the steer's input row;
  *   the steer stays pending.
  * - `steer.taken`: the steer is delivered and enters the transcript as a user row under its own
@@ -130,9 +168,10 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
  * - `turn.ended`: the turn's final status, outcome, content and steered messages; the
  *   conversation is idle again if this was its running turn. (Landed steers it did not take
  *   stay pending; the status query shows them queued once their turn no longer runs.)
- * - `stop.requested`, `tool.*`: copied for replay only.
- * A repeated `turn.started` for a known turn, or an input accepted twice under other event ids,
- * changes nothing.
+ * - `retract.refused`, `promote.refused`, `tool.*`: copied for replay only.
+ * Only a pending input changes state, and the first final state stands. A repeated
+ * `turn.started` for a known turn, or an input accepted (or rejected) twice under other event
+ * ids, changes nothing.
  */
 export function evolve(before: Rows, events: readonly ConversationEvent[]): Changes {
   const conversations = new Map(before.conversations.map((r) => [r.key, { ...r }]));
@@ -150,13 +189,15 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
     }
     return row;
   };
-  const deliver = (c: string, id: string) => {
+  /** A pending input's final state: delivered, retracted or discarded. */
+  const settle = (c: string, id: string, state: InputState) => {
     const row = inputs.get(rowKey(c, id));
-    if (row && !row.delivered) {
-      row.delivered = true;
+    if (row && row.state === 'pending') {
+      row.state = state;
       changed.inputs.add(rowKey(c, id));
     }
   };
+  const deliver = (c: string, id: string) => settle(c, id, 'delivered');
 
   for (const event of events) {
     const c = event.conversation;
@@ -175,7 +216,10 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
           subject: input.subject,
           acceptedAt: event.at,
           position: event.position,
-          delivered: false,
+          state: 'pending',
+          rejectionCode: null,
+          rejectionMessage: null,
+          runsNext: null,
           steerTurn: null,
           steerLanded: null,
         });
@@ -244,7 +288,7 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
         const input = inputs.get(rowKey(c, prompt.id));
         deliver(c, prompt.id);
         // A prompt the companion never saw accepted (it came another way) is shown as its text.
-        const messages = input ? input.messages : [prompt.text];
+        const messages = input?.messages ?? [prompt.text];
         messages.forEach((text, i) =>
           transcript.push({
             conversation: c,
@@ -296,7 +340,50 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
         }
         break;
       }
-      case 'stop.requested':
+      case 'input.rejected': {
+        const { input, code, message } = event.data;
+        const key = rowKey(c, input.id);
+        if (inputs.has(key)) break;
+        inputs.set(key, {
+          conversation: c,
+          id: input.id,
+          kind: input.kind,
+          text: input.text,
+          messages: null,
+          subject: null,
+          acceptedAt: event.at,
+          position: event.position,
+          state: 'rejected',
+          rejectionCode: code,
+          rejectionMessage: message,
+          runsNext: null,
+          steerTurn: null,
+          steerLanded: null,
+        });
+        changed.inputs.add(key);
+        break;
+      }
+      case 'input.retracted':
+        settle(c, event.data.input.id, 'retracted');
+        break;
+      case 'input.discarded':
+        settle(c, event.data.input.id, 'discarded');
+        break;
+      case 'input.delivered':
+        deliver(c, event.data.input.id);
+        break;
+      case 'stop.requested': {
+        // As the worker decides it: only an asker of the turn running now moves to the front.
+        const { stop, turn } = event.data;
+        const key = rowKey(c, stop);
+        const asker = inputs.get(key);
+        if (turn === null || turn !== conv.runningTurn || !asker || asker.state !== 'pending' || asker.runsNext !== null) break;
+        asker.runsNext = event.position;
+        changed.inputs.add(key);
+        break;
+      }
+      case 'retract.refused':
+      case 'promote.refused':
       case 'tool.started':
       case 'tool.ended':
         break;

@@ -11,9 +11,9 @@ describe('evolve', () => {
     expect(changes.conversations).toEqual([
       { key: 'c', owner: 'alice', lastInputId: 'b', lastInputPosition: 2, runningTurn: null, runningStartedAt: null },
     ]);
-    expect(changes.inputs.map((i) => [i.id, i.delivered])).toEqual([
-      ['a', false],
-      ['b', false],
+    expect(changes.inputs.map((i) => [i.id, i.state])).toEqual([
+      ['a', 'pending'],
+      ['b', 'pending'],
     ]);
     expect(changes.transcript).toEqual([]);
   });
@@ -23,7 +23,7 @@ describe('evolve', () => {
     const accepted = evolve(nothing, [log.accepted('a', ['x', 'y'])]);
     const started = log.started('t', { id: 'a', text: 'x\n\ny' });
     const changes = evolve(accepted, [started]);
-    expect(changes.inputs).toMatchObject([{ id: 'a', delivered: true }]);
+    expect(changes.inputs).toMatchObject([{ id: 'a', state: 'delivered' }]);
     expect(changes.conversations).toMatchObject([{ runningTurn: 't', runningStartedAt: started.at }]);
     expect(changes.transcript.map((m) => [m.id, m.part, m.text])).toEqual([
       ['a#1', 0, 'x'],
@@ -59,7 +59,7 @@ describe('evolve', () => {
     const log = conversationLog('c');
     const before = evolve(nothing, [log.accepted('a', 'go'), log.started('t', { id: 'a', text: 'go' }), log.steer('s', 'faster')]);
     const decided = evolve(before, [log.decided({ id: 's', text: 'faster' }, 't')]);
-    expect(decided.inputs).toMatchObject([{ id: 's', kind: 'steer', delivered: false, steerTurn: 't', steerLanded: true }]);
+    expect(decided.inputs).toMatchObject([{ id: 's', kind: 'steer', state: 'pending', steerTurn: 't', steerLanded: true }]);
     // A second decision on the same steer does not replace the first.
     expect(evolve(decided, [log.decided({ id: 's', text: 'faster' }, null)]).inputs).toEqual([]);
   });
@@ -74,7 +74,7 @@ describe('evolve', () => {
     ]);
     const taken = log.taken('t', 0, { id: 's', text: 'faster' });
     const changes = evolve(before, [taken]);
-    expect(changes.inputs).toMatchObject([{ id: 's', delivered: true, steerTurn: 't', steerLanded: true }]);
+    expect(changes.inputs).toMatchObject([{ id: 's', state: 'delivered', steerTurn: 't', steerLanded: true }]);
     expect(changes.turns).toMatchObject([{ id: 't', status: 'running', steered: [{ id: 's', text: 'faster' }] }]);
     expect(changes.transcript).toEqual([
       {
@@ -89,6 +89,24 @@ describe('evolve', () => {
         at: before.inputs.find((i) => i.id === 's')!.acceptedAt,
       },
     ]);
+  });
+
+  it('moves a chat to the front only when it stops the turn running now, and only while it is pending', () => {
+    const log = conversationLog('c');
+    const before = evolve(nothing, [log.accepted('a', 'go'), log.started('t1', { id: 'a', text: 'go' }), log.accepted('b', 'now')]);
+    const other = log.stopRequested('b', 't0', 'interrupt');
+    expect(evolve(before, [other]).inputs).toEqual([]);
+    const asked = log.stopRequested('b', 't1', 'interrupt');
+    expect(evolve(before, [asked]).inputs).toMatchObject([{ id: 'b', state: 'pending', runsNext: asked.position }]);
+    const retracted = evolve(before, [log.retracted({ id: 'b', kind: 'chat', text: 'now' }, 'r')]);
+    expect(evolve(retracted, [log.stopRequested('b', 't1', 'rollback')]).inputs).toEqual([]);
+  });
+
+  it('records a rejected input without touching the owner or the last input', () => {
+    const log = conversationLog('c');
+    const changes = evolve(nothing, [log.rejected({ id: 'r', kind: 'steer', text: 'x' }, 'busy', 'busy')]);
+    expect(changes.inputs).toMatchObject([{ id: 'r', state: 'rejected', rejectionCode: 'busy', messages: null, subject: null }]);
+    expect(changes.conversations).toMatchObject([{ owner: null, lastInputId: null }]);
   });
 
   it('names the rows a batch reads', () => {
@@ -108,12 +126,17 @@ describe('evolve', () => {
         log.decided({ id: 's1', text: 'x' }, 't'),
         log.taken('t2', 1, { id: 's2', text: 'y' }),
         log.stopRequested('stop', 't2'),
+        log.retracted({ id: 'r', kind: 'chat', text: 'r' }, 'retract-1'),
+        log.retractRefused('retract-2', 'x'),
       ]),
     ).toEqual({
       conversations: ['c'],
       inputs: [
         { conversation: 'c', id: 's1' },
         { conversation: 'c', id: 's2' },
+        // A stop may be a chat that interrupts the running turn: it moves to the front.
+        { conversation: 'c', id: 'stop' },
+        { conversation: 'c', id: 'r' },
       ],
       turns: [{ conversation: 'c', id: 't2' }],
     });

@@ -30,7 +30,7 @@ async function projections(conversation: string) {
   const read = async (sql: string) => (await pool.query(sql, [conversation])).rows;
   return {
     conversations: await read(`SELECT owner, last_input_id, running_turn, running_started_at FROM companion.conversations WHERE key = $1`),
-    inputs: await read(`SELECT id, kind, text, messages, subject, accepted_at, position, delivered, steer_turn, steer_landed FROM companion.inputs WHERE conversation = $1 ORDER BY id`),
+    inputs: await read(`SELECT id, kind, text, messages, subject, accepted_at, position, state, rejection_code, rejection_message, runs_next, steer_turn, steer_landed FROM companion.inputs WHERE conversation = $1 ORDER BY id`),
     turns: await read(`SELECT id, prompt_id, prompt_text, status, outcome, content, steered, started_at, ended_at FROM companion.turns WHERE conversation = $1 ORDER BY id`),
     transcript: await read(`SELECT position, part, id, role, text, turn, steered, at FROM companion.transcript WHERE conversation = $1 ORDER BY position, part`),
     events: await read(`SELECT position, type, data, at FROM companion.events WHERE conversation = $1 ORDER BY position`),
@@ -117,6 +117,8 @@ describe('foldEvents', () => {
       subject: 'alice',
       delivered: true,
       steer: null,
+      state: 'delivered',
+      rejection: null,
     });
     expect((await readEventsAfter(pool, key, { after: null, limit: 500 })).items).toEqual(chatWithToolCall(key));
     expect((await readEventsAfter(pool, key, { after: 5, limit: 500 })).items.map((e) => e.position)).toEqual([6, 7]);
@@ -299,6 +301,8 @@ describe('foldEvents', () => {
       subject: 'alice',
       delivered: false,
       steer: { turn: 't1', landed: true },
+      state: 'pending',
+      rejection: null,
     });
 
     await foldEvents(pool, [taken]);
@@ -436,6 +440,245 @@ describe('foldEvents', () => {
     // The same events one by one, each delivered twice, give the same projections.
     const reference = 'steered-one-by-one';
     for (const e of steeredTurn(reference)) {
+      await foldEvents(pool, [e]);
+      await foldEvents(pool, [e]);
+    }
+    expect(await projections(reference)).toEqual(once);
+  });
+
+  it('takes a retracted and a discarded input out of status, and shows each one as such', async () => {
+    const key = 'retracted-discarded';
+    const log = conversationLog(key);
+    const s1 = { id: 's1', text: 'faster' };
+    await foldEvents(pool, [
+      log.accepted('a', 'go'),
+      log.started('t1', { id: 'a', text: 'go' }),
+      log.delivered({ id: 'a', kind: 'chat' }, 't1'),
+      log.accepted('c2', 'second'),
+      log.steer(s1.id, s1.text),
+      log.decided(s1, 't1'),
+      log.accepted('c3', 'third'),
+      log.accepted('c4', 'fourth'),
+    ]);
+    expect(await readConversationStatus(pool, key)).toMatchObject({
+      steering: [s1],
+      queue: [{ id: 'c2' }, { id: 'c3' }, { id: 'c4' }],
+      lastInputId: 'c4',
+    });
+
+    await foldEvents(pool, [
+      log.retracted({ id: 'c2', kind: 'chat', text: 'second' }, 'retract-1'),
+      log.retracted({ id: 's1', kind: 'steer', text: 'faster' }, 'retract-2'),
+      log.retractRefused('retract-3', 'a'),
+    ]);
+    expect(await readConversationStatus(pool, key)).toMatchObject({
+      running: { turn: 't1' },
+      steering: [],
+      queue: [{ id: 'c3' }, { id: 'c4' }],
+      lastInputId: 'c4',
+    });
+    expect(await readInput(pool, key, 'c2')).toEqual({
+      id: 'c2',
+      kind: 'chat',
+      text: 'second',
+      messages: ['second'],
+      subject: 'alice',
+      delivered: false,
+      steer: null,
+      state: 'retracted',
+      rejection: null,
+    });
+    expect(await readInput(pool, key, 's1')).toMatchObject({ state: 'retracted', delivered: false, steer: { turn: 't1', landed: true } });
+    // A refused retraction changes nothing: the input it named was delivered already.
+    expect(await readInput(pool, key, 'a')).toMatchObject({ state: 'delivered', delivered: true });
+
+    await foldEvents(pool, [
+      log.stopRequested('stop-1', 't1'),
+      log.discarded({ id: 'c3', kind: 'chat', text: 'third' }, 'stop-1'),
+      log.discarded({ id: 'c4', kind: 'chat', text: 'fourth' }, 'stop-1'),
+      log.ended('t1', '', { status: 'stopped', outcome: 'stopped' }),
+    ]);
+    expect(await readConversationStatus(pool, key)).toEqual({
+      key,
+      running: null,
+      steering: [],
+      queue: [],
+      lastInputId: 'c4',
+      owner: 'alice',
+    });
+    expect(await readInput(pool, key, 'c3')).toMatchObject({ state: 'discarded', delivered: false, rejection: null });
+    expect(await readInput(pool, key, 'c4')).toMatchObject({ state: 'discarded', delivered: false });
+    // Neither the retraction nor the discard entered the transcript; their events are there for replay.
+    expect((await allMessages(key)).map((m) => m.id)).toEqual(['a']);
+    expect((await readEventsAfter(pool, key, { after: null, limit: 500 })).items.map((e) => e.type)).toContain('retract.refused');
+  });
+
+  it('keeps the first final state: a discard after a retraction, or a late delivery, changes nothing', async () => {
+    const key = 'first-state-stands';
+    const log = conversationLog(key);
+    const c2 = { id: 'c2', kind: 'chat' as const, text: 'second' };
+    await foldEvents(pool, [
+      log.accepted('a', 'go'),
+      log.started('t1', { id: 'a', text: 'go' }),
+      log.accepted(c2.id, c2.text),
+      log.retracted(c2, 'retract-1'),
+      log.discarded(c2, 'stop-1'),
+      log.discarded({ id: 'a', kind: 'chat', text: 'go' }, 'stop-1'),
+    ]);
+    expect(await readInput(pool, key, 'c2')).toMatchObject({ state: 'retracted' });
+    expect(await readInput(pool, key, 'a')).toMatchObject({ state: 'delivered' });
+  });
+
+  it('records a rejected input as refused with its code and message: never pending, and not the last input', async () => {
+    const key = 'rejected';
+    const log = conversationLog(key);
+    const tooMuch = { id: 'r1', kind: 'chat' as const, text: 'one more\n\nand another' };
+    const stale = { id: 'r2', kind: 'steer' as const, text: 'change course' };
+    await foldEvents(pool, [
+      log.rejected({ id: 'r0', kind: 'chat', text: 'hello?' }, 'precondition_failed', 'the last accepted input is none, not x'),
+      log.accepted('a', 'go', 'bob'),
+      log.started('t1', { id: 'a', text: 'go' }),
+      log.accepted('c2', 'second'),
+      log.rejected(tooMuch, 'queue_full', 'the follow-up queue is full (0 steering, 4 queued; at most 4)'),
+      log.rejected(stale, 'precondition_failed', 'the last accepted input is c2, not a'),
+      log.rejected({ id: 'r3', kind: 'chat', text: 'now!' }, 'busy', 'a turn is running (t1) and onBusy is reject'),
+    ]);
+    expect(await readConversationStatus(pool, key)).toEqual({
+      key,
+      running: { turn: 't1', startedAt: expect.any(String) },
+      steering: [],
+      queue: [{ id: 'c2', kind: 'chat', text: 'second' }],
+      lastInputId: 'c2',
+      // The first input was refused: the owner is the subject of the first accepted one.
+      owner: 'bob',
+    });
+    expect(await readInput(pool, key, 'r1')).toEqual({
+      id: 'r1',
+      kind: 'chat',
+      text: 'one more\n\nand another',
+      subject: null,
+      delivered: false,
+      steer: null,
+      state: 'rejected',
+      rejection: { code: 'queue_full', message: 'the follow-up queue is full (0 steering, 4 queued; at most 4)' },
+    });
+    expect(await readInput(pool, key, 'r2')).toMatchObject({
+      kind: 'steer',
+      state: 'rejected',
+      rejection: { code: 'precondition_failed', message: 'the last accepted input is c2, not a' },
+    });
+    expect(await readInput(pool, key, 'r3')).toMatchObject({ state: 'rejected', rejection: { code: 'busy' } });
+
+    // The same id refused again (the client retried) keeps the first refusal.
+    await foldEvents(pool, [log.rejected({ ...tooMuch, text: 'other' }, 'busy', 'other')]);
+    expect(await readInput(pool, key, 'r1')).toMatchObject({ text: 'one more\n\nand another', rejection: { code: 'queue_full' } });
+    expect(await readTurnOfInput(pool, key, 'r1')).toBeNull();
+    expect((await allMessages(key)).map((m) => m.id)).toEqual(['a']);
+  });
+
+  it('puts a chat that interrupts or rolls back the running turn first in the queue, and runs it next', async () => {
+    const key = 'interrupt';
+    const log = conversationLog(key);
+    const late = { id: 'late', text: 'also Porto' };
+    await foldEvents(pool, [
+      log.accepted('a', 'go'),
+      log.started('t1', { id: 'a', text: 'go' }),
+      log.accepted('c2', 'second'),
+      log.accepted('c3', 'third'),
+      log.accepted('now', 'forget that, plan Rome'),
+      log.stopRequested('now', 't1', 'interrupt'),
+      log.steer(late.id, late.text),
+      log.decided(late, null),
+    ]);
+    expect(await readConversationStatus(pool, key)).toMatchObject({
+      running: { turn: 't1' },
+      steering: [],
+      queue: [
+        { id: 'now', kind: 'chat', text: 'forget that, plan Rome' },
+        { id: 'c2', kind: 'chat' },
+        { id: 'c3', kind: 'chat' },
+        { id: 'late', kind: 'steer' },
+      ],
+      lastInputId: 'late',
+    });
+
+    await foldEvents(pool, [
+      log.ended('t1', '', { status: 'superseded', outcome: 'interrupted by a newer input at a step' }),
+      log.started('t2', { id: 'now', text: 'forget that, plan Rome' }),
+      log.delivered({ id: 'now', kind: 'chat' }, 't2'),
+      log.accepted('undo', 'no, undo that'),
+      log.stopRequested('undo', 't2', 'rollback'),
+      // A plain stop names no input: the queue keeps its order.
+      log.stopRequested('stop-1', 't2'),
+    ]);
+    expect(await readInput(pool, key, 'now')).toMatchObject({ state: 'delivered', delivered: true });
+    expect((await readConversationStatus(pool, key)).queue.map((q) => q.id)).toEqual(['undo', 'c2', 'c3', 'late']);
+    expect(await readTurn(pool, key, 't1')).toMatchObject({ status: 'superseded' });
+  });
+
+  it('shows a promoted follow-up as a steer: landed, it moves to steering; not landed, it stays in the queue', async () => {
+    const key = 'promoted';
+    const log = conversationLog(key);
+    await foldEvents(pool, [
+      log.accepted('a', 'go'),
+      log.started('t1', { id: 'a', text: 'go' }),
+      log.accepted('c2', 'second'),
+      log.accepted('c3', 'third'),
+      log.decided({ id: 'c3', text: 'third' }, 't1'),
+      log.decided({ id: 'c2', text: 'second' }, null),
+      log.promoteRefused('promote-3', 'a'),
+    ]);
+    expect(await readConversationStatus(pool, key)).toMatchObject({
+      steering: [{ id: 'c3', text: 'third' }],
+      queue: [{ id: 'c2', kind: 'steer', text: 'second' }],
+    });
+    expect(await readInput(pool, key, 'c3')).toMatchObject({ kind: 'chat', state: 'pending', steer: { turn: 't1', landed: true } });
+  });
+
+  it('changes nothing when queue-control events come again, whole or one by one', async () => {
+    const controls = (key: string) => {
+      const log = conversationLog(key);
+      return [
+        log.rejected({ id: 'r0', kind: 'chat', text: 'early' }, 'busy', 'a turn is running'),
+        log.accepted('a', 'go'),
+        log.started('t1', { id: 'a', text: 'go' }),
+        log.delivered({ id: 'a', kind: 'chat' }, 't1'),
+        log.accepted('c2', 'second'),
+        log.accepted('c3', 'third'),
+        log.accepted('now', 'instead'),
+        log.stopRequested('now', 't1', 'rollback'),
+        log.retracted({ id: 'c2', kind: 'chat', text: 'second' }, 'retract-1'),
+        log.rejected({ id: 'r1', kind: 'steer', text: 'late' }, 'queue_full', 'the queue is full'),
+        log.ended('t1', '', { status: 'stopped', outcome: 'rolled back' }),
+        log.started('t2', { id: 'now', text: 'instead' }),
+        log.delivered({ id: 'now', kind: 'chat' }, 't2'),
+        log.accepted('c4', 'fourth'),
+        log.stopRequested('stop-1', 't2'),
+        log.discarded({ id: 'c3', kind: 'chat', text: 'third' }, 'stop-1'),
+        log.discarded({ id: 'c4', kind: 'chat', text: 'fourth' }, 'stop-1'),
+        log.promoteRefused('promote-1', 'c3'),
+      ];
+    };
+    const key = 'controls-twice';
+    const batch = controls(key);
+    expect(await foldEvents(pool, batch)).toEqual({ applied: batch.length, duplicates: 0 });
+    const once = await projections(key);
+    expect(await foldEvents(pool, batch)).toEqual({ applied: 0, duplicates: batch.length });
+    expect(await foldEvents(pool, batch.slice(5, 12))).toEqual({ applied: 0, duplicates: 7 });
+    expect(await projections(key)).toEqual(once);
+    expect(once.inputs.map((i: { id: string; state: string }) => [i.id, i.state])).toEqual([
+      ['a', 'delivered'],
+      ['c2', 'retracted'],
+      ['c3', 'discarded'],
+      ['c4', 'discarded'],
+      ['now', 'delivered'],
+      ['r0', 'rejected'],
+      ['r1', 'rejected'],
+    ]);
+    expect(await readConversationStatus(pool, key)).toMatchObject({ steering: [], queue: [], lastInputId: 'c4' });
+
+    const reference = 'controls-one-by-one';
+    for (const e of controls(reference)) {
       await foldEvents(pool, [e]);
       await foldEvents(pool, [e]);
     }

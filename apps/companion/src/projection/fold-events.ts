@@ -98,7 +98,10 @@ async function loadRows(client: PoolClient, needed: Needed): Promise<Rows> {
       subject: i.subject,
       acceptedAt: iso(i.accepted_at) ?? '',
       position: i.position,
-      delivered: i.delivered,
+      state: i.state,
+      rejectionCode: i.rejection_code,
+      rejectionMessage: i.rejection_message,
+      runsNext: i.runs_next,
       steerTurn: i.steer_turn,
       steerLanded: i.steer_landed,
     })),
@@ -135,13 +138,16 @@ async function writeChanges(client: PoolClient, changes: Changes): Promise<void>
   if (changes.inputs.length > 0)
     await client.query(
       `INSERT INTO companion.inputs
-              (conversation, id, kind, text, messages, subject, accepted_at, position, delivered, steer_turn, steer_landed)
-       SELECT conversation, id, kind, text, messages, subject, "acceptedAt", position, delivered, "steerTurn", "steerLanded"
+              (conversation, id, kind, text, messages, subject, accepted_at, position, state,
+               rejection_code, rejection_message, runs_next, steer_turn, steer_landed)
+       SELECT conversation, id, kind, text, messages, subject, "acceptedAt", position, state,
+              "rejectionCode", "rejectionMessage", "runsNext", "steerTurn", "steerLanded"
          FROM jsonb_to_recordset($1::jsonb) AS r(conversation text, id text, kind text, text text,
-              messages jsonb, subject text, "acceptedAt" timestamptz, position bigint, delivered boolean,
-              "steerTurn" text, "steerLanded" boolean)
+              messages jsonb, subject text, "acceptedAt" timestamptz, position bigint, state text,
+              "rejectionCode" text, "rejectionMessage" text, "runsNext" bigint, "steerTurn" text, "steerLanded" boolean)
        ON CONFLICT (conversation, id) DO UPDATE SET
-         delivered = excluded.delivered, steer_turn = excluded.steer_turn, steer_landed = excluded.steer_landed`,
+         state = excluded.state, runs_next = excluded.runs_next,
+         steer_turn = excluded.steer_turn, steer_landed = excluded.steer_landed`,
       [JSON.stringify(changes.inputs)],
     );
   if (changes.turns.length > 0)
@@ -194,11 +200,14 @@ type RawInput = {
   id: string;
   kind: 'chat' | 'steer';
   text: string;
-  messages: string[];
-  subject: string;
+  messages: string[] | null;
+  subject: string | null;
   accepted_at: string;
   position: number;
-  delivered: boolean;
+  state: Rows['inputs'][number]['state'];
+  rejection_code: Rows['inputs'][number]['rejectionCode'];
+  rejection_message: string | null;
+  runs_next: number | null;
   steer_turn: string | null;
   steer_landed: boolean | null;
 };

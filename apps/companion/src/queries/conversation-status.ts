@@ -7,7 +7,9 @@ export type CompanionConversationStatus = ConversationStatus & { owner: string |
 /**
  * A conversation's status. An unknown conversation is an idle, empty one.
  *
- * Of the pending (undelivered) inputs, in acceptance order:
+ * Of the pending inputs (accepted, and not yet delivered, retracted or discarded; a rejected
+ * input never was pending), in acceptance order, except that chats which interrupted or rolled
+ * back the running turn come first (they run next; the latest such chat first):
  * - `steering`: the steers still waiting for the running turn: those the worker has not decided
  *   on yet, and those it landed on the turn that is running now.
  * - `queue`: every other one: chats, steers answered as turns of their own (landed false), and
@@ -30,8 +32,8 @@ export async function readConversationStatus(pool: Pool, key: string): Promise<C
                       'text', i.text,
                       'steering', coalesce((i.kind = 'steer' AND i.steer_landed IS NULL)
                                            OR (i.steer_landed AND i.steer_turn = c.running_turn), false))
-                    ORDER BY i.position), '[]')
-               FROM companion.inputs i WHERE i.conversation = $1 AND NOT i.delivered) AS pending
+                    ORDER BY i.runs_next DESC NULLS LAST, i.position), '[]')
+               FROM companion.inputs i WHERE i.conversation = $1 AND i.state = 'pending') AS pending
        FROM (SELECT $1::text AS key) AS k
        LEFT JOIN companion.conversations c ON c.key = k.key`,
     [key],

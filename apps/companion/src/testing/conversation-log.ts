@@ -1,5 +1,7 @@
 import type { ConversationEvent, DomainEvent, ToolCall, TurnStatus } from '@rudder/contracts';
 
+type Pending = { id: string; kind: 'chat' | 'steer'; text: string };
+
 /**
  * Builds a conversation's events as the worker would publish them: ids unique to the
  * conversation, positions from 1, one second apart from a fixed time.
@@ -36,7 +38,19 @@ export function conversationLog(conversation: string) {
       event({ type: 'steer.accepted', data: { input: steer, turn, landed: turn !== null } }),
     taken: (turn: string, step: number, steer: { id: string; text: string }) =>
       event({ type: 'steer.taken', data: { turn, step, input: steer } }),
-    stopRequested: (stop: string, turn: string | null) => event({ type: 'stop.requested', data: { stop, turn } }),
+    /** A stop (`mode` stop), or a chat sent with onBusy interrupt/rollback naming itself as the stop. */
+    stopRequested: (stop: string, turn: string | null, mode: 'stop' | 'rollback' | 'interrupt' = 'stop') =>
+      event({ type: 'stop.requested', data: { stop, turn, mode } }),
+    rejected: (input: Pending, code: 'queue_full' | 'precondition_failed' | 'busy', message: string) =>
+      event({ type: 'input.rejected', data: { input, code, message } }),
+    retracted: (input: Pending, retract: string) => event({ type: 'input.retracted', data: { input, retract } }),
+    retractRefused: (retract: string, target: string | null) =>
+      event({ type: 'retract.refused', data: { retract, target, code: 'delivered' } }),
+    discarded: (input: Pending, stop: string) => event({ type: 'input.discarded', data: { input, stop } }),
+    promoteRefused: (promote: string, target: string) =>
+      event({ type: 'promote.refused', data: { promote, target, code: 'not_found' } }),
+    delivered: (input: { id: string; kind: 'chat' | 'steer' }, turn: string) =>
+      event({ type: 'input.delivered', data: { input, turn } }),
     started: (turn: string, prompt: { id: string; text: string }) => event({ type: 'turn.started', data: { turn, prompt } }),
     replied: (turn: string, step: number, content: string, toolCalls: ToolCall[] = []) =>
       event({ type: 'model.replied', data: { turn, step, content, toolCalls } }),
