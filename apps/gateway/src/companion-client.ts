@@ -26,10 +26,21 @@ const CompanionStatusAnswer = z.object({
   owner: z.string().nullable(),
 });
 
+/** Where an input is, as the companion's input view says: waiting, reached a turn, taken back, dropped by a stop, or refused. */
+export const InputState = z.enum(['pending', 'delivered', 'retracted', 'discarded', 'rejected']);
+export type InputState = z.infer<typeof InputState>;
+
+/** The worker's refusal of a chat or a steer (`input.rejected`). */
+export const Rejection = z.object({ code: z.enum(['queue_full', 'precondition_failed', 'busy']), message: z.string() });
+export type Rejection = z.infer<typeof Rejection>;
+
 /**
- * An input the worker accepted, as the companion folded it: enough to tell a retry from a
- * reused id. `steer` is the worker's decision on a steer (`null` while it has none); a
- * companion that predates steering leaves it out (`undefined`), as it may leave out `kind`.
+ * An input the worker decided on, as the companion folded it: enough to tell a retry from a
+ * reused id, and to answer a retry as the first attempt was. `steer` is the worker's decision
+ * on a steer or a promoted follow-up (`null` while it has none); `state` and `rejection` say
+ * whether it is still pending and why it was refused. A companion that predates a field
+ * leaves it out (`undefined`): without `state`, the view holds accepted inputs only and
+ * `delivered` tells pending from delivered.
  */
 const CompanionInputAnswer = z
   .object({
@@ -37,10 +48,18 @@ const CompanionInputAnswer = z
     kind: z.enum(['chat', 'steer']).optional(),
     messages: z.array(z.string()).optional(),
     text: z.string().optional(),
+    delivered: z.boolean().optional(),
     steer: z.object({ turn: z.string().nullable(), landed: z.boolean() }).nullable().optional(),
+    state: InputState.optional(),
+    rejection: Rejection.nullable().optional(),
   })
   .refine((input) => input.messages !== undefined || input.text !== undefined, 'an input has messages or text');
 export type CompanionInput = z.infer<typeof CompanionInputAnswer>;
+
+/** The state of an input as far as the companion's view tells, also for a companion without `state`. */
+export function stateOf(input: CompanionInput): InputState {
+  return input.state ?? (input.delivered === true ? 'delivered' : 'pending');
+}
 
 /** `/events` pages: `{items, next}` like the transcript (a bare array is accepted too). */
 const EventsPage = z.union([z.object({ items: z.array(z.unknown()) }).loose(), z.array(z.unknown())]);

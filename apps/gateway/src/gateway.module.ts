@@ -7,6 +7,7 @@ import { ConversationAccess } from './auth/conversation-access';
 import { ChatController } from './chat/chat.controller';
 import { ChatHandler } from './chat/chat-handler';
 import { CompanionClient } from './companion-client';
+import { Decisions } from './decisions';
 import { ErrorFilter } from './errors/error-filter';
 import { EventsController } from './events/events.controller';
 import { EventsHandler } from './events/events-handler';
@@ -15,6 +16,10 @@ import { HealthController } from './health/health.controller';
 import { HealthChecks } from './health/health-checks';
 import { InputsPublisher } from './inputs-publisher';
 import { MessagesController } from './messages/messages.controller';
+import { PromoteController } from './promote/promote.controller';
+import { PromoteHandler } from './promote/promote-handler';
+import { RetractController } from './retract/retract.controller';
+import { RetractHandler } from './retract/retract-handler';
 import { StatusController } from './status/status.controller';
 import { SteerController } from './steer/steer.controller';
 import { SteerHandler } from './steer/steer-handler';
@@ -33,6 +38,8 @@ export class GatewayModule {
         ChatController,
         SteerController,
         StopController,
+        RetractController,
+        PromoteController,
         StatusController,
         MessagesController,
         TurnsController,
@@ -51,10 +58,13 @@ export class GatewayModule {
         ConversationAccess,
         InputsPublisher,
         LiveEvents,
+        Decisions,
         HealthChecks,
         ChatHandler,
         SteerHandler,
         StopHandler,
+        RetractHandler,
+        PromoteHandler,
         EventsHandler,
       ],
     };

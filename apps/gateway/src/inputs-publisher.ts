@@ -30,7 +30,7 @@ export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
   }
 
   /**
-   * Produces one input (a chat, a steer or a stop). Resolves once the record is acknowledged
+   * Produces one input (a chat, a steer, a stop, a retraction or a promotion). Resolves once the record is acknowledged
    * by all in-sync replicas; 503 `unavailable` otherwise.
    */
   async publish(input: InputRecord): Promise<void> {
@@ -46,7 +46,8 @@ export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
     } catch (error) {
       this.connected = null;
       this.log.error('could not produce an input', { topic: this.topic, type: record.type, id: record.id, error: String(error) });
-      const retry = record.type === 'stop' ? 'send the stop again' : 'retry with the same id';
+      // A chat or a steer carries the client's id; the controls have fresh ids of their own.
+      const retry = record.type === 'chat' || record.type === 'steer' ? 'retry with the same id' : `send the ${record.type} again`;
       throw new GatewayError('unavailable', `the ${record.type} could not be stored (Kafka unavailable); ${retry}`);
     }
   }

@@ -12,10 +12,11 @@ export const OPTIONS = Symbol('GatewayOptions');
 /** Settings of the gateway beyond the environment's `Config`; every one has a default. */
 export type GatewayOptions = {
   /**
-   * How long `POST .../steer` waits for the worker's decision (`steer.accepted`) before it
-   * answers 503 (the steer was sent; the same id again gets its answer). Default 30 s.
+   * How long chat, steer, retract and promote wait for the worker's decision on what they
+   * produced (`input.accepted`/`input.rejected`, `steer.accepted`, `input.retracted`/
+   * `retract.refused`, `promote.refused`) before they answer 503. Default 30 s.
    */
-  steerDecisionTimeoutMs?: number;
+  decisionTimeoutMs?: number;
 };
 
-export const DEFAULT_STEER_DECISION_TIMEOUT_MS = 30_000;
+export const DEFAULT_DECISION_TIMEOUT_MS = 30_000;

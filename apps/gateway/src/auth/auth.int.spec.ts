@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../testing/harness';
+import { acceptEverything, startHarness, type Harness } from '../testing/harness';
 
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness({ AUTH_TOKENS: 'tok-alice=alice, tok-bob=bob' });
+  h.worker = acceptEverything;
 });
 afterAll(() => h?.stop());
 

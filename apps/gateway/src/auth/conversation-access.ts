@@ -3,7 +3,7 @@ import { CompanionClient, type CompanionStatus } from '../companion-client';
 import { Authenticator } from './authenticator';
 import { GatewayError } from '../errors/gateway-error';
 
-/** Reading: status, messages, turns, events. Writing: chat (and later steer, stop, retract, promote). */
+/** Reading: status, messages, turns, events. Writing: chat, steer, stop, retract, promote. */
 export type Access = 'read' | 'write';
 
 /**

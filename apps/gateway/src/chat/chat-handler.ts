@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { ChatBody, inputText, type ChatAccepted, type ChatInput } from '@rudder/contracts';
+import { ChatBody, inputText, type ChatAccepted, type ChatInput, type ConversationEvent } from '@rudder/contracts';
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient, type CompanionInput, type CompanionStatus } from '../companion-client';
+import { CompanionClient, stateOf, type CompanionInput, type CompanionStatus, type Rejection } from '../companion-client';
+import { Decisions } from '../decisions';
 import { checkTextLength, clientIdOf, parseEdge, requireJsonBody } from '../edge';
 import { GatewayError } from '../errors/gateway-error';
 import { InputsPublisher } from '../inputs-publisher';
@@ -19,11 +20,16 @@ export type ChatRequest = {
   idempotencyKey: string | undefined;
 };
 
+/** The worker's decision on a chat: taken into the log, refused, or (another input under the id) not this chat's. */
+type ChatDecision = { accepted: true } | { rejection: Rejection } | { reused: true };
+
 /**
- * `POST /v1/conversations/{key}/chat`: validates the input, settles its id and enqueues it
- * on `agent.inputs` at most once per id. Everything that can refuse the request (bad input,
- * 401/403, a reused id, the companion away) runs before the one produce, so a refused request
- * never leaves a record behind.
+ * `POST /v1/conversations/{key}/chat`: validates the input, settles its id, enqueues it on
+ * `agent.inputs` at most once per request and answers once the worker has decided on it
+ * (`input.accepted` → 202; `input.rejected` → 409/412/429). Everything that can refuse the
+ * request up front (bad input, 401/403, a reused id, the companion away) runs before the one
+ * produce, so such a request never leaves a record behind. The wait for the decision starts
+ * before the companion is asked about the id and before anything is produced.
  */
 @Injectable()
 export class ChatHandler {
@@ -31,6 +37,7 @@ export class ChatHandler {
     @Inject(ConversationAccess) private readonly access: ConversationAccess,
     @Inject(CompanionClient) private readonly companion: CompanionClient,
     @Inject(InputsPublisher) private readonly publisher: InputsPublisher,
+    @Inject(Decisions) private readonly decisions: Decisions,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -42,35 +49,87 @@ export class ChatHandler {
       checkTextLength(text, body.messages === undefined ? 'text' : `messages.${index}`, this.config.MAX_TEXT_CHARS),
     );
     const clientId = clientIdOf(body.id, request.idempotencyKey);
+    const id = clientId ?? randomUUID();
 
     const status = await this.access.require(request.key, request.subject, 'write');
 
-    if (clientId !== undefined) {
-      // The same id again is the same input: answered again, never enqueued twice. The
+    const decision = this.decisions.watch(request.key, (event) => decisionOn(event, id, messages));
+    try {
+      // The same id again is the same input: answered as it was, never enqueued twice. The
       // companion lags agent.inputs slightly, so two retries racing each other may both get
-      // here and both produce; the worker's unique key on the input id answers it once.
-      const earlier = await this.companion.input(request.key, clientId);
-      if (earlier !== null) {
-        if (!sameMessages(earlier, messages)) {
-          throw new GatewayError('id_reused', `input ${clientId} was sent before with other text; use a new id`);
-        }
-        return { id: clientId, turn: null, position: positionOf(clientId, status) };
-      }
-    }
+      // past it and both produce; the worker answers an id once, and both get that answer.
+      const earlier = clientId === undefined ? null : await this.companion.input(request.key, id);
+      if (earlier !== null) return await this.again(request.key, earlier, messages, status, decision.result);
 
-    const input: ChatInput = {
-      v: 1,
-      type: 'chat',
-      id: clientId ?? randomUUID(),
-      conversation: request.key,
-      subject: request.subject,
-      messages,
-      sentAt: new Date().toISOString(),
-    };
-    await this.publisher.publish(input);
-    return { id: input.id, turn: null, position: inputsAhead(status) };
+      const input: ChatInput = {
+        v: 1,
+        type: 'chat',
+        id,
+        conversation: request.key,
+        subject: request.subject,
+        messages,
+        onBusy: body.onBusy ?? 'enqueue',
+        ...(body.ifLastInputId === undefined ? {} : { ifLastInputId: body.ifLastInputId }),
+        sentAt: new Date().toISOString(),
+      };
+      // Decided in the last minute (a retry racing the companion's lag): nothing to send again.
+      if (decision.seen === undefined) await this.publisher.publish(input);
+      const decided = await this.decisions.within(decision.result, (seconds) => late(id, seconds));
+      return await this.answer(request.key, id, decided, status, inputsAhead(status));
+    } finally {
+      decision.cancel();
+    }
+  }
+
+  /** A chat id the companion knows: the same answer as the first time (202, or its refusal), nothing produced. */
+  private async again(
+    key: string,
+    earlier: CompanionInput,
+    messages: string[],
+    status: CompanionStatus | null,
+    decision: Promise<ChatDecision>,
+  ): Promise<ChatAccepted> {
+    if (!sameMessages(earlier, messages)) throw reused(earlier.id);
+    if (stateOf(earlier) !== 'rejected') return { id: earlier.id, turn: null, position: positionOf(earlier.id, status) };
+    const rejection =
+      earlier.rejection ??
+      (await this.decisions.stored(key, (event) => (event.type === 'input.rejected' && event.data.input.id === earlier.id ? event.data : undefined)));
+    const decided: ChatDecision = rejection
+      ? { rejection: { code: rejection.code, message: rejection.message } }
+      : await this.decisions.within(decision, (seconds) => late(earlier.id, seconds));
+    return this.answer(key, earlier.id, decided, status, 0);
+  }
+
+  private async answer(key: string, id: string, decided: ChatDecision, status: CompanionStatus | null, position: number): Promise<ChatAccepted> {
+    if ('reused' in decided) throw reused(id);
+    if ('rejection' in decided) throw await this.decisions.rejected(key, { id, kind: 'chat' }, decided.rejection, status);
+    return { id, turn: null, position };
   }
 }
+
+/** The worker's decision on the chat `id` with these messages, if `event` is one. */
+function decisionOn(event: ConversationEvent, id: string, messages: string[]): ChatDecision | undefined {
+  if (event.type === 'input.accepted' && event.data.input.id === id) {
+    const same = event.data.input.kind === 'chat' && sameList(event.data.input.messages, messages);
+    return same ? { accepted: true } : { reused: true };
+  }
+  if (event.type === 'input.rejected' && event.data.input.id === id) {
+    const same = event.data.input.kind === 'chat' && event.data.input.text === inputText(messages);
+    return same ? { rejection: { code: event.data.code, message: event.data.message } } : { reused: true };
+  }
+  return undefined;
+}
+
+const reused = (id: string) => new GatewayError('id_reused', `input ${id} was sent before with other text; use a new id`);
+
+/** No decision in time: the chat was sent, and the same id again gets its answer without sending it twice. */
+const late = (id: string, seconds: number) =>
+  new GatewayError(
+    'unavailable',
+    `chat ${id} was sent, but the worker has not decided on it within ${seconds} s; ` +
+      `retry with the same id (${id}) to get its answer: it will not be sent twice`,
+    { id },
+  );
 
 /**
  * `position` of a new input: how many inputs are ahead of it in the companion's status at
@@ -95,8 +154,10 @@ export function positionOf(id: string, status: CompanionStatus | null): number {
 /** The same chat again: a steer (or any other kind) under this id is another input. */
 function sameMessages(earlier: CompanionInput, messages: string[]): boolean {
   if (earlier.kind !== undefined && earlier.kind !== 'chat') return false;
-  if (earlier.messages !== undefined) {
-    return earlier.messages.length === messages.length && earlier.messages.every((text, i) => text === messages[i]);
-  }
+  // A refusal keeps the text only (`input.rejected`): the messages joined.
+  if (stateOf(earlier) === 'rejected' && earlier.text !== undefined) return earlier.text === inputText(messages);
+  if (earlier.messages !== undefined) return sameList(earlier.messages, messages);
   return earlier.text === inputText(messages);
 }
+
+const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((text, i) => text === b[i]);

@@ -1,18 +1,32 @@
 import { messagesOf } from '@rudder/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../testing/harness';
+import { acceptEverything, inputAccepted, inputRejected, startHarness, type Answer, type Harness } from '../testing/harness';
+
+/** Short enough to test the 503, long enough for Kafka to carry a decision the test publishes. */
+const DECISION_TIMEOUT_MS = 5000;
+
+/** Conversations whose decisions the test publishes itself; the harness's worker accepts every other chat. */
+const decidedByTest = new Set<string>();
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness();
+  h = await startHarness({}, { decisionTimeoutMs: DECISION_TIMEOUT_MS });
+  h.worker = (input) => (decidedByTest.has(input.conversation) ? undefined : acceptEverything(input));
 });
 afterAll(() => h?.stop());
 
 const chatPath = (key: string) => `/v1/conversations/${encodeURIComponent(key)}/chat`;
 const uniqueKey = (name: string) => `chat-test/${name}-${Math.random().toString(36).slice(2, 8)}`;
+const uniqueId = (name: string) => `${name}-${Math.random().toString(36).slice(2, 8)}`;
+/** A conversation whose decisions this test publishes. */
+const manualKey = (name: string) => {
+  const key = uniqueKey(name);
+  decidedByTest.add(key);
+  return key;
+};
 
 describe('POST /v1/conversations/{key}/chat', () => {
-  it('a valid chat is produced once to agent.inputs, keyed by its conversation, as a ChatInputV1', async () => {
+  it('a valid chat is produced once to agent.inputs, keyed by its conversation, as a ChatInputV1, and answered once the worker accepted it', async () => {
     const key = uniqueKey('hello');
     const answer = await h.call(chatPath(key), { body: { text: '  hello there  ' } });
     expect(answer.status).toBe(202);
@@ -27,6 +41,7 @@ describe('POST /v1/conversations/{key}/chat', () => {
       conversation: key,
       subject: 'anonymous',
       messages: ['hello there'],
+      onBusy: 'enqueue',
       sentAt: expect.any(String),
     });
     expect(Math.abs(Date.parse(record.value.sentAt) - Date.now())).toBeLessThan(60_000);
@@ -63,6 +78,145 @@ describe('POST /v1/conversations/{key}/chat', () => {
     });
     const answer = await h.call(chatPath(key), { body: { text: 'third' } });
     expect(answer.body).toMatchObject({ turn: null, position: 3 });
+  });
+
+  it('the answer waits for the worker: 202 only once input.accepted for that id in that conversation is published', async () => {
+    const key = manualKey('waits');
+    const id = uniqueId('wait');
+    let answered = false;
+    const pending = h.call(chatPath(key), { body: { text: 'plan the trip', id } }).then((answer) => {
+      answered = true;
+      return answer;
+    });
+    await h.inputArrived(id);
+    // A decision on another input, and on this id in another conversation, is not this one's.
+    await h.publishEvents([
+      inputAccepted(key, { id: 'someone-else', messages: ['x'] }),
+      inputAccepted(uniqueKey('other'), { id, messages: ['plan the trip'] }),
+    ]);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(answered).toBe(false);
+    await h.publishEvents([inputAccepted(key, { id, messages: ['plan the trip'] })]);
+    const answer = await pending;
+    expect({ status: answer.status, body: answer.body }).toEqual({ status: 202, body: { id, turn: null, position: 0 } });
+  });
+
+  it('onBusy and ifLastInputId are passed on the ChatInputV1 for the worker to decide', async () => {
+    const key = uniqueKey('controls');
+    const answer = await h.call(chatPath(key), { body: { text: 'instead', id: uniqueId('ctl'), onBusy: 'interrupt', ifLastInputId: 'prev-1' } });
+    expect(answer.status).toBe(202);
+    const record = await h.inputArrived(answer.body.id);
+    expect(record.value).toMatchObject({ type: 'chat', onBusy: 'interrupt', ifLastInputId: 'prev-1' });
+    const plain = await h.call(chatPath(key), { body: { text: 'plain', id: uniqueId('plain') } });
+    const plainRecord = (await h.inputArrived(plain.body.id)).value;
+    expect(plainRecord).toMatchObject({ onBusy: 'enqueue' });
+    expect(plainRecord).not.toHaveProperty('ifLastInputId');
+  });
+
+  it('a chat the worker refuses is answered by its code: busy 409, precondition_failed 412, queue_full 429 with Retry-After and the counts', async () => {
+    const key = manualKey('refused');
+    h.companion.setStatus(key, {
+      running: { turn: 't-1', startedAt: new Date().toISOString() },
+      steering: [{ id: 's-1', text: 'metric' }],
+      queue: [
+        { id: 'q-1', kind: 'chat', text: 'one' },
+        { id: 'q-2', kind: 'steer', text: 'twö' },
+      ],
+    });
+    const refuse = async (body: Record<string, unknown>, code: 'busy' | 'precondition_failed' | 'queue_full', message: string): Promise<Answer> => {
+      const id = uniqueId(code);
+      const pending = h.call(chatPath(key), { body: { ...body, id } });
+      const record = await h.inputArrived(id);
+      await h.publishEvents([inputRejected(key, { id, text: messagesOf(record.value).join('\n\n') }, code, message)]);
+      return pending;
+    };
+
+    const busy = await refuse({ text: 'now!', onBusy: 'reject' }, 'busy', 'a turn is running (t-1) and onBusy is reject');
+    expect(busy.status).toBe(409);
+    expect(busy.body.error).toEqual({
+      code: 'conflict',
+      message: expect.stringContaining('a turn is running (t-1) and onBusy is reject'),
+      details: { id: expect.any(String), reason: 'a turn is running (t-1) and onBusy is reject' },
+    });
+    expect(busy.headers.get('retry-after')).toBeNull();
+
+    const stale = await refuse({ text: 'after yours', ifLastInputId: 'old-1' }, 'precondition_failed', 'the last accepted input is q-2, not old-1');
+    expect({ status: stale.status, code: stale.body.error.code }).toEqual({ status: 412, code: 'precondition_failed' });
+    expect(stale.body.error.message).toContain('the last accepted input is q-2, not old-1');
+
+    const full = await refuse({ text: 'one more' }, 'queue_full', 'the follow-up queue is full (1 steering, 2 queued, 12 characters waiting; at most 2)');
+    expect(full.status).toBe(429);
+    expect(full.headers.get('retry-after')).toBe('5');
+    expect(full.body.error).toEqual({
+      code: 'queue_full',
+      message: expect.stringMatching(/the follow-up queue is full.*5 s/),
+      details: {
+        id: expect.any(String),
+        reason: 'the follow-up queue is full (1 steering, 2 queued, 12 characters waiting; at most 2)',
+        counts: { steering: 1, queue: 2, chars: 12 },
+        retryAfter: 5,
+      },
+    });
+  });
+
+  it('a repeated id the companion shows refused gets the same error again, and nothing is produced', async () => {
+    const key = manualKey('refused-again');
+    const fullId = uniqueId('full');
+    const staleId = uniqueId('stale');
+    h.companion.setStatus(key, { queue: [{ id: 'q-1', kind: 'chat', text: 'waiting' }] });
+    h.companion.addInput(key, { id: fullId, messages: ['a', 'b'], state: 'rejected', rejection: { code: 'queue_full', message: 'the follow-up queue is full' } });
+    h.companion.addInput(key, { id: staleId, messages: ['late'], state: 'rejected', rejection: { code: 'precondition_failed', message: 'the last accepted input is q-1, not x' } });
+    const produced = await h.producedDuring(async () => {
+      const full = await h.call(chatPath(key), { body: { messages: ['a', 'b'], id: fullId } });
+      expect({ status: full.status, retryAfter: full.headers.get('retry-after'), details: full.body.error.details }).toEqual({
+        status: 429,
+        retryAfter: '5',
+        details: { id: fullId, reason: 'the follow-up queue is full', counts: { steering: 0, queue: 1, chars: 7 }, retryAfter: 5 },
+      });
+      const stale = await h.call(chatPath(key), { body: { text: 'late' }, headers: { 'idempotency-key': staleId } });
+      expect({ status: stale.status, code: stale.body.error.code }).toEqual({ status: 412, code: 'precondition_failed' });
+    });
+    expect(produced).toEqual([]);
+  });
+
+  it('an accepted input that is no longer pending (delivered, retracted, discarded) is answered 202 with position 0, nothing produced', async () => {
+    const key = uniqueKey('settled');
+    const ids = (['delivered', 'retracted', 'discarded'] as const).map((state) => {
+      const id = uniqueId(state);
+      h.companion.addInput(key, { id, messages: ['done'], state });
+      return id;
+    });
+    const produced = await h.producedDuring(async () => {
+      for (const id of ids) {
+        const again = await h.call(chatPath(key), { body: { text: 'done', id } });
+        expect({ status: again.status, body: again.body }).toEqual({ status: 202, body: { id, turn: null, position: 0 } });
+      }
+    });
+    expect(produced).toEqual([]);
+  });
+
+  it('a decision under the id for other text (another producer racing with it) is 422 id_reused', async () => {
+    const key = manualKey('race');
+    const id = uniqueId('race');
+    const pending = h.call(chatPath(key), { body: { text: 'mine', id } });
+    await h.inputArrived(id);
+    await h.publishEvents([inputAccepted(key, { id, messages: ['theirs'] })]);
+    const answer = await pending;
+    expect({ status: answer.status, code: answer.body.error.code }).toEqual({ status: 422, code: 'id_reused' });
+  });
+
+  it('without a decision in time the answer is 503 unavailable naming the id, and the chat was produced once', async () => {
+    const key = manualKey('slow');
+    let answer: Answer | undefined;
+    const started = Date.now();
+    const produced = await h.producedDuring(async () => {
+      answer = await h.call(chatPath(key), { body: { text: 'anyone there?' } });
+    });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(DECISION_TIMEOUT_MS - 100);
+    expect(answer?.status).toBe(503);
+    const id = answer?.body.error.details.id;
+    expect(answer?.body.error).toEqual({ code: 'unavailable', message: expect.stringMatching(/sent.*retry with the same id/), details: { id } });
+    expect(produced.map((r) => ({ type: r.value.type, id: r.value.id }))).toEqual([{ type: 'chat', id }]);
   });
 
   it('the same id with the same messages is answered 202 again and nothing new is enqueued', async () => {
@@ -110,6 +264,9 @@ describe('POST /v1/conversations/{key}/chat', () => {
       { name: 'a blank message', body: { messages: ['ok', ' '] }, status: 400, code: 'bad_request' },
       { name: 'an unknown field', body: { text: 'hi', mood: 'sunny' }, status: 400, code: 'bad_request' },
       { name: 'a bad id', body: { text: 'hi', id: 'not ok!' }, status: 400, code: 'bad_request' },
+      { name: 'an unknown onBusy', body: { text: 'hi', onBusy: 'sometimes' }, status: 400, code: 'bad_request' },
+      { name: 'onBusy of the wrong type', body: { text: 'hi', onBusy: true }, status: 400, code: 'bad_request' },
+      { name: 'a bad ifLastInputId', body: { text: 'hi', ifLastInputId: 'no spaces here' }, status: 400, code: 'bad_request' },
       { name: 'a bad Idempotency-Key', body: { text: 'hi' }, headers: { 'idempotency-key': 'no spaces here' }, status: 400, code: 'bad_request' },
       { name: 'body id and header differ', body: { text: 'hi', id: 'a-1' }, headers: { 'idempotency-key': 'b-1' }, status: 400, code: 'bad_request' },
       { name: 'no JSON body', body: 'text=hi', headers: { 'content-type': 'text/plain' }, status: 400, code: 'bad_request' },

@@ -30,7 +30,7 @@ export class ErrorFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const response = host.switchToHttp().getResponse<ServerResponse>();
-    const { status, body } = this.answer(exception);
+    const { status, body, headers } = this.answer(exception);
     if (response.headersSent) {
       // A stream (SSE) already answered 200; the only honest thing left is to end it.
       response.end();
@@ -39,19 +39,20 @@ export class ErrorFilter implements ExceptionFilter {
     response.statusCode = status;
     response.setHeader('content-type', 'application/json; charset=utf-8');
     if (status === ErrorStatus.unauthorized) response.setHeader('www-authenticate', 'Bearer');
+    for (const [name, value] of Object.entries(headers)) response.setHeader(name, value);
     response.end(JSON.stringify(body));
   }
 
-  private answer(exception: unknown): { status: number; body: AnyErrorBody } {
+  private answer(exception: unknown): { status: number; body: AnyErrorBody; headers: Readonly<Record<string, string>> } {
     const known = this.toGatewayError(exception);
     if (known) {
       const error = { code: known.code, message: known.message, ...(known.details === undefined ? {} : { details: known.details }) };
-      return { status: known.status, body: { error } };
+      return { status: known.status, body: { error }, headers: known.headers };
     }
     this.log.error('unexpected error', {
       error: exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
     });
-    return { status: INTERNAL.status, body: { error: { code: INTERNAL.code, message: 'internal error' } } };
+    return { status: INTERNAL.status, body: { error: { code: INTERNAL.code, message: 'internal error' } }, headers: {} };
   }
 
   private toGatewayError(exception: unknown): GatewayError | null {

@@ -4,7 +4,8 @@ import type { ZodError } from 'zod';
 /**
  * The one error the gateway's code throws on purpose. `code` is stable (clients branch on
  * it); `message` is for people; `details` is optional structured help (the zod paths that
- * failed, say). The HTTP status comes from `ErrorStatus`, nowhere else.
+ * failed, say); `headers` go on the answer (`Retry-After` of a 429, say). The HTTP status
+ * comes from `ErrorStatus`, nowhere else.
  */
 export class GatewayError extends Error {
   override readonly name = 'GatewayError';
@@ -13,6 +14,7 @@ export class GatewayError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: unknown,
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
   }

@@ -72,12 +72,13 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
    * the last minute, else the next one to arrive. Listening starts at the call, so whatever is
    * produced after it (an input whose answer this awaits, say) cannot slip past. `result`
    * rejects with 503 `unavailable` when the gateway stops first; `cancel` stops listening and
-   * must always be called (a `finally`), or the listener stays until shutdown.
+   * must always be called (a `finally`), or the listener stays until shutdown. `seen` is the
+   * value when it was already among the recent events at the call (then `result` has it too).
    */
-  watch<T>(conversation: string, pick: (event: ConversationEvent) => T | undefined): { result: Promise<T>; cancel(): void } {
+  watch<T>(conversation: string, pick: (event: ConversationEvent) => T | undefined): { result: Promise<T>; seen: T | undefined; cancel(): void } {
     let unsubscribe = (): void => undefined;
+    const seen = this.recentAfter(conversation, Number.NEGATIVE_INFINITY).map(pick).find((value) => value !== undefined);
     const result = new Promise<T>((resolve, reject) => {
-      const seen = this.recentAfter(conversation, Number.NEGATIVE_INFINITY).map(pick).find((value) => value !== undefined);
       if (seen !== undefined) return resolve(seen);
       unsubscribe = this.subscribe(conversation, {
         event: (event) => {
@@ -92,7 +93,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     });
     // A caller that stopped waiting (cancel, then no await) never sees the rejection.
     result.catch(() => undefined);
-    return { result, cancel: () => unsubscribe() };
+    return { result, seen, cancel: () => unsubscribe() };
   }
 
   /** Events of the conversation above `position` seen live in the last minute, oldest first. */

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { SteerBody, type SteerAnswer, type SteerInput } from '@rudder/contracts';
+import { SteerBody, type ConversationEvent, type SteerAnswer, type SteerInput } from '@rudder/contracts';
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient, type CompanionInput } from '../companion-client';
+import { CompanionClient, stateOf, type CompanionInput, type CompanionStatus, type Rejection } from '../companion-client';
+import { Decisions } from '../decisions';
 import { checkTextLength, clientIdOf, parseEdge, requireJsonBody } from '../edge';
 import { GatewayError } from '../errors/gateway-error';
-import { LiveEvents } from '../events/live-events';
 import { InputsPublisher } from '../inputs-publisher';
-import { CONFIG, DEFAULT_STEER_DECISION_TIMEOUT_MS, OPTIONS, type GatewayOptions } from '../tokens';
+import { CONFIG } from '../tokens';
 
 export type SteerRequest = {
   /** Already validated (`ConversationKey`). */
@@ -20,10 +20,14 @@ export type SteerRequest = {
   idempotencyKey: string | undefined;
 };
 
+/** The worker's decision on a steer: where it goes (`steer.accepted`), or its refusal (`input.rejected`). */
+type SteerDecision = { answer: SteerAnswer } | { rejection: Rejection };
+
 /**
  * `POST /v1/conversations/{key}/steer`: validates the message like a chat, produces it to
  * `agent.inputs` at most once per request, and answers the worker's decision on it
- * (`steer.accepted`: the turn that will take it and whether it lands there).
+ * (`steer.accepted`: the turn that will take it and whether it lands there; `input.rejected`:
+ * 412/429).
  *
  * Order: every check that can refuse the request (400/413, 401/403, a reused id) runs before
  * the one produce. The wait for the decision starts before the companion is asked about the
@@ -31,18 +35,13 @@ export type SteerRequest = {
  */
 @Injectable()
 export class SteerHandler {
-  private readonly timeoutMs: number;
-
   constructor(
     @Inject(ConversationAccess) private readonly access: ConversationAccess,
     @Inject(CompanionClient) private readonly companion: CompanionClient,
     @Inject(InputsPublisher) private readonly publisher: InputsPublisher,
-    @Inject(LiveEvents) private readonly live: LiveEvents,
+    @Inject(Decisions) private readonly decisions: Decisions,
     @Inject(CONFIG) private readonly config: Config,
-    @Inject(OPTIONS) options: GatewayOptions,
-  ) {
-    this.timeoutMs = options.steerDecisionTimeoutMs ?? DEFAULT_STEER_DECISION_TIMEOUT_MS;
-  }
+  ) {}
 
   async steer(request: SteerRequest): Promise<SteerAnswer> {
     requireJsonBody(request.body);
@@ -51,71 +50,82 @@ export class SteerHandler {
     const clientId = clientIdOf(body.id, request.idempotencyKey);
     const id = clientId ?? randomUUID();
 
-    await this.access.require(request.key, request.subject, 'write');
+    const status = await this.access.require(request.key, request.subject, 'write');
 
-    const decision = this.live.watch(request.key, (event): SteerAnswer | undefined =>
-      event.type === 'steer.accepted' && event.data.input.id === id
-        ? { id, turn: event.data.turn, landed: event.data.landed }
-        : undefined,
-    );
+    const decision = this.decisions.watch(request.key, (event) => decisionOn(event, id));
     try {
       // A new id (ours, or one the companion has not seen) is produced; the worker dedupes
       // ids, so a retry racing the companion's lag is still answered once.
       const earlier = clientId === undefined ? null : await this.companion.input(request.key, id);
+      let decided: SteerDecision | undefined;
       if (earlier === null) {
-        await this.publisher.publish(this.inputOf(request, id, body.text));
+        // Decided in the last minute (a retry racing the companion's lag): nothing to send again.
+        if (decision.seen === undefined) await this.publisher.publish(this.inputOf(request, id, body));
       } else {
         if (!isSameSteer(earlier, body.text)) {
           throw new GatewayError('id_reused', `input ${id} was sent before as another ${earlier.kind ?? 'input'} or with other text; use a new id`);
         }
         // The same steer again: the worker has it, so nothing is produced; its decision is
         // stored, or on its way.
-        const known = earlier.steer ?? (earlier.steer === undefined ? await this.storedDecision(request.key, id) : null);
-        if (known) return { id, turn: known.turn, landed: known.landed };
+        decided = await this.known(request.key, earlier);
       }
-      return await this.within(decision.result, id);
+      decided ??= await this.decisions.within(decision.result, (seconds) => late(id, seconds));
+      return await this.answer(request.key, id, decided, status);
     } finally {
       decision.cancel();
     }
   }
 
-  private inputOf(request: SteerRequest, id: string, text: string): SteerInput {
-    return { v: 1, type: 'steer', id, conversation: request.key, subject: request.subject, text, sentAt: new Date().toISOString() };
+  private inputOf(request: SteerRequest, id: string, body: SteerBody): SteerInput {
+    return {
+      v: 1,
+      type: 'steer',
+      id,
+      conversation: request.key,
+      subject: request.subject,
+      text: body.text,
+      ...(body.ifLastInputId === undefined ? {} : { ifLastInputId: body.ifLastInputId }),
+      sentAt: new Date().toISOString(),
+    };
   }
 
   /**
-   * For a companion that does not report decisions on its input view: the `steer.accepted`
-   * event among the conversation's stored events, if the worker made one.
+   * The decision on a steer the companion knows, if it has one: from its input view
+   * (`steer`, or `state: 'rejected'` with its `rejection`), or, for a companion whose view
+   * lacks the field, from the conversation's stored events.
    */
-  private async storedDecision(key: string, id: string): Promise<SteerAnswer | null> {
-    const events = await this.companion.eventsAfter(key, -1);
-    const found = events.find((event) => event.type === 'steer.accepted' && event.data.input.id === id);
-    return found?.type === 'steer.accepted' ? { id, turn: found.data.turn, landed: found.data.landed } : null;
+  private async known(key: string, earlier: CompanionInput): Promise<SteerDecision | undefined> {
+    if (stateOf(earlier) === 'rejected' && earlier.rejection) return { rejection: earlier.rejection };
+    if (earlier.steer) return { answer: { id: earlier.id, turn: earlier.steer.turn, landed: earlier.steer.landed } };
+    const viewLacksIt = earlier.steer === undefined || stateOf(earlier) === 'rejected';
+    return viewLacksIt ? this.decisions.stored(key, (event) => decisionOn(event, earlier.id)) : undefined;
   }
 
-  /** The decision, or 503 once the wait is over: the steer was sent, and the same id again gets its answer. */
-  private async within(decision: Promise<SteerAnswer>, id: string): Promise<SteerAnswer> {
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const seconds = Math.round(this.timeoutMs / 100) / 10;
-        reject(
-          new GatewayError(
-            'unavailable',
-            `steer ${id} was sent, but the worker has not decided on it within ${seconds} s; ` +
-              `retry with the same id (${id}) to get its answer: it will not be sent twice`,
-            { id },
-          ),
-        );
-      }, this.timeoutMs);
-    });
-    try {
-      return await Promise.race([decision, timedOut]);
-    } finally {
-      clearTimeout(timer);
-    }
+  private async answer(key: string, id: string, decided: SteerDecision, status: CompanionStatus | null): Promise<SteerAnswer> {
+    if ('rejection' in decided) throw await this.decisions.rejected(key, { id, kind: 'steer' }, decided.rejection, status);
+    return decided.answer;
   }
 }
+
+/** The worker's decision on the steer `id`, if `event` is one. */
+function decisionOn(event: ConversationEvent, id: string): SteerDecision | undefined {
+  if (event.type === 'steer.accepted' && event.data.input.id === id) {
+    return { answer: { id, turn: event.data.turn, landed: event.data.landed } };
+  }
+  if (event.type === 'input.rejected' && event.data.input.id === id) {
+    return { rejection: { code: event.data.code, message: event.data.message } };
+  }
+  return undefined;
+}
+
+/** No decision in time: the steer was sent, and the same id again gets its answer without sending it twice. */
+const late = (id: string, seconds: number) =>
+  new GatewayError(
+    'unavailable',
+    `steer ${id} was sent, but the worker has not decided on it within ${seconds} s; ` +
+      `retry with the same id (${id}) to get its answer: it will not be sent twice`,
+    { id },
+  );
 
 /** The same steer again: a steer with this text. A chat under the id, or other text, is another input. */
 function isSameSteer(earlier: CompanionInput, text: string): boolean {

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, steerAccepted, type Harness } from '../testing/harness';
+import { inputRejected, startHarness, steerAccepted, type Harness } from '../testing/harness';
 
 /** Short enough to test the 503, long enough for Kafka to carry a decision the test publishes. */
 const DECISION_TIMEOUT_MS = 5000;
 
 let h: Harness;
 beforeAll(async () => {
-  h = await startHarness({ AUTH_TOKENS: 'tok-alice=alice, tok-bob=bob' }, { steerDecisionTimeoutMs: DECISION_TIMEOUT_MS });
+  h = await startHarness({ AUTH_TOKENS: 'tok-alice=alice, tok-bob=bob' }, { decisionTimeoutMs: DECISION_TIMEOUT_MS });
 });
 afterAll(() => h?.stop());
 
@@ -131,6 +131,57 @@ describe('POST /v1/conversations/{key}/steer', () => {
     expect(produced).toEqual([]);
   });
 
+  it('a steer the worker refuses is 412 precondition_failed or 429 queue_full (Retry-After, counts); ifLastInputId is passed on', async () => {
+    const key = uniqueKey('refused');
+    h.companion.setStatus(key, { owner: 'alice', steering: [{ id: 's-1', text: 'a' }, { id: 's-2', text: 'bc' }], lastInputId: 's-2' });
+    const staleId = uniqueId('stale');
+    const stale = h.call(steerPath(key), { body: { text: 'as I said', id: staleId, ifLastInputId: 's-1' }, headers: alice });
+    const record = await h.inputArrived(staleId);
+    expect(record.value).toMatchObject({ type: 'steer', id: staleId, ifLastInputId: 's-1' });
+    await h.publishEvents([inputRejected(key, { id: staleId, kind: 'steer', text: 'as I said' }, 'precondition_failed', 'the last accepted input is s-2, not s-1')]);
+    const staleAnswer = await stale;
+    expect(staleAnswer.status).toBe(412);
+    expect(staleAnswer.body.error).toEqual({
+      code: 'precondition_failed',
+      message: expect.stringContaining('the last accepted input is s-2, not s-1'),
+      details: { id: staleId, reason: 'the last accepted input is s-2, not s-1' },
+    });
+
+    const fullId = uniqueId('full');
+    const full = h.call(steerPath(key), { body: { text: 'one more', id: fullId }, headers: alice });
+    expect((await h.inputArrived(fullId)).value).not.toHaveProperty('ifLastInputId');
+    await h.publishEvents([inputRejected(key, { id: fullId, kind: 'steer', text: 'one more' }, 'queue_full', 'the steering queue is full')]);
+    const fullAnswer = await full;
+    expect({ status: fullAnswer.status, retryAfter: fullAnswer.headers.get('retry-after'), details: fullAnswer.body.error.details }).toEqual({
+      status: 429,
+      retryAfter: '5',
+      details: { id: fullId, reason: 'the steering queue is full', counts: { steering: 2, queue: 0, chars: 3 }, retryAfter: 5 },
+    });
+  });
+
+  it('a steer id the companion shows refused gets the same error again, and nothing is produced', async () => {
+    const key = uniqueKey('refused-again');
+    const id = uniqueId('again');
+    h.companion.addInput(key, {
+      id,
+      kind: 'steer',
+      messages: ['faster'],
+      subject: 'alice',
+      steer: null,
+      state: 'rejected',
+      rejection: { code: 'queue_full', message: 'the steering queue is full' },
+    });
+    const produced = await h.producedDuring(async () => {
+      const again = await h.call(steerPath(key), { body: { text: 'faster', id }, headers: alice });
+      expect({ status: again.status, code: again.body.error.code, retryAfter: again.headers.get('retry-after') }).toEqual({
+        status: 429,
+        code: 'queue_full',
+        retryAfter: '5',
+      });
+    });
+    expect(produced).toEqual([]);
+  });
+
   it('without a decision in time the answer is 503 unavailable saying the steer was sent, and it was produced once', async () => {
     const key = uniqueKey('slow');
     const id = uniqueId('late');
@@ -164,6 +215,8 @@ describe('POST /v1/conversations/{key}/steer', () => {
       { name: 'messages instead of text', body: { messages: ['a'] }, status: 400, code: 'bad_request' },
       { name: 'an unknown field', body: { text: 'hi', mood: 'sunny' }, status: 400, code: 'bad_request' },
       { name: 'a bad id', body: { text: 'hi', id: 'not ok!' }, status: 400, code: 'bad_request' },
+      { name: 'a bad ifLastInputId', body: { text: 'hi', ifLastInputId: 'not ok!' }, status: 400, code: 'bad_request' },
+      { name: 'onBusy on a steer', body: { text: 'hi', onBusy: 'reject' }, status: 400, code: 'bad_request' },
       { name: 'a bad Idempotency-Key', body: { text: 'hi' }, headers: { 'idempotency-key': 'no spaces here' }, status: 400, code: 'bad_request' },
       { name: 'body id and header differ', body: { text: 'hi', id: 'a-1' }, headers: { 'idempotency-key': 'b-1' }, status: 400, code: 'bad_request' },
       { name: 'a bad conversation key', path: steerPath('bad key!'), body: { text: 'hi' }, status: 400, code: 'bad_request' },

@@ -17,7 +17,9 @@ export type StopRequest = {
  * `POST /v1/conversations/{key}/stop`: produces one stop to `agent.inputs` (its own fresh
  * id: a stop repeated is another stop, harmless) and answers the turn that was running at
  * that moment, as the companion saw it (null when none ran). The worker decides what the
- * stop ends; `stop.requested` on the event stream says which turn it was.
+ * stop ends; `stop.requested` on the event stream says which turn it was. With
+ * `discardPending: true` the worker also drops every pending input of the conversation, each
+ * reported on the stream as `input.discarded` (never answered).
  */
 @Injectable()
 export class StopHandler {
@@ -27,7 +29,7 @@ export class StopHandler {
   ) {}
 
   async stop(request: StopRequest): Promise<StopAnswer> {
-    parseEdge(StopBody, request.body ?? {}, 'stop body');
+    const body = parseEdge(StopBody, request.body ?? {}, 'stop body');
     const status = await this.access.require(request.key, request.subject, 'write');
     const input: StopInput = {
       v: 1,
@@ -35,6 +37,7 @@ export class StopHandler {
       id: randomUUID(),
       conversation: request.key,
       subject: request.subject,
+      discardPending: body.discardPending ?? false,
       sentAt: new Date().toISOString(),
     };
     await this.publisher.publish(input);

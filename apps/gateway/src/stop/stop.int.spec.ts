@@ -29,8 +29,22 @@ describe('POST /v1/conversations/{key}/stop', () => {
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       conversation: key,
       subject: 'alice',
+      discardPending: false,
       sentAt: expect.any(String),
     });
+  });
+
+  it('discardPending: true is passed on the stop, for the worker to discard every pending input', async () => {
+    const key = uniqueKey('discard');
+    h.companion.setStatus(key, { owner: 'alice', queue: [{ id: 'q-1', kind: 'chat', text: 'later' }] });
+    let answer: Awaited<ReturnType<Harness['call']>> | undefined;
+    const produced = await h.producedDuring(async () => {
+      answer = await h.call(stopPath(key), { body: { discardPending: true }, headers: alice });
+    });
+    expect({ status: answer?.status, body: answer?.body }).toEqual({ status: 202, body: { turn: null } });
+    expect(produced.map((r) => ({ key: r.key, type: r.value.type, discardPending: (r.value as { discardPending?: boolean }).discardPending }))).toEqual([
+      { key, type: 'stop', discardPending: true },
+    ]);
   });
 
   it('a stop when no turn runs answers turn null, and a request without a body is the same as {}', async () => {
@@ -57,6 +71,7 @@ describe('POST /v1/conversations/{key}/stop', () => {
       { name: 'an unknown token', body: {}, auth: { authorization: 'Bearer nope' }, status: 401, code: 'unauthorized' },
       { name: 'malformed JSON', body: '{', status: 400, code: 'bad_request' },
       { name: 'an unknown field', body: { now: true }, status: 400, code: 'bad_request' },
+      { name: 'discardPending not a boolean', body: { discardPending: 'yes' }, status: 400, code: 'bad_request' },
       { name: 'an array', body: [], status: 400, code: 'bad_request' },
       { name: 'a bad conversation key', path: stopPath('bad key!'), body: {}, status: 400, code: 'bad_request' },
       { name: "another subject's conversation", path: stopPath(bobs), body: {}, status: 403, code: 'forbidden' },

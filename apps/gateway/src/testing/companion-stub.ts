@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ConversationEvent, TranscriptPage, TurnView } from '@rudder/contracts';
-import type { CompanionStatus } from '../companion-client';
+import type { CompanionStatus, InputState, Rejection } from '../companion-client';
 
 type Input = {
   id: string;
@@ -12,6 +12,21 @@ type Input = {
   delivered: boolean;
   /** The worker's decision on a steer; left out of the answer when undefined (a companion that predates it). */
   steer?: { turn: string | null; landed: boolean } | null;
+  /** Where the input is, and why it was refused; left out when undefined (a companion that predates them). */
+  state?: InputState;
+  rejection?: Rejection | null;
+};
+
+/** What a test may say about an input it adds: a chat by default, pending, and without `state`/`rejection` unless given. */
+export type StubInput = {
+  id: string;
+  messages: string[];
+  subject?: string;
+  kind?: 'chat' | 'steer';
+  steer?: { turn: string | null; landed: boolean } | null;
+  delivered?: boolean;
+  state?: InputState;
+  rejection?: Rejection | null;
 };
 
 /**
@@ -25,11 +40,8 @@ export type CompanionStub = {
   requests: string[];
   /** Sets the owner (and optionally more) of a conversation's status. */
   setStatus(key: string, status: Partial<CompanionStatus>): void;
-  /** An input the worker accepted: a chat by default; a steer with `kind: 'steer'` and its `steer` decision. */
-  addInput(
-    key: string,
-    input: { id: string; messages: string[]; subject?: string; kind?: 'chat' | 'steer'; steer?: { turn: string | null; landed: boolean } | null },
-  ): void;
+  /** An input the worker decided on: a chat by default; a steer with `kind: 'steer'` and its `steer` decision. */
+  addInput(key: string, input: StubInput): void;
   addEvents(key: string, events: ConversationEvent[]): void;
   setTranscript(key: string, page: TranscriptPage): void;
   addTurn(key: string, turn: TurnView): void;
@@ -103,8 +115,10 @@ export async function startCompanionStub(): Promise<CompanionStub> {
         text: input.messages.join('\n\n'),
         messages: input.messages,
         subject: input.subject ?? 'anonymous',
-        delivered: false,
+        delivered: input.delivered ?? (input.state !== undefined && input.state !== 'pending'),
         steer: input.steer,
+        state: input.state,
+        rejection: input.rejection,
       }),
     addEvents: (key, added) => events.set(key, [...(events.get(key) ?? []), ...added].sort((a, b) => a.position - b.position)),
     setTranscript: (key, page) => transcripts.set(key, page),

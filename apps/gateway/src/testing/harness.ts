@@ -1,5 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { InputRecord, type ChatInput, type ConversationEvent, type TokenRecord } from '@rudder/contracts';
+import {
+  InputRecord,
+  inputText,
+  type ChatInput,
+  type ConversationEvent,
+  type EventDataOf,
+  type EventType,
+  type TokenRecord,
+} from '@rudder/contracts';
 import { createKafka, ensureTopics, readConfig, topicNames, type TopicNames } from '@rudder/runtime';
 import type { Consumer, Kafka, Producer } from 'kafkajs';
 import { inject } from 'vitest';
@@ -17,12 +25,20 @@ export type Harness = {
   inputs: ProducedInput[];
   /** Waits until a record with this input id is on `agent.inputs`; everything produced before it is then in `inputs`. */
   inputArrived(id: string, timeoutMs?: number): Promise<ProducedInput>;
+  /** Waits until a record of this type is on `agent.inputs` for this conversation, and returns the first. */
+  inputOf<T extends InputRecord['type']>(key: string, type: T, timeoutMs?: number): Promise<Extract<InputRecord, { type: T }>>;
   /**
    * The records the gateway produces to `agent.inputs` while `block` runs, and nothing else:
    * a marker record produced by the test before and after it (one partition: total order)
    * fences off whatever came earlier or is still in flight.
    */
   producedDuring(block: () => Promise<void>): Promise<ProducedInput[]>;
+  /**
+   * Plays the worker's part while set: called for every input the gateway produces (the
+   * harness's own fences excepted); the events it returns are published on agent.events.
+   * Unset (the default), the test publishes decisions itself.
+   */
+  worker: ((input: InputRecord) => ConversationEvent[] | undefined) | undefined;
   /** Publishes events and tokens as the worker's outbox relay would. */
   publishEvents(events: ConversationEvent[]): Promise<void>;
   publishTokens(tokens: TokenRecord[]): Promise<void>;
@@ -46,9 +62,15 @@ export async function startHarness(env: Record<string, string> = {}, options: Ga
   await ensureTopics(kafka, topics, 1);
   const companion = await startCompanionStub();
   const inputs: ProducedInput[] = [];
-  const reader = await readAll(kafka, topics.inputs, `${namespace}test-reader`, inputs);
   const producer = kafka.producer();
   await producer.connect();
+  let harness: Harness | undefined;
+  const reader = await readAll(kafka, topics.inputs, `${namespace}test-reader`, async (record) => {
+    inputs.push(record);
+    if (record.value.conversation === FENCE) return;
+    const events = harness?.worker?.(record.value);
+    if (events?.length) await produce(producer, topics.events, events);
+  });
   const gateway = await startGateway(
     readConfig({
       KAFKA_BROKERS: brokers,
@@ -61,11 +83,12 @@ export async function startHarness(env: Record<string, string> = {}, options: Ga
     options,
   );
 
-  const harness: Harness = {
+  const started: Harness = {
     gateway,
     companion,
     topics,
     inputs,
+    worker: undefined,
     async inputArrived(id, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
@@ -75,12 +98,30 @@ export async function startHarness(env: Record<string, string> = {}, options: Ga
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
     },
+    async inputOf(key, type, timeoutMs = 15_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = inputs.find((record) => record.key === key && record.value.type === type);
+        if (found) return found.value as Extract<InputRecord, { type: typeof type }>;
+        if (Date.now() > deadline) throw new Error(`no ${type} of ${key} arrived on ${topics.inputs}`);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    },
     async producedDuring(block) {
       const fence = async () => {
         const id = `fence-${randomBytes(6).toString('hex')}`;
-        const marker: ChatInput = { v: 1, type: 'chat', id, conversation: 'fence', subject: 'test', messages: ['fence'], sentAt: new Date().toISOString() };
-        await producer.send({ topic: topics.inputs, acks: -1, messages: [{ key: 'fence', value: JSON.stringify(marker) }] });
-        await harness.inputArrived(id);
+        const marker: ChatInput = {
+          v: 1,
+          type: 'chat',
+          id,
+          conversation: FENCE,
+          subject: 'test',
+          messages: ['fence'],
+          onBusy: 'enqueue',
+          sentAt: new Date().toISOString(),
+        };
+        await producer.send({ topic: topics.inputs, acks: -1, messages: [{ key: FENCE, value: JSON.stringify(marker) }] });
+        await started.inputArrived(id);
         return inputs.findIndex((record) => record.value.id === id);
       };
       const from = await fence();
@@ -117,18 +158,21 @@ export async function startHarness(env: Record<string, string> = {}, options: Ga
       await companion.stop();
     },
   };
-  return harness;
+  harness = started;
+  return started;
 }
 
-async function readAll(kafka: Kafka, topic: string, groupId: string, into: ProducedInput[]): Promise<Consumer> {
+/** The conversation of the harness's fence records. */
+const FENCE = 'fence';
+
+async function readAll(kafka: Kafka, topic: string, groupId: string, take: (record: ProducedInput) => Promise<void>): Promise<Consumer> {
   const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: 100 });
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
     eachMessage: async ({ message }) => {
-      // Strict: a record the gateway produced that is not a valid input (chat, steer or stop)
-      // fails the test that waits for it.
-      into.push({ key: message.key?.toString() ?? null, value: InputRecord.parse(JSON.parse(message.value!.toString())) });
+      // Strict: a record the gateway produced that is not a valid input fails the test that waits for it.
+      await take({ key: message.key?.toString() ?? null, value: InputRecord.parse(JSON.parse(message.value!.toString())) });
     },
   });
   return consumer;
@@ -139,6 +183,43 @@ async function produce(producer: Producer, topic: string, records: (Conversation
     topic,
     messages: records.map((record) => ({ key: record.conversation, value: JSON.stringify(record) })),
   });
+}
+
+let nextPosition = 1_000_000;
+
+/** Builds an event as it is published on agent.events; positions increase across the run. */
+export function conversationEvent<T extends EventType>(conversation: string, type: T, data: EventDataOf<T>, position = nextPosition++): ConversationEvent {
+  return { v: 1, id: `e-${conversation}-${position}`, conversation, position, at: new Date().toISOString(), type, data } as ConversationEvent;
+}
+
+/** The worker took a chat or a steer into the log (`input.accepted`). */
+export function inputAccepted(conversation: string, input: { id: string; kind?: 'chat' | 'steer'; messages: string[]; subject?: string }): ConversationEvent {
+  const { id, kind = 'chat', messages, subject = 'anonymous' } = input;
+  return conversationEvent(conversation, 'input.accepted', {
+    input: { id, kind, text: inputText(messages), messages, subject, sentAt: new Date().toISOString() },
+  });
+}
+
+/** The worker refused a chat or a steer (`input.rejected`). */
+export function inputRejected(
+  conversation: string,
+  input: { id: string; kind?: 'chat' | 'steer'; text: string },
+  code: 'queue_full' | 'precondition_failed' | 'busy',
+  message: string,
+): ConversationEvent {
+  return conversationEvent(conversation, 'input.rejected', { input: { kind: 'chat', ...input }, code, message });
+}
+
+/** A worker that accepts every chat and steer it gets (a steer as a turn of its own), and decides nothing else. */
+export function acceptEverything(input: InputRecord): ConversationEvent[] | undefined {
+  if (input.type === 'chat') return [inputAccepted(input.conversation, { id: input.id, messages: input.messages, subject: input.subject })];
+  if (input.type === 'steer') {
+    return [
+      inputAccepted(input.conversation, { id: input.id, kind: 'steer', messages: [input.text], subject: input.subject }),
+      steerAccepted(input.conversation, nextPosition++, { id: input.id, text: input.text, turn: null, landed: false }),
+    ];
+  }
+  return undefined;
 }
 
 /** Builds the worker's decision on a steer, `steer.accepted`, as it is published on agent.events. */

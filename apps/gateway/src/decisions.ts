@@ -1,0 +1,108 @@
+import { Inject, Injectable } from '@nestjs/common';
+import type { ConversationEvent } from '@rudder/contracts';
+import { CompanionClient, type CompanionStatus, type InputState, type Rejection } from './companion-client';
+import { GatewayError } from './errors/gateway-error';
+import { LiveEvents } from './events/live-events';
+import { DEFAULT_DECISION_TIMEOUT_MS, OPTIONS, type GatewayOptions } from './tokens';
+
+/** `Retry-After` of a 429 `queue_full`: long enough for a step or two to take what waits. */
+export const RETRY_AFTER_SECONDS = 5;
+
+/** How a refusal of the worker (`input.rejected`'s `code`) is answered: the one place it is mapped. */
+const REFUSALS = {
+  busy: { error: 'conflict', hint: 'send it with another onBusy (enqueue, interrupt or rollback), or once the turn has ended' },
+  precondition_failed: { error: 'precondition_failed', hint: "read the conversation's status (lastInputId) and send it again if it still applies" },
+  queue_full: { error: 'queue_full', hint: `nothing was queued; send it again in ${RETRY_AFTER_SECONDS} s, or retract a pending input first` },
+} as const satisfies Record<Rejection['code'], { error: GatewayError['code']; hint: string }>;
+
+/**
+ * Waiting for the worker's decision on an input the gateway produced (or found undecided):
+ * chat, steer, retract and promote share it. The worker decides every input under the
+ * conversation's lock and answers with an event on `agent.events`; the gateway's live
+ * consumer hands it over (`watch`, which must be called before the input is produced, so the
+ * decision cannot slip past).
+ */
+@Injectable()
+export class Decisions {
+  readonly timeoutMs: number;
+
+  constructor(
+    @Inject(LiveEvents) private readonly live: LiveEvents,
+    @Inject(CompanionClient) private readonly companion: CompanionClient,
+    @Inject(OPTIONS) options: GatewayOptions,
+  ) {
+    this.timeoutMs = options.decisionTimeoutMs ?? DEFAULT_DECISION_TIMEOUT_MS;
+  }
+
+  /** Listens for the first event of the conversation that `pick` turns into a value (`LiveEvents.watch`). */
+  watch<T>(key: string, pick: (event: ConversationEvent) => T | undefined): { result: Promise<T>; seen: T | undefined; cancel(): void } {
+    return this.live.watch(key, pick);
+  }
+
+  /** The decision, or the error `late` makes (a 503 saying what was sent) once `timeoutMs` has passed. */
+  async within<T>(decision: Promise<T>, late: (seconds: number) => GatewayError): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(late(Math.round(this.timeoutMs / 100) / 10)), this.timeoutMs);
+    });
+    try {
+      return await Promise.race([decision, timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /**
+   * For a companion whose input view lacks a field: the first of the conversation's stored
+   * events that `pick` turns into a value.
+   */
+  async stored<T>(key: string, pick: (event: ConversationEvent) => T | undefined): Promise<T | undefined> {
+    const events = await this.companion.eventsAfter(key, -1);
+    return events.map(pick).find((value) => value !== undefined);
+  }
+
+  /**
+   * The answer to a chat or steer the worker refused: busy 409 `conflict`, precondition_failed
+   * 412, queue_full 429 with `Retry-After` and the conversation's current counts (from the
+   * companion's status now; `fallback`, the one read for the request, when it does not answer).
+   * The id is answered once: the same id again gets this same refusal, so a retry needs a new id.
+   */
+  async rejected(key: string, input: { id: string; kind: string }, rejection: Rejection, fallback: CompanionStatus | null): Promise<GatewayError> {
+    const { error, hint } = REFUSALS[rejection.code];
+    const message = `${input.kind} ${input.id} was refused: ${rejection.message}; ${hint} (a new id is needed: this one is answered by this refusal)`;
+    if (rejection.code !== 'queue_full') return new GatewayError(error, message, { id: input.id, reason: rejection.message });
+    const status = await this.companion.status(key).catch(() => fallback);
+    return new GatewayError(
+      error,
+      message,
+      { id: input.id, reason: rejection.message, counts: countsOf(status), retryAfter: RETRY_AFTER_SECONDS },
+      { 'retry-after': String(RETRY_AFTER_SECONDS) },
+    );
+  }
+}
+
+/** What waits in a conversation: steers for the running turn, follow-ups, and their characters (code points) together. */
+export function countsOf(status: Pick<CompanionStatus, 'steering' | 'queue'> | null): { steering: number; queue: number; chars: number } {
+  const waiting = [...(status?.steering ?? []), ...(status?.queue ?? [])];
+  return {
+    steering: status?.steering.length ?? 0,
+    queue: status?.queue.length ?? 0,
+    chars: waiting.reduce((sum, item) => sum + [...item.text].length, 0),
+  };
+}
+
+const NO_LONGER_PENDING: Record<InputState, string> = {
+  delivered: 'was already delivered: its turn started, or a running turn took it',
+  retracted: 'was already retracted',
+  discarded: 'was discarded by a stop',
+  rejected: 'was refused when it was sent, so it never waited',
+  pending: 'is no longer pending: it was delivered, retracted or discarded meanwhile',
+};
+
+/**
+ * 409 `conflict` for a retraction or a promotion of an input that no longer waits, saying
+ * what became of it (`state`: as the companion tells, or as the worker's refusal said).
+ */
+export function notPending(what: 'retracted' | 'promoted', id: string, state: InputState): GatewayError {
+  return new GatewayError('conflict', `input ${id} cannot be ${what}: it ${NO_LONGER_PENDING[state]}`, { id, state });
+}

@@ -1,0 +1,20 @@
+import { Body, Controller, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import { InputId, type SteerAnswer } from '@rudder/contracts';
+import { AuthGuard, Subject } from '../auth/auth.guard';
+import { conversationKeyOf, parseEdge } from '../edge';
+import { PromoteHandler } from './promote-handler';
+
+@Controller('v1/conversations/:key/inputs')
+@UseGuards(AuthGuard)
+export class PromoteController {
+  constructor(@Inject(PromoteHandler) private readonly handler: PromoteHandler) {}
+
+  /** 200 `{id, turn, landed}` once the worker has made the follow-up a steer; 409 once delivered, 404 when unknown. */
+  @Post(':id/promote')
+  @HttpCode(200)
+  promote(@Param('key') rawKey: string, @Param('id') rawId: string, @Body() body: unknown, @Subject() subject: string): Promise<SteerAnswer> {
+    const key = conversationKeyOf(rawKey);
+    const target = parseEdge(InputId, rawId, 'input id');
+    return this.handler.promote({ key, subject, target, body });
+  }
+}
