@@ -153,20 +153,21 @@ describe('onBusy', () => {
   it('interrupt during a tool call: the running turn ends superseded at its next step, keeping what it did, then the new input runs', async () => {
     const { client, model } = stack;
     const conversation = key('interrupt');
-    const turn = await running(conversation, 'p', 'wait 800');
+    const turn = await running(conversation, 'p', 'wait 801');
     await client.chat(conversation, { text: 'queued before', id: 'q' });
     await client.chat(conversation, { text: 'do this instead', id: 'i', onBusy: 'interrupt' });
     const superseded = await client.answered(conversation, 'p');
-    expect(superseded).toMatchObject({ id: turn.id, status: 'superseded', content: 'waiting for wait 800' });
+    expect(superseded).toMatchObject({ id: turn.id, status: 'superseded', content: 'waiting for wait 801' });
     const next = await client.answered(conversation, 'i');
     expect(Date.parse(next.startedAt)).toBeGreaterThanOrEqual(Date.parse(superseded.endedAt!));
     const queued = await client.answered(conversation, 'q');
     expect(Date.parse(queued.startedAt)).toBeGreaterThanOrEqual(Date.parse(next.endedAt!));
     // What the superseded turn did stays in the history, its tool call with a result.
     const request = requestsAbout(model.requests, 'do this instead')[0];
-    expect(userTexts(request)).toEqual(['wait 800', 'do this instead']);
-    expect(request.body.messages).toContainEqual({ role: 'assistant', content: 'waiting for wait 800' });
-    expect(requestsWith(model.requests, 'wait 800').some((r) => toolResults(r).length > 0)).toBe(false);
+    expect(userTexts(request)).toEqual(['wait 801', 'do this instead']);
+    expect(request.body.messages).toContainEqual({ role: 'assistant', content: 'waiting for wait 801' });
+    // It was not asked again after its tool's result: it ended at that step.
+    expect(requestsWith(model.requests, 'wait 801').some((r) => toolResults(r).length > 0)).toBe(false);
   });
 
   it('rollback stops the running turn and drops its partial work from the next model request', async () => {
@@ -244,10 +245,10 @@ describe('bounds', () => {
   it('a fifth waiting steer answers 429, and so does text past the characters bound', async () => {
     const { client } = stack;
     const conversation = key('bound-steers');
-    await running(conversation, 'p', 'wait 1500');
+    await running(conversation, 'p', 'wait 4000');
     for (const n of [1, 2, 3, 4]) expect((await client.steer(conversation, { text: `s${n}`, id: `s${n}` })).body.landed).toBe(true);
     expect((await client.steer(conversation, { text: 's5', id: 's5' })).status).toBe(429);
-    const big = await client.chat(conversation, { text: 'x'.repeat(7990), id: 'big' });
+    const big = await client.chat(conversation, { text: 'x'.repeat(7995), id: 'big' });
     expect(big.status).toBe(429);
     const ended = await client.answered(conversation, 'p');
     expect(ended.steered.map((s) => s.id)).toEqual(['s1', 's2', 's3', 's4']);

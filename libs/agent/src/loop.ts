@@ -80,16 +80,19 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
 
       case 'run-tools': {
         // The calls run side by side; each result is stored as soon as it is known, one commit at a time.
+        // The store may end the turn with the last result (it was interrupted at this step).
         let stored = Promise.resolve();
+        let ended = false;
         await Promise.all(
           action.calls.map(async (call) => {
             const { result, isError } = await runToolCall(agent.tools, call, signal);
             stored = stored.then(async () => {
-              await store([{ type: 'tool.ended', data: { turn: turn.id, step: action.step, callId: call.id, name: call.name, result, isError } }]);
+              ended ||= await store([{ type: 'tool.ended', data: { turn: turn.id, step: action.step, callId: call.id, name: call.name, result, isError } }]);
             });
             await stored;
           }),
         );
+        if (ended) return turn;
         break;
       }
 

@@ -180,4 +180,26 @@ describe('the agent loop', () => {
       ],
     ]);
   });
+
+  it('when the store ends the turn with a tool result (interrupted at its step), the model is not asked again', async () => {
+    server.setScript(() => reply.tools([{ id: 'c1', name: 'wait', arguments: { ms: 1 } }]));
+    const before = server.requests.length;
+    const commits: DomainEvent[][] = [];
+    await runTurn({
+      agent,
+      model: model(),
+      history: [],
+      turn: startTurn('t1', prompt),
+      commit: async (events) => {
+        const stored: DomainEvent[] = events.some((e) => e.type === 'tool.ended')
+          ? [...events, { type: 'turn.ended', data: { turn: 't1', status: 'superseded', outcome: 'interrupted', content: '', steered: [] } }]
+          : events;
+        commits.push(stored);
+        return stored;
+      },
+      signal: new AbortController().signal,
+    });
+    expect(server.requests.length - before).toBe(1);
+    expect(commits.at(-1)?.at(-1)).toMatchObject({ type: 'turn.ended', data: { status: 'superseded' } });
+  });
 });
