@@ -254,3 +254,30 @@ describe('bounds', () => {
     expect(ended.steered.map((s) => s.id)).toEqual(['s1', 's2', 's3', 's4']);
   });
 });
+
+describe('through a worker crash', () => {
+  it('a retract and a promote stored by a worker that dies before committing its offsets are answered once, and hold', async () => {
+    const { client } = stack;
+    const conversation = key('crash');
+    const turn = await running(conversation, 'p', 'wait 12000');
+    await client.chat(conversation, { text: 'take me back', id: 'f1' });
+    await client.chat(conversation, { text: 'promote me', id: 'f2' });
+    for (const worker of [...stack.workers]) await worker.kill('SIGKILL');
+    stack.workers.length = 0;
+    const doomed = await stack.startWorker({ CRASH_AT: 'after-ingest' });
+    const retracting = client.retract(conversation, 'f1');
+    await doomed.exited;
+    expect(doomed.output()).toContain('crashing at after-ingest');
+    await stack.startWorker();
+    const retracted = await retracting;
+    expect(retracted.status).toBe(200);
+    expect(retracted.body).toEqual({ id: 'f1', text: 'take me back' });
+    expect((await client.retract(conversation, 'f1')).status).toBe(409);
+
+    const promoted = await client.promote(conversation, 'f2');
+    expect(promoted.body).toEqual({ id: 'f2', turn: turn.id, landed: true });
+    const ended = await client.answered(conversation, 'p', 60_000);
+    expect(ended.steered).toEqual([{ id: 'f2', text: 'promote me' }]);
+    await neverAnswered(conversation, 'f1');
+  });
+});
