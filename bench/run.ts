@@ -1,0 +1,132 @@
+import { createWriteStream } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { startInfrastructure } from '@rudder/dev-services';
+import { chatLatency } from './chat-latency';
+import { dbCost } from './db-cost';
+import { recovery, TOOL_MS, type RecoveryResult } from './recovery';
+import { steerLatency } from './steer-latency';
+import { ms, table } from './stats';
+
+/**
+ * `npm run bench`: the real system (Kafka and PostgreSQL from dev-services, the scripted model
+ * over HTTP, companion and gateway in this process, turn workers as child processes), measured
+ * four ways; prints markdown tables and writes them to bench/results.md. The services' own log
+ * lines go to a file, not the terminal.
+ */
+const LOG_FILE = join(os.tmpdir(), `rudder-bench-${process.pid}.log`);
+const RESULTS = fileURLToPath(new URL('results.md', import.meta.url));
+
+const say = (line: string) => process.stdout.write(`${line}\n`);
+const log = createWriteStream(LOG_FILE);
+process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+  const done = rest.find((r) => typeof r === 'function') as (() => void) | undefined;
+  return log.write(chunk, done);
+}) as typeof process.stderr.write;
+
+const began = performance.now();
+const loadAtStart = os.loadavg()[0];
+const step = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
+  const start = performance.now();
+  say(`- ${name} …`);
+  const result = await run();
+  say(`  done in ${((performance.now() - start) / 1000).toFixed(1)} s`);
+  return result;
+};
+
+const infra = await step('Kafka and PostgreSQL', () => startInfrastructure({ log: (line) => log.write(`dev-services ${line}\n`) }));
+let report = '';
+try {
+  const chat = await step('1. chat latency at 1, 4, 16 conversations', () => chatLatency(infra, { levels: [1, 4, 16], turns: 30 }));
+  const steer = await step('2. steer latency', () => steerLatency(infra, { runs: 15 }));
+  const cost = await step('3. cost per turn', () => dbCost(infra, { runs: 3 }));
+  const recoveries: RecoveryResult[] = [];
+  for (const sessionTimeoutMs of [6000, 3000]) {
+    recoveries.push(await step(`4. recovery, session timeout ${sessionTimeoutMs} ms`, () => recovery(infra, { sessionTimeoutMs, runs: 3 })));
+  }
+
+  const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}×`;
+  const base = chat[0];
+  const sections = [
+    '## 1. Chat latency: POST chat → turn.ended on SSE (one-step text turn, one worker process)',
+    table(
+      ['conversations in parallel', 'turns', 'p50 ms', 'p95 ms', 'p50 vs 1', 'turns/s', 'turns/s vs 1'],
+      chat.map((l) => [l.conversations, l.turns, ms(l.p50), ms(l.p95), ratio(l.p50, base.p50), l.throughput.toFixed(1), ratio(l.throughput, base.throughput)]),
+    ),
+    'Where the time goes (medians, ms; from the events\' stored `at`, PostgreSQL `now()` of each write). The gateway, ' +
+      'the companion and the load generator share one Node process here, so the edges (POST → 202, stored → on SSE) ' +
+      'include waiting for that event loop:',
+    table(
+      ['conversations', 'POST → 202', 'POST → input stored', 'input → turn started', 'turn started → ended', 'ended stored → on SSE'],
+      chat.map((l) => [l.conversations, ms(l.parts.post), ms(l.parts.ingest), ms(l.parts.schedule), ms(l.parts.run), ms(l.parts.deliver)]),
+    ),
+    `## 2. Steer latency (turn in \`wait 1000\`, steer sent at its tool.started; ${steer.runs} runs, ${steer.landed} landed)`,
+    table(
+      ['from', 'to', 'p50 ms', 'p95 ms'],
+      [
+        ['POST steer', '200 answer (the worker\'s decision)', ms(steer.answer.p50), ms(steer.answer.p95)],
+        ['POST steer', 'steer.taken on SSE', ms(steer.taken.p50), ms(steer.taken.p95)],
+        ['tool.ended on SSE', 'steer.taken on SSE', ms(steer.afterTool.p50), ms(steer.afterTool.p95)],
+      ],
+    ),
+    'steer.taken is stored in the same transaction as the result that completes the step, so once the tool is done taking ' +
+      'the steer adds nothing; POST steer → taken is the rest of the tool call.',
+    `## 3. Cost per one-tool turn (median of ${cost.unsteered.runs} turns each; steering enabled)`,
+    table(
+      ['', 'unsteered', 'steered', 'steered / unsteered'],
+      [
+        ['SQL statements (round trips)', cost.unsteered.statements, cost.steered.statements, ratio(cost.steered.statements, cost.unsteered.statements)],
+        ...[...new Set([...Object.keys(cost.unsteered.byKind), ...Object.keys(cost.steered.byKind)])].map((kind) => [
+          `… of which ${kind}`,
+          cost.unsteered.byKind[kind] ?? 0,
+          cost.steered.byKind[kind] ?? 0,
+          ratio(cost.steered.byKind[kind] ?? 0, cost.unsteered.byKind[kind] ?? 0),
+        ]),
+        ['records on agent.events', cost.unsteered.events, cost.steered.events, ratio(cost.steered.events, cost.unsteered.events)],
+        ['records on agent.tokens', cost.unsteered.tokens, cost.steered.tokens, ratio(cost.steered.tokens, cost.unsteered.tokens)],
+      ],
+    ),
+    `Events, unsteered: ${cost.unsteered.eventTypes.join(', ')}.  \nEvents, steered: ${cost.steered.eventTypes.join(', ')}.`,
+    `## 4. Recovery: worker SIGKILLed during a \`wait ${TOOL_MS}\` tool call, another started at once (${recoveries[0].runs} runs each)`,
+    table(
+      ['WORKER_SESSION_TIMEOUT_MS', 'kill → successor assigned (runs)', 'kill → next committed event (runs)', 'median next event', 'vs 6000', 'assigned → next event (tool reruns)', 'worker boot, empty group'],
+      recoveries.map((r) => [
+        r.sessionTimeoutMs,
+        r.assigned.map(ms).join(', '),
+        r.nextEvent.map(ms).join(', '),
+        ms(r.median.nextEvent),
+        ratio(r.median.nextEvent, recoveries[0].median.nextEvent),
+        ms(r.median.afterAssigned),
+        ms(r.bootMs),
+      ]),
+    ),
+    'The successor boots while the dead member\'s session runs out (the group drops it one session timeout after its last ' +
+      'heartbeat, WORKER_HEARTBEAT_MS = 500), so failover ≈ the session timeout as long as that exceeds the boot; then the ' +
+      `interrupted tool runs again from the start (${TOOL_MS} ms) before its result is committed.`,
+  ];
+  const cpu = os.cpus();
+  const header = [
+    '# Benchmarks',
+    `${new Date().toISOString().slice(0, 10)} — ${cpu.length} × ${cpu[0]?.model.trim() ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; ` +
+      `Kafka ${infra.source.kafka}, PostgreSQL ${infra.source.postgres}; everything on loopback on this one machine (Kafka, PostgreSQL, ` +
+      `the scripted model, companion, gateway, workers and the load generator share the cores). Run: \`npm run bench\`, ` +
+      `${((performance.now() - began) / 1000).toFixed(0)} s in all; 1-minute load average ${loadAtStart.toFixed(1)} at the start ` +
+      `(other work on the machine shows up most in benchmark 1).`,
+  ];
+  report = [...header, ...sections].join('\n\n') + '\n';
+} catch (error) {
+  say(`bench failed: ${error instanceof Error ? error.stack : String(error)}\nservice logs in ${LOG_FILE}`);
+  process.exitCode = 1;
+} finally {
+  await infra.stop();
+}
+if (process.exitCode) process.exit();
+say('');
+say(report);
+await writeFile(RESULTS, report);
+say(`written to bench/results.md; service logs in ${LOG_FILE}`);
+log.end();
+process.exit(0);
