@@ -1,0 +1,108 @@
+import type { ConversationEvent, ConversationStatus, SteerAnswer, TranscriptItem, TranscriptPage, TurnView } from '@rudder/contracts';
+
+/** An HTTP answer; `status` 0 when there was none (connection refused, reset, or our timeout). */
+export type Reply<T> = { status: number; body: T | undefined; error?: { code: string; message: string; details?: unknown }; failure?: string };
+
+/**
+ * The soak's view of the public HTTP API: every request has a timeout, nothing throws.
+ * Loopback only: the gateway this process started.
+ */
+export function createSoakClient(baseUrl: string) {
+  const path = (key: string, rest = '') => `${baseUrl}/v1/conversations/${encodeURIComponent(key)}${rest}`;
+  const call = async <T>(url: string, init: RequestInit, timeoutMs: number): Promise<Reply<T>> => {
+    try {
+      const response = await fetch(url, {
+        ...init,
+        headers: { 'content-type': 'application/json', ...init.headers },
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      const text = await response.text();
+      const body = text ? (JSON.parse(text) as T & { error?: Reply<T>['error'] }) : undefined;
+      return response.ok ? { status: response.status, body } : { status: response.status, body: undefined, error: body?.error };
+    } catch (error) {
+      return { status: 0, body: undefined, failure: String(error) };
+    }
+  };
+  const post = <T>(url: string, body: unknown, timeoutMs: number) => call<T>(url, { method: 'POST', body: JSON.stringify(body) }, timeoutMs);
+
+  return {
+    /** Waits for the worker's decision (since the gateway answers chats once decided); 503 after the gateway's 30 s. */
+    chat: (key: string, id: string, text: string) => post<{ id: string; position: number }>(path(key, '/chat'), { id, text }, 45_000),
+    /** Waits for the worker's decision; the gateway answers 503 after its own 30 s. */
+    steer: (key: string, id: string, text: string) => post<SteerAnswer>(path(key, '/steer'), { id, text }, 45_000),
+    status: (key: string) => call<ConversationStatus>(path(key), {}, 10_000),
+    turnOf: (key: string, input: string) => call<TurnView>(path(key, `/turns?input=${encodeURIComponent(input)}`), {}, 10_000),
+    turn: (key: string, turn: string) => call<TurnView>(path(key, `/turns/${encodeURIComponent(turn)}`), {}, 10_000),
+
+    /** The whole transcript, page by page (at most `maxPages` of 200). */
+    async transcript(key: string, maxPages = 200): Promise<TranscriptItem[]> {
+      const items: TranscriptItem[] = [];
+      let after: string | null = null;
+      for (let page = 0; page < maxPages; page++) {
+        const query: string = `?limit=200${after ? `&after=${encodeURIComponent(after)}` : ''}`;
+        const answer: Reply<TranscriptPage> = await call<TranscriptPage>(path(key, `/messages${query}`), {}, 10_000);
+        if (!answer.body) throw new Error(`GET messages of ${key}: ${answer.status} ${answer.failure ?? JSON.stringify(answer.error)}`);
+        items.push(...answer.body.items);
+        if (answer.body.next === null) return items;
+        after = answer.body.next;
+      }
+      throw new Error(`the transcript of ${key} has more than ${maxPages} pages`);
+    },
+
+    /**
+     * The SSE stream from `Last-Event-ID: <after>`: the replay, read until the stream has been
+     * quiet for `quietMs` (it is live after the replay, so it never ends by itself), at most `maxMs`.
+     */
+    async replay(key: string, after = 0, options: { quietMs?: number; maxMs?: number } = {}): Promise<{ id: string | undefined; event: string; data: ConversationEvent }[]> {
+      const quietMs = options.quietMs ?? 1500;
+      const controller = new AbortController();
+      const hardStop = setTimeout(() => controller.abort(), options.maxMs ?? 30_000);
+      const messages: { id: string | undefined; event: string; data: ConversationEvent }[] = [];
+      try {
+        const response = await fetch(path(key, '/events'), { headers: { 'last-event-id': String(after) }, signal: controller.signal });
+        if (!response.ok || !response.body) throw new Error(`GET events of ${key}: ${response.status}`);
+        const reader = response.body.getReader();
+        const decoder = new TextDecoder();
+        let buffer = '';
+        for (;;) {
+          let quiet: NodeJS.Timeout | undefined;
+          const chunk = await Promise.race([
+            reader.read(),
+            new Promise<'quiet'>((resolve) => (quiet = setTimeout(() => resolve('quiet'), quietMs))),
+          ]).finally(() => clearTimeout(quiet));
+          if (chunk === 'quiet' || chunk.done) break;
+          buffer += decoder.decode(chunk.value, { stream: true });
+          let end: number;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            const message = parseBlock(buffer.slice(0, end));
+            buffer = buffer.slice(end + 2);
+            if (message && message.event !== 'token') messages.push(message as { id: string | undefined; event: string; data: ConversationEvent });
+          }
+        }
+        await reader.cancel().catch(() => undefined);
+        return messages;
+      } finally {
+        clearTimeout(hardStop);
+        controller.abort();
+      }
+    },
+  };
+}
+export type SoakClient = ReturnType<typeof createSoakClient>;
+
+function parseBlock(block: string): { id: string | undefined; event: string; data: unknown } | undefined {
+  let id: string | undefined;
+  let event = 'message';
+  const data: string[] = [];
+  for (const line of block.split('\n')) {
+    if (line.startsWith(':')) continue;
+    const colon = line.indexOf(':');
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+    if (field === 'id') id = value;
+    else if (field === 'event') event = value;
+    else if (field === 'data') data.push(value);
+  }
+  if (data.length === 0) return undefined;
+  return { id, event, data: JSON.parse(data.join('\n')) };
+}
