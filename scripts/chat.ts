@@ -6,7 +6,11 @@
  * token) configure it.
  */
 import { createInterface } from 'node:readline/promises';
-import { ConversationKey } from '@rudder/contracts';
+import { z } from 'zod';
+import { ConversationEventRecord, ConversationKey, createSseParser, type SseMessage } from '@rudder/contracts';
+
+/** The `token` events of the stream: `{turn, step, text}`. */
+const TokenText = z.object({ text: z.string() });
 
 const key = process.argv[2];
 const parsedKey = ConversationKey.safeParse(key);
@@ -40,15 +44,8 @@ async function follow(signal: AbortSignal) {
       const response = await fetch(`${base}/events`, { headers: auth, signal });
       if (!response.ok || !response.body) throw new Error(`event stream: HTTP ${response.status}`);
       const decoder = new TextDecoder();
-      let buffer = '';
-      for await (const chunk of response.body) {
-        buffer += decoder.decode(chunk, { stream: true });
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          show(buffer.slice(0, end));
-          buffer = buffer.slice(end + 2);
-        }
-      }
+      const parse = createSseParser();
+      for await (const chunk of response.body) for (const message of parse(decoder.decode(chunk, { stream: true }))) show(message);
     } catch (error) {
       if (signal.aborted) return;
       out(`\n(${(error as Error).message}; reconnecting)\n`);
@@ -57,17 +54,18 @@ async function follow(signal: AbortSignal) {
   }
 }
 
-function show(block: string) {
-  const event = /^event: (.*)$/m.exec(block)?.[1];
-  const data = /^data: (.*)$/m.exec(block)?.[1];
-  if (!event || !data) return;
-  const record = JSON.parse(data);
-  switch (event) {
+function show({ event, data }: SseMessage) {
+  if (event === 'token') {
+    const token = TokenText.safeParse(data);
+    if (token.success) out(token.data.text);
+    return;
+  }
+  const parsed = ConversationEventRecord.safeParse(data);
+  if (!parsed.success) return;
+  const record = parsed.data;
+  switch (record.type) {
     case 'turn.started':
       out('\nagent> ');
-      break;
-    case 'token':
-      out(record.text);
       break;
     case 'tool.started':
       out(`\n  [${record.data.call.name} ${record.data.call.arguments}] `);
@@ -84,6 +82,8 @@ function show(block: string) {
     case 'turn.ended':
       out(record.data.status === 'completed' ? '\n' : `\n(turn ${record.data.status}: ${record.data.outcome ?? ''})\n`);
       terminal.prompt(true);
+      break;
+    default:
       break;
   }
 }

@@ -1,4 +1,4 @@
-import type { ConversationEvent, ConversationStatus, SteerAnswer, TranscriptItem, TranscriptPage, TurnView } from '@rudder/contracts';
+import { createSseParser, type ConversationEvent, type ConversationStatus, type SteerAnswer, type TranscriptItem, type TranscriptPage, type TurnView } from '@rudder/contracts';
 
 /** An HTTP answer; `status` 0 when there was none (connection refused, reset, or our timeout). */
 export type Reply<T> = { status: number; body: T | undefined; error?: { code: string; message: string; details?: unknown }; failure?: string };
@@ -63,7 +63,7 @@ export function createSoakClient(baseUrl: string) {
         if (!response.ok || !response.body) throw new Error(`GET events of ${key}: ${response.status}`);
         const reader = response.body.getReader();
         const decoder = new TextDecoder();
-        let buffer = '';
+        const parse = createSseParser();
         for (;;) {
           let quiet: NodeJS.Timeout | undefined;
           const chunk = await Promise.race([
@@ -71,12 +71,8 @@ export function createSoakClient(baseUrl: string) {
             new Promise<'quiet'>((resolve) => (quiet = setTimeout(() => resolve('quiet'), quietMs))),
           ]).finally(() => clearTimeout(quiet));
           if (chunk === 'quiet' || chunk.done) break;
-          buffer += decoder.decode(chunk.value, { stream: true });
-          let end: number;
-          while ((end = buffer.indexOf('\n\n')) >= 0) {
-            const message = parseBlock(buffer.slice(0, end));
-            buffer = buffer.slice(end + 2);
-            if (message && message.event !== 'token') messages.push(message as { id: string | undefined; event: string; data: ConversationEvent });
+          for (const message of parse(decoder.decode(chunk.value, { stream: true }))) {
+            if (message.event !== 'token') messages.push({ id: message.id, event: message.event, data: message.data as ConversationEvent });
           }
         }
         await reader.cancel().catch(() => undefined);
@@ -89,20 +85,3 @@ export function createSoakClient(baseUrl: string) {
   };
 }
 export type SoakClient = ReturnType<typeof createSoakClient>;
-
-function parseBlock(block: string): { id: string | undefined; event: string; data: unknown } | undefined {
-  let id: string | undefined;
-  let event = 'message';
-  const data: string[] = [];
-  for (const line of block.split('\n')) {
-    if (line.startsWith(':')) continue;
-    const colon = line.indexOf(':');
-    const field = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-    if (field === 'id') id = value;
-    else if (field === 'event') event = value;
-    else if (field === 'data') data.push(value);
-  }
-  if (data.length === 0) return undefined;
-  return { id, event, data: JSON.parse(data.join('\n')) };
-}

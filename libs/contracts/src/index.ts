@@ -3,3 +3,4 @@ export * from './conversation-key';
 export * from './events';
 export * from './inputs';
 export * from './topics';
+export * from './sse';

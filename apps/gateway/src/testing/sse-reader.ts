@@ -1,4 +1,6 @@
-export type SseMessage = { id?: string; event: string; data: unknown };
+import { createSseParser, type SseMessage } from '@rudder/contracts';
+
+export type { SseMessage };
 
 /**
  * A Server-Sent Events reader over a fetch response: `next()` gives the messages as they come
@@ -9,7 +11,7 @@ export function sseReader(response: Response) {
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   const ready: SseMessage[] = [];
-  let buffer = '';
+  const parse = createSseParser();
   // One read in flight at a time, kept across timeouts, so no chunk is ever dropped.
   let pending: ReturnType<typeof reader.read> | null = null;
 
@@ -27,13 +29,7 @@ export function sseReader(response: Response) {
       if (chunk === 'timeout') throw new Error('no SSE message in time');
       pending = null;
       if (chunk.done) throw new Error('the stream ended');
-      buffer += decoder.decode(chunk.value, { stream: true });
-      let end: number;
-      while ((end = buffer.indexOf('\n\n')) >= 0) {
-        const message = parseBlock(buffer.slice(0, end));
-        buffer = buffer.slice(end + 2);
-        if (message) ready.push(message);
-      }
+      ready.push(...parse(decoder.decode(chunk.value, { stream: true })));
     }
     return ready.shift()!;
   };
@@ -54,21 +50,4 @@ export function sseReader(response: Response) {
   };
 
   return { next, quietFor, close: () => reader.cancel().catch(() => undefined) };
-}
-
-function parseBlock(block: string): SseMessage | undefined {
-  let id: string | undefined;
-  let event = 'message';
-  const data: string[] = [];
-  for (const line of block.split('\n')) {
-    if (line.startsWith(':')) continue;
-    const colon = line.indexOf(':');
-    const field = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-    if (field === 'id') id = value;
-    else if (field === 'event') event = value;
-    else if (field === 'data') data.push(value);
-  }
-  if (data.length === 0) return undefined;
-  return { id, event, data: JSON.parse(data.join('\n')) };
 }
