@@ -27,8 +27,13 @@ const Env = z.object({
   MAX_PENDING_STEERS: z.coerce.number().int().positive().default(4),
   MAX_PENDING_CHATS: z.coerce.number().int().positive().default(4),
   MAX_PENDING_CHARS: z.coerce.number().int().positive().default(8000),
-  /** Consumer session timeout of the turn workers; shorter means faster failover, more false alarms. */
-  WORKER_SESSION_TIMEOUT_MS: z.coerce.number().int().positive().default(10000),
+  /**
+   * Consumer session timeout of the turn workers: a dead worker's conversations move after it
+   * (measured: kill → next committed step ≈ this + the interrupted call's rerun; see
+   * bench/results.md). Shorter means faster failover and more false alarms; 6 s is the
+   * broker's default minimum.
+   */
+  WORKER_SESSION_TIMEOUT_MS: z.coerce.number().int().positive().default(6000),
   WORKER_HEARTBEAT_MS: z.coerce.number().int().positive().default(1000),
   /** Names a point at which the worker kills itself, for crash tests (see apps/turn-worker/src/fault-points.ts). */
   CRASH_AT: z.string().optional(),
