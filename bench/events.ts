@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import type { ConversationEvent } from '@rudder/contracts';
 import { readEvents } from '../test/sse';
-import type { Client } from './client';
+import type { Client } from '../test/client';
 
 /** A conversation event as it arrived on the SSE stream, `arrived` on performance.now(). */
 export type Arrival = { event: ConversationEvent; arrived: number };
@@ -19,7 +19,7 @@ export type EventWatch = {
  */
 export async function watchEvents(client: Client, key: string): Promise<EventWatch> {
   const abort = new AbortController();
-  const response = await client.events(key, abort.signal);
+  const response = await client.events(key, {}, abort.signal);
   if (response.status !== 200) throw new Error(`events of ${key}: HTTP ${response.status}`);
   const arrived: Arrival[] = [];
   let waiters: { match: (event: ConversationEvent) => boolean; resolve(arrival: Arrival): void }[] = [];

@@ -36,7 +36,7 @@ export async function recovery(infra: Infra, options: { sessionTimeoutMs: number
   try {
     const spawned = performance.now();
     let worker = stack.spawnWorker();
-    bootMs = (await worker.assigned) - spawned;
+    bootMs = (await worker.ready) - spawned;
     for (let run = 0; run < options.runs; run++) {
       const key = `recovery/${options.sessionTimeoutMs}-${run}`;
       const watch = await watchEvents(stack.client, key);
@@ -49,7 +49,7 @@ export async function recovery(infra: Infra, options: { sessionTimeoutMs: number
         worker = stack.spawnWorker();
         // The next event stored after the kill: nothing is stored while no worker owns the turn.
         const next = await watch.next((e) => e.position > toolStarted.event.position && e.type !== 'input.accepted');
-        assigned.push((await worker.assigned) - killed);
+        assigned.push((await worker.ready) - killed);
         nextEvent.push(next.arrived - killed);
         await watch.next(is.ended(turn));
       } finally {

@@ -1,5 +1,5 @@
 import type { ChatAccepted, ConversationStatus, ErrorBody, RetractAnswer, SteerAnswer, StopAnswer, TranscriptPage, TurnView } from '@rudder/contracts';
-import { eventually } from './stack';
+import { eventually } from './system';
 
 /** An answer of the API: `body` is T on success, and carries `error` on failure. */
 export type Answer<T> = { status: number; body: T & Partial<ErrorBody>; headers: Headers };
@@ -46,8 +46,8 @@ export function createClient(baseUrl: string, token?: string) {
         },
         { timeoutMs, what: `a turn for ${input} in ${key}` },
       ),
-    events: (key: string, headers: Record<string, string> = {}) =>
-      fetch(path(key, '/events'), { headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers } }),
+    events: (key: string, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+      fetch(path(key, '/events'), { headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers }, signal }),
   };
   return client;
 }
