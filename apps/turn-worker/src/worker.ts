@@ -104,7 +104,7 @@ export async function startWorker(
   return {
     async stop() {
       // Leave the group first so the partitions move at once; running turns resume on the new owner.
-      await consumer.disconnect().catch(() => undefined);
+      await consumer.stop();
       await scheduler.stop();
       await relay.stop();
       await publishing.disconnect().catch(() => undefined);

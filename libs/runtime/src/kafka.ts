@@ -1,4 +1,5 @@
-import { Kafka, logLevel, type ITopicConfig } from 'kafkajs';
+import { Kafka, logLevel, type Consumer, type ITopicConfig } from 'kafkajs';
+import type { Log } from './log';
 import { Topics } from '@rudder/contracts';
 
 // Every producer here uses kafkajs' default partitioner, which is Java's murmur2: a service
@@ -42,4 +43,71 @@ export async function ensureTopics(kafka: Kafka, topics: TopicNames, partitions:
   } finally {
     await admin.disconnect();
   }
+}
+
+/**
+ * Session settings of the read side's consumers (companion, gateway): a member that died is
+ * replaced after 6 s rather than kafkajs' default 30 s, during which the group would wait.
+ */
+export const READER_SESSION = { sessionTimeout: 6000, heartbeatInterval: 500 } as const;
+
+export type KeptConsumer = { stop(): Promise<void> };
+
+/**
+ * Runs a consumer and keeps it running. kafkajs gives up on a consumer after an error it deems
+ * non-retriable — "Failed to find group coordinator" while a broker restarts, say — and does
+ * not restart it (tulios/kafkajs#1630): the process would stay up and silently stop consuming.
+ * Then this disconnects it and starts a new one in the same group, retrying until it runs.
+ * `run` connects, subscribes, registers listeners and calls `consumer.run`; the first start's
+ * failure is thrown to the caller.
+ */
+export async function keepConsuming(options: {
+  create: () => Consumer;
+  run: (consumer: Consumer) => Promise<void>;
+  log: Log;
+  retryMs?: number;
+}): Promise<KeptConsumer> {
+  const { log } = options;
+  let current: Consumer | null = null;
+  let stopped = false;
+
+  const start = async () => {
+    const consumer = options.create();
+    consumer.on(consumer.events.CRASH, ({ payload }) => {
+      if (payload.restart || stopped || current !== consumer) return;
+      log.error('the consumer stopped for good after an error; starting a new one', { error: String(payload.error) });
+      current = null;
+      void consumer
+        .disconnect()
+        .catch(() => undefined)
+        .then(restart);
+    });
+    current = consumer;
+    try {
+      await options.run(consumer);
+    } catch (error) {
+      current = null;
+      await consumer.disconnect().catch(() => undefined);
+      throw error;
+    }
+  };
+  const restart = async () => {
+    while (!stopped) {
+      try {
+        await start();
+        return;
+      } catch (error) {
+        log.error('starting the consumer failed; retrying', { error: String(error) });
+        await new Promise((resolve) => setTimeout(resolve, options.retryMs ?? 1000));
+      }
+    }
+  };
+
+  await start();
+  return {
+    async stop() {
+      stopped = true;
+      await current?.disconnect().catch(() => undefined);
+    },
+  };
 }

@@ -1,6 +1,6 @@
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { ConversationEvent } from '@rudder/contracts';
-import { ensureTopics, topicNames, type Config, type Log, type Pool } from '@rudder/runtime';
+import { ensureTopics, keepConsuming, READER_SESSION, topicNames, type Config, type Log, type Pool } from '@rudder/runtime';
 import { foldEvents } from './fold-events';
 import { readEventRecord } from './read-event-record';
 
@@ -23,34 +23,33 @@ export async function consumeEvents(deps: { kafka: Kafka; pool: Pool; config: Co
   const { kafka, pool, config, log } = deps;
   const topics = topicNames(config.KAFKA_NAMESPACE);
   await ensureTopics(kafka, topics, config.KAFKA_PARTITIONS);
-  const consumer: Consumer = kafka.consumer({ groupId: `${config.KAFKA_NAMESPACE}companion` });
-  consumer.on(consumer.events.CRASH, (e) =>
-    log.error('the events consumer crashed', { error: String(e.payload.error), restart: e.payload.restart }),
-  );
-  await consumer.connect();
-  try {
-    await consumer.subscribe({ topic: topics.events, fromBeginning: true });
-    await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
-        for (let from = 0; from < batch.messages.length; from += MAX_EVENTS_PER_TRANSACTION) {
-          // After a rebalance or a seek the rest of this batch is not ours to fold.
-          if (!isRunning() || isStale()) return;
-          const slice = batch.messages.slice(from, from + MAX_EVENTS_PER_TRANSACTION);
-          const events = readEvents(slice, { topic: batch.topic, partition: batch.partition }, log);
-          await foldOrSkip(pool, events, log);
-          resolveOffset(slice[slice.length - 1].offset);
-          await commitOffsetsIfNecessary(uncommittedOffsets());
-          await heartbeat();
-        }
-      },
-    });
-  } catch (error) {
-    await consumer.disconnect().catch(() => undefined);
-    throw error;
-  }
-  return { stop: () => consumer.disconnect() };
+  return keepConsuming({
+    log,
+    create: (): Consumer => kafka.consumer({ groupId: `${config.KAFKA_NAMESPACE}companion`, ...READER_SESSION }),
+    async run(consumer) {
+      consumer.on(consumer.events.CRASH, (e) =>
+        log.error('the events consumer crashed', { error: String(e.payload.error), restart: e.payload.restart }),
+      );
+      await consumer.connect();
+      await consumer.subscribe({ topic: topics.events, fromBeginning: true });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
+          for (let from = 0; from < batch.messages.length; from += MAX_EVENTS_PER_TRANSACTION) {
+            // After a rebalance or a seek the rest of this batch is not ours to fold.
+            if (!isRunning() || isStale()) return;
+            const slice = batch.messages.slice(from, from + MAX_EVENTS_PER_TRANSACTION);
+            const events = readEvents(slice, { topic: batch.topic, partition: batch.partition }, log);
+            await foldOrSkip(pool, events, log);
+            resolveOffset(slice[slice.length - 1].offset);
+            await commitOffsetsIfNecessary(uncommittedOffsets());
+            await heartbeat();
+          }
+        },
+      });
+    },
+  });
 }
 
 function readEvents(messages: KafkaMessage[], where: { topic: string; partition: number }, log: Log): ConversationEvent[] {

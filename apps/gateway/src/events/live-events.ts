@@ -7,8 +7,8 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { ConversationEventRecord, TokenRecord, type ConversationEvent } from '@rudder/contracts';
-import { topicNames, type Config, type Log } from '@rudder/runtime';
-import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
+import { keepConsuming, READER_SESSION, topicNames, type Config, type KeptConsumer, type Log } from '@rudder/runtime';
+import type { Kafka, KafkaMessage } from 'kafkajs';
 import { GatewayError } from '../errors/gateway-error';
 import { CONFIG, KAFKA, LOG } from '../tokens';
 import type { LiveListener } from './event-stream';
@@ -41,19 +41,14 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private readonly listeners = new Map<string, Set<LiveListener>>();
   private readonly recent = new Map<string, { event: ConversationEvent; seenAt: number }[]>();
   private sweeper: NodeJS.Timeout | undefined;
-  private readonly consumer: Consumer;
+  private consumer: KeptConsumer | undefined;
   private readonly topics: { events: string; tokens: string };
+  private readonly groupId: string;
 
-  constructor(@Inject(KAFKA) kafka: Kafka, @Inject(CONFIG) config: Config, @Inject(LOG) private readonly log: Log) {
+  constructor(@Inject(KAFKA) private readonly kafka: Kafka, @Inject(CONFIG) config: Config, @Inject(LOG) private readonly log: Log) {
     const names = topicNames(config.KAFKA_NAMESPACE);
     this.topics = { events: names.events, tokens: names.tokens };
-    this.consumer = kafka.consumer({
-      groupId: `${config.KAFKA_NAMESPACE}gateway-${randomUUID()}`,
-      allowAutoTopicCreation: false,
-      // A fetch returns as soon as a record arrives; this only bounds an idle fetch, and so
-      // how long boot waits for the first one.
-      maxWaitTimeInMs: 500,
-    });
+    this.groupId = `${config.KAFKA_NAMESPACE}gateway-${randomUUID()}`;
   }
 
   /** Adds a stream of a conversation; the returned function removes it. */
@@ -104,21 +99,34 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   async onModuleInit(): Promise<void> {
     this.sweeper = setInterval(() => this.forgetOld(Date.now() - RECENT_MS), RECENT_MS / 2);
     this.sweeper.unref();
-    const positioned = new Promise<void>((resolve) => {
-      const off = this.consumer.on(this.consumer.events.FETCH, () => {
-        off();
-        resolve();
-      });
-    });
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topics: [this.topics.events, this.topics.tokens], fromBeginning: false });
-    await this.consumer.run({
-      autoCommit: false,
-      eachMessage: async ({ topic, message }) => this.dispatch(topic, message),
+    let positioned!: () => void;
+    const firstFetch = new Promise<void>((resolve) => (positioned = resolve));
+    // Offsets are committed (in this process's own group) so that a consumer kafkajs had to
+    // replace resumes where the last one stopped instead of at the end, losing nothing between.
+    this.consumer = await keepConsuming({
+      log: this.log,
+      create: () =>
+        this.kafka.consumer({
+          groupId: this.groupId,
+          allowAutoTopicCreation: false,
+          ...READER_SESSION,
+          // A fetch returns as soon as a record arrives; this only bounds an idle fetch, and so
+          // how long boot waits for the first one.
+          maxWaitTimeInMs: 500,
+        }),
+      run: async (consumer) => {
+        const off = consumer.on(consumer.events.FETCH, () => {
+          off();
+          positioned();
+        });
+        await consumer.connect();
+        await consumer.subscribe({ topics: [this.topics.events, this.topics.tokens], fromBeginning: false });
+        await consumer.run({ eachMessage: async ({ topic, message }) => this.dispatch(topic, message) });
+      },
     });
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), READY_TIMEOUT_MS)));
-    const outcome = await Promise.race([positioned, timedOut]);
+    const outcome = await Promise.race([firstFetch, timedOut]);
     clearTimeout(timer);
     if (outcome === 'timeout') this.log.warn('live events consumer not positioned after 30 s; streams may miss early events');
   }
@@ -131,7 +139,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
 
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.sweeper);
-    await this.consumer.disconnect().catch(() => undefined);
+    await this.consumer?.stop();
   }
 
   private dispatch(topic: string, message: KafkaMessage): void {
