@@ -1,0 +1,88 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
+import { createTestDatabase, type TestDatabase } from '@rudder/dev-services';
+import { createLog, createPool, migrate, type Pool } from '@rudder/runtime';
+import { appendToConversations } from './append';
+import { takePartitions } from './fencing';
+import { createOutboxRelay } from './outbox-relay';
+import { EVENT_STORE_SCHEMA, eventStoreMigrations } from './schema';
+
+let database: TestDatabase;
+let pool: Pool;
+beforeAll(async () => {
+  database = await createTestDatabase(inject('databaseUrl'));
+  pool = createPool(database.url);
+  await migrate(pool, EVENT_STORE_SCHEMA, eventStoreMigrations);
+});
+afterAll(async () => {
+  await pool.end();
+  await database.drop();
+});
+
+const chat = (id: string): DomainEvent => ({
+  type: 'input.accepted',
+  data: { input: { id, kind: 'chat', text: id, messages: [id], subject: 's', sentAt: '2026-11-30T00:00:00.000Z' } },
+});
+const unpublished = async () =>
+  Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM event_store.events WHERE published_at IS NULL')).rows[0].n);
+
+describe('the outbox relay', () => {
+  it('never skips a row still committing: a row committed after a later one is published by the next sweep, in order per conversation', async () => {
+    const epochs = await takePartitions(pool, [0], 'relay-test');
+    const published: ConversationEvent[] = [];
+    const relay = createOutboxRelay({ pool, publish: async (events) => void published.push(...events), ownedPartitions: () => [0], log: createLog('test') });
+    await appendToConversations(pool, 0, epochs, [{ conversation: 'a', probe: [] }, { conversation: 'b', probe: [] }], (c) => [chat(`${c}-0`)]);
+    relay.sweep();
+    await relay.idle();
+
+    // A writer takes a position for conversation `a` and holds its transaction open…
+    const slow = await pool.connect();
+    await slow.query('BEGIN');
+    await slow.query(
+      `INSERT INTO event_store.events (id, conversation, type, data, once_key)
+       VALUES (gen_random_uuid(), 'a', 'input.accepted', $1, 'input:a-slow')`,
+      [JSON.stringify(chat('a-slow').data)],
+    );
+    // …while a later position of conversation `b` commits and is swept.
+    await appendToConversations(pool, 0, epochs, [{ conversation: 'b', probe: [] }], () => [chat('b-1')]);
+    relay.sweep();
+    await relay.idle();
+    expect(published.map((e) => e.type === 'input.accepted' && e.data.input.id)).toEqual(['a-0', 'b-0', 'b-1']);
+
+    await slow.query('COMMIT');
+    slow.release();
+    relay.sweep();
+    await relay.idle();
+    expect(published.map((e) => e.type === 'input.accepted' && e.data.input.id)).toEqual(['a-0', 'b-0', 'b-1', 'a-slow']);
+    expect(await unpublished()).toBe(0);
+    await relay.stop();
+  });
+
+  it('a publication that fails is retried from the table, in order, before anything newer', async () => {
+    const epochs = await takePartitions(pool, [1], 'relay-test');
+    const published: string[] = [];
+    let failing = true;
+    const relay = createOutboxRelay({
+      pool,
+      publish: async (events) => {
+        if (failing) throw new Error('broker away');
+        published.push(...events.map((e) => (e.type === 'input.accepted' ? e.data.input.id : e.type)));
+      },
+      ownedPartitions: () => [1],
+      log: createLog('test'),
+      retryMs: 50,
+    });
+    relay.sweep();
+    await relay.idle();
+    const first = await appendToConversations(pool, 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-0')]);
+    relay.enqueue(first);
+    await relay.idle();
+    failing = false;
+    const second = await appendToConversations(pool, 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-1')]);
+    relay.enqueue(second);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await relay.idle();
+    expect(published.filter((id) => id.startsWith('c-'))).toEqual(['c-0', 'c-1']);
+    await relay.stop();
+  });
+});
