@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { startCompanion, type Companion } from '@rudder/companion';
+import { startCompanion } from '@rudder/companion';
 import { createTestDatabase } from '@rudder/dev-services';
 import { startGateway } from '@rudder/gateway';
 import { createKafka, ensureTopics, readConfig, topicNames } from '@rudder/runtime';
@@ -27,7 +28,10 @@ export type Stack = {
   model: ScriptedModel;
   client: Client;
   gatewayUrl: string;
-  companion: Companion;
+  /** Where the companion's internal HTTP API answers (in this process or in its own). */
+  companionUrl: string;
+  /** Set when the stack was started with `companion: 'process'`: the test may SIGKILL and restart it. */
+  companionProcess?: CompanionProcess;
   workers: WorkerProcess[];
   startWorker(extraEnv?: Record<string, string>): Promise<WorkerProcess>;
   /** A worker process, not waited for. */
@@ -35,7 +39,13 @@ export type Stack = {
   stop(): Promise<void>;
 };
 
-export type StackOptions = { script?: Script; workers?: number; workerEnv?: Record<string, string> };
+export type StackOptions = {
+  script?: Script;
+  workers?: number;
+  workerEnv?: Record<string, string>;
+  /** `process`: the companion runs as a child process on a fixed port (the gateway keeps its URL). */
+  companion?: 'in-process' | 'process';
+};
 
 /**
  * The whole system on a Kafka and a PostgreSQL: a fresh database and topic namespace, the
@@ -60,8 +70,20 @@ export async function startSystem(infra: Infra, options: StackOptions = {}): Pro
   };
   const config = readConfig({ ...env, COMPANION_PORT: '0' });
   await ensureTopics(createKafka(env.KAFKA_BROKERS, 'test'), topicNames(env.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);
-  const companion = await startCompanion(config);
-  const gateway = await startGateway(readConfig({ ...env, GATEWAY_PORT: '0', COMPANION_URL: `http://127.0.0.1:${companion.port}` }));
+  let stopCompanion: () => Promise<void>;
+  let companionUrl: string;
+  let ownCompanion: CompanionProcess | undefined;
+  if (options.companion === 'process') {
+    ownCompanion = companionProcess(env, await freePort());
+    await ownCompanion.start();
+    companionUrl = ownCompanion.url;
+    stopCompanion = () => ownCompanion!.kill('SIGKILL');
+  } else {
+    const companion = await startCompanion(config);
+    companionUrl = `http://127.0.0.1:${companion.port}`;
+    stopCompanion = () => companion.stop();
+  }
+  const gateway = await startGateway(readConfig({ ...env, GATEWAY_PORT: '0', COMPANION_URL: companionUrl }));
 
   const workers: WorkerProcess[] = [];
   const spawnOne = (extraEnv: Record<string, string> = {}) => {
@@ -81,14 +103,15 @@ export async function startSystem(infra: Infra, options: StackOptions = {}): Pro
     model,
     client: createClient(gateway.url),
     gatewayUrl: gateway.url,
-    companion,
+    companionUrl,
+    companionProcess: ownCompanion,
     workers,
     startWorker,
     spawnWorker: spawnOne,
     async stop() {
       await Promise.all(workers.map((w) => w.kill('SIGKILL')));
       await gateway.stop();
-      await companion.stop();
+      await stopCompanion();
       await model.stop();
       await database.drop().catch(() => undefined);
     },
@@ -158,4 +181,69 @@ export async function eventually<T>(check: () => Promise<T | undefined>, options
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   throw new Error(`timed out waiting for ${options.what ?? 'a condition'}${last ? `: ${String(last)}` : ''}`);
+}
+
+/** The companion in its own process, on a port that stays the same across restarts. */
+export type CompanionProcess = {
+  port: number;
+  url: string;
+  /** Everything every incarnation wrote on stdout and stderr. */
+  output(): string;
+  /** Starts an incarnation; resolves once it logged "companion is up" (migrated, serving, consuming). */
+  start(): Promise<void>;
+  /** Signals the running incarnation (SIGKILL by default) and resolves once it is gone. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+};
+
+export function companionProcess(env: Record<string, string>, port: number): CompanionProcess {
+  let child: ChildProcess | undefined;
+  let output = '';
+  const alive = () => child !== undefined && child.exitCode === null && child.signalCode === null;
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    output: () => output,
+    async start() {
+      if (alive()) throw new Error('the companion is already running');
+      const started = output.length;
+      const launched = spawn(process.execPath, ['--import', 'tsx', 'apps/companion/src/main.ts'], {
+        cwd: ROOT,
+        env: { ...process.env, ...env, COMPANION_PORT: String(port) },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      child = launched;
+      await withTimeout(
+        new Promise<void>((resolve, reject) => {
+          const collect = (chunk: Buffer) => {
+            output += chunk.toString();
+            if (output.slice(started).includes('companion is up')) resolve();
+          };
+          launched.stdout!.on('data', collect);
+          launched.stderr!.on('data', collect);
+          launched.once('exit', (code, signal) => reject(new Error(`the companion exited (${code ?? signal}) before it was up:\n${output.slice(started)}`)));
+        }),
+        60_000,
+        () => `the companion was not up in time:\n${output.slice(started)}`,
+      );
+    },
+    async kill(signal = 'SIGKILL') {
+      const running = child;
+      if (!running || !alive()) return;
+      const exited = new Promise<void>((resolve) => running.once('exit', () => resolve()));
+      running.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** A port nothing listens on now (the system picks it, then it is released). */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
 }
