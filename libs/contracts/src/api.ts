@@ -5,9 +5,6 @@ import type { TurnStatus } from './events';
 /** `DELETE /v1/conversations/{key}/inputs/{id}` (or `?latest=chat|steer`): the input taken back. */
 export type RetractAnswer = { id: string; text: string };
 
-/** Limits of the HTTP edge; configurable by environment where the service reads them. */
-export const DEFAULT_MAX_TEXT_CHARS = 8000;
-
 const Text = z.string().trim().min(1, 'text must not be empty');
 
 /** `POST /v1/conversations/{key}/chat`: `text`, or `messages` for several user messages answered by one reply. */

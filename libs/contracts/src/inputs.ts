@@ -5,72 +5,62 @@ import { ConversationKey, InputId } from './conversation-key';
  * Records on `agent.inputs`, key = conversation key, value = JSON of one of these.
  * Versioned by `v`: a new shape gets a new version and readers upcast the old one.
  */
-export const ChatInputV1 = z.object({
+const envelope = {
   v: z.literal(1),
-  type: z.literal('chat'),
-  /** Idempotency key: the same id again is the same input and is answered once. */
+  /** Idempotency key: the same id again is the same input and is handled once. */
   id: InputId,
   conversation: ConversationKey,
   /** Who wrote it (the gateway's authenticated subject); other producers name themselves. */
   subject: z.string().min(1).max(200).default('anonymous'),
+  sentAt: z.iso.datetime(),
+};
+
+export const ChatInputV1 = z.object({
+  ...envelope,
+  type: z.literal('chat'),
   /** One or more user messages, answered by one reply. */
   messages: z.array(z.string().min(1)).min(1),
   /** What it does to a busy conversation (a turn running); see OnBusy. */
   onBusy: z.enum(['enqueue', 'reject', 'interrupt', 'rollback']).default('enqueue'),
   /** Refused (`precondition_failed`) unless the conversation's last accepted input is this one. */
   ifLastInputId: InputId.optional(),
-  sentAt: z.iso.datetime(),
 });
 export type ChatInput = z.infer<typeof ChatInputV1>;
 
 /** A message for the running turn of the conversation: taken at its next step, or answered as a turn of its own. */
 export const SteerInputV1 = z.object({
-  v: z.literal(1),
+  ...envelope,
   type: z.literal('steer'),
-  id: InputId,
-  conversation: ConversationKey,
-  subject: z.string().min(1).max(200).default('anonymous'),
   text: z.string().min(1),
   ifLastInputId: InputId.optional(),
-  sentAt: z.iso.datetime(),
 });
 export type SteerInput = z.infer<typeof SteerInputV1>;
 
 /** Stops the conversation's running turn (if any); what it had not taken is answered afterwards. */
 export const StopInputV1 = z.object({
-  v: z.literal(1),
+  ...envelope,
   type: z.literal('stop'),
-  id: InputId,
-  conversation: ConversationKey,
-  subject: z.string().min(1).max(200).default('anonymous'),
   /** Also discard every pending input of the conversation (each is reported discarded, never answered). */
   discardPending: z.boolean().default(false),
-  sentAt: z.iso.datetime(),
 });
 export type StopInput = z.infer<typeof StopInputV1>;
 
-/** Takes back a pending input: `target` by id, or the latest pending one of a queue. */
+/**
+ * Takes back a pending input: `target` by id, or the latest pending one of a queue. `id` is
+ * the retraction's own: its decision (`input.retracted` or `retract.refused`) names it.
+ */
 export const RetractInputV1 = z.object({
-  v: z.literal(1),
+  ...envelope,
   type: z.literal('retract'),
-  /** The retraction's own id: its decision (`input.retracted` or `retract.refused`) names it. */
-  id: InputId,
-  conversation: ConversationKey,
-  subject: z.string().min(1).max(200).default('anonymous'),
   target: z.union([z.object({ id: InputId }), z.object({ latest: z.enum(['chat', 'steer']) })]),
-  sentAt: z.iso.datetime(),
 });
 export type RetractInput = z.infer<typeof RetractInputV1>;
 
-/** Turns a pending follow-up into a steer of the running turn. */
+/** Turns a pending follow-up into a steer of the running turn; `id` is the promotion's own. */
 export const PromoteInputV1 = z.object({
-  v: z.literal(1),
+  ...envelope,
   type: z.literal('promote'),
-  id: InputId,
-  conversation: ConversationKey,
-  subject: z.string().min(1).max(200).default('anonymous'),
   target: InputId,
-  sentAt: z.iso.datetime(),
 });
 export type PromoteInput = z.infer<typeof PromoteInputV1>;
 
@@ -81,9 +71,6 @@ export type InputKind = InputRecord['type'];
 /** The user messages an input brings: a chat's messages, a steer's text, none for the controls. */
 export const messagesOf = (input: InputRecord): string[] =>
   input.type === 'chat' ? input.messages : input.type === 'steer' ? [input.text] : [];
-
-/** Bounds of what waits in a conversation (configurable; the defaults of the SPEC). */
-export const DEFAULT_QUEUE_BOUNDS = { steers: 4, chats: 4, chars: 8000 } as const;
 
 /** The text a model and a reader see for an input of several messages. */
 export const inputText = (messages: readonly string[]): string => messages.join('\n\n');

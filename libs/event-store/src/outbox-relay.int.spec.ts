@@ -1,42 +1,31 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
-import { createTestDatabase, type TestDatabase } from '@rudder/dev-services';
-import { createLog, createPool, migrate, type Pool } from '@rudder/runtime';
+import { createLog } from '@rudder/runtime';
 import { appendToConversations } from './append';
 import { takePartitions } from './fencing';
 import { createOutboxRelay } from './outbox-relay';
-import { EVENT_STORE_SCHEMA, eventStoreMigrations } from './schema';
+import { useEventStoreDatabase } from './testing';
 
-let database: TestDatabase;
-let pool: Pool;
-beforeAll(async () => {
-  database = await createTestDatabase(inject('databaseUrl'));
-  pool = createPool(database.url);
-  await migrate(pool, EVENT_STORE_SCHEMA, eventStoreMigrations);
-});
-afterAll(async () => {
-  await pool.end();
-  await database.drop();
-});
+const db = useEventStoreDatabase();
 
 const chat = (id: string): DomainEvent => ({
   type: 'input.accepted',
   data: { input: { id, kind: 'chat', text: id, messages: [id], subject: 's', sentAt: '2026-11-30T00:00:00.000Z' } },
 });
 const unpublished = async () =>
-  Number((await pool.query<{ n: string }>('SELECT count(*) AS n FROM event_store.events WHERE published_at IS NULL')).rows[0].n);
+  Number((await db.pool().query<{ n: string }>('SELECT count(*) AS n FROM event_store.events WHERE published_at IS NULL')).rows[0].n);
 
 describe('the outbox relay', () => {
   it('never skips a row still committing: a row committed after a later one is published by the next sweep, in order per conversation', async () => {
-    const epochs = await takePartitions(pool, [0], 'relay-test');
+    const epochs = await takePartitions(db.pool(), [0], 'relay-test');
     const published: ConversationEvent[] = [];
-    const relay = createOutboxRelay({ pool, publish: async (events) => void published.push(...events), ownedPartitions: () => [0], log: createLog('test') });
-    await appendToConversations(pool, 0, epochs, [{ conversation: 'a', probe: [] }, { conversation: 'b', probe: [] }], (c) => [chat(`${c}-0`)]);
+    const relay = createOutboxRelay({ pool: db.pool(), publish: async (events) => void published.push(...events), ownedPartitions: () => [0], log: createLog('test') });
+    await appendToConversations(db.pool(), 0, epochs, [{ conversation: 'a', probe: [] }, { conversation: 'b', probe: [] }], (c) => [chat(`${c}-0`)]);
     relay.sweep();
     await relay.idle();
 
     // A writer takes a position for conversation `a` and holds its transaction open…
-    const slow = await pool.connect();
+    const slow = await db.pool().connect();
     await slow.query('BEGIN');
     await slow.query(
       `INSERT INTO event_store.events (id, conversation, type, data, once_key)
@@ -44,7 +33,7 @@ describe('the outbox relay', () => {
       [JSON.stringify(chat('a-slow').data)],
     );
     // …while a later position of conversation `b` commits and is swept.
-    await appendToConversations(pool, 0, epochs, [{ conversation: 'b', probe: [] }], () => [chat('b-1')]);
+    await appendToConversations(db.pool(), 0, epochs, [{ conversation: 'b', probe: [] }], () => [chat('b-1')]);
     relay.sweep();
     await relay.idle();
     expect(published.map((e) => e.type === 'input.accepted' && e.data.input.id)).toEqual(['a-0', 'b-0', 'b-1']);
@@ -59,11 +48,11 @@ describe('the outbox relay', () => {
   });
 
   it('a publication that fails is retried from the table, in order, before anything newer', async () => {
-    const epochs = await takePartitions(pool, [1], 'relay-test');
+    const epochs = await takePartitions(db.pool(), [1], 'relay-test');
     const published: string[] = [];
     let failing = true;
     const relay = createOutboxRelay({
-      pool,
+      pool: db.pool(),
       publish: async (events) => {
         if (failing) throw new Error('broker away');
         published.push(...events.map((e) => (e.type === 'input.accepted' ? e.data.input.id : e.type)));
@@ -74,11 +63,11 @@ describe('the outbox relay', () => {
     });
     relay.sweep();
     await relay.idle();
-    const first = await appendToConversations(pool, 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-0')]);
+    const first = await appendToConversations(db.pool(), 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-0')]);
     relay.enqueue(first);
     await relay.idle();
     failing = false;
-    const second = await appendToConversations(pool, 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-1')]);
+    const second = await appendToConversations(db.pool(), 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-1')]);
     relay.enqueue(second);
     await new Promise((resolve) => setTimeout(resolve, 300));
     await relay.idle();
