@@ -1,17 +1,23 @@
-import type { Kafka, Producer } from 'kafkajs';
+import type { Kafka, Message, Producer } from 'kafkajs';
 import type { ConversationEvent, TokenRecord } from '@rudder/contracts';
 import type { TopicNames } from '@rudder/runtime';
 import type { Rejected } from './ingest/ingest-inputs';
 
+/** A dead letter's reason header is cut to this many characters (it names at most a few issues). */
+const MAX_REASON_CHARS = 2000;
+/** A record dead-lettered without its value keeps its key up to this size. */
+const MAX_DROPPED_KEY_BYTES = 1024;
+
 /**
- * The worker's producers. Events and dead letters go through an idempotent producer
- * (acks=all, one request in flight, so order holds per partition); tokens, best effort,
- * through another so they never queue up behind events.
+ * The worker's producers. Events go through an idempotent producer (acks=all, one request
+ * in flight, so order holds per partition); dead letters through one of their own; tokens,
+ * best effort, through a third so they never queue up behind events.
  */
 export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
   const reliable: Producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
   const bestEffort: Producer = kafka.producer({ allowAutoTopicCreation: false });
-  await Promise.all([reliable.connect(), bestEffort.connect()]);
+  const deadLetters: Producer = kafka.producer({ allowAutoTopicCreation: false });
+  await Promise.all([reliable.connect(), bestEffort.connect(), deadLetters.connect()]);
 
   const pendingTokens = new Map<string, TokenRecord>();
   const flushTokens = async () => {
@@ -32,17 +38,29 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
         messages: events.map((e) => ({ key: e.conversation, value: JSON.stringify(e), headers: { 'event-id': e.id } })),
       });
     },
+    /**
+     * Dead-letters the records that could not be ingested, one record each, through a producer
+     * of their own (a refused dead letter must not touch the events' idempotent sequence). A
+     * record the broker refuses whole (too large once the headers are added) goes again
+     * without its value, saying so; only an outage, which a redelivery survives, throws.
+     */
     async deadLetter(sourcePartition: number, rejected: readonly Rejected[]) {
-      if (rejected.length === 0) return;
-      await reliable.send({
-        topic: topics.inputsDlq,
-        acks: -1,
-        messages: rejected.map(({ message, reason }) => ({
-          key: message.key,
-          value: message.value,
-          headers: { reason, 'source-topic': topics.inputs, 'source-partition': String(sourcePartition), 'source-offset': message.offset },
-        })),
-      });
+      for (const { message, reason } of rejected) {
+        const headers = {
+          reason: reason.slice(0, MAX_REASON_CHARS),
+          'source-topic': topics.inputs,
+          'source-partition': String(sourcePartition),
+          'source-offset': message.offset,
+        };
+        const send = (record: Message) => deadLetters.send({ topic: topics.inputsDlq, acks: -1, messages: [record] });
+        await send({ key: message.key, value: message.value, headers }).catch(() =>
+          send({
+            key: message.key && message.key.length <= MAX_DROPPED_KEY_BYTES ? message.key : null,
+            value: null,
+            headers: { ...headers, dropped: `the record (${message.value?.length ?? 0} bytes of value, ${message.key?.length ?? 0} of key) was too large to dead-letter whole` },
+          }),
+        );
+      }
     },
     /**
      * Sends the tokens still held back. The runner awaits it before it stores a reply, so a
@@ -59,7 +77,7 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
     async disconnect() {
       clearInterval(tokenTimer);
       await flushTokens();
-      await Promise.all([reliable.disconnect(), bestEffort.disconnect()]);
+      await Promise.all([reliable.disconnect(), bestEffort.disconnect(), deadLetters.disconnect()]);
     },
   };
 }

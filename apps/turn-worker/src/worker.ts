@@ -67,9 +67,9 @@ export async function startWorker(
     async onBatch(partition, messages) {
       await assignment;
       const { stored, conversations, rejected } = await ingestInputs(pool, partition, epochs, messages, agent.inputs);
+      relay.enqueue(stored);
       await publishing.deadLetter(partition, rejected);
       for (const { reason, message } of rejected) log.warn('input dead-lettered', { partition, offset: message.offset, reason });
-      relay.enqueue(stored);
       fault('after-ingest');
       scheduler.poke(conversations.map((conversation) => ({ conversation, partition })));
       // A stop or a rollback aborts the running turn now; an interrupt waits for its next step.

@@ -1,4 +1,4 @@
-import type { DomainEvent } from '@rudder/contracts';
+import { isStorableText, type DomainEvent, type ToolCall } from '@rudder/contracts';
 import type { ModelMessage } from './messages';
 import type { ModelClient } from './model';
 import { runToolCall, type Tool } from './tools';
@@ -68,11 +68,12 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
           if (await store(endTurn(turn, 'failed', `the model failed: ${describe(error)}`))) return turn;
           break;
         }
-        const replied: DomainEvent = { type: 'model.replied', data: { turn: turn.id, step: action.step, ...reply } };
+        const toolCalls = ownCallIds(reply.toolCalls, action.step);
+        const replied: DomainEvent = { type: 'model.replied', data: { turn: turn.id, step: action.step, content: reply.content, toolCalls } };
         const ended = await store(
-          reply.toolCalls.length === 0
+          toolCalls.length === 0
             ? [replied, ...endTurn(evolveTurn(turn, replied), 'completed', null)]
-            : [replied, ...reply.toolCalls.map((call): DomainEvent => ({ type: 'tool.started', data: { turn: turn.id, step: action.step, call } }))],
+            : [replied, ...toolCalls.map((call): DomainEvent => ({ type: 'tool.started', data: { turn: turn.id, step: action.step, call } }))],
         );
         if (ended) return turn;
         break;
@@ -102,6 +103,25 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
       }
     }
   }
+}
+
+/**
+ * Call ids come from the model, and each must name one call of its step: it is the call's once
+ * key in the log and the id its result answers. An id that is empty, repeated within the
+ * reply, over-long or not storable is replaced by `call_<step>_<index>` (in the stored reply
+ * too, so the model reads its calls and their results under the same ids).
+ */
+export function ownCallIds(calls: readonly ToolCall[], step: number): ToolCall[] {
+  const seen = new Set<string>();
+  return calls.map((call, index) => {
+    let id = call.id;
+    if (id === '' || id.length > 200 || !isStorableText(id) || seen.has(id)) {
+      id = `call_${step}_${index}`;
+      while (seen.has(id) || calls.some((c) => c.id === id)) id += '_';
+    }
+    seen.add(id);
+    return id === call.id ? call : { ...call, id };
+  });
 }
 
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));

@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { InputId } from './conversation-key';
+import { StorableString } from './storable-text';
 import type { TurnStatus } from './events';
 
 /** `DELETE /v1/conversations/{key}/inputs/{id}` (or `?latest=chat|steer`): the input taken back. */
 export type RetractAnswer = { id: string; text: string };
 
-const Text = z.string().trim().min(1, 'text must not be empty');
+const Text = StorableString.trim().min(1, 'text must not be empty');
 
 /** `POST /v1/conversations/{key}/chat`: `text`, or `messages` for several user messages answered by one reply. */
 export const ChatBody = z

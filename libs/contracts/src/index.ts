@@ -4,3 +4,4 @@ export * from './events';
 export * from './inputs';
 export * from './topics';
 export * from './sse';
+export * from './storable-text';

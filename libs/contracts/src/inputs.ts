@@ -1,5 +1,9 @@
 import { z } from 'zod';
 import { ConversationKey, InputId } from './conversation-key';
+import { StorableString } from './storable-text';
+
+/** A user message: storable as it is (no NUL, no lone surrogate), never empty. */
+const UserText = StorableString.min(1);
 
 /**
  * Records on `agent.inputs`, key = conversation key, value = JSON of one of these.
@@ -11,7 +15,7 @@ const envelope = {
   id: InputId,
   conversation: ConversationKey,
   /** Who wrote it (the gateway's authenticated subject); other producers name themselves. */
-  subject: z.string().min(1).max(200).default('anonymous'),
+  subject: StorableString.min(1).max(200).default('anonymous'),
   sentAt: z.iso.datetime(),
 };
 
@@ -19,7 +23,7 @@ export const ChatInputV1 = z.object({
   ...envelope,
   type: z.literal('chat'),
   /** One or more user messages, answered by one reply. */
-  messages: z.array(z.string().min(1)).min(1),
+  messages: z.array(UserText).min(1),
   /** What it does to a busy conversation (a turn running); see OnBusy. */
   onBusy: z.enum(['enqueue', 'reject', 'interrupt', 'rollback']).default('enqueue'),
   /** Refused (`precondition_failed`) unless the conversation's last accepted input is this one. */
@@ -31,7 +35,7 @@ export type ChatInput = z.infer<typeof ChatInputV1>;
 export const SteerInputV1 = z.object({
   ...envelope,
   type: z.literal('steer'),
-  text: z.string().min(1),
+  text: UserText,
   ifLastInputId: InputId.optional(),
 });
 export type SteerInput = z.infer<typeof SteerInputV1>;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
+import { storableJson, type ConversationEvent, type DomainEvent } from '@rudder/contracts';
 import type { Pool, PoolClient } from '@rudder/runtime';
 import { FencedError, type Epochs } from './fencing';
 import { evolveHead, parseHead, type ConversationHead } from './head';
@@ -119,10 +119,10 @@ async function writeEvents(client: PoolClient, writes: { conversation: string; h
       events.map(() => randomUUID()),
       events.map((e) => e.conversation),
       events.map((e) => e.event.type),
-      events.map((e) => JSON.stringify(e.event.data)),
+      events.map((e) => storableJson(e.event.data)),
       events.map((e) => onceKey(e.event)),
       heads.map((h) => h.key),
-      heads.map((h) => JSON.stringify(h.head)),
+      heads.map((h) => storableJson(h.head)),
     ],
   );
   return rows.sort((a, b) => Number(a.position) - Number(b.position)).map(toConversationEvent);

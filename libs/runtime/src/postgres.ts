@@ -44,3 +44,13 @@ export async function migrate(pool: pg.Pool, schema: string, migrations: readonl
     client.release();
   }
 }
+
+/**
+ * True for errors that say the data itself was refused, which a retry will not change:
+ * SQLSTATE classes 22 (data exception), 23 (integrity constraint violation) and 54 (program
+ * limit exceeded). Anything else (the database is down, a connection dropped) may pass.
+ */
+export const isRefusedByDatabase = (error: unknown): boolean => {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^(22|23|54)/.test(code);
+};

@@ -44,7 +44,7 @@ describe.skipIf(brokers === undefined)('the companion on agent.events', () => {
   const asRecord = (e: ConversationEvent) => ({ key: e.conversation, value: JSON.stringify(e) });
   const get = async (url: string): Promise<any> => (await fetch(`http://127.0.0.1:${companion!.port}${url}`)).json();
 
-  it('folds what was published before it started, skipping records that do not parse or that the database refuses', async () => {
+  it('folds what was published before it started, storing unstorable text safely and skipping records that do not parse or that the database refuses', async () => {
     const key = 'user-42/trip';
     const chat = chatWithToolCall(key);
     const poison = conversationLog('poison/one');
@@ -54,6 +54,8 @@ describe.skipIf(brokers === undefined)('the companion on agent.events', () => {
       ...chat.slice(0, 3).map(asRecord),
       asRecord(chat[2]), // the relay published the reply twice
       asRecord(poison.accepted('nul', 'a\u0000b')),
+      // A time JavaScript reads but PostgreSQL cannot hold (before 4713 BC).
+      asRecord({ ...poison.accepted('too-early', 'a time timestamptz cannot hold'), at: '-010000-01-01T00:00:00.000Z' }),
       asRecord(poison.accepted('fine', 'ok')),
       ...chat.slice(3).map(asRecord),
     ]);
@@ -66,8 +68,11 @@ describe.skipIf(brokers === undefined)('the companion on agent.events', () => {
       't1/0',
       't1/1',
     ]);
-    const poisoned = await eventually(() => get(`/conversations/${encodeURIComponent('poison/one')}`), (s) => s.queue.length > 0);
-    expect(poisoned.queue).toEqual([{ id: 'fine', kind: 'chat', text: 'ok' }]);
+    const poisoned = await eventually(() => get(`/conversations/${encodeURIComponent('poison/one')}`), (s) => s.queue.length > 1);
+    expect(poisoned.queue).toEqual([
+      { id: 'nul', kind: 'chat', text: 'a\ufffdb' },
+      { id: 'fine', kind: 'chat', text: 'ok' },
+    ]);
     // Distinct lines: a rebalance right after joining the group may fetch the same records again
     // (nothing was committed yet), and each time they are logged again, with the same offset.
     const logged = (prefix: string) => new Set(log.lines.filter((w) => w.startsWith(prefix)));

@@ -1,6 +1,6 @@
 import type { Consumer, Kafka, KafkaMessage } from 'kafkajs';
 import type { ConversationEvent } from '@rudder/contracts';
-import { ensureTopics, keepConsuming, READER_SESSION, topicNames, type Config, type Log, type Pool } from '@rudder/runtime';
+import { ensureTopics, isRefusedByDatabase, keepConsuming, READER_SESSION, topicNames, type Config, type Log, type Pool } from '@rudder/runtime';
 import { foldEvents } from './fold-events';
 import { readEventRecord } from './read-event-record';
 
@@ -69,8 +69,9 @@ function readEvents(messages: KafkaMessage[], where: { topic: string; partition:
 }
 
 /**
- * An event that parses but that the database refuses (a NUL character in a text, say) would
- * fail its batch on every redelivery and block the partition. When a batch fails with such an
+ * An event that parses but that the database refuses (texts are made storable, so this is a
+ * backstop for what nobody foresaw) would fail its batch on every redelivery and block the
+ * partition. When a batch fails with such an
  * error, its events are folded one by one and the ones refused are logged and skipped.
  * Any other failure (the database is down) is thrown: kafkajs retries the batch, unresolved.
  */
@@ -79,13 +80,13 @@ async function foldOrSkip(pool: Pool, events: ConversationEvent[], log: Log): Pr
     await foldEvents(pool, events);
     return;
   } catch (error) {
-    if (!isRefusedData(error)) throw error;
+    if (!isRefusedByDatabase(error)) throw error;
   }
   for (const event of events) {
     try {
       await foldEvents(pool, [event]);
     } catch (error) {
-      if (!isRefusedData(error)) throw error;
+      if (!isRefusedByDatabase(error)) throw error;
       log.error('skipped an event the projections cannot hold', {
         id: event.id,
         conversation: event.conversation,
@@ -96,9 +97,3 @@ async function foldOrSkip(pool: Pool, events: ConversationEvent[], log: Log): Pr
     }
   }
 }
-
-/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation): retrying will not help. */
-const isRefusedData = (error: unknown): boolean => {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
-};

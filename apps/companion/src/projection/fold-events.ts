@@ -1,4 +1,4 @@
-import type { ConversationEvent } from '@rudder/contracts';
+import { storableJson, type ConversationEvent } from '@rudder/contracts';
 import type { Pool, PoolClient } from '@rudder/runtime';
 import { evolve, rowsNeeded, type Changes, type Needed, type Rows } from './evolve';
 
@@ -133,7 +133,7 @@ async function writeChanges(client: PoolClient, changes: Changes): Promise<void>
          owner = excluded.owner, last_input_id = excluded.last_input_id,
          last_input_position = excluded.last_input_position, running_turn = excluded.running_turn,
          running_started_at = excluded.running_started_at`,
-      [JSON.stringify(changes.conversations)],
+      [storableJson(changes.conversations)],
     );
   if (changes.inputs.length > 0)
     await client.query(
@@ -148,7 +148,7 @@ async function writeChanges(client: PoolClient, changes: Changes): Promise<void>
        ON CONFLICT (conversation, id) DO UPDATE SET
          state = excluded.state, runs_next = excluded.runs_next,
          steer_turn = excluded.steer_turn, steer_landed = excluded.steer_landed`,
-      [JSON.stringify(changes.inputs)],
+      [storableJson(changes.inputs)],
     );
   if (changes.turns.length > 0)
     await client.query(
@@ -160,7 +160,7 @@ async function writeChanges(client: PoolClient, changes: Changes): Promise<void>
        ON CONFLICT (conversation, id) DO UPDATE SET
          status = excluded.status, outcome = excluded.outcome, content = excluded.content,
          steered = excluded.steered, ended_at = excluded.ended_at`,
-      [JSON.stringify(changes.turns)],
+      [storableJson(changes.turns)],
     );
   if (changes.transcript.length > 0)
     // A message already in the transcript (the same reply of a step, stored once) is kept as it was.
@@ -170,7 +170,7 @@ async function writeChanges(client: PoolClient, changes: Changes): Promise<void>
          FROM jsonb_to_recordset($1::jsonb) AS r(conversation text, position bigint, part integer, id text,
               role text, text text, turn text, steered boolean, at timestamptz)
        ON CONFLICT DO NOTHING`,
-      [JSON.stringify(changes.transcript)],
+      [storableJson(changes.transcript)],
     );
 }
 
@@ -181,7 +181,7 @@ async function copyEvents(client: PoolClient, events: readonly ConversationEvent
        FROM jsonb_to_recordset($1::jsonb) AS r(conversation text, position bigint, id text, type text,
             data jsonb, at timestamptz)
      ON CONFLICT DO NOTHING`,
-    [JSON.stringify(events)],
+    [storableJson(events)],
   );
 }
 
