@@ -1,5 +1,5 @@
 import { createKafka, createPool, readConfig, topicNames } from '@rudder/runtime';
-import { startWorker } from '@rudder/turn-worker';
+import { startTurnWorker } from '@rudder/turn-worker';
 import { is, turnOf, watchEvents } from './events';
 import { sleep, startBenchStack, type Infra } from './stack';
 import { median } from './stats';
@@ -24,7 +24,7 @@ export async function dbCost(infra: Infra, options: { runs: number }): Promise<{
   const stack = await startBenchStack(infra, { workers: 0 });
   const config = readConfig(stack.env);
   const counted = countingPool(config.DATABASE_URL);
-  const worker = await startWorker(config, { pool: counted.pool });
+  const worker = await startTurnWorker(config, { pool: counted.pool });
   const records = await recordsByConversation(stack.env.KAFKA_BROKERS, stack.env.KAFKA_NAMESPACE);
   try {
     const turn = async (key: string, steered: boolean) => {

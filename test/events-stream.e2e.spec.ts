@@ -21,7 +21,7 @@ describe('the event stream (SSE)', () => {
     const messages = await reading;
 
     const stored = messages.filter((m) => m.event !== 'token');
-    expect(stored.map((m) => m.event)).toEqual(['input.accepted', 'turn.started', 'input.delivered', 'model.replied', 'tool.started', 'tool.ended', 'model.replied', 'turn.ended']);
+    expect(stored.map((m) => m.event)).toEqual(['conversation.opened', 'input.accepted', 'turn.started', 'input.delivered', 'model.replied', 'tool.started', 'tool.ended', 'model.replied', 'turn.ended']);
     const positions = stored.map((m) => Number(m.id));
     expect([...positions].sort((a, b) => a - b)).toEqual(positions);
     expect(new Set(positions).size).toBe(positions.length);
@@ -37,7 +37,7 @@ describe('the event stream (SSE)', () => {
     await client.answered(conversation, 'sse-2');
     const all = await readEvents(await client.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
     const types = all.map((m) => m.event);
-    expect(types).toEqual(['input.accepted', 'turn.started', 'input.delivered', 'model.replied', 'turn.ended']);
+    expect(types).toEqual(['conversation.opened', 'input.accepted', 'turn.started', 'input.delivered', 'model.replied', 'turn.ended']);
 
     const resumed = await readEvents(await client.events(conversation, { 'last-event-id': all[1].id! }), (m) => m.event === 'turn.ended');
     expect(resumed.map((m) => m.id)).toEqual(all.slice(2).map((m) => m.id));

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, createKafka, readConfig, topicNames } from '@rudder/runtime';
-import { defaultAgent, startWorker } from '@rudder/turn-worker';
+import { defaultAgent, startTurnWorker } from '@rudder/turn-worker';
 import { eventually, startStack, type Stack } from './stack';
 import { testScript } from './scripts';
 
@@ -44,7 +44,7 @@ async function eventsOf(conversation: string) {
 async function oneToolTurn(maxTaken: number) {
   const config = readConfig(stack.env);
   const counted = countingPool(config.DATABASE_URL);
-  const worker = await startWorker(config, { agent: { ...defaultAgent(config), inputs: { ...defaultAgent(config).inputs, maxTaken } }, pool: counted.pool });
+  const worker = await startTurnWorker(config, { agents: [{ ...defaultAgent, steering: { maxTaken } }], pool: counted.pool });
   // Warm up (assignment, recovery sweep) with a turn of its own before counting.
   const warm = `cost/warm-${maxTaken}`;
   await stack.client.chat(warm, { text: 'warm up', id: 'w' });
@@ -70,7 +70,7 @@ describe('the cost of steering', () => {
     expect(enabled.statements).toBeGreaterThan(0);
     expect(enabled.statements).toBe(disabled.statements);
     expect(enabled.events).toEqual(disabled.events);
-    expect(enabled.events).toEqual(['input.accepted', 'turn.started', 'input.delivered', 'model.replied', 'tool.started', 'tool.ended', 'model.replied', 'turn.ended']);
+    expect(enabled.events).toEqual(['conversation.opened', 'input.accepted', 'turn.started', 'input.delivered', 'model.replied', 'tool.started', 'tool.ended', 'model.replied', 'turn.ended']);
     console.log(`one-tool turn: ${enabled.statements} statements with steering, ${disabled.statements} without; ${enabled.events.length} events each`);
   });
 });

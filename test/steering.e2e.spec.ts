@@ -183,6 +183,7 @@ describe('a steered message', () => {
     await client.steer(conversation, { text: 'streamed steer', id: 's' });
     const types = (await reading).map((m) => m.event).filter((t) => t !== 'token');
     expect(types).toEqual([
+      'conversation.opened',
       'input.accepted',
       'turn.started',
       'input.delivered',

@@ -119,4 +119,13 @@ export const migrations: readonly Migration[] = [
       CREATE INDEX inputs_pending ON inputs (conversation, position) WHERE state = 'pending';
     `,
   },
+  {
+    id: '004-agents',
+    sql: `
+      -- The agent that answers a conversation (conversation.opened), and each turn's, with the
+      -- token usage of its model replies summed.
+      ALTER TABLE conversations ADD COLUMN agent text;
+      ALTER TABLE turns ADD COLUMN agent text, ADD COLUMN usage jsonb;
+    `,
+  },
 ];

@@ -1,5 +1,6 @@
 import {
   ConversationEventRecord,
+  EventData,
   ErrorStatus,
   type ConversationEvent,
   type ConversationStatus,
@@ -23,6 +24,7 @@ const CompanionStatusAnswer = z.object({
   steering: z.array(Item),
   queue: z.array(Item.extend({ kind: z.enum(['chat', 'steer']) })),
   lastInputId: z.string().nullable(),
+  agent: z.string().nullable(),
   owner: z.string().nullable(),
 });
 
@@ -31,7 +33,7 @@ export const InputState = z.enum(['pending', 'delivered', 'retracted', 'discarde
 export type InputState = z.infer<typeof InputState>;
 
 /** The worker's refusal of a chat or a steer (`input.rejected`). */
-export const Rejection = z.object({ code: z.enum(['queue_full', 'precondition_failed', 'busy']), message: z.string() });
+export const Rejection = EventData['input.rejected'].pick({ code: true, message: true });
 export type Rejection = z.infer<typeof Rejection>;
 
 /**

@@ -1,15 +1,14 @@
-import { readConfig } from '@rudder/runtime';
-import { startWorker } from './worker';
+import 'reflect-metadata';
+import { Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { defaultAgent } from './agents/default-agent';
+import { turnWorkerTransport } from './transport';
+import { TurnWorkerModule } from './turn-worker.module';
 
-const worker = await startWorker(readConfig());
-let stopping = false;
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    worker.stop().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  });
-}
+/** The turn worker with the default agent (`npm run start:worker`). A team's own: see examples/. */
+@Module({ imports: [TurnWorkerModule.forRoot({ agents: [defaultAgent] })] })
+class DefaultWorkerModule {}
+
+const app = await NestFactory.createMicroservice(DefaultWorkerModule, { strategy: turnWorkerTransport(), logger: ['error', 'warn'] });
+app.enableShutdownHooks();
+await app.listen();

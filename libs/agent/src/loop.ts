@@ -12,6 +12,8 @@ export type Agent = {
 };
 
 export type RunTurnOptions = {
+  /** The conversation's key, for the tools' context. */
+  conversation: string;
   agent: Agent;
   model: ModelClient;
   /** The conversation before this turn: earlier turns as their prompts and answers. */
@@ -69,7 +71,10 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
           break;
         }
         const toolCalls = ownCallIds(reply.toolCalls, action.step);
-        const replied: DomainEvent = { type: 'model.replied', data: { turn: turn.id, step: action.step, content: reply.content, toolCalls } };
+        const replied: DomainEvent = {
+          type: 'model.replied',
+          data: { turn: turn.id, step: action.step, content: reply.content, toolCalls, ...(reply.usage ? { usage: reply.usage } : {}) },
+        };
         const ended = await store(
           toolCalls.length === 0
             ? [replied, ...endTurn(evolveTurn(turn, replied), 'completed', null)]
@@ -86,7 +91,8 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
         let ended = false;
         await Promise.all(
           action.calls.map(async (call) => {
-            const { result, isError } = await runToolCall(agent.tools, call, signal);
+            const context = { conversation: options.conversation, turn: turn.id, callId: call.id, subject: turn.prompt.subject, signal };
+            const { result, isError } = await runToolCall(agent.tools, call, context);
             stored = stored.then(async () => {
               ended ||= await store([{ type: 'tool.ended', data: { turn: turn.id, step: action.step, callId: call.id, name: call.name, result, isError } }]);
             });

@@ -15,12 +15,13 @@ afterAll(() => server.stop());
 
 const agent: Agent = { systemPrompt: 'be brief', tools: [waitTool], maxSteps: 5 };
 const model = () => openAiModel({ baseURL: server.url, apiKey: 'test', model: 'scripted', maxRetries: 0 });
-const prompt = { id: 'in-1', text: 'wait a bit', messages: ['wait a bit'] };
+const prompt = { id: 'in-1', text: 'wait a bit', messages: ['wait a bit'], subject: 'alice' };
 
 async function run(options: { turn?: ReturnType<typeof startTurn>; signal?: AbortSignal } = {}) {
   const commits: DomainEvent[][] = [];
   const tokens: string[] = [];
   const ended = await runTurn({
+    conversation: 'c',
     agent,
     model: model(),
     history: [],
@@ -115,6 +116,7 @@ describe('the agent loop', () => {
     const controller = new AbortController();
     const commits: DomainEvent[][] = [];
     const running = runTurn({
+      conversation: 'c',
       agent,
       model: model(),
       history: [],
@@ -136,6 +138,7 @@ describe('the agent loop', () => {
     let steered = false;
     const commits: DomainEvent[][] = [];
     const ended = await runTurn({
+      conversation: 'c',
       agent,
       model: model(),
       history: [],
@@ -186,6 +189,7 @@ describe('the agent loop', () => {
     const before = server.requests.length;
     const commits: DomainEvent[][] = [];
     await runTurn({
+      conversation: 'c',
       agent,
       model: model(),
       history: [],

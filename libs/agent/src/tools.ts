@@ -1,6 +1,20 @@
 import { z } from 'zod';
 
-export type ToolContext = { signal: AbortSignal };
+/**
+ * What a tool call knows of where it runs. `callId` is the same on every run of this call (a
+ * call whose result was not stored before a crash runs again, on this worker or another), so
+ * it is the idempotency key for the call's side effects: a tool runs at least once until its
+ * result is stored, and never after.
+ */
+export type ToolContext = {
+  conversation: string;
+  turn: string;
+  callId: string;
+  /** Who sent the turn's prompt. */
+  subject: string;
+  /** Aborts when the turn is stopped or the worker lets go of the conversation: stop promptly. */
+  signal: AbortSignal;
+};
 
 /**
  * A tool the model may call. `parameters` validates the model's arguments (zod at the edge);
@@ -65,8 +79,9 @@ export type ToolResult = { result: string; isError: boolean };
 export async function runToolCall(
   tools: readonly Tool[],
   call: { name: string; arguments: string },
-  signal: AbortSignal,
+  context: ToolContext,
 ): Promise<ToolResult> {
+  const { signal } = context;
   const tool = tools.find((t) => t.name === call.name);
   if (!tool) return { result: `error: there is no tool named "${call.name}"`, isError: true };
   let args: unknown;
@@ -76,7 +91,7 @@ export async function runToolCall(
     return { result: `error: the arguments are not JSON: ${call.arguments.slice(0, 200)}`, isError: true };
   }
   try {
-    return { result: await tool.run(args, { signal }), isError: false };
+    return { result: await tool.run(args, context), isError: false };
   } catch (error) {
     if (signal.aborted) throw error;
     if (error instanceof z.ZodError) {

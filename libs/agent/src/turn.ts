@@ -1,13 +1,15 @@
-import type { DomainEvent, ToolCall, TurnStatus } from '@rudder/contracts';
+import type { DomainEvent, ToolCall, TurnStatus, Usage } from '@rudder/contracts';
 import { assistantMessage, toolMessage, userMessage, type ModelMessage } from './messages';
 
 /**
  * A running turn as the agent loop needs it: its own messages so far (the prompt's user
  * messages, then each stored model reply and tool result), folded from the stored events.
  */
+export type TurnPrompt = { id: string; text: string; messages: string[]; subject: string };
+
 export type TurnState = {
   id: string;
-  prompt: { id: string; text: string; messages: string[] };
+  prompt: TurnPrompt;
   messages: ModelMessage[];
   /** Model replies stored so far; the next reply is step `steps`. */
   steps: number;
@@ -19,6 +21,8 @@ export type TurnState = {
   answered: boolean;
   /** The steered messages the turn took, in order. */
   steered: { id: string; text: string }[];
+  /** The stored replies' usage, summed; null while no reply reported any. */
+  usage: Usage | null;
   /**
    * How the turn was asked to end: `stop` and `rollback` end it `stopped` at once (closing its
    * open calls); `interrupt` ends it `superseded` at its next step.
@@ -26,7 +30,7 @@ export type TurnState = {
   ending: 'stop' | 'rollback' | 'interrupt' | null;
 };
 
-export function startTurn(id: string, prompt: { id: string; text: string; messages: string[] }): TurnState {
+export function startTurn(id: string, prompt: TurnPrompt): TurnState {
   return {
     id,
     prompt,
@@ -36,9 +40,19 @@ export function startTurn(id: string, prompt: { id: string; text: string; messag
     answers: [],
     answered: false,
     steered: [],
+    usage: null,
     ending: null,
   };
 }
+
+const addUsage = (sum: Usage | null, more: Usage | undefined): Usage | null =>
+  more === undefined
+    ? sum
+    : {
+        promptTokens: (sum?.promptTokens ?? 0) + more.promptTokens,
+        completionTokens: (sum?.completionTokens ?? 0) + more.completionTokens,
+        totalTokens: (sum?.totalTokens ?? 0) + more.totalTokens,
+      };
 
 /** Evolves a turn by one of its events; events of other turns and kinds leave it as it is. */
 export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
@@ -53,6 +67,7 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
         openCalls: toolCalls,
         answers: content.trim() === '' ? turn.answers : [...turn.answers, content],
         answered: toolCalls.length === 0,
+        usage: addUsage(turn.usage, event.data.usage),
       };
     }
     case 'tool.ended': {
@@ -90,18 +105,25 @@ export type NextAction =
  * a stored reply is not asked for again and a stored tool result is not run again.
  */
 export function nextAction(turn: TurnState, limits: { maxSteps: number }): NextAction {
-  if (turn.ending === 'stop') return { type: 'end', status: 'stopped', outcome: 'stopped on request' };
-  if (turn.ending === 'rollback') return { type: 'end', status: 'stopped', outcome: 'rolled back: a newer input replaced it' };
+  if (turn.ending === 'stop') return { type: 'end', status: 'stopped', outcome: STOPPED };
+  if (turn.ending === 'rollback') return { type: 'end', status: 'stopped', outcome: ROLLED_BACK };
   if (turn.answered) return { type: 'end', status: 'completed', outcome: null };
-  if (turn.ending === 'interrupt' && turn.openCalls.length === 0 && turn.steps > 0) {
-    return { type: 'end', status: 'superseded', outcome: 'interrupted by a newer input at a step' };
-  }
   if (turn.openCalls.length > 0) return { type: 'run-tools', step: turn.steps - 1, calls: turn.openCalls };
+  // A step that took steered messages is always answered (they landed: the model must see
+  // them), even past the limit or when interrupted; the steer cap bounds how far that goes.
+  const steeredLast = turn.steps > 0 && turn.messages.at(-1)?.role === 'user';
+  if (steeredLast) return { type: 'request-model', step: turn.steps };
+  if (turn.ending === 'interrupt' && turn.steps > 0) return { type: 'end', status: 'superseded', outcome: SUPERSEDED };
   if (turn.steps >= limits.maxSteps) {
     return { type: 'end', status: 'failed', outcome: `the turn reached its limit of ${limits.maxSteps} model replies` };
   }
   return { type: 'request-model', step: turn.steps };
 }
+
+/** The outcomes of turns that did not complete, as the log states them. */
+export const STOPPED = 'stopped on request';
+export const ROLLED_BACK = 'rolled back: a newer input replaced it';
+export const SUPERSEDED = 'interrupted by a newer input at a step';
 
 /**
  * The events that end a turn: a result for every call still open (the conversation never
@@ -116,6 +138,6 @@ export const endTurn = (turn: TurnState, status: TurnStatus, outcome: string | n
   ),
   {
     type: 'turn.ended',
-    data: { turn: turn.id, status, outcome, content: turn.answers.join('\n\n'), steered: turn.steered },
+    data: { turn: turn.id, status, outcome, content: turn.answers.join('\n\n'), steered: turn.steered, ...(turn.usage ? { usage: turn.usage } : {}) },
   },
 ];

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { InputId } from './conversation-key';
+import { AgentName, InputId } from './conversation-key';
 import { StorableString } from './storable-text';
-import type { TurnStatus } from './events';
+import type { TurnStatus, Usage } from './events';
 
 /** `DELETE /v1/conversations/{key}/inputs/{id}` (or `?latest=chat|steer`): the input taken back. */
 export type RetractAnswer = { id: string; text: string };
@@ -16,6 +16,7 @@ export const ChatBody = z
     id: InputId.optional(),
     onBusy: z.enum(['enqueue', 'reject', 'interrupt', 'rollback']).optional(),
     ifLastInputId: InputId.optional(),
+    agent: AgentName.optional(),
   })
   .strict()
   .refine((b) => (b.text === undefined) !== (b.messages === undefined), {
@@ -42,6 +43,8 @@ export type ConversationStatus = {
   steering: { id: string; text: string }[];
   queue: { id: string; kind: 'chat' | 'steer'; text: string }[];
   lastInputId: string | null;
+  /** The agent that answers the conversation (null before its first accepted input). */
+  agent: string | null;
 };
 
 export type TranscriptItem = {
@@ -63,6 +66,10 @@ export type TurnView = {
   outcome: string | null;
   steered: { id: string; text: string }[];
   content: string;
+  /** The agent that ran the turn (null in conversations older than agents). */
+  agent: string | null;
+  /** Tokens of the turn's model replies so far, summed; null when the model reports none. */
+  usage: Usage | null;
   startedAt: string;
   endedAt: string | null;
 };
@@ -80,6 +87,9 @@ export const ErrorStatus = {
   precondition_failed: 412,
   text_too_long: 413,
   id_reused: 422,
+  unknown_agent: 400,
+  refused: 422,
+  agent_mismatch: 409,
   queue_full: 429,
   unavailable: 503,
 } as const;

@@ -13,3 +13,10 @@ export const InputId = z
   .min(1, 'an input id has 1 to 200 characters')
   .max(200, 'an input id has 1 to 200 characters')
   .regex(/^[A-Za-z0-9._:/-]+$/, 'an input id holds only letters, digits and . _ : / -');
+
+/** An agent's name: 1-100 characters of [A-Za-z0-9._:-]. */
+export const AgentName = z
+  .string()
+  .min(1, 'an agent name has 1 to 100 characters')
+  .max(100, 'an agent name has 1 to 100 characters')
+  .regex(/^[A-Za-z0-9._:-]+$/, 'an agent name holds only letters, digits and . _ : -');

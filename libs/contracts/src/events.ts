@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConversationKey, InputId } from './conversation-key';
+import { AgentName, ConversationKey, InputId } from './conversation-key';
 
 /**
  * Events of a conversation: the worker's event log, published on `agent.events`
@@ -12,10 +12,20 @@ const PendingInput = z.object({ id: InputId, kind: z.enum(['chat', 'steer']), te
 const ToolCall = z.object({ id: z.string(), name: z.string(), arguments: z.string() });
 export type ToolCall = z.infer<typeof ToolCall>;
 
+/** Tokens of a model reply as the server counted them; a turn's is the sum over its replies. */
+export const Usage = z.object({ promptTokens: z.number().int(), completionTokens: z.number().int(), totalTokens: z.number().int() });
+export type Usage = z.infer<typeof Usage>;
+
 export const TurnStatus = z.enum(['completed', 'stopped', 'failed', 'refused', 'superseded']);
 export type TurnStatus = z.infer<typeof TurnStatus>;
 
 export const EventData = {
+  /**
+   * The conversation's first accepted input opened it: `owner` is the subject that sent it, and
+   * `agent` the agent that answers every turn of the conversation from now on (the input's
+   * `agent`, else the deployment's default).
+   */
+  'conversation.opened': z.object({ owner: z.string(), agent: AgentName }),
   /** The worker took an input into the conversation's log; it will be answered exactly once. */
   'input.accepted': z.object({
     input: z.object({
@@ -56,7 +66,11 @@ export const EventData = {
   /** An input was refused and is answered by this refusal: a queue was full, a precondition failed, or the conversation was busy. */
   'input.rejected': z.object({
     input: PendingInput,
-    code: z.enum(['queue_full', 'precondition_failed', 'busy']),
+    /**
+     * `unknown_agent`: the chat named an agent this deployment does not run; `agent_mismatch`:
+     * the conversation has another; `refused`: the agent's input guard refused it (`message` is its reason).
+     */
+    code: z.enum(['queue_full', 'precondition_failed', 'busy', 'unknown_agent', 'agent_mismatch', 'refused']),
     message: z.string(),
   }),
   /** A promotion found no pending follow-up under that id (delivered, retracted, a steer, or unknown). */
@@ -71,6 +85,7 @@ export const EventData = {
     step: z.number().int().nonnegative(),
     content: z.string(),
     toolCalls: z.array(ToolCall),
+    usage: Usage.optional(),
   }),
   'tool.started': z.object({ turn: z.string(), step: z.number().int(), call: ToolCall }),
   /** A tool call's result, stored once: a resumed turn never runs it again. */
@@ -89,6 +104,8 @@ export const EventData = {
     outcome: z.string().nullable(),
     content: z.string(),
     steered: z.array(Prompt),
+    /** The sum of the turn's replies' usage (absent in early records). */
+    usage: Usage.optional(),
   }),
 } as const;
 
@@ -115,6 +132,7 @@ const envelope = { v: z.literal(1), id: z.string(), conversation: ConversationKe
 const record = <T extends EventType>(type: T) =>
   z.object({ ...envelope, type: z.literal(type), data: EventData[type] });
 export const ConversationEventRecord = z.discriminatedUnion('type', [
+  record('conversation.opened'),
   record('input.accepted'),
   record('steer.accepted'),
   record('steer.taken'),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConversationKey, InputId } from './conversation-key';
+import { AgentName, ConversationKey, InputId } from './conversation-key';
 import { StorableString } from './storable-text';
 
 /** A user message: storable as it is (no NUL, no lone surrogate), never empty. */
@@ -28,6 +28,8 @@ export const ChatInputV1 = z.object({
   onBusy: z.enum(['enqueue', 'reject', 'interrupt', 'rollback']).default('enqueue'),
   /** Refused (`precondition_failed`) unless the conversation's last accepted input is this one. */
   ifLastInputId: InputId.optional(),
+  /** The agent that answers the conversation, chosen by its first input (the default agent when absent); later inputs may only name the same. */
+  agent: AgentName.optional(),
 });
 export type ChatInput = z.infer<typeof ChatInputV1>;
 

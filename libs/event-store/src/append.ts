@@ -2,8 +2,6 @@ import { randomUUID } from 'node:crypto';
 import { storableJson, type ConversationEvent, type DomainEvent } from '@rudder/contracts';
 import type { Pool, PoolClient } from '@rudder/runtime';
 import { FencedError, type Epochs } from './fencing';
-import { evolveHead, parseHead, type ConversationHead } from './head';
-import { onceKey } from './once-key';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 
 /** An event's once key was already used: what it records is stored already (a retry, or another owner). */
@@ -14,26 +12,43 @@ export class AlreadyStoredError extends Error {
   }
 }
 
-type HeadRow = { key: string; head: Partial<ConversationHead> | null };
-const toHead = (row: HeadRow): ConversationHead => parseHead(row.head);
+/**
+ * What the store needs to know of a stream's rules, and no more: the state kept on each
+ * conversation's row (parsed from its jsonb, evolved by each event appended), each event's
+ * once key, and whether a state has work left (a worker taking the partition resumes those).
+ */
+export type StreamRules<S> = {
+  parse(stored: unknown): S;
+  evolve(state: S, event: DomainEvent): S;
+  onceKey(event: DomainEvent): string;
+  hasOpenWork(state: S): boolean;
+};
+
+type StateRow = { key: string; state: unknown };
 
 /**
- * Appends what `decide` makes of the conversation's head, in one transaction, all or none.
+ * Appends what `decide` makes of the conversation's state, in one transaction, all or none.
  * The conversation row is locked first: that orders every write of the conversation (its
  * event positions grow in commit order) and serializes decisions with each other — a steer's
  * landing with the turn's close. The same statement checks the writer still holds `epochs`
  * for the conversation's partition (FencedError otherwise). Throws AlreadyStoredError when a
  * once key was used before: nothing is written and the caller reloads what is stored.
+ *
+ * `earlier` are the conversation's events after position `after` that were in the log before
+ * this write (others' writes the caller has not read yet), so a caller folding the log can
+ * apply them, then `stored`, in log order, without another round trip.
  */
-export async function appendToConversation(
+export async function appendToConversation<S>(
   pool: Pool,
+  rules: StreamRules<S>,
   conversation: string,
   epochs: Epochs,
-  decide: (head: ConversationHead) => DomainEvent[],
-): Promise<ConversationEvent[]> {
+  decide: (state: S) => DomainEvent[],
+  after = Number.MAX_SAFE_INTEGER,
+): Promise<{ stored: ConversationEvent[]; earlier: ConversationEvent[] }> {
   return inTransaction(pool, conversation, async (client) => {
-    const { rows } = await client.query<HeadRow & { epoch: string; partition: number }>(
-      `SELECT c.key, c.head, c.partition, p.epoch
+    const { rows } = await client.query<StateRow & { epoch: string; partition: number }>(
+      `SELECT c.key, c.head AS state, c.partition, p.epoch
          FROM event_store.conversations c
          JOIN event_store.partition_owners p ON p.partition = c.partition
         WHERE c.key = $1
@@ -46,22 +61,24 @@ export async function appendToConversation(
     if (Number(row.epoch) !== epochs.get(row.partition)) {
       throw new FencedError(row.partition, `partition ${row.partition} is at epoch ${row.epoch}, this writer holds ${epochs.get(row.partition) ?? 'none'}`);
     }
-    return writeEvents(client, [{ conversation, head: toHead(row), events: decide(toHead(row)) }]);
+    const state = rules.parse(row.state);
+    return writeEvents(client, rules, [{ conversation, state, events: decide(state) }], { conversation, after });
   });
 }
 
 /**
  * Appends to several conversations of one partition in one transaction (an ingested batch),
  * creating them on first sight, once the writer's epoch for the partition is checked. `decide`
- * sees each head and which of the `probe` once keys are stored already (the same input
+ * sees each state and which of the `probe` once keys are stored already (the same input
  * delivered again); locks are taken in one order so batches never deadlock.
  */
-export async function appendToConversations(
+export async function appendToConversations<S>(
   pool: Pool,
+  rules: StreamRules<S>,
   partition: number,
   epochs: Epochs,
   requests: readonly { conversation: string; probe: readonly string[] }[],
-  decide: (conversation: string, head: ConversationHead, stored: ReadonlySet<string>) => DomainEvent[],
+  decide: (conversation: string, state: S, stored: ReadonlySet<string>) => DomainEvent[],
 ): Promise<ConversationEvent[]> {
   if (requests.length === 0) return [];
   const sorted = [...requests].sort((a, b) => (a.conversation < b.conversation ? -1 : 1));
@@ -70,11 +87,11 @@ export async function appendToConversations(
     if (owner.rows.length === 0 || Number(owner.rows[0].epoch) !== epochs.get(partition)) {
       throw new FencedError(partition, `partition ${partition} is at epoch ${owner.rows[0]?.epoch ?? 'none'}, this writer holds ${epochs.get(partition) ?? 'none'}`);
     }
-    const heads = await client.query<HeadRow>(
+    const states = await client.query<StateRow>(
       `INSERT INTO event_store.conversations (key, partition)
        SELECT k, $2 FROM unnest($1::text[]) AS k
        ON CONFLICT (key) DO UPDATE SET partition = EXCLUDED.partition
-       RETURNING key, head`,
+       RETURNING key, head AS state`,
       [sorted.map((r) => r.conversation), partition],
     );
     const probed = await client.query<{ conversation: string; once_key: string }>(
@@ -82,50 +99,73 @@ export async function appendToConversations(
         WHERE (conversation, once_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
       [sorted.flatMap((r) => r.probe.map(() => r.conversation)), sorted.flatMap((r) => r.probe)],
     );
-    const headOf = new Map(heads.rows.map((row) => [row.key, toHead(row)]));
+    const stateOf = new Map(states.rows.map((row) => [row.key, rules.parse(row.state)]));
     const storedOf = (conversation: string) =>
       new Set(probed.rows.filter((row) => row.conversation === conversation).map((row) => row.once_key));
-    return writeEvents(
+    const { stored } = await writeEvents(
       client,
+      rules,
       sorted.map(({ conversation }) => {
-        const head = headOf.get(conversation)!;
-        return { conversation, head, events: decide(conversation, head, storedOf(conversation)) };
+        const state = stateOf.get(conversation)!;
+        return { conversation, state, events: decide(conversation, state, storedOf(conversation)) };
       }),
     );
+    return stored;
   });
 }
 
-/** Inserts the events in order and updates each head by them, in one statement. */
-async function writeEvents(client: PoolClient, writes: { conversation: string; head: ConversationHead; events: DomainEvent[] }[]) {
+/**
+ * Inserts the events in order and updates each conversation's state by them, in one
+ * statement; with `earlier`, the same statement reads that conversation's events after a
+ * position (the inserts are not visible to it: exactly what was there before).
+ */
+async function writeEvents<S>(
+  client: PoolClient,
+  rules: StreamRules<S>,
+  writes: { conversation: string; state: S; events: DomainEvent[] }[],
+  earlier?: { conversation: string; after: number },
+) {
   const changed = writes.filter((w) => w.events.length > 0);
-  if (changed.length === 0) return [];
+  if (changed.length === 0) return { stored: [], earlier: [] };
   const events = changed.flatMap((w) => w.events.map((event) => ({ conversation: w.conversation, event })));
-  const heads = changed.map((w) => ({ key: w.conversation, head: w.events.reduce(evolveHead, w.head) }));
-  const { rows } = await client.query<EventRow>(
+  const states = changed.map((w) => {
+    const state = w.events.reduce(rules.evolve, w.state);
+    return { key: w.conversation, state: storableJson(state), open: rules.hasOpenWork(state) };
+  });
+  const { rows } = await client.query<EventRow & { earlier: boolean }>(
     `WITH inserted AS (
        INSERT INTO event_store.events (id, conversation, type, data, once_key)
        SELECT e.id, e.conversation, e.type, e.data, e.once_key
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::text[]) WITH ORDINALITY AS e(id, conversation, type, data, once_key, n)
         ORDER BY e.n
        RETURNING ${EVENT_COLUMNS}
-     ), heads AS (
+     ), states AS (
        UPDATE event_store.conversations c
-          SET head = h.head
-         FROM unnest($6::text[], $7::jsonb[]) AS h(key, head)
-        WHERE c.key = h.key
+          SET head = s.state, open_work = s.open
+         FROM unnest($6::text[], $7::jsonb[], $8::boolean[]) AS s(key, state, open)
+        WHERE c.key = s.key
      )
-     SELECT * FROM inserted`,
+     SELECT *, false AS earlier FROM inserted
+     UNION ALL
+     SELECT ${EVENT_COLUMNS}, true AS earlier FROM event_store.events WHERE conversation = $9 AND position > $10`,
     [
       events.map(() => randomUUID()),
       events.map((e) => e.conversation),
       events.map((e) => e.event.type),
       events.map((e) => storableJson(e.event.data)),
-      events.map((e) => onceKey(e.event)),
-      heads.map((h) => h.key),
-      heads.map((h) => storableJson(h.head)),
+      events.map((e) => rules.onceKey(e.event)),
+      states.map((s) => s.key),
+      states.map((s) => s.state),
+      states.map((s) => s.open),
+      earlier?.conversation ?? null,
+      earlier?.after ?? Number.MAX_SAFE_INTEGER,
     ],
   );
-  return rows.sort((a, b) => Number(a.position) - Number(b.position)).map(toConversationEvent);
+  const inOrder = rows.sort((a, b) => Number(a.position) - Number(b.position));
+  return {
+    stored: inOrder.filter((r) => !r.earlier).map(toConversationEvent),
+    earlier: inOrder.filter((r) => r.earlier).map(toConversationEvent),
+  };
 }
 
 async function inTransaction<T>(pool: Pool, conversation: string, work: (client: PoolClient) => Promise<T>): Promise<T> {

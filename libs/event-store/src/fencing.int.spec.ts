@@ -3,7 +3,7 @@ import type { DomainEvent } from '@rudder/contracts';
 import { appendToConversation, appendToConversations } from './append';
 import { FencedError, takePartitions } from './fencing';
 import { readConversation } from './read';
-import { useEventStoreDatabase } from './testing';
+import { plainRules, useEventStoreDatabase } from './testing';
 
 const db = useEventStoreDatabase();
 
@@ -15,23 +15,23 @@ const chat = (id: string): DomainEvent => ({
 describe('fencing by partition epochs', () => {
   it('a writer whose partition was taken by another commits nothing, in a turn or in a batch', async () => {
     const first = await takePartitions(db.pool(), [0, 1], 'worker-a');
-    await appendToConversations(db.pool(), 0, first, [{ conversation: 'c', probe: [] }], () => [chat('one')]);
+    await appendToConversations(db.pool(), plainRules, 0, first, [{ conversation: 'c', probe: [] }], () => [chat('one')]);
 
     const second = await takePartitions(db.pool(), [0], 'worker-b');
     expect(second.get(0)).toBe(first.get(0)! + 1);
 
-    await expect(appendToConversation(db.pool(), 'c', first, () => [chat('zombie turn write')])).rejects.toBeInstanceOf(FencedError);
-    await expect(appendToConversations(db.pool(), 0, first, [{ conversation: 'c', probe: [] }], () => [chat('zombie batch')])).rejects.toBeInstanceOf(
+    await expect(appendToConversation(db.pool(), plainRules, 'c', first, () => [chat('zombie turn write')])).rejects.toBeInstanceOf(FencedError);
+    await expect(appendToConversations(db.pool(), plainRules, 0, first, [{ conversation: 'c', probe: [] }], () => [chat('zombie batch')])).rejects.toBeInstanceOf(
       FencedError,
     );
     expect((await readConversation(db.pool(), 'c')).map((e) => e.type === 'input.accepted' && e.data.input.id)).toEqual(['one']);
 
-    await appendToConversation(db.pool(), 'c', second, () => [chat('two')]);
+    await appendToConversation(db.pool(), plainRules, 'c', second, () => [chat('two')]);
     expect((await readConversation(db.pool(), 'c')).map((e) => e.type === 'input.accepted' && e.data.input.id)).toEqual(['one', 'two']);
   });
 
   it('a writer that never took the partition is fenced too', async () => {
-    await expect(appendToConversations(db.pool(), 5, new Map(), [{ conversation: 'd', probe: [] }], () => [chat('x')])).rejects.toBeInstanceOf(FencedError);
+    await expect(appendToConversations(db.pool(), plainRules, 5, new Map(), [{ conversation: 'd', probe: [] }], () => [chat('x')])).rejects.toBeInstanceOf(FencedError);
   });
 
   it('taking an epoch waits for a write in flight under the old one', async () => {

@@ -1,7 +1,5 @@
 export * from './append';
 export * from './fencing';
-export * from './head';
-export * from './once-key';
 export * from './outbox-relay';
 export * from './read';
 export * from './schema';

@@ -4,7 +4,7 @@ import { createLog } from '@rudder/runtime';
 import { appendToConversations } from './append';
 import { takePartitions } from './fencing';
 import { createOutboxRelay } from './outbox-relay';
-import { useEventStoreDatabase } from './testing';
+import { plainRules, useEventStoreDatabase } from './testing';
 
 const db = useEventStoreDatabase();
 
@@ -20,7 +20,7 @@ describe('the outbox relay', () => {
     const epochs = await takePartitions(db.pool(), [0], 'relay-test');
     const published: ConversationEvent[] = [];
     const relay = createOutboxRelay({ pool: db.pool(), publish: async (events) => void published.push(...events), ownedPartitions: () => [0], log: createLog('test') });
-    await appendToConversations(db.pool(), 0, epochs, [{ conversation: 'a', probe: [] }, { conversation: 'b', probe: [] }], (c) => [chat(`${c}-0`)]);
+    await appendToConversations(db.pool(), plainRules, 0, epochs, [{ conversation: 'a', probe: [] }, { conversation: 'b', probe: [] }], (c) => [chat(`${c}-0`)]);
     relay.sweep();
     await relay.idle();
 
@@ -33,7 +33,7 @@ describe('the outbox relay', () => {
       [JSON.stringify(chat('a-slow').data)],
     );
     // …while a later position of conversation `b` commits and is swept.
-    await appendToConversations(db.pool(), 0, epochs, [{ conversation: 'b', probe: [] }], () => [chat('b-1')]);
+    await appendToConversations(db.pool(), plainRules, 0, epochs, [{ conversation: 'b', probe: [] }], () => [chat('b-1')]);
     relay.sweep();
     await relay.idle();
     expect(published.map((e) => e.type === 'input.accepted' && e.data.input.id)).toEqual(['a-0', 'b-0', 'b-1']);
@@ -63,11 +63,11 @@ describe('the outbox relay', () => {
     });
     relay.sweep();
     await relay.idle();
-    const first = await appendToConversations(db.pool(), 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-0')]);
+    const first = await appendToConversations(db.pool(), plainRules, 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-0')]);
     relay.enqueue(first);
     await relay.idle();
     failing = false;
-    const second = await appendToConversations(db.pool(), 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-1')]);
+    const second = await appendToConversations(db.pool(), plainRules, 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-1')]);
     relay.enqueue(second);
     await new Promise((resolve) => setTimeout(resolve, 300));
     await relay.idle();

@@ -68,4 +68,16 @@ export const eventStoreMigrations: Migration[] = [
       ALTER TABLE conversations DROP COLUMN running_turn, DROP COLUMN steers, DROP COLUMN steers_landed;
     `,
   },
+  {
+    id: '005-open-work',
+    sql: `
+      -- Whether a conversation has work left (a turn running, inputs waiting), as its stream's
+      -- rules say at each write, so the store needs no rule of its own to find what to resume.
+      -- The head column is the stream's state, opaque to the store.
+      ALTER TABLE conversations ADD COLUMN open_work boolean NOT NULL DEFAULT false;
+      UPDATE conversations
+         SET open_work = head->>'runningTurn' IS NOT NULL OR jsonb_array_length(COALESCE(head->'queue', '[]')) > 0;
+      CREATE INDEX conversations_with_open_work ON conversations (partition) WHERE open_work;
+    `,
+  },
 ];

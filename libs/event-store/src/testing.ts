@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, inject } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '@rudder/dev-services';
 import { createPool, migrate, type Pool } from '@rudder/runtime';
+import type { StreamRules } from './append';
 import { EVENT_STORE_SCHEMA, eventStoreMigrations } from './schema';
 
 /**
@@ -21,3 +22,15 @@ export function useEventStoreDatabase(): { pool(): Pool } {
   });
   return { pool: () => pool };
 }
+
+/**
+ * Rules of a stream for the store's own specs: no state, and an event's once key is its type
+ * and data (the same event twice is stored once). The conversation's real rules live in
+ * @rudder/conversation; the store never needs them.
+ */
+export const plainRules: StreamRules<null> = {
+  parse: () => null,
+  evolve: () => null,
+  onceKey: (event) => `${event.type}:${JSON.stringify(event.data)}`,
+  hasOpenWork: () => false,
+};

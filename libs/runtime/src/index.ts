@@ -2,3 +2,4 @@ export * from './config';
 export * from './kafka';
 export * from './log';
 export * from './postgres';
+export * from './kafka-batch-server';

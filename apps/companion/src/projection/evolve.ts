@@ -1,4 +1,4 @@
-import type { ConversationEvent, TurnStatus } from '@rudder/contracts';
+import type { ConversationEvent, EventDataOf, TurnStatus, Usage } from '@rudder/contracts';
 
 /**
  * The read models as rows, and the pure fold of a batch of events over them.
@@ -10,6 +10,8 @@ import type { ConversationEvent, TurnStatus } from '@rudder/contracts';
 export type ConversationRow = {
   key: string;
   owner: string | null;
+  /** The agent that answers it (`conversation.opened`); null before, and in logs older than agents. */
+  agent: string | null;
   lastInputId: string | null;
   lastInputPosition: number | null;
   runningTurn: string | null;
@@ -21,7 +23,7 @@ export type ConversationRow = {
  * final (the first one stands). `rejected` inputs were never accepted nor pending.
  */
 export type InputState = 'pending' | 'delivered' | 'retracted' | 'discarded' | 'rejected';
-export type RejectionCode = 'queue_full' | 'precondition_failed' | 'busy';
+export type RejectionCode = EventDataOf<'input.rejected'>['code'];
 
 export type InputRow = {
   conversation: string;
@@ -60,6 +62,10 @@ export type TurnRow = {
   outcome: string | null;
   content: string;
   steered: { id: string; text: string }[];
+  /** The conversation's agent when the turn started. */
+  agent: string | null;
+  /** The replies' usage, summed as they are stored; the turn's end states the total. */
+  usage: Usage | null;
   startedAt: string;
   endedAt: string | null;
 };
@@ -100,6 +106,8 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
     const c = event.conversation;
     conversations.add(c);
     switch (event.type) {
+      case 'conversation.opened':
+        break;
       case 'input.accepted':
         input(c, event.data.input.id);
         break;
@@ -146,7 +154,9 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
 /**
  * Folds new events (each applied once, in position order within a conversation) over the rows
  * they touch. Rules:
- * - `input.accepted`: a pending input; the conversation's owner is the subject of its first one;
+ * - `conversation.opened`: the conversation's owner and agent.
+ * - `input.accepted`: a pending input; (in logs older than `conversation.opened`) the owner is
+ *   the subject of the first one;
  *   `lastInputId` is the accepted input with the highest position.
  * - `input.rejected`: an input refused (and answered by the refusal): recorded as `rejected`
  *   with its code and message; it never was pending and does not change owner or `lastInputId`.
@@ -183,7 +193,7 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
   const conversation = (key: string): ConversationRow => {
     let row = conversations.get(key);
     if (!row) {
-      row = { key, owner: null, lastInputId: null, lastInputPosition: null, runningTurn: null, runningStartedAt: null };
+      row = { key, owner: null, agent: null, lastInputId: null, lastInputPosition: null, runningTurn: null, runningStartedAt: null };
       conversations.set(key, row);
       changed.conversations.add(key);
     }
@@ -203,6 +213,11 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
     const c = event.conversation;
     const conv = conversation(c);
     switch (event.type) {
+      case 'conversation.opened':
+        conv.owner = event.data.owner;
+        conv.agent = event.data.agent;
+        changed.conversations.add(c);
+        break;
       case 'input.accepted': {
         const { input } = event.data;
         const key = rowKey(c, input.id);
@@ -278,6 +293,8 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
           outcome: null,
           content: '',
           steered: [],
+          agent: conv.agent,
+          usage: null,
           startedAt: event.at,
           endedAt: null,
         });
@@ -305,7 +322,16 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
         break;
       }
       case 'model.replied': {
-        const { turn, step, content } = event.data;
+        const { turn, step, content, usage } = event.data;
+        const running = turns.get(rowKey(c, turn));
+        if (usage && running && running.status === 'running') {
+          running.usage = {
+            promptTokens: (running.usage?.promptTokens ?? 0) + usage.promptTokens,
+            completionTokens: (running.usage?.completionTokens ?? 0) + usage.completionTokens,
+            totalTokens: (running.usage?.totalTokens ?? 0) + usage.totalTokens,
+          };
+          changed.turns.add(rowKey(c, turn));
+        }
         if (content === '') break;
         transcript.push({
           conversation: c,
@@ -326,10 +352,10 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
         break;
       }
       case 'turn.ended': {
-        const { turn, status, outcome, content, steered } = event.data;
+        const { turn, status, outcome, content, steered, usage } = event.data;
         const row = turns.get(rowKey(c, turn));
         if (row) {
-          Object.assign(row, { status, outcome, content, steered, endedAt: event.at });
+          Object.assign(row, { status, outcome, content, steered, usage: usage ?? row.usage, endedAt: event.at });
           changed.turns.add(rowKey(c, turn));
         }
         for (const s of steered) deliver(c, s.id);

@@ -9,13 +9,27 @@ describe('evolve', () => {
     const log = conversationLog('c');
     const changes = evolve(nothing, [log.accepted('a', 'hi', 'alice'), log.accepted('b', 'hello', 'bob')]);
     expect(changes.conversations).toEqual([
-      { key: 'c', owner: 'alice', lastInputId: 'b', lastInputPosition: 2, runningTurn: null, runningStartedAt: null },
+      { key: 'c', owner: 'alice', agent: null, lastInputId: 'b', lastInputPosition: 2, runningTurn: null, runningStartedAt: null },
     ]);
     expect(changes.inputs.map((i) => [i.id, i.state])).toEqual([
       ['a', 'pending'],
       ['b', 'pending'],
     ]);
     expect(changes.transcript).toEqual([]);
+  });
+
+  it('takes owner and agent from conversation.opened, and gives each turn the agent and its summed usage', () => {
+    const log = conversationLog('c');
+    const usage = { promptTokens: 10, completionTokens: 2, totalTokens: 12 };
+    const changes = evolve(nothing, [
+      log.event({ type: 'conversation.opened', data: { owner: 'bob', agent: 'trip-planner' } }),
+      log.accepted('a', 'hi', 'bob'),
+      log.event({ type: 'turn.started', data: { turn: 't1', prompt: { id: 'a', text: 'hi' } } }),
+      log.event({ type: 'model.replied', data: { turn: 't1', step: 0, content: '', toolCalls: [], usage } }),
+      log.event({ type: 'model.replied', data: { turn: 't1', step: 1, content: 'hello', toolCalls: [], usage } }),
+    ]);
+    expect(changes.conversations[0]).toMatchObject({ owner: 'bob', agent: 'trip-planner' });
+    expect(changes.turns[0]).toMatchObject({ agent: 'trip-planner', usage: { promptTokens: 20, completionTokens: 4, totalTokens: 24 } });
   });
 
   it('delivers the prompt input of a started turn, loaded from before the batch', () => {

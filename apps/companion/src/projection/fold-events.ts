@@ -84,6 +84,7 @@ async function loadRows(client: PoolClient, needed: Needed): Promise<Rows> {
     conversations: row.conversations.map((c) => ({
       key: c.key,
       owner: c.owner,
+      agent: c.agent,
       lastInputId: c.last_input_id,
       lastInputPosition: c.last_input_position,
       runningTurn: c.running_turn,
@@ -114,6 +115,8 @@ async function loadRows(client: PoolClient, needed: Needed): Promise<Rows> {
       outcome: t.outcome,
       content: t.content,
       steered: t.steered,
+      agent: t.agent,
+      usage: t.usage,
       startedAt: iso(t.started_at) ?? '',
       endedAt: iso(t.ended_at),
     })),
@@ -125,12 +128,12 @@ async function writeChanges(client: PoolClient, changes: Changes): Promise<void>
   if (changes.conversations.length > 0)
     await client.query(
       `INSERT INTO companion.conversations AS c
-              (key, owner, last_input_id, last_input_position, running_turn, running_started_at)
-       SELECT key, owner, "lastInputId", "lastInputPosition", "runningTurn", "runningStartedAt"
-         FROM jsonb_to_recordset($1::jsonb) AS r(key text, owner text, "lastInputId" text,
+              (key, owner, agent, last_input_id, last_input_position, running_turn, running_started_at)
+       SELECT key, owner, agent, "lastInputId", "lastInputPosition", "runningTurn", "runningStartedAt"
+         FROM jsonb_to_recordset($1::jsonb) AS r(key text, owner text, agent text, "lastInputId" text,
               "lastInputPosition" bigint, "runningTurn" text, "runningStartedAt" timestamptz)
        ON CONFLICT (key) DO UPDATE SET
-         owner = excluded.owner, last_input_id = excluded.last_input_id,
+         owner = excluded.owner, agent = excluded.agent, last_input_id = excluded.last_input_id,
          last_input_position = excluded.last_input_position, running_turn = excluded.running_turn,
          running_started_at = excluded.running_started_at`,
       [storableJson(changes.conversations)],
@@ -153,13 +156,13 @@ async function writeChanges(client: PoolClient, changes: Changes): Promise<void>
   if (changes.turns.length > 0)
     await client.query(
       `INSERT INTO companion.turns
-              (conversation, id, prompt_id, prompt_text, status, outcome, content, steered, started_at, ended_at)
-       SELECT conversation, id, "promptId", "promptText", status, outcome, content, steered, "startedAt", "endedAt"
+              (conversation, id, prompt_id, prompt_text, status, outcome, content, steered, agent, usage, started_at, ended_at)
+       SELECT conversation, id, "promptId", "promptText", status, outcome, content, steered, agent, usage, "startedAt", "endedAt"
          FROM jsonb_to_recordset($1::jsonb) AS r(conversation text, id text, "promptId" text, "promptText" text,
-              status text, outcome text, content text, steered jsonb, "startedAt" timestamptz, "endedAt" timestamptz)
+              status text, outcome text, content text, steered jsonb, agent text, usage jsonb, "startedAt" timestamptz, "endedAt" timestamptz)
        ON CONFLICT (conversation, id) DO UPDATE SET
          status = excluded.status, outcome = excluded.outcome, content = excluded.content,
-         steered = excluded.steered, ended_at = excluded.ended_at`,
+         steered = excluded.steered, usage = excluded.usage, ended_at = excluded.ended_at`,
       [storableJson(changes.turns)],
     );
   if (changes.transcript.length > 0)
@@ -190,6 +193,7 @@ const iso = (value: string | null): string | null => (value === null ? null : ne
 type RawConversation = {
   key: string;
   owner: string | null;
+  agent: string | null;
   last_input_id: string | null;
   last_input_position: number | null;
   running_turn: string | null;
@@ -220,6 +224,8 @@ type RawTurn = {
   outcome: string | null;
   content: string;
   steered: { id: string; text: string }[];
+  agent: string | null;
+  usage: Rows['turns'][number]['usage'];
   started_at: string;
   ended_at: string | null;
 };

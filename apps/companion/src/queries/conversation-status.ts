@@ -20,12 +20,13 @@ export type CompanionConversationStatus = ConversationStatus & { owner: string |
 export async function readConversationStatus(pool: Pool, key: string): Promise<CompanionConversationStatus> {
   const { rows } = await pool.query<{
     owner: string | null;
+    agent: string | null;
     last_input_id: string | null;
     running_turn: string | null;
     running_started_at: Date | null;
     pending: { id: string; kind: 'chat' | 'steer'; text: string; steering: boolean }[];
   }>(
-    `SELECT c.owner, c.last_input_id, c.running_turn, c.running_started_at,
+    `SELECT c.owner, c.agent, c.last_input_id, c.running_turn, c.running_started_at,
             (SELECT coalesce(json_agg(json_build_object(
                       'id', i.id,
                       'kind', CASE WHEN i.steer_landed IS NOT NULL THEN 'steer' ELSE i.kind END,
@@ -48,6 +49,7 @@ export async function readConversationStatus(pool: Pool, key: string): Promise<C
     steering: row.pending.filter((i) => i.steering).map(({ id, text }) => ({ id, text })),
     queue: row.pending.filter((i) => !i.steering).map(({ id, kind, text }) => ({ id, kind, text })),
     lastInputId: row.last_input_id,
+    agent: row.agent,
     owner: row.owner,
   };
 }

@@ -10,7 +10,7 @@ export async function readTurn(pool: Pool, key: string, turn: string): Promise<T
   return rows.length > 0 ? toTurnView(rows[0]) : null;
 }
 
-export const TURN_COLUMNS = 'id, prompt_id, prompt_text, status, outcome, content, steered, started_at, ended_at';
+export const TURN_COLUMNS = 'id, prompt_id, prompt_text, status, outcome, content, steered, agent, usage, started_at, ended_at';
 
 export type TurnRecord = {
   id: string;
@@ -20,6 +20,8 @@ export type TurnRecord = {
   outcome: string | null;
   content: string;
   steered: { id: string; text: string }[];
+  agent: string | null;
+  usage: TurnView['usage'];
   started_at: Date;
   ended_at: Date | null;
 };
@@ -31,6 +33,8 @@ export const toTurnView = (r: TurnRecord): TurnView => ({
   outcome: r.outcome,
   steered: r.steered,
   content: r.content,
+  agent: r.agent,
+  usage: r.usage,
   startedAt: r.started_at.toISOString(),
   endedAt: r.ended_at === null ? null : r.ended_at.toISOString(),
 });

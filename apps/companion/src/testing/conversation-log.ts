@@ -20,6 +20,8 @@ export function conversationLog(conversation: string) {
     } as ConversationEvent;
   };
   return {
+    /** Any event, positioned next. */
+    event,
     accepted: (id: string, messages: string | string[], subject = 'alice') => {
       const list = typeof messages === 'string' ? [messages] : messages;
       return event({

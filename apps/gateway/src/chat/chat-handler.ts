@@ -70,6 +70,7 @@ export class ChatHandler {
         messages,
         onBusy: body.onBusy ?? 'enqueue',
         ...(body.ifLastInputId === undefined ? {} : { ifLastInputId: body.ifLastInputId }),
+        ...(body.agent === undefined ? {} : { agent: body.agent }),
         sentAt: new Date().toISOString(),
       };
       // Decided in the last minute (a retry racing the companion's lag): nothing to send again.

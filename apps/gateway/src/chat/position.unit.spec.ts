@@ -8,6 +8,7 @@ const status = (running: boolean, queue: string[]): CompanionStatus => ({
   steering: [],
   queue: queue.map((id) => ({ id, kind: 'chat', text: id })),
   lastInputId: queue.at(-1) ?? null,
+  agent: 'default',
   owner: null,
 });
 

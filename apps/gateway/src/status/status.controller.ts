@@ -23,6 +23,6 @@ export class StatusController {
 
 /** Exactly the fields of `ConversationStatus`: `owner` (and whatever the companion adds later) stays inside. */
 export function publicStatus(status: CompanionStatus): ConversationStatus {
-  const { key, running, steering, queue, lastInputId } = status;
-  return { key, running, steering, queue, lastInputId };
+  const { key, running, steering, queue, lastInputId, agent } = status;
+  return { key, running, steering, queue, lastInputId, agent };
 }

@@ -16,6 +16,8 @@ const turn: TurnView = {
   outcome: null,
   steered: [{ id: 'in-2', text: 'and also' }],
   content: 'answer',
+  agent: 'default',
+  usage: { promptTokens: 12, completionTokens: 3, totalTokens: 15 },
   startedAt: '2026-01-01T00:00:00.000Z',
   endedAt: '2026-01-01T00:00:01.000Z',
 };

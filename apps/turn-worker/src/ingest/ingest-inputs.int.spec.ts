@@ -3,10 +3,11 @@ import type { KafkaMessage } from 'kafkajs';
 import type { ChatInput } from '@rudder/contracts';
 import { readConversation, takePartitions } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
-import { ingestInputs } from './ingest-inputs';
+import { ingestInputs, type IngestAgents } from './ingest-inputs';
 
 const db = useEventStoreDatabase();
 const policy = { maxTaken: 16, bounds: { steers: 4, chats: 4, chars: 8000 } };
+const agents: IngestAgents = { defaultAgent: 'default', policyOf: () => policy, get: () => undefined, anyGuard: () => false };
 
 let offset = 0;
 const record = (input: ChatInput): KafkaMessage =>
@@ -34,12 +35,12 @@ describe('ingesting a batch', () => {
       record(chat('a', 'a-3', 'after the poison')),
     ];
 
-    const { stored, rejected } = await ingestInputs(db.pool(), 0, epochs, batch, policy);
+    const { stored, rejected } = await ingestInputs(db.pool(), 0, epochs, batch, agents);
 
     expect(rejected).toEqual([{ message: batch[2], reason: expect.stringMatching(/^the database refused it: poison on purpose/) }]);
-    expect(stored.map((e) => e.type === 'input.accepted' && e.data.input.id)).toEqual(['a-1', 'b-1', 'a-3']);
+    expect(stored.flatMap((e) => (e.type === 'input.accepted' ? [e.data.input.id] : []))).toEqual(['a-1', 'b-1', 'a-3']);
     const ids = async (conversation: string) =>
-      (await readConversation(db.pool(), conversation)).map((e) => e.type === 'input.accepted' && e.data.input.id);
+      (await readConversation(db.pool(), conversation)).flatMap((e) => (e.type === 'input.accepted' ? [e.data.input.id] : []));
     expect(await ids('a')).toEqual(['a-1', 'a-3']);
     expect(await ids('b')).toEqual(['b-1']);
   });

@@ -1,8 +1,12 @@
 import type { KafkaMessage } from 'kafkajs';
-import { InputRecord, type ConversationEvent } from '@rudder/contracts';
-import { appendToConversations, type Epochs } from '@rudder/event-store';
+import { InputRecord, inputText, type ConversationEvent } from '@rudder/contracts';
+import { conversationRules, decideInputs, receiptKeys } from '@rudder/conversation';
+import { appendToConversations, readStates, type Epochs } from '@rudder/event-store';
 import { isRefusedByDatabase, type Pool } from '@rudder/runtime';
-import { acceptInputs, probeKeys, type InputPolicy } from '../conversation/decisions';
+import type { AgentRegistry } from '../agents/agents';
+
+/** What ingesting needs of the deployment's agents. */
+export type IngestAgents = Pick<AgentRegistry, 'defaultAgent' | 'policyOf' | 'get' | 'anyGuard'>;
 
 export type Rejected = { message: KafkaMessage; reason: string };
 
@@ -42,17 +46,14 @@ export function parseInput(message: KafkaMessage): { input: InputRecord } | { re
  * stored and what could not be ingested; the caller dead-letters the rejected records before
  * it commits the offsets.
  *
+ * The agents' input guards run first, outside the transaction (a guard may call out), on every
+ * chat and steer; the decisions under the lock record their refusals.
+ *
  * A record the database refuses (which the schemas should have caught) must not fail its
  * batch on every redelivery and so stop the partition: then the batch is ingested record by
  * record, in order, and each refused record is rejected with the database's reason.
  */
-export async function ingestInputs(
-  pool: Pool,
-  partition: number,
-  epochs: Epochs,
-  messages: readonly KafkaMessage[],
-  policy: InputPolicy,
-) {
+export async function ingestInputs(pool: Pool, partition: number, epochs: Epochs, messages: readonly KafkaMessage[], agents: IngestAgents) {
   const readable: { message: KafkaMessage; input: InputRecord }[] = [];
   const rejected: Rejected[] = [];
   for (const message of messages) {
@@ -61,7 +62,8 @@ export async function ingestInputs(
     else readable.push({ message, input: read.input });
   }
   const conversations = [...new Set(readable.map((r) => r.input.conversation))];
-  const ingest = (inputs: readonly InputRecord[]) => appendInputs(pool, partition, epochs, inputs, policy);
+  const refusals = await guard(pool, readable.map((r) => r.input), agents);
+  const ingest = (inputs: readonly InputRecord[]) => appendInputs(pool, partition, epochs, inputs, agents, refusals);
   try {
     return { stored: await ingest(readable.map((r) => r.input)), conversations, rejected };
   } catch (error) {
@@ -79,14 +81,39 @@ export async function ingestInputs(
   return { stored, conversations, rejected };
 }
 
-function appendInputs(pool: Pool, partition: number, epochs: Epochs, inputs: readonly InputRecord[], policy: InputPolicy) {
+function appendInputs(pool: Pool, partition: number, epochs: Epochs, inputs: readonly InputRecord[], agents: IngestAgents, refusals: ReadonlyMap<string, string>) {
   const byConversation = new Map<string, InputRecord[]>();
   for (const input of inputs) byConversation.set(input.conversation, [...(byConversation.get(input.conversation) ?? []), input]);
   return appendToConversations(
     pool,
+    conversationRules,
     partition,
     epochs,
-    [...byConversation].map(([conversation, of]) => ({ conversation, probe: of.flatMap(probeKeys) })),
-    (conversation, head, alreadyStored) => acceptInputs(head, byConversation.get(conversation)!, alreadyStored, policy),
+    [...byConversation].map(([conversation, of]) => ({ conversation, probe: of.flatMap(receiptKeys) })),
+    (conversation, state, alreadyStored) => decideInputs(state, byConversation.get(conversation)!, alreadyStored, agents, refusals),
   );
+}
+
+/**
+ * Runs the input guards of the chats and steers of a batch, each with the agent that will
+ * answer it: the conversation's (it never changes once chosen), else the one its chat names,
+ * else the default. Reads the conversations' agents only when some agent has a guard.
+ */
+async function guard(pool: Pool, inputs: readonly InputRecord[], agents: IngestAgents): Promise<Map<string, string>> {
+  const refusals = new Map<string, string>();
+  const guarded = inputs.filter((i) => i.type === 'chat' || i.type === 'steer');
+  if (guarded.length === 0 || !agents.anyGuard()) return refusals;
+  const states = await readStates(pool, conversationRules, [...new Set(guarded.map((i) => i.conversation))]);
+  const chosen = new Map([...states].map(([key, state]) => [key, state.agent]));
+  await Promise.all(
+    guarded.map(async (input) => {
+      const named = input.type === 'chat' ? input.agent : undefined;
+      const agent = agents.get(chosen.get(input.conversation) ?? named ?? null);
+      if (!chosen.get(input.conversation) && agent) chosen.set(input.conversation, agent.name);
+      const text = input.type === 'chat' ? inputText(input.messages) : input.text;
+      const verdict = await agent?.guard({ conversation: input.conversation, kind: input.type, text, subject: input.subject });
+      if (verdict?.refuse) refusals.set(input.id, verdict.refuse);
+    }),
+  );
+  return refusals;
 }

@@ -1,18 +1,18 @@
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
-import { runTurn, type Agent, type ModelClient } from '@rudder/agent';
-import { AlreadyStoredError, appendToConversation, FencedError, readConversation, type ConversationHead, type Epochs, type OutboxRelay } from '@rudder/event-store';
+import { runTurn } from '@rudder/agent';
+import { conversationRules, decideTurnCommit, emptyConversation, evolveConversation, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
+import { AlreadyStoredError, appendToConversation, FencedError, readConversation, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import type { Log, Pool } from '@rudder/runtime';
+import type { RunnableAgent } from '../agents/agents';
 import type { FaultPoint } from '../fault-points';
-import { emptyConversation, evolve, type Conversation } from '../conversation/conversation';
-import { startNextTurn, takeSteersAtStep } from '../conversation/decisions';
 
 export type RunnerDeps = {
   pool: Pool;
   /** The epochs this worker holds now; every write is checked against them. */
   epochs(): Epochs;
   relay: OutboxRelay;
-  agent: Agent;
-  model: ModelClient;
+  /** The agent that answers a conversation (null: not opened yet, the default). */
+  agentOf(name: string | null): RunnableAgent | undefined;
   onToken(token: { conversation: string; turn: string; step: number; text: string }): void;
   /** Sends the tokens held back; awaited before a commit so tokens go out before their step's events. */
   flushTokens(): Promise<void>;
@@ -33,72 +33,76 @@ export type ConversationRunner = {
 
 /**
  * Runs one conversation's turns strictly one after another, from its event log. It keeps the
- * folded conversation in memory while its partition is owned and reads only new events when
- * poked; every write goes through the store, so whatever this process forgets is recovered by
- * reading the log again.
+ * folded conversation in memory while its partition is owned and folds the log strictly in
+ * order: each of its own appends brings back the events others stored before it (the ingested
+ * inputs), so what it holds is always what folding the log from the start gives. Whatever this
+ * process forgets is recovered by reading the log again.
  */
 export function createConversationRunner(key: string, deps: RunnerDeps): ConversationRunner {
   const { pool, relay, log } = deps;
   const controller = new AbortController();
   let turnController: AbortController | null = null;
-  let state: Conversation | null = null;
-  let readUpTo = 0; // every event at or below this position is folded into `state`
-  const ownWrites = new Set<number>(); // positions above readUpTo already folded (our own appends)
+  let conversation: Conversation | null = null;
+  let readUpTo = 0; // every event at or below this position is folded into `conversation`
   let wanted = false;
   let loop: Promise<void> | null = null;
 
-  const apply = (event: ConversationEvent) => {
-    state = evolve(state ?? emptyConversation(), event);
+  const apply = (events: readonly ConversationEvent[]) => {
+    for (const event of events) {
+      if (event.position <= readUpTo) continue;
+      conversation = evolveConversation(conversation ?? emptyConversation(), event);
+      readUpTo = event.position;
+    }
   };
 
   const catchUp = async () => {
-    const fresh = await readConversation(pool, key, state ? readUpTo : 0);
-    if (!state) state = emptyConversation();
-    for (const event of fresh) {
-      if (!ownWrites.has(event.position)) apply(event);
-      readUpTo = Math.max(readUpTo, event.position);
-    }
-    for (const position of ownWrites) if (position <= readUpTo) ownWrites.delete(position);
+    const fresh = await readConversation(pool, key, conversation ? readUpTo : 0);
+    conversation ??= emptyConversation();
+    apply(fresh);
   };
 
-  /** Appends what `decide` makes of the head under the conversation's lock, and folds it in. */
-  const append = async (decide: (head: ConversationHead) => DomainEvent[]) => {
-    const stored = await appendToConversation(pool, key, deps.epochs(), decide);
-    for (const event of stored) {
-      ownWrites.add(event.position);
-      apply(event);
-    }
+  /** Appends what `decide` makes of the state under the conversation's lock, and folds it in, in log order. */
+  const append = async (decide: (state: ConversationState) => DomainEvent[]) => {
+    const { stored, earlier } = await appendToConversation(pool, conversationRules, key, deps.epochs(), decide, readUpTo);
+    apply(earlier);
+    apply(stored);
     relay.enqueue(stored);
-    return stored;
+    return { stored, earlier };
   };
 
-  /** A commit of the running turn: the store may take steers at a step, or end an interrupted turn there. */
+  /**
+   * A commit of the running turn: the store may take steers at a step, or end the turn there.
+   * The loop is given what others stored before it too (a stop, say), in log order.
+   */
   const commit = async (events: DomainEvent[]): Promise<DomainEvent[]> => {
     if (events.some((e) => e.type === 'model.replied')) await deps.flushTokens();
-    const turn = state?.running;
+    const turn = conversation?.running;
     if (events.some((e) => e.type === 'tool.ended')) deps.fault('before-tool-result-stored');
-    const stored = await append((head) => (turn ? takeSteersAtStep(head, turn, events) : events));
+    const { stored, earlier } = await append((state) => (turn ? decideTurnCommit(state, turn, events) : events));
     if (stored.some((e) => e.type === 'model.replied' && e.data.toolCalls.length > 0)) deps.fault('after-reply-stored');
     if (stored.some((e) => e.type === 'tool.ended')) deps.fault('after-tool-result-stored');
     if (stored.some((e) => e.type === 'steer.taken')) deps.fault('after-steer-taken');
-    return stored;
+    return [...earlier, ...stored];
   };
 
   const runDue = async () => {
     while (!controller.signal.aborted) {
       try {
-        if (!state || wanted) {
+        if (!conversation || wanted) {
           wanted = false;
           await catchUp();
         }
-        const current: Conversation = state ?? emptyConversation();
+        const current: Conversation = conversation ?? emptyConversation();
         if (current.running) {
           const turn = current.running;
+          const agent = deps.agentOf(current.state.agent);
+          if (!agent) throw new Error(`this worker has no agent named ${current.state.agent}`);
           turnController = new AbortController();
           try {
             await runTurn({
-              agent: deps.agent,
-              model: deps.model,
+              conversation: key,
+              agent: { ...agent.loop, systemPrompt: await agent.systemPrompt(key) },
+              model: agent.model,
               history: current.history,
               turn,
               commit,
@@ -114,15 +118,14 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
           }
           continue;
         }
-        // The fold knows whether anything waits; the head, under the lock, decides what starts.
-        if (current.queue.length > 0 && (await append((head) => startNextTurn(head, deps.newTurnId()))).length > 0) continue;
+        // The fold knows whether anything waits; the state under the lock decides what starts.
+        if (current.state.queue.length > 0 && (await append((state) => startNextTurn(state, deps.newTurnId()))).stored.length > 0) continue;
         if (!wanted) return;
       } catch (error) {
         if (controller.signal.aborted) return;
         // What is stored is the truth: forget the fold and read it again.
-        state = null;
+        conversation = null;
         readUpTo = 0;
-        ownWrites.clear();
         if (error instanceof AlreadyStoredError) {
           log.warn('a write was already stored; reloading the conversation', { conversation: key });
           continue;

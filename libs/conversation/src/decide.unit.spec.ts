@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
 import { evolveTurn, startTurn } from '@rudder/agent';
-import { evolveHead, idleHead, type ConversationHead } from '@rudder/event-store';
-import { acceptInputs, startNextTurn, takeSteersAtStep, type InputPolicy } from './decisions';
+import { decideInputs, decideTurnCommit, startNextTurn, type Agents, type InputPolicy } from './decide';
+import { onceKey, receiptKeys } from './once-keys';
+import { evolve as evolveHead, initialState, type ConversationState as ConversationHead } from './state';
 
 const sentAt = '2026-11-30T00:00:00.000Z';
 const base = { v: 1 as const, conversation: 'c', subject: 'alice', sentAt };
@@ -13,9 +14,12 @@ const retract = (id: string, target: { id: string } | { latest: 'chat' | 'steer'
 const promote = (id: string, target: string): InputRecord => ({ ...base, type: 'promote', id, target });
 
 const policy: InputPolicy = { maxTaken: 16, bounds: { steers: 4, chats: 4, chars: 8000 } };
+const agentsWith = (p: InputPolicy): Agents => ({ defaultAgent: 'default', policyOf: (name) => (name === 'default' ? p : undefined) });
+/** A conversation its first input opened already (the default agent answers it). */
+const idleHead = (): ConversationHead => ({ ...initialState(), owner: 'alice', agent: 'default' });
 /** The head after these inputs were decided, and the events they made. */
 function decide(inputs: InputRecord[], head: ConversationHead = idleHead(), p = policy, stored = new Set<string>()) {
-  const events = acceptInputs(head, inputs, stored, p);
+  const events = decideInputs(head, inputs, stored, agentsWith(p));
   return { events, head: events.reduce(evolveHead, head) };
 }
 /** A head with turn t1 running (started from input p0). */
@@ -55,7 +59,7 @@ describe('deciding a steer under the conversation lock', () => {
 });
 
 describe('starting turns and taking steers', () => {
-  const prompt = { id: 'p', text: 'p', messages: ['p'] };
+  const prompt = { id: 'p', text: 'p', messages: ['p'], subject: 'alice' };
   const calls = [
     { id: 'c1', name: 'wait', arguments: '{}' },
     { id: 'c2', name: 'wait', arguments: '{}' },
@@ -72,11 +76,11 @@ describe('starting turns and taking steers', () => {
   });
 
   it('not while a call of the reply is still open', () => {
-    expect(takeSteersAtStep(waiting, afterReply, [result('c1')])).toEqual([result('c1')]);
+    expect(decideTurnCommit(waiting, afterReply, [result('c1')])).toEqual([result('c1')]);
   });
 
   it('with the last result of the reply, after it, in the order they were sent', () => {
-    const stored = takeSteersAtStep(waiting, evolveTurn(afterReply, result('c1')), [result('c2')]);
+    const stored = decideTurnCommit(waiting, evolveTurn(afterReply, result('c1')), [result('c2')]);
     expect(types(stored)).toEqual(['tool.ended', 'steer.taken', 'input.delivered', 'steer.taken', 'input.delivered']);
     expect(stored[1]).toEqual({ type: 'steer.taken', data: { turn: 't1', step: 1, input: { id: 's1', text: 's1' } } });
   });
@@ -86,18 +90,18 @@ describe('starting turns and taking steers', () => {
       { type: 'model.replied', data: { turn: 't1', step: 0, content: 'done', toolCalls: [] } },
       { type: 'turn.ended', data: { turn: 't1', status: 'completed', outcome: null, content: 'done', steered: [] } },
     ];
-    expect(types(takeSteersAtStep(waiting, startTurn('t1', prompt), final))).toEqual(['model.replied', 'steer.taken', 'input.delivered', 'steer.taken', 'input.delivered']);
+    expect(types(decideTurnCommit(waiting, startTurn('t1', prompt), final))).toEqual(['model.replied', 'steer.taken', 'input.delivered', 'steer.taken', 'input.delivered']);
   });
 
   it('not when the turn ends stopped or failed: what it did not take waits as turns of their own, in order', () => {
     const stopped: DomainEvent[] = [{ type: 'turn.ended', data: { turn: 't1', status: 'stopped', outcome: null, content: '', steered: [] } }];
-    expect(takeSteersAtStep(waiting, startTurn('t1', prompt), stopped)).toEqual(stopped);
+    expect(decideTurnCommit(waiting, startTurn('t1', prompt), stopped)).toEqual(stopped);
     const { head } = decide([chat('later')], waiting);
     expect(stopped.reduce(evolveHead, head).queue.map((q) => q.id)).toEqual(['s1', 's2', 'later']);
   });
 
   it('a turn nobody steered stores exactly what it asked to', () => {
-    expect(takeSteersAtStep(running(), evolveTurn(afterReply, result('c1')), [result('c2')])).toEqual([result('c2')]);
+    expect(decideTurnCommit(running(), evolveTurn(afterReply, result('c1')), [result('c2')])).toEqual([result('c2')]);
   });
 });
 
@@ -111,11 +115,11 @@ describe('queue controls under the conversation lock', () => {
     const { events, head } = decide([chat('queued'), chat('now', { onBusy: 'interrupt' })], running());
     expect(events.at(-1)).toEqual({ type: 'stop.requested', data: { stop: 'now', turn: 't1', mode: 'interrupt' } });
     expect(head.queue.map((q) => q.id)).toEqual(['now', 'queued']);
-    const afterReply = evolveTurn(startTurn('t1', { id: 'p0', text: 'p0', messages: ['p0'] }), {
+    const afterReply = evolveTurn(startTurn('t1', { id: 'p0', text: 'p0', messages: ['p0'], subject: 'alice' }), {
       type: 'model.replied',
       data: { turn: 't1', step: 0, content: 'working', toolCalls: [{ id: 'c1', name: 'wait', arguments: '{}' }] },
     });
-    const stored = takeSteersAtStep(head, afterReply, [{ type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'c1', name: 'wait', result: 'ok', isError: false } }]);
+    const stored = decideTurnCommit(head, afterReply, [{ type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'c1', name: 'wait', result: 'ok', isError: false } }]);
     expect(stored.at(-1)).toMatchObject({ type: 'turn.ended', data: { status: 'superseded', content: 'working' } });
   });
 

@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
-import { fold, type PositionedEvent } from './conversation';
+import { emptyConversation, evolveConversation, type Conversation } from './conversation';
 
-/** Events as the log holds them: positioned in the order given, from `from`. */
-const log = (events: DomainEvent[], from = 1): PositionedEvent[] => events.map((e, i) => ({ ...e, position: from + i }));
+/** Folds events in log order, as the turn runner does. */
+const fold = (events: DomainEvent[], from: Conversation = emptyConversation()) => events.reduce(evolveConversation, from);
+const log = (events: DomainEvent[], _from = 1) => events;
 
 const accepted = (id: string, ...messages: string[]): DomainEvent => ({
   type: 'input.accepted',
@@ -32,7 +33,8 @@ const call = { id: 'c1', name: 'wait', arguments: '{"ms":5}' };
 describe('the conversation fold', () => {
   it('keeps what waits, with its messages, until a turn starts for it', () => {
     const state = fold(log([accepted('a', 'first'), accepted('b', 'one', 'two'), started('t1', 'a', 'first')]));
-    expect(state.queue).toEqual([{ id: 'b', text: 'one\n\ntwo', messages: ['one', 'two'], position: 2 }]);
+    expect(state.state.queue).toEqual([{ id: 'b', kind: 'chat', text: 'one\n\ntwo', messages: ['one', 'two'], subject: 'alice', seq: 2 }]);
+    expect(state.running?.prompt).toEqual({ id: 'a', text: 'first', messages: ['first'], subject: 'alice' });
     expect(state.running?.messages).toEqual([{ role: 'user', content: 'first' }]);
   });
 
@@ -45,7 +47,7 @@ describe('the conversation fold', () => {
         { type: 'input.discarded', data: { input: { id: 'b', kind: 'chat', text: 'second' }, stop: 's' } },
       ]),
     );
-    expect(state.queue).toEqual([]);
+    expect(state.state.queue).toEqual([]);
   });
 
   it('a rolled-back turn leaves no trace in what later turns see; an interrupted one keeps what it did', () => {
@@ -122,12 +124,12 @@ describe('the conversation fold', () => {
       { role: 'user', content: 'use Celsius' },
     ]);
     expect(state.running?.steered).toEqual([{ id: 's', text: 'use Celsius' }]);
-    expect(state.landed).toEqual([]);
+    expect(state.state.steers).toEqual([]);
   });
 
   it('a steer that did not land waits in the queue, in order with the chats', () => {
     const state = fold(log([accepted('a', 'first'), started('t1', 'a', 'first'), accepted('b', 'chat'), ...steer('s', 'steer', null)]));
-    expect(state.queue.map((p) => p.id)).toEqual(['b', 's']);
+    expect(state.state.queue.map((p) => p.id)).toEqual(['b', 's']);
   });
 
   it("a stopped turn's untaken steers are queued as turns of their own, in the order they were sent", () => {
@@ -141,14 +143,22 @@ describe('the conversation fold', () => {
         ended('t1', '', 'stopped'),
       ]),
     );
-    expect(state.queue.map((p) => p.id)).toEqual(['s1', 'b', 's2']);
+    expect(state.state.queue.map((p) => p.id)).toEqual(['s1', 'b', 's2']);
   });
 
-  it('a steer decided for a turn applied after that turn ended is queued, unless the turn took it', () => {
-    // The worker applies its own writes first and reads the ingested ones later.
-    const own = log([accepted('a', 'first'), started('t1', 'a', 'first'), taken('t1', 1, 's1', 'one'), ended('t1', 'x')], 1);
-    const late = log([...steer('s1', 'one', 't1'), ...steer('s2', 'two', 't1')], 10);
-    const state = fold([...own, ...late]);
-    expect(state.queue.map((p) => p.id)).toEqual(['s2']);
+  it('folding the log gives one answer: a rollback stored before the turn ended drops the turn from history', () => {
+    // The worker decides the end of a turn asked to roll back as stopped (decideTurnCommit); even
+    // a log where it says completed folds the same way every time: the request came first.
+    const events = log([
+      accepted('a', 'first'),
+      started('t1', 'a', 'first'),
+      { type: 'stop.requested', data: { stop: 'b', turn: 't1', mode: 'rollback' } },
+      replied('t1', 0, 'done anyway'),
+      ended('t1', 'done anyway'),
+    ]);
+    const whole = fold(events);
+    const resumed = fold(events.slice(3), fold(events.slice(0, 3)));
+    expect(whole.history).toEqual([]);
+    expect(resumed).toEqual(whole);
   });
 });

@@ -1,0 +1,45 @@
+import type { Type } from '@nestjs/common';
+import type { ModelClient, Tool } from '@rudder/agent';
+
+/** A model behind the Chat Completions API; what is not given comes from the environment (OPENAI_*). */
+export type ModelSettings = {
+  model?: string;
+  baseURL?: string;
+  apiKey?: string;
+  temperature?: number;
+  maxTokens?: number;
+  /** Retries of a failed request (429, 5xx, connection errors) with backoff before the turn fails. Default 3. */
+  maxRetries?: number;
+};
+
+/** What an input guard sees: every chat and every steer, before it is accepted. */
+export type GuardInput = { conversation: string; kind: 'chat' | 'steer'; text: string; subject: string };
+/** A guard's verdict: `{ refuse: reason }` refuses the input (422, recorded as refused, never shown to the model). */
+export type GuardVerdict = { refuse: string } | null | undefined;
+
+/**
+ * An agent a team runs behind Rudder. A conversation chooses its agent with its first chat
+ * (`agent`, else the deployment's default) and keeps it.
+ */
+export type AgentDefinition = {
+  /** 1-100 characters of [A-Za-z0-9._:-]; what `agent` on a chat names. */
+  name: string;
+  /** The system prompt: a text, or a function of the conversation, asked at the start of each model request. */
+  instructions: string | ((context: { conversation: string }) => string | Promise<string>);
+  /** OpenAI or any compatible server (settings), or a client of your own. Default: the environment's. */
+  model?: ModelSettings | ModelClient;
+  /**
+   * Its tools: plain tools (`defineTool`), or provider classes whose methods marked with
+   * `@AgentTool` are its tools (they are Nest providers: list them in a module's providers, and
+   * they may inject your services).
+   */
+  tools?: (Tool | Type<unknown>)[];
+  /** How many steered messages a turn takes at most; 0: its turns take none. Default STEERS_PER_TURN (16). */
+  steering?: { maxTaken?: number };
+  /** What may wait in one of its conversations. Defaults MAX_PENDING_STEERS / _CHATS / _CHARS. */
+  bounds?: { steers?: number; chats?: number; chars?: number };
+  /** A turn fails rather than asking the model more than this many times. Default 32. */
+  maxSteps?: number;
+  /** Runs on every chat and every steer before it is accepted; a refusal answers 422 with its reason. */
+  guard?: (input: GuardInput) => GuardVerdict | Promise<GuardVerdict>;
+};

@@ -1,0 +1,114 @@
+import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common';
+import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { AgentName } from '@rudder/contracts';
+import { defineTool, openAiModel, type Agent, type ModelClient, type Tool } from '@rudder/agent';
+import type { Agents, InputPolicy } from '@rudder/conversation';
+import type { Config } from '@rudder/runtime';
+import { AGENT_TOOL, type AgentToolOptions } from './agent-tool.decorator';
+import type { AgentDefinition, GuardInput, GuardVerdict, ModelSettings } from './agent-definition';
+import { TURN_WORKER_OPTIONS, type TurnWorkerOptions } from '../turn-worker.options';
+import type { z } from 'zod';
+
+/** An agent as the worker runs it. */
+export type RunnableAgent = {
+  name: string;
+  systemPrompt(conversation: string): Promise<string>;
+  loop: Omit<Agent, 'systemPrompt'>;
+  model: ModelClient;
+  policy: InputPolicy;
+  guard(input: GuardInput): Promise<GuardVerdict>;
+};
+
+/**
+ * The deployment's agents, built at start-up from the module's definitions: tools given as
+ * provider classes are found among the application's providers (DiscoveryService), their
+ * `@AgentTool` methods bound to the instances Nest made, so they use the services injected
+ * into them.
+ */
+@Injectable()
+export class AgentRegistry implements Agents, OnModuleInit {
+  private readonly agents = new Map<string, RunnableAgent>();
+  defaultAgent = '';
+
+  constructor(
+    @Inject(TURN_WORKER_OPTIONS) private readonly options: TurnWorkerOptions & { config: Config },
+    @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
+    @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
+    @Inject(Reflector) private readonly reflector: Reflector,
+  ) {}
+
+  onModuleInit(): void {
+    const { agents, config } = this.options;
+    if (agents.length === 0) throw new Error('TurnWorkerModule: register at least one agent');
+    for (const definition of agents) {
+      const name = AgentName.safeParse(definition.name);
+      if (!name.success) throw new Error(`TurnWorkerModule: agent name ${JSON.stringify(definition.name)}: ${name.error.issues[0].message}`);
+      if (this.agents.has(definition.name)) throw new Error(`TurnWorkerModule: two agents are named ${definition.name}`);
+      this.agents.set(definition.name, this.build(definition, config));
+    }
+    this.defaultAgent = this.options.defaultAgent ?? agents[0].name;
+    if (!this.agents.has(this.defaultAgent)) throw new Error(`TurnWorkerModule: the default agent ${this.defaultAgent} is not registered`);
+  }
+
+  get(name: string | null): RunnableAgent | undefined {
+    return this.agents.get(name ?? this.defaultAgent);
+  }
+
+  /** Whether any agent has an input guard (else the guards' round trip is skipped). */
+  anyGuard(): boolean {
+    return this.options.agents.some((a) => a.guard !== undefined);
+  }
+
+  policyOf(name: string): InputPolicy | undefined {
+    return this.agents.get(name)?.policy;
+  }
+
+  private build(definition: AgentDefinition, config: Config): RunnableAgent {
+    const { instructions } = definition;
+    const tools = (definition.tools ?? []).flatMap((tool) => (typeof tool === 'function' ? this.toolsOf(tool, definition.name) : [tool]));
+    const names = tools.map((t) => t.name);
+    const twice = names.find((n, i) => names.indexOf(n) !== i);
+    if (twice) throw new Error(`TurnWorkerModule: agent ${definition.name} has two tools named ${twice}`);
+    return {
+      name: definition.name,
+      systemPrompt: async (conversation) => (typeof instructions === 'string' ? instructions : instructions({ conversation })),
+      loop: { tools, maxSteps: definition.maxSteps ?? 32 },
+      model: isModelClient(definition.model) ? definition.model : modelOf(definition.model ?? {}, config),
+      policy: {
+        maxTaken: definition.steering?.maxTaken ?? config.STEERS_PER_TURN,
+        bounds: {
+          steers: definition.bounds?.steers ?? config.MAX_PENDING_STEERS,
+          chats: definition.bounds?.chats ?? config.MAX_PENDING_CHATS,
+          chars: definition.bounds?.chars ?? config.MAX_PENDING_CHARS,
+        },
+      },
+      guard: async (input) => (definition.guard ? definition.guard(input) : null),
+    };
+  }
+
+  /** The `@AgentTool` methods of the provider instance of `type`. */
+  private toolsOf(type: Type<unknown>, agent: string): Tool[] {
+    const wrapper = this.discovery.getProviders().find((p) => p.metatype === type && p.instance);
+    if (!wrapper) throw new Error(`TurnWorkerModule: agent ${agent} lists ${type.name} as tools, but it is not a provider of any module`);
+    const instance = wrapper.instance as Record<string, (...args: unknown[]) => Promise<string>>;
+    const tools = this.scanner.getAllMethodNames(Object.getPrototypeOf(instance)).flatMap((method) => {
+      const meta = this.reflector.get<AgentToolOptions<z.ZodType> | undefined>(AGENT_TOOL, instance[method]);
+      return meta ? [defineTool({ ...meta, run: (args, context) => instance[method](args, context) })] : [];
+    });
+    if (tools.length === 0) throw new Error(`TurnWorkerModule: ${type.name} (a tool provider of agent ${agent}) has no @AgentTool method`);
+    return tools;
+  }
+}
+
+const isModelClient = (model: AgentDefinition['model']): model is ModelClient =>
+  typeof (model as ModelClient | undefined)?.reply === 'function';
+
+/** A model from its settings, the environment filling what they leave out. */
+function modelOf(settings: ModelSettings, config: Config): ModelClient {
+  const baseURL = settings.baseURL ?? config.OPENAI_BASE_URL;
+  const apiKey = settings.apiKey ?? config.OPENAI_API_KEY;
+  if (!apiKey && !baseURL) {
+    throw new Error('set OPENAI_API_KEY (and OPENAI_BASE_URL for a compatible server) — or use `npm start`, which runs the offline demo model');
+  }
+  return openAiModel({ ...settings, baseURL, apiKey: apiKey ?? 'none', model: settings.model ?? config.OPENAI_MODEL });
+}

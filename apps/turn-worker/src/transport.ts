@@ -1,0 +1,24 @@
+import { Topics } from '@rudder/contracts';
+import { createKafka, createLog, KafkaBatchServer, readConfig, type Config } from '@rudder/runtime';
+
+/**
+ * The turn workers' consumer group on agent.inputs, as a Nest microservice transport:
+ * `NestFactory.createMicroservice(AppModule, { strategy: turnWorkerTransport() })`. A batch
+ * handler only ingests (short transactions), never runs a turn, so heartbeats keep flowing
+ * while turns last minutes.
+ */
+export function turnWorkerTransport(config: Config = readConfig()): KafkaBatchServer {
+  return new KafkaBatchServer({
+    kafka: createKafka(config.KAFKA_BROKERS, 'turn-worker'),
+    topics: [Topics.inputs],
+    namespace: config.KAFKA_NAMESPACE,
+    consumer: {
+      groupId: `${config.KAFKA_NAMESPACE}turn-workers`,
+      sessionTimeout: config.WORKER_SESSION_TIMEOUT_MS,
+      heartbeatInterval: config.WORKER_HEARTBEAT_MS,
+      rebalanceTimeout: Math.max(config.WORKER_SESSION_TIMEOUT_MS, 10_000),
+      maxWaitTimeInMs: 100,
+    },
+    log: createLog('turn-worker'),
+  });
+}

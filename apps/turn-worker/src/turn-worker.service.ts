@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { conversationsWithOpenWork, createOutboxRelay, EVENT_STORE_SCHEMA, eventStoreMigrations, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
+import { createKafka, createLog, createPool, ensureTopics, migrate, topicNames, type Config, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
+import { AgentRegistry } from './agents/agents';
+import { faultPoints } from './fault-points';
+import { ingestInputs } from './ingest/ingest-inputs';
+import { connectPublishing, type Publishing } from './publishing';
+import { createScheduler, type Scheduler } from './turns/scheduler';
+import { TURN_WORKER_OPTIONS, type TurnWorkerOptions } from './turn-worker.options';
+
+/**
+ * The turn worker: one member of the `turn-workers` consumer group. It ingests the inputs of
+ * the partitions it owns into the event log, runs their conversations' turns, and relays the
+ * events it stored to agent.events. The Kafka consumer is the microservice's transport
+ * (KafkaBatchServer); this service is what its handlers call.
+ */
+@Injectable()
+export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly log = createLog('turn-worker');
+  private readonly config: Config;
+  private readonly pool: Pool;
+  private readonly workerId = `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+  private publishing!: Publishing;
+  private relay!: OutboxRelay;
+  private scheduler!: Scheduler;
+  private fault = faultPoints({});
+  private owned: ReadonlySet<number> = new Set();
+  private epochs: Epochs = new Map();
+
+  constructor(
+    @Inject(TURN_WORKER_OPTIONS) private readonly options: TurnWorkerOptions & { config: Config },
+    @Inject(AgentRegistry) private readonly agents: AgentRegistry,
+  ) {
+    this.config = options.config;
+    this.pool = options.pool ?? createPool(this.config.DATABASE_URL);
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const { config, log } = this;
+    this.fault = faultPoints({ crashAt: config.CRASH_AT, pauseAt: config.PAUSE_AT });
+    const topics = topicNames(config.KAFKA_NAMESPACE);
+    await migrate(this.pool, EVENT_STORE_SCHEMA, eventStoreMigrations);
+    const kafka = createKafka(config.KAFKA_BROKERS, 'turn-worker');
+    await ensureTopics(kafka, topics, config.KAFKA_PARTITIONS);
+    this.publishing = await connectPublishing(kafka, topics);
+    this.relay = createOutboxRelay({
+      pool: this.pool,
+      publish: this.publishing.publishEvents,
+      ownedPartitions: () => [...this.owned],
+      afterPublish: () => this.fault('after-publish'),
+      log,
+    });
+    this.scheduler = createScheduler({
+      pool: this.pool,
+      epochs: () => this.epochs,
+      relay: this.relay,
+      agentOf: (name) => this.agents.get(name),
+      onToken: this.publishing.token,
+      flushTokens: this.publishing.flushTokens,
+      newTurnId: randomUUID,
+      fault: this.fault,
+      log,
+      retryMs: 1000,
+    });
+    log.info('turn worker started', { group: `${config.KAFKA_NAMESPACE}turn-workers`, topic: topics.inputs, agents: this.options.agents.map((a) => a.name) });
+  }
+
+  /** A batch of agent.inputs: stored durably before the transport commits its offsets. */
+  async ingest({ partition, messages }: PartitionBatch): Promise<void> {
+    const { stored, conversations, rejected } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents);
+    this.relay.enqueue(stored);
+    await this.publishing.deadLetter(partition, rejected);
+    for (const { reason, message } of rejected) this.log.warn('input dead-lettered', { partition, offset: message.offset, reason });
+    this.fault('after-ingest');
+    this.scheduler.poke(conversations.map((conversation) => ({ conversation, partition })));
+    // A stop or a rollback aborts the running turn now; an interrupt waits for its next step.
+    for (const event of stored) {
+      if (event.type === 'stop.requested' && event.data.turn && event.data.mode !== 'interrupt') this.scheduler.stopTurn(event.conversation, partition);
+    }
+  }
+
+  /** After every rebalance, before any batch: lets go of what moved, then takes an epoch for each partition owned now. */
+  async assigned({ partitions, current }: PartitionsAssigned): Promise<void> {
+    this.owned = partitions;
+    this.log.info('partitions assigned', { partitions: [...partitions] });
+    await this.scheduler.keepOnly(partitions);
+    // Until the epochs are taken nothing of these partitions is written; retry while they are ours.
+    while (current()) {
+      try {
+        this.epochs = await takePartitions(this.pool, [...partitions], this.workerId);
+        this.log.info('epochs taken', { epochs: Object.fromEntries(this.epochs) });
+        this.relay.sweep();
+        this.scheduler.poke(await conversationsWithOpenWork(this.pool, [...partitions]));
+        return;
+      } catch (error) {
+        this.log.error('taking the assigned partitions failed; retrying', { error: String(error) });
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+    }
+  }
+
+  /** Running turns stop where they are (they resume on the partition's next owner); nothing more is written. */
+  async onApplicationShutdown(): Promise<void> {
+    await this.scheduler?.stop();
+    await this.relay?.stop();
+    await this.publishing?.disconnect().catch(() => undefined);
+    if (!this.options.pool) await this.pool.end();
+  }
+}

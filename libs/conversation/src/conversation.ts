@@ -1,0 +1,51 @@
+import type { DomainEvent } from '@rudder/contracts';
+import { assistantMessage, evolveTurn, startTurn, userMessage, type ModelMessage, type TurnState } from '@rudder/agent';
+import { onceKey } from './once-keys';
+import { evolve, hasOpenWork, initialState, parseState, type ConversationState } from './state';
+
+/**
+ * A conversation as the turn runner folds it from its log, in log order: the decisions' state,
+ * the running turn as the agent loop drives it, and the history the model sees — earlier
+ * turns as their prompts, the messages steered to them, then their answers.
+ */
+export type Conversation = {
+  state: ConversationState;
+  running: TurnState | null;
+  history: ModelMessage[];
+};
+
+export const emptyConversation = (): Conversation => ({ state: initialState(), running: null, history: [] });
+
+export function evolveConversation(conversation: Conversation, event: DomainEvent): Conversation {
+  const { state, running, history } = conversation;
+  const next = evolve(state, event);
+  switch (event.type) {
+    case 'turn.started': {
+      const waiting = state.queue.find((p) => p.id === event.data.prompt.id);
+      const prompt = {
+        ...event.data.prompt,
+        messages: waiting?.messages ?? [event.data.prompt.text],
+        subject: waiting?.subject ?? state.owner ?? 'anonymous',
+      };
+      return { state: next, running: startTurn(event.data.turn, prompt), history };
+    }
+    case 'turn.ended': {
+      if (!running || running.id !== event.data.turn) return { state: next, running, history };
+      // A rolled-back turn leaves no trace in what later turns see.
+      const kept =
+        running.ending === 'rollback'
+          ? []
+          : [
+              ...running.prompt.messages.map(userMessage),
+              ...running.steered.map((s) => userMessage(s.text)),
+              ...running.answers.map((answer) => assistantMessage(answer, [])),
+            ];
+      return { state: next, running: null, history: [...history, ...kept] };
+    }
+    default:
+      return { state: next, running: running ? evolveTurn(running, event) : null, history };
+  }
+}
+
+/** The stream's rules as the event store needs them. */
+export const conversationRules = { parse: parseState, evolve, onceKey, hasOpenWork } as const;

@@ -1,0 +1,190 @@
+import { inputText, type DomainEvent, type InputRecord } from '@rudder/contracts';
+import { endTurn, evolveTurn, ROLLED_BACK, STOPPED, SUPERSEDED, type TurnState } from '@rudder/agent';
+import { receiptKeys } from './once-keys';
+import { evolve, type ConversationState, type PendingInput } from './state';
+
+/**
+ * How an agent's turns take steered messages (`maxTaken` 0: they take none), and how much
+ * may wait in one of its conversations: steers for the running turn, inputs queued behind it,
+ * and the characters of both together.
+ */
+export type InputPolicy = { maxTaken: number; bounds: { steers: number; chats: number; chars: number } };
+
+/** The agents a deployment runs, as decisions need them: their names' policies, and which one answers when a chat names none. */
+export type Agents = { defaultAgent: string; policyOf(agent: string): InputPolicy | undefined };
+
+/**
+ * Decides, under the conversation's lock, what the inputs of an ingested batch add to its
+ * log, one after another, each seeing the state the ones before it left. An input handled
+ * before (one of its receipt keys is in `stored`) adds nothing.
+ */
+export function decideInputs(
+  state: ConversationState,
+  inputs: readonly InputRecord[],
+  stored: ReadonlySet<string>,
+  agents: Agents,
+  /** The reasons the agent's input guard refused inputs for, by input id (the guards ran before the lock). */
+  refusals: ReadonlyMap<string, string> = new Map(),
+): DomainEvent[] {
+  const events: DomainEvent[] = [];
+  const handled = new Set(stored);
+  for (const input of inputs) {
+    const keys = receiptKeys(input);
+    if (keys.some((k) => handled.has(k))) continue;
+    const decided = decideInput(state, input, agents, refusals.get(input.id));
+    for (const k of keys) handled.add(k);
+    state = decided.reduce(evolve, state);
+    events.push(...decided);
+  }
+  return events;
+}
+
+function decideInput(state: ConversationState, input: InputRecord, agents: Agents, guardRefusal: string | undefined): DomainEvent[] {
+  switch (input.type) {
+    case 'chat':
+    case 'steer': {
+      const text = input.type === 'chat' ? inputText(input.messages) : input.text;
+      const named = input.type === 'chat' ? input.agent : undefined;
+      const agent = state.agent ?? named ?? agents.defaultAgent;
+      const policy = agents.policyOf(agent);
+      const refusal = !policy
+        ? { code: 'unknown_agent' as const, message: `there is no agent named ${agent} in this deployment` }
+        : guardRefusal !== undefined
+          ? { code: 'refused' as const, message: guardRefusal }
+          : refuse(state, input, text, named, policy);
+      if (refusal) return [{ type: 'input.rejected', data: { input: { id: input.id, kind: input.type, text }, ...refusal } }];
+      const opened: DomainEvent[] = state.agent === null ? [{ type: 'conversation.opened', data: { owner: input.subject, agent } }] : [];
+      const messages = input.type === 'chat' ? input.messages : [input.text];
+      const accepted: DomainEvent = { type: 'input.accepted', data: { input: { id: input.id, kind: input.type, text, messages, subject: input.subject, sentAt: input.sentAt } } };
+      if (input.type === 'steer') {
+        const landed = lands(state, policy!);
+        return [
+          ...opened,
+          accepted,
+          { type: 'steer.accepted', data: { input: { id: input.id, text: input.text }, turn: landed ? state.runningTurn : null, landed } },
+        ];
+      }
+      const events = [...opened, accepted];
+      if (state.runningTurn && (input.onBusy === 'interrupt' || input.onBusy === 'rollback')) {
+        events.push({ type: 'stop.requested', data: { stop: input.id, turn: state.runningTurn, mode: input.onBusy } });
+      }
+      return events;
+    }
+    case 'stop': {
+      const events: DomainEvent[] = [{ type: 'stop.requested', data: { stop: input.id, turn: state.runningTurn, mode: 'stop' } }];
+      if (input.discardPending) {
+        for (const pending of [...state.steers, ...state.queue]) {
+          events.push({ type: 'input.discarded', data: { input: pendingInput(pending), stop: input.id } });
+        }
+      }
+      return events;
+    }
+    case 'retract': {
+      const { target } = input;
+      const pending = [...state.queue, ...state.steers];
+      const found = 'id' in target ? pending.find((p) => p.id === target.id) : latestOf(pending, target.latest);
+      if (found) return [{ type: 'input.retracted', data: { input: pendingInput(found), retract: input.id } }];
+      return [{ type: 'retract.refused', data: { retract: input.id, target: 'id' in target ? target.id : null, code: 'not_found' } }];
+    }
+    case 'promote': {
+      const target = state.queue.find((p) => p.id === input.target && p.kind === 'chat');
+      const policy = agents.policyOf(state.agent ?? agents.defaultAgent);
+      if (!target || !policy) return [{ type: 'promote.refused', data: { promote: input.id, target: input.target, code: 'not_found' } }];
+      // With the steering queue full, the follow-up stays one: answered as a turn of its own.
+      const landed = lands(state, policy) && state.steers.length < policy.bounds.steers;
+      return [{ type: 'steer.accepted', data: { input: { id: target.id, text: target.text }, turn: landed ? state.runningTurn : null, landed } }];
+    }
+    default: {
+      const never: never = input;
+      throw new Error(`unknown input ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+/** A steer lands when a turn runs that is not ending and has taken fewer than the cap. */
+const lands = (state: ConversationState, policy: InputPolicy) =>
+  state.runningTurn !== null && state.ending === null && state.steersLanded < policy.maxTaken;
+
+type Refusal = { code: 'precondition_failed' | 'busy' | 'queue_full' | 'agent_mismatch'; message: string };
+
+/** Why an input is refused, if it is: another agent named, a failed precondition, a busy conversation, or a full queue. */
+function refuse(
+  state: ConversationState,
+  input: Extract<InputRecord, { type: 'chat' | 'steer' }>,
+  text: string,
+  named: string | undefined,
+  policy: InputPolicy,
+): Refusal | null {
+  if (named !== undefined && state.agent !== null && named !== state.agent) {
+    return { code: 'agent_mismatch', message: `the conversation is answered by ${state.agent}; its agent never changes` };
+  }
+  if (input.ifLastInputId !== undefined && input.ifLastInputId !== state.lastInputId) {
+    return { code: 'precondition_failed', message: `the last accepted input is ${state.lastInputId ?? 'none'}, not ${input.ifLastInputId}` };
+  }
+  if (input.type === 'chat' && input.onBusy === 'reject' && state.runningTurn !== null) {
+    return { code: 'busy', message: `a turn is running (${state.runningTurn}) and onBusy is reject` };
+  }
+  const { bounds } = policy;
+  const waiting = [...state.steers, ...state.queue];
+  const chars = waiting.reduce((sum, p) => sum + p.text.length, 0);
+  const queued = state.queue.length;
+  const steering = state.steers.length;
+  const counts = `${steering} steering, ${queued} queued, ${chars} characters waiting`;
+  const intoSteering = input.type === 'steer' && lands(state, policy);
+  if (intoSteering ? steering >= bounds.steers : queued >= bounds.chats) {
+    return { code: 'queue_full', message: `the ${intoSteering ? 'steering' : 'follow-up'} queue is full (${counts}; at most ${intoSteering ? bounds.steers : bounds.chats})` };
+  }
+  if (chars + text.length > bounds.chars) {
+    return { code: 'queue_full', message: `too much text is waiting (${counts}; at most ${bounds.chars} characters together)` };
+  }
+  return null;
+}
+
+const latestOf = (pending: PendingInput[], kind: 'chat' | 'steer') =>
+  pending.filter((p) => p.kind === kind).sort((a, b) => a.seq - b.seq).at(-1);
+
+const pendingInput = ({ id, kind, text }: PendingInput) => ({ id, kind, text });
+
+/** Decides, under the conversation's lock, the next turn: the first input waiting, when no turn runs. */
+export function startNextTurn(state: ConversationState, turn: string): DomainEvent[] {
+  const next = state.queue[0];
+  if (state.runningTurn !== null || !next) return [];
+  return [
+    { type: 'turn.started', data: { turn, prompt: { id: next.id, text: next.text } } },
+    { type: 'input.delivered', data: { input: { id: next.id, kind: next.kind }, turn } },
+  ];
+}
+
+/**
+ * Decides, under the conversation's lock, what a commit of the running turn stores.
+ *
+ * At a step — the commit that stores the last open call's result, or the final answer — the
+ * steers waiting on the turn are taken, after the results, in the order they were sent; at the
+ * final answer they replace the turn's end, so the turn takes one more step for them. Every
+ * steer that landed is taken so, even by a turn asked to end at its next step (interrupted):
+ * such a turn takes the steers that landed before the interrupt, and ends `superseded` at the
+ * first step with none waiting.
+ *
+ * A turn asked to stop (or roll back) ends `stopped`: a commit that would end it otherwise
+ * (its final answer, stored while the stop was on its way) ends it stopped instead, so the
+ * log says what every fold of it will say.
+ */
+export function decideTurnCommit(state: ConversationState, turn: TurnState, events: DomainEvent[]): DomainEvent[] {
+  if (state.runningTurn !== turn.id) return events;
+  if (state.ending === 'stop' || state.ending === 'rollback') {
+    const outcome = state.ending === 'stop' ? STOPPED : ROLLED_BACK;
+    return events.map((e) => (e.type === 'turn.ended' ? { ...e, data: { ...e.data, status: 'stopped', outcome } } : e));
+  }
+  const after = events.reduce(evolveTurn, turn);
+  const end = events.find((e) => e.type === 'turn.ended');
+  const atStep = end ? end.data.status === 'completed' : events.some((e) => e.type === 'tool.ended') && after.openCalls.length === 0;
+  if (!atStep) return events;
+  if (state.steers.length === 0) {
+    return state.ending === 'interrupt' && !end ? [...events, ...endTurn(after, 'superseded', SUPERSEDED)] : events;
+  }
+  const taken = state.steers.flatMap((input): DomainEvent[] => [
+    { type: 'steer.taken', data: { turn: turn.id, step: after.steps, input: { id: input.id, text: input.text } } },
+    { type: 'input.delivered', data: { input: { id: input.id, kind: 'steer' }, turn: turn.id } },
+  ]);
+  return [...events.filter((e) => e.type !== 'turn.ended'), ...taken];
+}

@@ -1,0 +1,4 @@
+export * from './conversation';
+export * from './decide';
+export * from './once-keys';
+export * from './state';

@@ -1,0 +1,82 @@
+import type { DomainEvent, InputRecord } from '@rudder/contracts';
+
+/**
+ * What makes each event happen at most once in its conversation, enforced by the store's
+ * unique key on (conversation, once key): the conversation is opened once; an input is
+ * accepted (or rejected) once and delivered once; a steer is decided once and taken at most
+ * once; each control (stop, retract, promote) is handled once; a prompt starts one turn; a
+ * step's reply and each call's start and result are stored once; a turn ends once.
+ */
+export function onceKey(event: DomainEvent): string {
+  switch (event.type) {
+    case 'conversation.opened':
+      return 'opened';
+    case 'input.accepted':
+      return keys.input(event.data.input.id);
+    case 'input.rejected':
+      return keys.rejected(event.data.input.id);
+    case 'input.delivered':
+      return `delivered:${event.data.input.id}`;
+    case 'input.retracted':
+    case 'retract.refused':
+      return keys.retract(event.data.retract);
+    case 'input.discarded':
+      return `discard:${event.data.input.id}`;
+    case 'promote.refused':
+      return keys.promote(event.data.promote);
+    case 'steer.accepted':
+      return keys.steerDecided(event.data.input.id);
+    case 'steer.taken':
+      return `steer-taken:${event.data.input.id}`;
+    case 'stop.requested':
+      return keys.stop(event.data.stop);
+    case 'turn.started':
+      return keys.turnFor(event.data.prompt.id);
+    case 'model.replied':
+      return `reply:${event.data.turn}:${event.data.step}`;
+    case 'tool.started':
+      return `tool-started:${event.data.turn}:${event.data.step}:${event.data.call.id}`;
+    case 'tool.ended':
+      return `tool-ended:${event.data.turn}:${event.data.step}:${event.data.callId}`;
+    case 'turn.ended':
+      return `turn-ended:${event.data.turn}`;
+    default: {
+      const never: never = event;
+      throw new Error(`no once key for ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+const keys = {
+  input: (id: string) => `input:${id}`,
+  rejected: (id: string) => `reject:${id}`,
+  steerDecided: (id: string) => `steer-accepted:${id}`,
+  stop: (id: string) => `stop:${id}`,
+  retract: (id: string) => `retract:${id}`,
+  promote: (id: string) => `promote:${id}`,
+  turnFor: (id: string) => `turn-for:${id}`,
+};
+
+/**
+ * The once keys of the events that answer an input — any one of them stored means the input
+ * was handled before (redelivered, or sent again) and adds nothing. Each possible decision
+ * on the input holds an event with one of these keys (decide.unit.spec checks it for every
+ * kind of decision the decider makes).
+ */
+export function receiptKeys(input: InputRecord): string[] {
+  switch (input.type) {
+    case 'chat':
+    case 'steer':
+      return [keys.input(input.id), keys.rejected(input.id)];
+    case 'stop':
+      return [keys.stop(input.id)];
+    case 'retract':
+      return [keys.retract(input.id)];
+    case 'promote':
+      return [keys.promote(input.id), keys.steerDecided(input.target)];
+    default: {
+      const never: never = input;
+      throw new Error(`unknown input ${JSON.stringify(never)}`);
+    }
+  }
+}

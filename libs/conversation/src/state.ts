@@ -1,0 +1,119 @@
+import type { DomainEvent } from '@rudder/contracts';
+
+/** An input waiting to be answered. `seq` orders what waits: the acceptance order, with 0 for an input that asked to run next. */
+export type PendingInput = { id: string; kind: 'chat' | 'steer'; text: string; messages: string[]; subject: string; seq: number };
+export type Ending = 'stop' | 'rollback' | 'interrupt';
+
+/**
+ * A conversation as its decisions see it: who owns it and which agent answers it, the running
+ * turn, what waits for it and what waits behind it. It is folded from the conversation's
+ * events by `evolve`, the one fold of this stream on the write side: the store keeps it on
+ * the conversation's row, updated in the same transaction as the events (so a decision under
+ * the lock reads it with the lock, at no extra round trip), and the turn runner folds the
+ * same events into the same state. It is bounded by the queue bounds, so it stays small.
+ */
+export type ConversationState = {
+  /** The subject whose input opened the conversation; null before that. */
+  owner: string | null;
+  /** The agent that answers every turn; null before the first accepted input. */
+  agent: string | null;
+  runningTurn: string | null;
+  /** How the running turn was asked to end, if it was. */
+  ending: Ending | null;
+  /** Steers that landed on the running turn and are not taken yet, in order. */
+  steers: PendingInput[];
+  /** Steers that landed on the running turn so far (taken or waiting): the cap counts these. */
+  steersLanded: number;
+  /** Inputs waiting to be turns of their own, in the order they run. */
+  queue: PendingInput[];
+  /** A steer accepted and not decided yet: its decision is the next event, in the same transaction. */
+  undecided: PendingInput | null;
+  /** The last accepted input: `ifLastInputId` compares with it. */
+  lastInputId: string | null;
+  /** Inputs accepted so far: the next one's `seq`. */
+  accepted: number;
+};
+
+export const initialState = (): ConversationState => ({
+  owner: null,
+  agent: null,
+  runningTurn: null,
+  ending: null,
+  steers: [],
+  steersLanded: 0,
+  queue: [],
+  undecided: null,
+  lastInputId: null,
+  accepted: 0,
+});
+
+const without = (inputs: PendingInput[], id: string) => inputs.filter((i) => i.id !== id);
+const inOrder = (inputs: PendingInput[]) => [...inputs].sort((a, b) => a.seq - b.seq);
+
+/** Evolves the state by one event, applied in log order. */
+export function evolve(state: ConversationState, event: DomainEvent): ConversationState {
+  switch (event.type) {
+    case 'conversation.opened':
+      return { ...state, owner: event.data.owner, agent: event.data.agent };
+    case 'input.accepted': {
+      const { id, kind, text, messages, subject } = event.data.input;
+      const accepted = state.accepted + 1;
+      const pending: PendingInput = { id, kind, text, messages, subject, seq: accepted };
+      // A steer joins the queue or the running turn when it is decided (next event, same transaction).
+      return kind === 'chat'
+        ? { ...state, lastInputId: id, accepted, queue: [...state.queue, pending] }
+        : { ...state, lastInputId: id, accepted, undecided: pending };
+    }
+    case 'steer.accepted': {
+      const { input, landed } = event.data;
+      const promoted = state.queue.find((i) => i.id === input.id); // a follow-up promoted to a steer
+      const decided = promoted ?? (state.undecided?.id === input.id ? state.undecided : null);
+      const steer: PendingInput = {
+        ...(decided ?? { id: input.id, text: input.text, messages: [input.text], subject: 'anonymous', seq: state.accepted }),
+        kind: 'steer',
+      };
+      const next = { ...state, undecided: null };
+      if (landed) return { ...next, queue: without(state.queue, input.id), steers: [...state.steers, steer], steersLanded: state.steersLanded + 1 };
+      return promoted ? next : { ...next, queue: inOrder([...state.queue, steer]) };
+    }
+    case 'steer.taken':
+      return { ...state, steers: without(state.steers, event.data.input.id) };
+    case 'turn.started':
+      return { ...state, runningTurn: event.data.turn, ending: null, steers: [], steersLanded: 0, queue: without(state.queue, event.data.prompt.id) };
+    case 'stop.requested': {
+      if (event.data.turn === null || event.data.turn !== state.runningTurn) return state;
+      // The input that asked to interrupt or roll back the turn runs next.
+      const asker = state.queue.find((i) => i.id === event.data.stop);
+      const queue = asker ? [{ ...asker, seq: 0 }, ...without(state.queue, asker.id)] : state.queue;
+      return { ...state, ending: event.data.mode, queue };
+    }
+    case 'turn.ended':
+      // Steers it did not take are answered as turns of their own, in the order they were sent.
+      return { ...state, runningTurn: null, ending: null, steers: [], steersLanded: 0, queue: inOrder([...state.queue, ...state.steers]) };
+    case 'input.retracted':
+    case 'input.discarded':
+      return { ...state, queue: without(state.queue, event.data.input.id), steers: without(state.steers, event.data.input.id) };
+    case 'input.rejected':
+    case 'retract.refused':
+    case 'promote.refused':
+    case 'input.delivered':
+    case 'model.replied':
+    case 'tool.started':
+    case 'tool.ended':
+      return state;
+    default: {
+      const never: never = event;
+      throw new Error(`unknown event ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+/** A state as stored (jsonb); fields missing in rows written by older code take their initial value. */
+export function parseState(stored: Partial<ConversationState> | null): ConversationState {
+  const state = { ...initialState(), ...stored };
+  const complete = (p: PendingInput): PendingInput => ({ ...p, messages: p.messages ?? [p.text], subject: p.subject ?? 'anonymous' });
+  return { ...state, queue: state.queue.map(complete), steers: state.steers.map(complete) };
+}
+
+/** Work left: a turn running, or inputs waiting to be turns (a worker taking the partition resumes these). */
+export const hasOpenWork = (state: ConversationState): boolean => state.runningTurn !== null || state.queue.length > 0;

@@ -1,0 +1,134 @@
+import { Server, type CustomTransportStrategy } from '@nestjs/microservices';
+import { lastValueFrom } from 'rxjs';
+import type { Consumer, ConsumerConfig, Kafka, KafkaMessage } from 'kafkajs';
+import { keepConsuming, type KeptConsumer } from './kafka';
+import type { Log } from './log';
+
+/** What a `@EventPattern(<topic>)` handler of this transport receives: one slice of a fetched batch. */
+export type PartitionBatch = {
+  /** The contract's topic name (without the namespace), the handler's pattern. */
+  topic: string;
+  partition: number;
+  messages: KafkaMessage[];
+};
+
+/** What a `@EventPattern(ASSIGNED)` handler receives after every rebalance: the partitions this member owns now. */
+export type PartitionsAssigned = {
+  topic: string;
+  partitions: ReadonlySet<number>;
+  /** False once a newer assignment arrived (a handler retrying should give up then). */
+  current(): boolean;
+};
+
+/** The pattern of the handler told about assignments (`@EventPattern(ASSIGNED)`). */
+export const ASSIGNED = 'partitions.assigned';
+
+export type KafkaBatchServerOptions = {
+  kafka: Kafka;
+  /** The contract's topic names, subscribed as `namespace + topic`; handlers use the names without it. */
+  topics: readonly string[];
+  namespace: string;
+  consumer: ConsumerConfig;
+  /** A fetched batch larger than this reaches the handler in slices (offsets committed after each). */
+  maxBatchSize?: number;
+  log: Log;
+};
+
+/**
+ * A Nest microservice transport (`Server` + `CustomTransportStrategy`) for consumers that must
+ * not lose or skip a record: each `@EventPattern(topic)` handler gets a whole slice of a
+ * fetched batch of one partition, and the slice's offsets are committed only after the
+ * handler's promise (or observable) completed. A handler that throws commits nothing: the
+ * consumer stops there and kafkajs fetches the slice again, so redelivery is the only failure
+ * mode and handlers are idempotent. `@EventPattern(ASSIGNED)` runs after every rebalance with
+ * the partitions owned now (the turn worker takes its fencing epochs there); batches wait for
+ * it. A consumer kafkajs gives up on is replaced (`keepConsuming`).
+ *
+ * Why not Nest's own Kafka transport: it hands handlers one message at a time and commits by
+ * itself (or on the handler's return, per message), so there is no batch to store in one
+ * transaction, no rebalance hook before consumption resumes, and no replacement of a consumer
+ * that kafkajs stopped for good.
+ */
+export class KafkaBatchServer extends Server implements CustomTransportStrategy {
+  private kept: KeptConsumer | null = null;
+  private consumer: Consumer | null = null;
+  /** Settles once the latest assignment's handler has run; batches wait for it. */
+  private assignment: Promise<void> = Promise.resolve();
+  private generation = 0;
+
+  constructor(private readonly options: KafkaBatchServerOptions) {
+    super();
+  }
+
+  async listen(callback: (error?: unknown) => void): Promise<void> {
+    const { kafka, namespace, log } = this.options;
+    const named = new Map(this.options.topics.map((topic) => [namespace + topic, topic]));
+    try {
+      this.kept = await keepConsuming({
+        log,
+        create: () => kafka.consumer(this.options.consumer),
+        run: async (consumer) => {
+          this.consumer = consumer;
+          consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
+            const generation = ++this.generation;
+            const current = () => generation === this.generation;
+            for (const [subscribed, topic] of named) {
+              const partitions = new Set(payload.memberAssignment[subscribed] ?? []);
+              const previous = this.assignment;
+              this.assignment = previous.then(() => this.dispatch(ASSIGNED, { topic, partitions, current } satisfies PartitionsAssigned)).catch((error) => {
+                log.error('the assignment handler failed', { topic, error: String(error) });
+              });
+            }
+          });
+          await consumer.connect();
+          await consumer.subscribe({ topics: [...named.keys()], fromBeginning: true });
+          await consumer.run({
+            autoCommit: false,
+            eachBatchAutoResolve: false,
+            eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
+              const topic = named.get(batch.topic)!;
+              const size = this.options.maxBatchSize ?? batch.messages.length;
+              for (let from = 0; from < batch.messages.length; from += size) {
+                // After a rebalance or a seek the rest of this batch is not ours to handle.
+                if (!isRunning() || isStale()) return;
+                await this.assignment;
+                const messages = batch.messages.slice(from, from + size);
+                await this.dispatch(topic, { topic, partition: batch.partition, messages } satisfies PartitionBatch);
+                resolveOffset(messages[messages.length - 1].offset);
+                await commitOffsetsIfNecessary(uncommittedOffsets());
+                await heartbeat();
+              }
+            },
+          });
+        },
+      });
+      callback();
+    } catch (error) {
+      callback(error);
+    }
+  }
+
+  /** Runs the handler of `pattern` to its end; throws what it throws. */
+  private async dispatch(pattern: string, data: PartitionBatch | PartitionsAssigned): Promise<void> {
+    const handler = this.getHandlerByPattern(pattern);
+    if (!handler) {
+      if (pattern !== ASSIGNED) throw new Error(`no @EventPattern('${pattern}') handler: nothing may be committed`);
+      return;
+    }
+    await lastValueFrom(this.transformToObservable(await handler(data)), { defaultValue: undefined });
+  }
+
+  async close(): Promise<void> {
+    await this.kept?.stop();
+    this.kept = null;
+  }
+
+  on(): never {
+    throw new Error('KafkaBatchServer has no status events to listen to');
+  }
+
+  unwrap<T>(): T {
+    if (!this.consumer) throw new Error('KafkaBatchServer is not listening yet');
+    return this.consumer as T;
+  }
+}
