@@ -1,10 +1,32 @@
-import { Module, type DynamicModule } from '@nestjs/common';
-import type { Pool } from '@rudder/runtime';
+import { Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
+import type { Log, Pool } from '@rudder/runtime';
 import { CompanionController, POOL } from './http/companion.controller';
+import { EventsController, LOG } from './projection/events.controller';
 
+/** The pool closes with the application, after the transport and the HTTP server. */
+@Injectable()
+class PoolLifecycle implements OnApplicationShutdown {
+  constructor(@Inject(POOL) private readonly pool: Pool) {}
+  onApplicationShutdown(): Promise<void> {
+    return this.pool.end();
+  }
+}
+
+/**
+ * The companion: its read API over HTTP for the gateway, and (with `consume`) the handler of
+ * agent.events batches on its microservice transport.
+ */
 @Module({})
 export class AppModule {
-  static forRoot(pool: Pool): DynamicModule {
-    return { module: AppModule, controllers: [CompanionController], providers: [{ provide: POOL, useValue: pool }] };
+  static forRoot(pool: Pool, log: Log, consume: boolean): DynamicModule {
+    return {
+      module: AppModule,
+      controllers: [CompanionController, ...(consume ? [EventsController] : [])],
+      providers: [
+        { provide: POOL, useValue: pool },
+        { provide: LOG, useValue: log },
+        PoolLifecycle,
+      ],
+    };
   }
 }

@@ -2,10 +2,10 @@ import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { NestFactory } from '@nestjs/core';
-import { createKafka, createLog, createPool, migrate, type Config, type Log } from '@rudder/runtime';
+import { createKafka, createLog, createPool, ensureTopics, migrate, topicNames, type Config, type Log } from '@rudder/runtime';
 import { AppModule } from './app.module';
 import { ErrorFilter } from './http/errors';
-import { consumeEvents, type EventConsumer } from './projection/consume-events';
+import { companionTransport } from './projection/events.controller';
 import { migrations, SCHEMA } from './schema';
 
 export type Companion = {
@@ -19,38 +19,39 @@ export type CompanionOptions = {
   log?: Log;
   /** False serves the HTTP API without consuming `agent.events` (tests that fold by hand). Default true. */
   consume?: boolean;
+  /** Stop on SIGTERM and SIGINT through Nest's shutdown hooks (the service's main). Default false. */
+  shutdownHooks?: boolean;
 };
 
 /**
  * Migrates the `companion` schema, serves the internal HTTP API on COMPANION_PORT and folds
- * `agent.events` into the projections. Resolves once all three are up; anything that fails
- * on the way is closed again before the error is thrown.
+ * `agent.events` into the projections (a Nest microservice transport on the same application).
+ * Resolves once all three are up; anything that fails on the way is closed again before the
+ * error is thrown.
  */
 export async function startCompanion(config: Config, options: CompanionOptions = {}): Promise<Companion> {
   const log = options.log ?? createLog('companion');
   const pool = createPool(config.DATABASE_URL);
-  const closers: (() => Promise<void>)[] = [() => pool.end()];
+  // Until the application owns the pool (and closes it on shutdown), closing is ours.
+  let closers: (() => Promise<void>)[] = [() => pool.end()];
   const closeAll = async () => {
     for (const close of closers.splice(0).reverse()) await close().catch((error) => log.warn('closing failed', { error: String(error) }));
   };
   try {
     await migrate(pool, SCHEMA, migrations);
 
-    const app = await NestFactory.create(AppModule.forRoot(pool), { logger: ['error', 'warn'], abortOnError: false });
+    const consume = options.consume !== false;
+    const app = await NestFactory.create(AppModule.forRoot(pool, log, consume), { logger: ['error', 'warn'], abortOnError: false });
     app.useGlobalFilters(new ErrorFilter(log));
-    await app.listen(config.COMPANION_PORT);
-    closers.push(() => app.close());
-    const port = (app.getHttpServer() as Server).address() as AddressInfo;
-
-    if (options.consume !== false) {
-      const consumer: EventConsumer = await consumeEvents({
-        kafka: createKafka(config.KAFKA_BROKERS, 'companion'),
-        pool,
-        config,
-        log,
-      });
-      closers.push(() => consumer.stop());
+    if (options.shutdownHooks) app.enableShutdownHooks();
+    closers = [() => app.close()];
+    if (consume) {
+      await ensureTopics(createKafka(config.KAFKA_BROKERS, 'companion'), topicNames(config.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);
+      app.connectMicroservice({ strategy: companionTransport(config, log) });
+      await app.startAllMicroservices();
     }
+    await app.listen(config.COMPANION_PORT);
+    const port = (app.getHttpServer() as Server).address() as AddressInfo;
     return { port: port.port, stop: closeAll };
   } catch (error) {
     await closeAll();

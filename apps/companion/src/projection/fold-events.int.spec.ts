@@ -75,6 +75,7 @@ describe('foldEvents', () => {
       steering: [],
       queue: [{ id: 'i1', kind: 'chat', text: 'Plan a trip to Lisbon' }],
       lastInputId: 'i1',
+      agent: null,
       owner: 'alice',
     });
     expect(await allMessages(key)).toEqual([]);
@@ -93,6 +94,8 @@ describe('foldEvents', () => {
       steered: [],
       content: 'Let me check the weather.\n\nLisbon is sunny: go in May.',
       startedAt: started.at,
+      agent: null,
+      usage: null,
       endedAt: null,
     });
 
@@ -102,6 +105,8 @@ describe('foldEvents', () => {
       status: 'completed',
       outcome: null,
       content: 'Let me check the weather.\n\nLisbon is sunny: go in May.',
+      agent: null,
+      usage: null,
       endedAt: ended.at,
     });
     expect(await allMessages(key)).toEqual([
@@ -140,6 +145,7 @@ describe('foldEvents', () => {
         { id: 'c', kind: 'chat', text: 'third' },
       ],
       lastInputId: 'c',
+      agent: null,
       owner: 'bob',
     });
   });
@@ -504,6 +510,7 @@ describe('foldEvents', () => {
       steering: [],
       queue: [],
       lastInputId: 'c4',
+      agent: null,
       owner: 'alice',
     });
     expect(await readInput(pool, key, 'c3')).toMatchObject({ state: 'discarded', delivered: false, rejection: null });
@@ -550,6 +557,7 @@ describe('foldEvents', () => {
       queue: [{ id: 'c2', kind: 'chat', text: 'second' }],
       lastInputId: 'c2',
       // The first input was refused: the owner is the subject of the first accepted one.
+      agent: null,
       owner: 'bob',
     });
     expect(await readInput(pool, key, 'r1')).toEqual({
@@ -695,6 +703,7 @@ describe('foldEvents', () => {
       steering: [],
       queue: [],
       lastInputId: null,
+      agent: null,
       owner: null,
     });
   });

@@ -1,0 +1,92 @@
+import { Controller, Inject } from '@nestjs/common';
+import { EventPattern, Payload } from '@nestjs/microservices';
+import type { KafkaMessage } from 'kafkajs';
+import { Topics, type ConversationEvent } from '@rudder/contracts';
+import { createKafka, isRefusedByDatabase, KafkaBatchServer, READER_SESSION, type Config, type Log, type PartitionBatch, type Pool } from '@rudder/runtime';
+import { POOL } from '../http/companion.controller';
+import { foldEvents } from './fold-events';
+import { readEventRecord } from './read-event-record';
+
+/** A bound on one transaction's size; a fetched batch larger than this is folded in slices. */
+const MAX_EVENTS_PER_TRANSACTION = 500;
+
+/** The companion's log (Nest token). */
+export const LOG = Symbol('companion.log');
+
+/**
+ * The companion's consumer of `agent.events`, from the beginning of the topic, as a Nest
+ * microservice transport. Each slice of a fetched batch (up to MAX_EVENTS_PER_TRANSACTION
+ * records) is folded in ONE transaction, so the hot path costs a handful of round trips per
+ * batch instead of per event; its offsets are committed only after that transaction has
+ * committed. A crash between the two redelivers records whose ids are already in
+ * `applied_events`, which change nothing. Nothing is ever committed ahead of the database.
+ */
+export const companionTransport = (config: Config, log: Log): KafkaBatchServer =>
+  new KafkaBatchServer({
+    kafka: createKafka(config.KAFKA_BROKERS, 'companion'),
+    topics: [Topics.events],
+    namespace: config.KAFKA_NAMESPACE,
+    consumer: { groupId: `${config.KAFKA_NAMESPACE}companion`, ...READER_SESSION },
+    maxBatchSize: MAX_EVENTS_PER_TRANSACTION,
+    log,
+  });
+
+/** Folds each batch of agent.events into the projections. */
+@Controller()
+export class EventsController {
+  constructor(
+    @Inject(POOL) private readonly pool: Pool,
+    @Inject(LOG) private readonly log: Log,
+  ) {}
+
+  @EventPattern(Topics.events)
+  async fold(@Payload() batch: PartitionBatch): Promise<void> {
+    await foldOrSkip(this.pool, readEvents(batch.messages, batch, this.log), this.log);
+  }
+}
+
+function readEvents(messages: KafkaMessage[], where: { topic: string; partition: number }, log: Log): ConversationEvent[] {
+  const events: ConversationEvent[] = [];
+  for (const message of messages) {
+    const read = readEventRecord(message.value);
+    if (read.ok) events.push(read.event);
+    else
+      log.warn('skipped a record of agent.events that does not parse', {
+        ...where,
+        offset: message.offset,
+        key: message.key?.toString('utf8') ?? null,
+        reason: read.reason,
+      });
+  }
+  return events;
+}
+
+/**
+ * An event that parses but that the database refuses (texts are made storable, so this is a
+ * backstop for what nobody foresaw) would fail its batch on every redelivery and block the
+ * partition. When a batch fails with such an
+ * error, its events are folded one by one and the ones refused are logged and skipped.
+ * Any other failure (the database is down) is thrown: kafkajs retries the batch, unresolved.
+ */
+async function foldOrSkip(pool: Pool, events: ConversationEvent[], log: Log): Promise<void> {
+  try {
+    await foldEvents(pool, events);
+    return;
+  } catch (error) {
+    if (!isRefusedByDatabase(error)) throw error;
+  }
+  for (const event of events) {
+    try {
+      await foldEvents(pool, [event]);
+    } catch (error) {
+      if (!isRefusedByDatabase(error)) throw error;
+      log.error('skipped an event the projections cannot hold', {
+        id: event.id,
+        conversation: event.conversation,
+        position: event.position,
+        type: event.type,
+        error: String(error),
+      });
+    }
+  }
+}
