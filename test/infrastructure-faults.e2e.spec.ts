@@ -47,6 +47,7 @@ const expectedRows = ({ text }: Chat) => {
 const expectedTypes = (chats: Chat[]) => {
   const waits = chats.filter((c) => waitMs(c.text)).length;
   const counts: Record<string, number> = {
+    'conversation.opened': 1,
     'input.accepted': chats.length,
     'input.delivered': chats.length,
     'turn.started': chats.length,

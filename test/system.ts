@@ -45,6 +45,8 @@ export type StackOptions = {
   workerEnv?: Record<string, string>;
   /** `process`: the companion runs as a child process on a fixed port (the gateway keeps its URL). */
   companion?: 'in-process' | 'process';
+  /** The worker's main, from the repository root: a team's own worker app (default: the default agent's). */
+  workerEntry?: string;
 };
 
 /**
@@ -87,7 +89,7 @@ export async function startSystem(infra: Infra, options: StackOptions = {}): Pro
 
   const workers: WorkerProcess[] = [];
   const spawnOne = (extraEnv: Record<string, string> = {}) => {
-    const worker = spawnWorker({ ...env, ...extraEnv });
+    const worker = spawnWorker({ ...env, ...extraEnv }, options.workerEntry);
     workers.push(worker);
     return worker;
   };
@@ -120,8 +122,8 @@ export async function startSystem(infra: Infra, options: StackOptions = {}): Pro
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-export function spawnWorker(env: Record<string, string>): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'apps/turn-worker/src/main.ts'], {
+export function spawnWorker(env: Record<string, string>, entry = 'apps/turn-worker/src/main.ts'): WorkerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
