@@ -9,11 +9,11 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     projects: [
-      { test: { name: 'unit', include: ['{apps,libs}/**/*.unit.spec.ts'] } },
+      { test: { name: 'unit', include: ['{apps,libs,examples}/**/*.unit.spec.ts'] } },
       {
         test: {
           name: 'system',
-          include: ['{apps,libs,test}/**/*.{int,e2e}.spec.ts'],
+          include: ['{apps,libs,examples,test}/**/*.{int,e2e}.spec.ts'],
           globalSetup: ['test/global-setup.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
