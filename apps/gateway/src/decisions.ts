@@ -16,6 +16,7 @@ const REFUSALS = {
   unknown_agent: { error: 'unknown_agent', hint: 'name an agent this deployment runs, or none for the default one' },
   agent_mismatch: { error: 'agent_mismatch', hint: "a conversation keeps the agent of its first input: name that one, or none" },
   refused: { error: 'refused', hint: "the agent's input guard refused it; nothing of it reaches the model" },
+  forbidden: { error: 'forbidden', hint: 'only the owner of the conversation writes to it' },
 } as const satisfies Record<Rejection['code'], { error: GatewayError['code']; hint: string }>;
 
 /**

@@ -68,9 +68,10 @@ export const EventData = {
     input: PendingInput,
     /**
      * `unknown_agent`: the chat named an agent this deployment does not run; `agent_mismatch`:
-     * the conversation has another; `refused`: the agent's input guard refused it (`message` is its reason).
+     * the conversation has another; `refused`: the agent's input guard refused it (`message` is its reason);
+     * `forbidden`: its subject may not write to the conversation (decided in the log, with the input).
      */
-    code: z.enum(['queue_full', 'precondition_failed', 'busy', 'unknown_agent', 'agent_mismatch', 'refused']),
+    code: z.enum(['queue_full', 'precondition_failed', 'busy', 'unknown_agent', 'agent_mismatch', 'refused', 'forbidden']),
     message: z.string(),
   }),
   /** A promotion found no pending follow-up under that id (delivered, retracted, a steer, or unknown). */

@@ -105,9 +105,13 @@ function decideInput(state: ConversationState, input: InputRecord, agents: Agent
 const lands = (state: ConversationState, policy: InputPolicy) =>
   state.runningTurn !== null && state.ending === null && state.steersLanded < policy.maxTaken;
 
-type Refusal = { code: 'precondition_failed' | 'busy' | 'queue_full' | 'agent_mismatch'; message: string };
+type Refusal = { code: 'forbidden' | 'precondition_failed' | 'busy' | 'queue_full' | 'agent_mismatch'; message: string };
 
-/** Why an input is refused, if it is: another agent named, a failed precondition, a busy conversation, or a full queue. */
+/**
+ * Why an input is refused, if it is: a subject that may not write (the owner is the subject
+ * whose input opened the conversation; decided here, with the input, so no timing lets another
+ * subject in), another agent named, a failed precondition, a busy conversation, or a full queue.
+ */
 function refuse(
   state: ConversationState,
   input: Extract<InputRecord, { type: 'chat' | 'steer' }>,
@@ -115,6 +119,9 @@ function refuse(
   named: string | undefined,
   policy: InputPolicy,
 ): Refusal | null {
+  if (state.owner !== null && input.subject !== state.owner) {
+    return { code: 'forbidden', message: `${input.subject} may not write to this conversation` };
+  }
   if (named !== undefined && state.agent !== null && named !== state.agent) {
     return { code: 'agent_mismatch', message: `the conversation is answered by ${state.agent}; its agent never changes` };
   }

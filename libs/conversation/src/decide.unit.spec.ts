@@ -178,3 +178,28 @@ describe('queue controls under the conversation lock', () => {
     expect(after.steers).toEqual([]);
   });
 });
+
+describe('who may write, decided with the input', () => {
+  it('the first accepted input opens the conversation for its subject; a chat or steer of another subject is refused forbidden', () => {
+    const opened = decide([chat('a')], initialState());
+    expect(opened.events[0]).toEqual({ type: 'conversation.opened', data: { owner: 'alice', agent: 'default' } });
+    const bob = { subject: 'bob' };
+    const { events } = decide([chat('b', bob), steer('s', bob), chat('c')], opened.head);
+    expect(rejections(events)).toEqual([
+      ['b', 'forbidden'],
+      ['s', 'forbidden'],
+    ]);
+    expect(types(events)).toEqual(['input.rejected', 'input.rejected', 'input.accepted']);
+  });
+
+  it('every kind of decision on an input holds one of its receipt keys, so a redelivered input adds nothing', () => {
+    const inputs: InputRecord[] = [chat('c'), steer('s'), chat('busy', { onBusy: 'reject' }), stop('x'), retract('r', { id: 'c' }), retract('r2', { id: 'none' }), promote('p', 'c2'), promote('p2', 'none')];
+    let head = running();
+    head = decide([chat('c2')], head).head;
+    for (const input of inputs) {
+      const { events, head: after } = decide([input], head);
+      expect(events.some((e) => receiptKeys(input).includes(onceKey(e))), input.id).toBe(true);
+      expect(decide([input], after, policy, new Set(events.map(onceKey))).events).toEqual([]);
+    }
+  });
+});
