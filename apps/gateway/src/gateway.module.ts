@@ -25,6 +25,7 @@ import { SteerController } from './steer/steer.controller';
 import { SteerHandler } from './steer/steer-handler';
 import { StopController } from './stop/stop.controller';
 import { StopHandler } from './stop/stop-handler';
+import { StreamTokensController } from './stream-tokens/stream-tokens.controller';
 import { TurnsController } from './turns/turns.controller';
 import { CONFIG, KAFKA, LOG, OPTIONS, type GatewayOptions } from './tokens';
 
@@ -44,6 +45,7 @@ export class GatewayModule {
         MessagesController,
         TurnsController,
         EventsController,
+        StreamTokensController,
         HealthController,
       ],
       providers: [
@@ -51,7 +53,7 @@ export class GatewayModule {
         { provide: LOG, useValue: log },
         { provide: OPTIONS, useValue: options },
         { provide: KAFKA, useValue: createKafka(config.KAFKA_BROKERS, 'gateway') },
-        { provide: Authenticator, useValue: Authenticator.fromConfig(config.AUTH_TOKENS) },
+        { provide: Authenticator, useValue: Authenticator.fromConfig(config) },
         { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log) },
         { provide: APP_FILTER, useClass: ErrorFilter },
         AuthGuard,

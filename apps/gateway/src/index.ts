@@ -29,9 +29,10 @@ const bodyLimit = (config: Config): number => Math.max(100_000, 32 * config.MAX_
  */
 export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<RunningGateway> {
   const log = createLog('gateway');
-  if (config.AUTH_TOKENS === undefined || config.AUTH_TOKENS.trim() === '') {
+  const authConfigured = (config.AUTH_TOKENS ?? '').trim() !== '' || config.AUTH_JWT_SECRET !== undefined || config.AUTH_JWKS_URL !== undefined;
+  if (!authConfigured) {
     log.warn(
-      '!!! AUTH_TOKENS is unset: OPEN DEVELOPMENT MODE, every request is the subject "anonymous" and no token is checked. Never run it like this in production. !!!',
+      '!!! AUTH_TOKENS, AUTH_JWT_SECRET and AUTH_JWKS_URL are unset: OPEN DEVELOPMENT MODE, every request is the subject "anonymous" and no token is checked. Never run it like this in production. !!!',
     );
   }
   const app = await NestFactory.create<NestExpressApplication>(GatewayModule.forConfig(config, log, options), {
