@@ -15,6 +15,8 @@ import { LiveEvents } from './events/live-events';
 import { HealthController } from './health/health.controller';
 import { HealthChecks } from './health/health-checks';
 import { InputsPublisher } from './inputs-publisher';
+import { InputRateGuard } from './limits/input-rate.guard';
+import { SubjectLimits } from './limits/subject-limits';
 import { MessagesController } from './messages/messages.controller';
 import { PromoteController } from './promote/promote.controller';
 import { PromoteHandler } from './promote/promote-handler';
@@ -56,7 +58,9 @@ export class GatewayModule {
         { provide: Authenticator, useValue: Authenticator.fromConfig(config) },
         { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log) },
         { provide: APP_FILTER, useClass: ErrorFilter },
+        { provide: SubjectLimits, useValue: new SubjectLimits(config) },
         AuthGuard,
+        InputRateGuard,
         ConversationAccess,
         InputsPublisher,
         LiveEvents,
