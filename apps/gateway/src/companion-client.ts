@@ -90,7 +90,7 @@ export class CompanionClient {
   /** The input with this id, or null when the companion has not seen it. */
   async input(key: string, id: string): Promise<CompanionInput | null> {
     try {
-      const answer = await this.get(`${conversationPath(key)}/inputs/${encodeURIComponent(id)}`);
+      const answer = await this.get(`${conversationPath(key)}/inputs/${segment(id)}`);
       return this.parse(CompanionInputAnswer, answer, 'input');
     } catch (error) {
       if (error instanceof GatewayError && error.code === 'not_found') return null;
@@ -105,7 +105,7 @@ export class CompanionClient {
 
   /** One turn, as the companion answers it (`TurnView`). */
   turn(key: string, turn: string): Promise<unknown> {
-    return this.get(`${conversationPath(key)}/turns/${encodeURIComponent(turn)}`);
+    return this.get(`${conversationPath(key)}/turns/${segment(turn)}`);
   }
 
   /** The turn that answered or took an input (`TurnView`). */
@@ -165,7 +165,16 @@ export class CompanionClient {
   }
 }
 
-const conversationPath = (key: string): string => `/conversations/${encodeURIComponent(key)}`;
+const conversationPath = (key: string): string => `/conversations/${segment(key)}`;
+
+/**
+ * One path segment of the companion's API. `.` and `..` are refused here too (the edge
+ * refuses them first): `fetch` resolves them, so `..` as a turn id would read the status.
+ */
+function segment(value: string): string {
+  if (value === '.' || value === '..') throw new GatewayError('bad_request', `"${value}" is not a key or id`);
+  return encodeURIComponent(value);
+}
 
 function queryString(query: Record<string, string | number | undefined>): string {
   const params = new URLSearchParams();

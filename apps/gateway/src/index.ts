@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createLog, type Config } from '@rudder/runtime';
 import { GatewayModule, nestLog } from './gateway.module';
+import { answerClientErrorsAsJson, checkParsedBody, checkRequestHead, verifyJsonDepth } from './hostile-input/request-checks';
 import type { GatewayOptions } from './tokens';
 
 export type RunningGateway = {
@@ -41,8 +42,12 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     logger: nestLog(log),
   });
   app.disable('x-powered-by');
-  // JSON only; every other body is no body, which the handlers refuse with a clear 400.
-  app.useBodyParser('json', { limit: bodyLimit(config) });
+  // Hostile input is refused before any route sees it (hostile-input/request-checks.ts):
+  // the URL and headers, a body that is not JSON, nesting past 32 levels, polluting keys.
+  app.use(checkRequestHead);
+  app.useBodyParser('json', { limit: bodyLimit(config), verify: verifyJsonDepth });
+  app.use(checkParsedBody);
+  answerClientErrorsAsJson(app.getHttpServer());
   try {
     await app.listen(config.GATEWAY_PORT);
   } catch (error) {
