@@ -34,6 +34,10 @@ export function checkRequestHead(request: Request, _response: ServerResponse, ne
     const path = url.split('?', 1)[0];
     for (const raw of path.split('/')) checkSegment(raw);
     checkHeaders(request);
+    const method = request.method ?? 'GET';
+    if (hasBody(request) && (method === 'GET' || method === 'HEAD' || method === 'DELETE')) {
+      throw new GatewayError('bad_request', `${method} takes no body; send it without one`);
+    }
     if (hasBody(request) && !isJson(request.headers['content-type'])) {
       throw new GatewayError('bad_request', 'send the body as JSON with Content-Type: application/json');
     }
