@@ -4,6 +4,7 @@ import type { Server } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { createKafka, createLog, createPool, migrate, type Config, type Log } from '@rudder/runtime';
 import { AppModule } from './app.module';
+import { DatabaseOutage } from './http/database-outage';
 import { ErrorFilter } from './http/errors';
 import { consumeEvents, type EventConsumer } from './projection/consume-events';
 import { migrations, SCHEMA } from './schema';
@@ -37,7 +38,9 @@ export async function startCompanion(config: Config, options: CompanionOptions =
     await migrate(pool, SCHEMA, migrations);
 
     const app = await NestFactory.create(AppModule.forRoot(pool), { logger: ['error', 'warn'], abortOnError: false });
-    app.useGlobalFilters(new ErrorFilter(log));
+    const outage = new DatabaseOutage(pool, log);
+    closers.push(async () => outage.stop());
+    app.useGlobalFilters(new ErrorFilter(log, outage));
     await app.listen(config.COMPANION_PORT);
     closers.push(() => app.close());
     const port = (app.getHttpServer() as Server).address() as AddressInfo;
