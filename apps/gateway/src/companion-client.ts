@@ -8,6 +8,7 @@ import {
 import type { Log } from '@rudder/runtime';
 import { z } from 'zod';
 import { GatewayError } from './errors/gateway-error';
+import { OutageLog } from './errors/outage-log';
 
 /**
  * The companion's status of a conversation: the public `ConversationStatus` plus `owner`,
@@ -77,11 +78,15 @@ const CompanionError = z.object({
  * answers 5xx or answers something unreadable is `unavailable` (503).
  */
 export class CompanionClient {
+  private readonly outage: OutageLog;
+
   constructor(
     private readonly baseUrl: string,
     private readonly log: Log,
     private readonly timeoutMs = 5000,
-  ) {}
+  ) {
+    this.outage = new OutageLog(log, 'the companion');
+  }
 
   async status(key: string): Promise<CompanionStatus> {
     return this.parse(CompanionStatusAnswer, await this.get(conversationPath(key)), 'status');
@@ -143,18 +148,22 @@ export class CompanionClient {
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (error) {
-      this.log.warn('companion unreachable', { path, error: String(error) });
-      throw new GatewayError('unavailable', 'the companion (read side) is not answering; try again shortly');
+      this.outage.failed(error, { path });
+      throw new GatewayError('unavailable', 'the companion (read side) is not answering; try again shortly', { companion: 'unavailable' });
     }
     const body: unknown = await response.json().catch(() => undefined);
-    if (response.ok) return body;
     const error = CompanionError.safeParse(body);
+    if (response.status < 500) this.outage.answered();
+    if (response.ok) return body;
     if (response.status < 500 && error.success) {
       const { code, message, details } = error.data.error;
       if (isErrorCode(code)) throw new GatewayError(code, message, details);
     }
-    this.log.warn('companion answered an error', { path, status: response.status, body });
-    throw new GatewayError('unavailable', `the companion (read side) answered ${response.status}; try again shortly`);
+    // The companion is up but cannot answer: pass on what it says is down (its database, say).
+    this.outage.failed(new Error(error.success ? error.data.error.message : `answered ${response.status}`), { path, status: response.status });
+    const down = error.success && isRecord(error.data.error.details) ? error.data.error.details : {};
+    const reason = error.success && error.data.error.code === 'unavailable' ? `: ${error.data.error.message}` : ` (it answered ${response.status})`;
+    throw new GatewayError('unavailable', `the companion (read side) cannot answer${reason}; try again shortly`, { companion: 'unavailable', ...down });
   }
 
   private parse<T>(schema: z.ZodType<T>, body: unknown, what: string): T {
@@ -164,6 +173,8 @@ export class CompanionClient {
     throw new GatewayError('unavailable', `the companion (read side) answered an unreadable ${what}`);
   }
 }
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const conversationPath = (key: string): string => `/conversations/${segment(key)}`;
 

@@ -29,7 +29,7 @@ const bodyLimit = (config: Config): number => Math.max(100_000, 32 * config.MAX_
  * (`GatewayOptions`, e.g. a shorter steer decision wait for tests).
  */
 export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<RunningGateway> {
-  const log = createLog('gateway');
+  const log = options.log ?? createLog('gateway');
   const authConfigured = (config.AUTH_TOKENS ?? '').trim() !== '' || config.AUTH_JWT_SECRET !== undefined || config.AUTH_JWKS_URL !== undefined;
   if (!authConfigured) {
     log.warn(
