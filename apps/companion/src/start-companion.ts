@@ -4,6 +4,7 @@ import type { Server } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { createKafka, createLog, createPool, ensureTopics, migrate, topicNames, type Config, type Log } from '@rudder/runtime';
 import { AppModule } from './app.module';
+import { DatabaseOutage } from './http/database-outage';
 import { ErrorFilter } from './http/errors';
 import { companionTransport } from './projection/events.controller';
 import { migrations, SCHEMA } from './schema';
@@ -42,9 +43,10 @@ export async function startCompanion(config: Config, options: CompanionOptions =
 
     const consume = options.consume !== false;
     const app = await NestFactory.create(AppModule.forRoot(pool, log, consume), { logger: ['error', 'warn'], abortOnError: false });
-    app.useGlobalFilters(new ErrorFilter(log));
+    const outage = new DatabaseOutage(pool, log);
+    app.useGlobalFilters(new ErrorFilter(log, outage));
     if (options.shutdownHooks) app.enableShutdownHooks();
-    closers = [() => app.close()];
+    closers = [() => app.close(), async () => outage.stop()];
     if (consume) {
       await ensureTopics(createKafka(config.KAFKA_BROKERS, 'companion'), topicNames(config.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);
       app.connectMicroservice({ strategy: companionTransport(config, log) });

@@ -9,6 +9,7 @@ import {
 import type { Log } from '@rudder/runtime';
 import { z } from 'zod';
 import { GatewayError } from './errors/gateway-error';
+import { OutageLog } from './errors/outage-log';
 
 /**
  * The companion's status of a conversation: the public `ConversationStatus` plus `owner`,
@@ -79,11 +80,15 @@ const CompanionError = z.object({
  * answers 5xx or answers something unreadable is `unavailable` (503).
  */
 export class CompanionClient {
+  private readonly outage: OutageLog;
+
   constructor(
     private readonly baseUrl: string,
     private readonly log: Log,
     private readonly timeoutMs = 5000,
-  ) {}
+  ) {
+    this.outage = new OutageLog(log, 'the companion');
+  }
 
   async status(key: string): Promise<CompanionStatus> {
     return this.parse(CompanionStatusAnswer, await this.get(conversationPath(key)), 'status');
@@ -92,7 +97,7 @@ export class CompanionClient {
   /** The input with this id, or null when the companion has not seen it. */
   async input(key: string, id: string): Promise<CompanionInput | null> {
     try {
-      const answer = await this.get(`${conversationPath(key)}/inputs/${encodeURIComponent(id)}`);
+      const answer = await this.get(`${conversationPath(key)}/inputs/${segment(id)}`);
       return this.parse(CompanionInputAnswer, answer, 'input');
     } catch (error) {
       if (error instanceof GatewayError && error.code === 'not_found') return null;
@@ -107,7 +112,7 @@ export class CompanionClient {
 
   /** One turn, as the companion answers it (`TurnView`). */
   turn(key: string, turn: string): Promise<unknown> {
-    return this.get(`${conversationPath(key)}/turns/${encodeURIComponent(turn)}`);
+    return this.get(`${conversationPath(key)}/turns/${segment(turn)}`);
   }
 
   /** The turn that answered or took an input (`TurnView`). */
@@ -145,18 +150,22 @@ export class CompanionClient {
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (error) {
-      this.log.warn('companion unreachable', { path, error: String(error) });
-      throw new GatewayError('unavailable', 'the companion (read side) is not answering; try again shortly');
+      this.outage.failed(error, { path });
+      throw new GatewayError('unavailable', 'the companion (read side) is not answering; try again shortly', { companion: 'unavailable' });
     }
     const body: unknown = await response.json().catch(() => undefined);
-    if (response.ok) return body;
     const error = CompanionError.safeParse(body);
+    if (response.status < 500) this.outage.answered();
+    if (response.ok) return body;
     if (response.status < 500 && error.success) {
       const { code, message, details } = error.data.error;
       if (isErrorCode(code)) throw new GatewayError(code, message, details);
     }
-    this.log.warn('companion answered an error', { path, status: response.status, body });
-    throw new GatewayError('unavailable', `the companion (read side) answered ${response.status}; try again shortly`);
+    // The companion is up but cannot answer: pass on what it says is down (its database, say).
+    this.outage.failed(new Error(error.success ? error.data.error.message : `answered ${response.status}`), { path, status: response.status });
+    const down = error.success && isRecord(error.data.error.details) ? error.data.error.details : {};
+    const reason = error.success && error.data.error.code === 'unavailable' ? `: ${error.data.error.message}` : ` (it answered ${response.status})`;
+    throw new GatewayError('unavailable', `the companion (read side) cannot answer${reason}; try again shortly`, { companion: 'unavailable', ...down });
   }
 
   private parse<T>(schema: z.ZodType<T>, body: unknown, what: string): T {
@@ -167,7 +176,18 @@ export class CompanionClient {
   }
 }
 
-const conversationPath = (key: string): string => `/conversations/${encodeURIComponent(key)}`;
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const conversationPath = (key: string): string => `/conversations/${segment(key)}`;
+
+/**
+ * One path segment of the companion's API. `.` and `..` are refused here too (the edge
+ * refuses them first): `fetch` resolves them, so `..` as a turn id would read the status.
+ */
+function segment(value: string): string {
+  if (value === '.' || value === '..') throw new GatewayError('bad_request', `"${value}" is not a key or id`);
+  return encodeURIComponent(value);
+}
 
 function queryString(query: Record<string, string | number | undefined>): string {
   const params = new URLSearchParams();

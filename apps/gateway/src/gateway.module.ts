@@ -15,6 +15,8 @@ import { LiveEvents } from './events/live-events';
 import { HealthController } from './health/health.controller';
 import { HealthChecks } from './health/health-checks';
 import { InputsPublisher } from './inputs-publisher';
+import { InputRateGuard } from './limits/input-rate.guard';
+import { SubjectLimits } from './limits/subject-limits';
 import { MessagesController } from './messages/messages.controller';
 import { PromoteController } from './promote/promote.controller';
 import { PromoteHandler } from './promote/promote-handler';
@@ -25,6 +27,7 @@ import { SteerController } from './steer/steer.controller';
 import { SteerHandler } from './steer/steer-handler';
 import { StopController } from './stop/stop.controller';
 import { StopHandler } from './stop/stop-handler';
+import { StreamTokensController } from './stream-tokens/stream-tokens.controller';
 import { TurnsController } from './turns/turns.controller';
 import { CONFIG, KAFKA, LOG, OPTIONS, type GatewayOptions } from './tokens';
 
@@ -44,6 +47,7 @@ export class GatewayModule {
         MessagesController,
         TurnsController,
         EventsController,
+        StreamTokensController,
         HealthController,
       ],
       providers: [
@@ -51,10 +55,12 @@ export class GatewayModule {
         { provide: LOG, useValue: log },
         { provide: OPTIONS, useValue: options },
         { provide: KAFKA, useValue: createKafka(config.KAFKA_BROKERS, 'gateway') },
-        { provide: Authenticator, useValue: Authenticator.fromConfig(config.AUTH_TOKENS) },
+        { provide: Authenticator, useValue: Authenticator.fromConfig(config) },
         { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log) },
         { provide: APP_FILTER, useClass: ErrorFilter },
+        { provide: SubjectLimits, useValue: new SubjectLimits(config) },
         AuthGuard,
+        InputRateGuard,
         ConversationAccess,
         InputsPublisher,
         LiveEvents,

@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createLog, type Config } from '@rudder/runtime';
 import { GatewayModule, nestLog } from './gateway.module';
+import { answerClientErrorsAsJson, checkParsedBody, checkRequestHead, verifyJsonDepth } from './hostile-input/request-checks';
 import type { GatewayOptions } from './tokens';
 
 export type RunningGateway = {
@@ -28,10 +29,11 @@ const bodyLimit = (config: Config): number => Math.max(100_000, 32 * config.MAX_
  * (`GatewayOptions`, e.g. a shorter steer decision wait for tests).
  */
 export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<RunningGateway> {
-  const log = createLog('gateway');
-  if (config.AUTH_TOKENS === undefined || config.AUTH_TOKENS.trim() === '') {
+  const log = options.log ?? createLog('gateway');
+  const authConfigured = (config.AUTH_TOKENS ?? '').trim() !== '' || config.AUTH_JWT_SECRET !== undefined || config.AUTH_JWKS_URL !== undefined;
+  if (!authConfigured) {
     log.warn(
-      '!!! AUTH_TOKENS is unset: OPEN DEVELOPMENT MODE, every request is the subject "anonymous" and no token is checked. Never run it like this in production. !!!',
+      '!!! AUTH_TOKENS, AUTH_JWT_SECRET and AUTH_JWKS_URL are unset: OPEN DEVELOPMENT MODE, every request is the subject "anonymous" and no token is checked. Never run it like this in production. !!!',
     );
   }
   const app = await NestFactory.create<NestExpressApplication>(GatewayModule.forConfig(config, log, options), {
@@ -40,8 +42,12 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     logger: nestLog(log),
   });
   app.disable('x-powered-by');
-  // JSON only; every other body is no body, which the handlers refuse with a clear 400.
-  app.useBodyParser('json', { limit: bodyLimit(config) });
+  // Hostile input is refused before any route sees it (hostile-input/request-checks.ts):
+  // the URL and headers, a body that is not JSON, nesting past 32 levels, polluting keys.
+  app.use(checkRequestHead);
+  app.useBodyParser('json', { limit: bodyLimit(config), verify: verifyJsonDepth });
+  app.use(checkParsedBody);
+  answerClientErrorsAsJson(app.getHttpServer());
   try {
     await app.listen(config.GATEWAY_PORT);
   } catch (error) {

@@ -3,6 +3,7 @@ import { InputRecord } from '@rudder/contracts';
 import { topicNames, type Config, type Log } from '@rudder/runtime';
 import type { Kafka, Producer } from 'kafkajs';
 import { GatewayError } from './errors/gateway-error';
+import { OutageLog } from './errors/outage-log';
 import { CONFIG, KAFKA, LOG } from './tokens';
 
 /**
@@ -23,8 +24,10 @@ export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
   private readonly producer: Producer;
   private readonly topic: string;
   private connected: Promise<void> | null = null;
+  private readonly outage: OutageLog;
 
-  constructor(@Inject(KAFKA) kafka: Kafka, @Inject(CONFIG) config: Config, @Inject(LOG) private readonly log: Log) {
+  constructor(@Inject(KAFKA) kafka: Kafka, @Inject(CONFIG) config: Config, @Inject(LOG) log: Log) {
+    this.outage = new OutageLog(log, 'Kafka');
     this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
     this.topic = topicNames(config.KAFKA_NAMESPACE).inputs;
   }
@@ -43,12 +46,13 @@ export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
         acks: -1,
         messages: [{ key: record.conversation, value: JSON.stringify(record) }],
       });
+      this.outage.answered();
     } catch (error) {
       this.connected = null;
-      this.log.error('could not produce an input', { topic: this.topic, type: record.type, id: record.id, error: String(error) });
+      this.outage.failed(error, { topic: this.topic, type: record.type, id: record.id });
       // A chat or a steer carries the client's id; the controls have fresh ids of their own.
       const retry = record.type === 'chat' || record.type === 'steer' ? 'retry with the same id' : `send the ${record.type} again`;
-      throw new GatewayError('unavailable', `the ${record.type} could not be stored (Kafka unavailable); ${retry}`);
+      throw new GatewayError('unavailable', `the ${record.type} could not be stored (Kafka unavailable); ${retry}`, { kafka: 'unavailable' });
     }
   }
 

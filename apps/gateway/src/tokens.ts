@@ -1,3 +1,5 @@
+import type { Log } from '@rudder/runtime';
+
 /**
  * Injection tokens of the gateway's own values. esbuild (tsx) emits no decorator metadata,
  * so every constructor parameter names its token with `@Inject(...)`.
@@ -17,6 +19,8 @@ export type GatewayOptions = {
    * `retract.refused`, `promote.refused`) before they answer 503. Default 30 s.
    */
   decisionTimeoutMs?: number;
+  /** Where the gateway logs; default stderr (`createLog('gateway')`). Tests pass one that keeps its lines. */
+  log?: Log;
 };
 
 export const DEFAULT_DECISION_TIMEOUT_MS = 30_000;

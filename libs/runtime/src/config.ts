@@ -20,6 +20,32 @@ const Env = z.object({
   OPENAI_API_KEY: z.string().optional(),
   OPENAI_MODEL: z.string().default('gpt-4o-mini'),
   AUTH_TOKENS: z.string().optional(),
+  /**
+   * JWTs beside AUTH_TOKENS: HS256 with this shared secret (at least 32 characters), and/or
+   * RS256/ES256 with the keys of the JWKS at AUTH_JWKS_URL. Either one needs AUTH_JWT_ISSUER
+   * and AUTH_JWT_AUDIENCE (checked on every token); the subject is the claim
+   * AUTH_JWT_SUBJECT_CLAIM names. See apps/gateway/src/auth/jwt-verifier.ts.
+   */
+  AUTH_JWT_SECRET: z.string().optional(),
+  AUTH_JWKS_URL: z.url({ message: 'AUTH_JWKS_URL must be an http(s) URL' }).optional(),
+  AUTH_JWT_ISSUER: z.string().optional(),
+  AUTH_JWT_AUDIENCE: z.string().optional(),
+  AUTH_JWT_SUBJECT_CLAIM: z.string().min(1).default('sub'),
+  /**
+   * Signs the short-lived stream tokens (`POST …/stream-tokens`). Unset: a random secret per
+   * gateway process, so a stream token opens streams on the gateway that issued it only; set
+   * it (the same on every gateway, at least 32 characters) when several gateways share traffic.
+   */
+  AUTH_STREAM_TOKEN_SECRET: z.string().optional(),
+  AUTH_STREAM_TOKEN_TTL_SECONDS: z.coerce.number().int().min(1).max(3600).default(300),
+  /**
+   * Limits per subject, per gateway process: inputs (chat, steer, stop, retract, promote) per
+   * second with a burst of LIMIT_INPUTS_BURST (default twice the rate), and event streams
+   * open at once. Past either: 429 with Retry-After. 0 turns a limit off.
+   */
+  LIMIT_INPUTS_PER_SECOND: z.coerce.number().nonnegative().default(50),
+  LIMIT_INPUTS_BURST: z.coerce.number().int().positive().optional(),
+  LIMIT_STREAMS_PER_SUBJECT: z.coerce.number().int().nonnegative().default(32),
   MAX_TEXT_CHARS: z.coerce.number().int().positive().default(8000),
   /** How many steered messages a turn takes at most; 0: the agent's turns take none (every steer becomes a turn of its own). */
   STEERS_PER_TURN: z.coerce.number().int().nonnegative().default(16),

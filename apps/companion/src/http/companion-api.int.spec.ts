@@ -237,7 +237,7 @@ describe('the companion without its database', () => {
       const response = await fetch(`http://127.0.0.1:${alone.port}/healthz`);
       expect({ status: response.status, body: await response.json() }).toEqual({
         status: 503,
-        body: { error: { code: 'unavailable', message: expect.any(String) } },
+        body: { error: { code: 'unavailable', message: expect.stringMatching(/database/), details: { database: 'unavailable' } } },
       });
     } finally {
       await alone.stop();

@@ -8,7 +8,7 @@ import { readInput, type InputView } from '../queries/input-view';
 import { readTranscriptPage } from '../queries/transcript-page';
 import { readTurnOfInput } from '../queries/turn-of-input';
 import { readTurn } from '../queries/turn-view';
-import { CompanionError } from './errors';
+import { CompanionError, databaseUnavailable } from './errors';
 import { conversationKey, eventsQuery, inputId, transcriptQuery, turnId, turnsQuery } from './params';
 
 /** The pool the queries read from (Nest token). */
@@ -25,7 +25,7 @@ export class CompanionController {
 
   @Get('healthz')
   async health(): Promise<{ ok: true }> {
-    if (!(await databaseAnswers(this.pool))) throw new CompanionError('unavailable', 'the database does not answer');
+    if (!(await databaseAnswers(this.pool))) throw databaseUnavailable();
     return { ok: true };
   }
 

@@ -1,6 +1,7 @@
 import { Catch, HttpException, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
 import { ErrorStatus, type ErrorBody, type ErrorCode } from '@rudder/contracts';
 import type { Log } from '@rudder/runtime';
+import { isDatabaseUnavailable, type DatabaseOutage } from './database-outage';
 
 /** The part of Express's response the filter uses (no @types/express in this repository). */
 type Response = { status(code: number): { json(body: unknown): unknown } };
@@ -10,6 +11,8 @@ export class CompanionError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
+    /** Structured help; for 503, what is down (`{database: 'unavailable'}`). */
+    readonly details?: Record<string, unknown>,
   ) {
     super(message);
     this.name = 'CompanionError';
@@ -19,15 +22,33 @@ export class CompanionError extends Error {
 /** A failure of the companion itself; not one of the contract's codes, since the gateway never forwards it as is. */
 type InternalErrorBody = { error: { code: 'internal'; message: string } };
 
-/** Every error answer is `{error: {code, message}}`, Nest's own (an unknown route, say) included. */
+/** The answer while the database is away: 503, saying what is down; the gateway passes it on. */
+export const databaseUnavailable = () =>
+  new CompanionError('unavailable', 'the database (PostgreSQL) is not answering; try again shortly', { database: 'unavailable' });
+
+/**
+ * Every error answer is `{error: {code, message, details?}}`, Nest's own (an unknown route,
+ * say) included. A query that failed because the database is unreachable is 503
+ * `unavailable` naming the database, logged once per outage (`DatabaseOutage`), not a 500
+ * with a stack per request.
+ */
 @Catch()
 export class ErrorFilter implements ExceptionFilter {
-  constructor(private readonly log: Log) {}
+  constructor(
+    private readonly log: Log,
+    private readonly outage?: DatabaseOutage,
+  ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const response = host.switchToHttp().getResponse<Response>();
+    if (isDatabaseUnavailable(exception)) {
+      this.outage?.failed(exception);
+      if (!this.outage) this.log.warn('the database is unavailable', { error: String(exception) });
+      exception = databaseUnavailable();
+    }
     if (exception instanceof CompanionError) {
-      this.send(response, ErrorStatus[exception.code], { error: { code: exception.code, message: exception.message } });
+      const { code, message, details } = exception;
+      this.send(response, ErrorStatus[code], { error: { code, message, ...(details === undefined ? {} : { details }) } });
       return;
     }
     if (exception instanceof HttpException) {

@@ -1,11 +1,12 @@
 import { Body, Controller, Headers, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
 import type { ChatAccepted } from '@rudder/contracts';
 import { AuthGuard, Subject } from '../auth/auth.guard';
+import { InputRateGuard } from '../limits/input-rate.guard';
 import { conversationKeyOf } from '../edge';
 import { ChatHandler } from './chat-handler';
 
 @Controller('v1/conversations/:key')
-@UseGuards(AuthGuard)
+@UseGuards(AuthGuard, InputRateGuard)
 export class ChatController {
   constructor(@Inject(ChatHandler) private readonly handler: ChatHandler) {}
 

@@ -4,14 +4,14 @@ import { ErrorStatus, type ErrorBody, type ErrorCode } from '@rudder/contracts';
 import type { Log } from '@rudder/runtime';
 import { ZodError } from 'zod';
 import { LOG } from '../tokens';
-import { GatewayError, badInput } from './gateway-error';
+import { GatewayError, badInput, type GatewayErrorCode } from './gateway-error';
 
 /**
  * Answer of an error nobody meant: a bug. `ErrorCode` has no code for it (yet), so it is the
  * one status not taken from `ErrorStatus`; its message never carries internals.
  */
 const INTERNAL = { status: 500, code: 'internal' } as const;
-type AnyErrorBody = ErrorBody | { error: { code: typeof INTERNAL.code; message: string } };
+type AnyErrorBody = ErrorBody | { error: { code: GatewayErrorCode | typeof INTERNAL.code; message: string; details?: unknown } };
 
 /** HTTP status → our code, for errors raised by Nest or Express (unknown route, bad JSON). */
 const codeOfStatus = new Map<number, ErrorCode>(

@@ -5,13 +5,21 @@ import type { ZodError } from 'zod';
  * The one error the gateway's code throws on purpose. `code` is stable (clients branch on
  * it); `message` is for people; `details` is optional structured help (the zod paths that
  * failed, say); `headers` go on the answer (`Retry-After` of a 429, say). The HTTP status
- * comes from `ErrorStatus`, nowhere else.
+ * comes from `ErrorStatus` (or `EdgeErrorStatus`), nowhere else.
  */
+/**
+ * Codes the gateway's edge answers that the contract's `ErrorStatus` does not hold (yet):
+ * `rate_limited` is a subject over its own limits (inputs per second, open streams), told
+ * apart from `queue_full`, a conversation whose queue is full. To move into libs/contracts.
+ */
+export const EdgeErrorStatus = { rate_limited: 429 } as const;
+export type GatewayErrorCode = ErrorCode | keyof typeof EdgeErrorStatus;
+
 export class GatewayError extends Error {
   override readonly name = 'GatewayError';
 
   constructor(
-    readonly code: ErrorCode,
+    readonly code: GatewayErrorCode,
     message: string,
     readonly details?: unknown,
     readonly headers: Readonly<Record<string, string>> = {},
@@ -20,7 +28,7 @@ export class GatewayError extends Error {
   }
 
   get status(): number {
-    return ErrorStatus[this.code];
+    return this.code === 'rate_limited' ? EdgeErrorStatus[this.code] : ErrorStatus[this.code];
   }
 }
 

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { Inject, Injectable } from '@nestjs/common';
 import { ConversationAccess } from '../auth/conversation-access';
 import { CompanionClient } from '../companion-client';
+import { SubjectLimits } from '../limits/subject-limits';
 import { EventStream } from './event-stream';
 import { LiveEvents } from './live-events';
 import { responseSink } from './sse';
@@ -26,10 +27,13 @@ export class EventsHandler {
     @Inject(ConversationAccess) private readonly access: ConversationAccess,
     @Inject(CompanionClient) private readonly companion: CompanionClient,
     @Inject(LiveEvents) private readonly live: LiveEvents,
+    @Inject(SubjectLimits) private readonly limits: SubjectLimits,
   ) {}
 
   async open({ key, subject, after, response }: OpenStream): Promise<void> {
     await this.access.require(key, subject, 'read');
+    // A slot of the subject's open streams (429 past LIMIT_STREAMS_PER_SUBJECT), held until the response closes.
+    const release = this.limits.openStream(subject);
     // What the client missed: the companion's store, plus what this gateway saw live lately and
     // the store may not have folded yet (LiveEvents.recentAfter); the stream drops the overlap.
     const replay = async (position: number) => [
@@ -44,13 +48,17 @@ export class EventsHandler {
     const close = () => {
       unsubscribe();
       stream.end();
+      release();
     };
     response.on('close', close);
+    // The client may have gone while access was checked: its 'close' has fired already.
+    if (response.destroyed) close();
     try {
       await stream.start();
     } catch (error) {
       response.off('close', close);
       unsubscribe();
+      release();
       throw error;
     }
   }

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { Controller, Get, Headers, Inject, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { z } from 'zod';
-import { AuthGuard, Subject } from '../auth/auth.guard';
+import { AuthGuard, StreamRoute, Subject } from '../auth/auth.guard';
 import { conversationKeyOf, parseEdge } from '../edge';
 import { EventsHandler } from './events-handler';
 
@@ -17,8 +17,10 @@ export class EventsController {
    * Resumes after `Last-Event-ID`, or `?after=` for clients that cannot set headers; the
    * header wins, because a reconnecting EventSource sends it with its original URL. Without
    * either, the stream is live from now on. Errors before the stream opens answer as JSON.
+   * The one route that takes a stream token, also as `?access_token=` (see `AuthGuard`).
    */
   @Get('events')
+  @StreamRoute()
   events(
     @Param('key') rawKey: string,
     @Headers('last-event-id') lastEventId: string | undefined,

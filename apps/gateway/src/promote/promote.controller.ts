@@ -1,11 +1,12 @@
 import { Body, Controller, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
 import { InputId, type SteerAnswer } from '@rudder/contracts';
 import { AuthGuard, Subject } from '../auth/auth.guard';
+import { InputRateGuard } from '../limits/input-rate.guard';
 import { conversationKeyOf, parseEdge } from '../edge';
 import { PromoteHandler } from './promote-handler';
 
 @Controller('v1/conversations/:key/inputs')
-@UseGuards(AuthGuard)
+@UseGuards(AuthGuard, InputRateGuard)
 export class PromoteController {
   constructor(@Inject(PromoteHandler) private readonly handler: PromoteHandler) {}
 

@@ -2,6 +2,7 @@ import { Controller, Delete, HttpCode, Inject, Param, Query, UseGuards } from '@
 import { InputId, type RetractAnswer } from '@rudder/contracts';
 import { z } from 'zod';
 import { AuthGuard, Subject } from '../auth/auth.guard';
+import { InputRateGuard } from '../limits/input-rate.guard';
 import { conversationKeyOf, parseEdge } from '../edge';
 import { RetractHandler } from './retract-handler';
 
@@ -11,7 +12,7 @@ const LatestQuery = z.object({ latest: z.enum(['chat', 'steer'], 'latest is chat
 const NoQuery = z.object({}).strict();
 
 @Controller('v1/conversations/:key/inputs')
-@UseGuards(AuthGuard)
+@UseGuards(AuthGuard, InputRateGuard)
 export class RetractController {
   constructor(@Inject(RetractHandler) private readonly handler: RetractHandler) {}
 

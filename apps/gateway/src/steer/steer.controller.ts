@@ -1,11 +1,12 @@
 import { Body, Controller, Headers, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
 import type { SteerAnswer } from '@rudder/contracts';
 import { AuthGuard, Subject } from '../auth/auth.guard';
+import { InputRateGuard } from '../limits/input-rate.guard';
 import { conversationKeyOf } from '../edge';
 import { SteerHandler } from './steer-handler';
 
 @Controller('v1/conversations/:key')
-@UseGuards(AuthGuard)
+@UseGuards(AuthGuard, InputRateGuard)
 export class SteerController {
   constructor(@Inject(SteerHandler) private readonly handler: SteerHandler) {}
 

@@ -1,11 +1,12 @@
 import { Body, Controller, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
 import type { StopAnswer } from '@rudder/contracts';
 import { AuthGuard, Subject } from '../auth/auth.guard';
+import { InputRateGuard } from '../limits/input-rate.guard';
 import { conversationKeyOf } from '../edge';
 import { StopHandler } from './stop-handler';
 
 @Controller('v1/conversations/:key')
-@UseGuards(AuthGuard)
+@UseGuards(AuthGuard, InputRateGuard)
 export class StopController {
   constructor(@Inject(StopHandler) private readonly handler: StopHandler) {}
 

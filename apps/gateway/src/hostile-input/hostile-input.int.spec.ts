@@ -1,0 +1,120 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startHarness, type Harness } from '../testing/harness';
+import { rawRequest, type RawAnswer } from './raw-request';
+
+/**
+ * Hostile input at the running gateway, case by case: each answer is a 4xx with the API's
+ * JSON error, and nothing reaches agent.inputs. (fuzz.int.spec.ts drives random ones.)
+ */
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({ AUTH_TOKENS: 'tok=alice', LIMIT_INPUTS_PER_SECOND: '0' }, { decisionTimeoutMs: 3000 });
+});
+afterAll(() => h?.stop());
+
+const auth = { authorization: 'Bearer tok' };
+const json = { ...auth, 'content-type': 'application/json' };
+const chat = '/v1/conversations/hostile/chat';
+
+async function expectRefused(answer: RawAnswer, status: number, message?: RegExp) {
+  expect({ status: answer.status, contentType: answer.contentType }, answer.text.slice(0, 300)).toEqual({ status, contentType: expect.stringMatching(/^application\/json/) });
+  expect(answer.json).toEqual({ error: { code: expect.any(String), message: expect.any(String), ...(answer.json?.error?.details === undefined ? {} : { details: answer.json.error.details }) } });
+  if (message) expect(answer.json.error.message).toMatch(message);
+}
+const send = (path: string, init: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}) =>
+  rawRequest(h.gateway.url, { method: init.method ?? (init.body === undefined ? 'GET' : 'POST'), path, headers: init.headers ?? auth, body: init.body });
+
+describe('hostile input', () => {
+  it('bodies: not JSON, the wrong media type, arrays, null, scalars, deep nesting, polluting keys, 10 MB', async () => {
+    const produced = await h.producedDuring(async () => {
+      const cases: [string, Parameters<typeof send>[1], number, RegExp?][] = [
+        ['not JSON', { body: '{"text": "hi"', headers: json }, 400, /not valid JSON/],
+        ['JSON as text/plain', { body: '{"text":"hi"}', headers: { ...auth, 'content-type': 'text/plain' } }, 400, /Content-Type: application\/json/],
+        ['JSON without a media type', { body: '{"text":"hi"}', headers: auth }, 400, /Content-Type/],
+        ['a form', { body: 'text=hi', headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' } }, 400],
+        ['JSON in another charset', { body: '{"text":"hi"}', headers: { ...auth, 'content-type': 'application/json; charset=latin1' } }, 400],
+        ['an array', { body: '[{"text":"hi"}]', headers: json }, 400],
+        ['null', { body: 'null', headers: json }, 400],
+        ['a number', { body: '42', headers: json }, 400],
+        ['a string', { body: '"hi"', headers: json }, 400],
+        ['nested 10 000 deep', { body: '{"text":"hi","x":' + '['.repeat(10_000) + ']'.repeat(10_000) + '}', headers: json }, 400, /nested more than 32/],
+        ['__proto__', { body: '{"text":"hi","__proto__":{"admin":true}}', headers: json }, 400, /__proto__/],
+        ['a nested constructor', { body: '{"text":"hi","x":[{"constructor":{"prototype":{}}}]}', headers: json }, 400, /constructor/],
+        ['a gzip body that is not gzip', { body: '{"text":"hi"}', headers: { ...json, 'content-encoding': 'gzip' } }, 400],
+        ['10 MB', { body: Buffer.alloc(10 * 1024 * 1024, 'a'), headers: json }, 413, /larger than the gateway accepts/],
+        ['10 MB of valid JSON', { body: JSON.stringify({ text: 'x'.repeat(10 * 1024 * 1024) }), headers: json }, 413],
+      ];
+      for (const [name, init, status, message] of cases) {
+        const answer = await send(chat, init);
+        await expectRefused(answer, status, message);
+        expect(answer.status, name).toBe(status);
+      }
+      for (const route of ['/steer', '/stop', '/inputs/i-1/promote', '/stream-tokens']) {
+        await expectRefused(await send(`/v1/conversations/hostile${route}`, { body: '[]', headers: json }), 400);
+        await expectRefused(await send(`/v1/conversations/hostile${route}`, { body: '{"__proto__":{}}', headers: json }), 400);
+        await expectRefused(await send(`/v1/conversations/hostile${route}`, { body: '{}', headers: { ...auth, 'content-type': 'text/plain' } }), 400);
+      }
+      expect(Object.prototype).not.toHaveProperty('admin');
+    });
+    expect(produced).toEqual([]);
+  });
+
+  it('paths: over-long keys and ids, dot segments, encoded slashes around dots, NUL, bad percent-encoding, a huge URL', async () => {
+    const produced = await h.producedDuring(async () => {
+      const paths: [string, string, number][] = [
+        ['POST', `/v1/conversations/${'k'.repeat(201)}/chat`, 400],
+        ['POST', '/v1/conversations/../chat', 400],
+        ['POST', '/v1/conversations/..%2Fadmin/chat', 400],
+        ['POST', '/v1/conversations/a%2F..%2Fb/chat', 400],
+        ['POST', '/v1/conversations/%2e%2e/chat', 400],
+        ['POST', '/v1/conversations/./chat', 400],
+        ['POST', '/v1/conversations/a%00b/chat', 400],
+        ['POST', '/v1/conversations/a%ZZ/chat', 400],
+        ['POST', '/v1/conversations/a%2/chat', 400],
+        ['GET', '/v1/conversations/k/turns/..', 400],
+        ['GET', '/v1/conversations/k/turns/%2E%2E', 400],
+        ['GET', `/v1/conversations/k/turns/${'t'.repeat(201)}`, 400],
+        ['DELETE', '/v1/conversations/k/inputs/..', 400],
+        ['DELETE', `/v1/conversations/k/inputs/${'i'.repeat(201)}`, 400],
+        ['POST', '/v1/conversations/k/inputs/../promote', 400],
+        ['POST', `/v1/conversations/k/inputs/${'i'.repeat(201)}/promote`, 400],
+        ['GET', `/v1/conversations/k/turns?input=${'i'.repeat(201)}`, 400],
+        ['GET', `/v1/conversations/k?${'q'.repeat(5000)}`, 400],
+        ['GET', `/v1/conversations/k/messages?${'q='.repeat(10_000)}`, 400],
+        ['GET', '/v1/nowhere/../../etc/passwd', 400],
+        ['GET', '/v1/no-such-route', 404],
+      ];
+      for (const [method, path, status] of paths) {
+        const answer = await send(path, { method, headers: method === 'GET' || method === 'DELETE' ? auth : json, body: method === 'POST' ? '{"text":"hi"}' : undefined });
+        expect({ path: path.slice(0, 100), status: answer.status }).toEqual({ path: path.slice(0, 100), status });
+        await expectRefused(answer, status);
+      }
+    });
+    expect(produced).toEqual([]);
+  });
+
+  it('headers: bad Idempotency-Key and Last-Event-ID on every route, bodies with ids that are path tricks, a head over 16 KB', async () => {
+    const produced = await h.producedDuring(async () => {
+      const bad: Record<string, string>[] = [
+        { 'idempotency-key': 'x'.repeat(201) },
+        { 'idempotency-key': 'has space' },
+        { 'idempotency-key': '..' },
+        { 'last-event-id': '-1' },
+        { 'last-event-id': 'abc' },
+        { 'last-event-id': '9'.repeat(40) },
+      ];
+      for (const headers of bad) {
+        for (const [method, path] of [['POST', '/v1/conversations/k/chat'], ['POST', '/v1/conversations/k/stop'], ['GET', '/v1/conversations/k/events'], ['GET', '/v1/conversations/k']]) {
+          await expectRefused(await send(path, { method, headers: { ...json, ...headers }, body: method === 'POST' ? '{"text":"hi"}' : undefined }), 400);
+        }
+      }
+      for (const id of ['..', 'a/../b', './x']) {
+        await expectRefused(await send(chat, { body: JSON.stringify({ text: 'hi', id }), headers: json }), 400);
+        await expectRefused(await send('/v1/conversations/k/steer', { body: JSON.stringify({ text: 'hi', id }), headers: json }), 400);
+      }
+      await expectRefused(await send(chat, { body: '{"text":"hi"}', headers: { ...json, 'x-padding': 'p'.repeat(20_000) } }), 400, /request head/);
+    });
+    expect(produced).toEqual([]);
+    expect((await h.call('/healthz')).status).toBe(200);
+  });
+});

@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { acceptEverything, startHarness, type Harness } from '../testing/harness';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({
+    AUTH_TOKENS: 'tok-alice=alice,tok-bob=bob,tok-carol=carol',
+    LIMIT_INPUTS_PER_SECOND: '0.5',
+    LIMIT_INPUTS_BURST: '3',
+    LIMIT_STREAMS_PER_SUBJECT: '2',
+  });
+  h.worker = acceptEverything;
+});
+afterAll(() => h?.stop());
+
+const as = (subject: string) => ({ authorization: `Bearer tok-${subject}` });
+const path = (key: string, rest = '') => `/v1/conversations/${encodeURIComponent(key)}${rest}`;
+const uniqueKey = (name: string) => `limits-test/${name}-${Math.random().toString(36).slice(2, 8)}`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('limits per subject', () => {
+  it('a subject past its inputs per second gets 429 rate_limited with Retry-After, nothing of it is enqueued, and others are unaffected', async () => {
+    const key = uniqueKey('rate');
+    const bobKey = uniqueKey('bob');
+    const produced = await h.producedDuring(async () => {
+      for (let i = 1; i <= 3; i++) {
+        expect((await h.call(path(key, '/chat'), { body: { text: `hi ${i}`, id: `rate-${i}` }, headers: as('alice') })).status).toBe(202);
+      }
+      const over = await h.call(path(key, '/chat'), { body: { text: 'one too many', id: 'rate-4' }, headers: as('alice') });
+      expect(over.status).toBe(429);
+      expect(over.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+      expect(over.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(over.body).toEqual({ error: { code: 'rate_limited', message: expect.stringMatching(/alice sends more than 0.5 inputs per second/), details: { limit: 'inputs', retryAfter: expect.any(Number) } } });
+      // Every kind of input counts against the same rate.
+      expect((await h.call(path(key, '/steer'), { body: { text: 'steer', id: 'rate-5' }, headers: as('alice') })).status).toBe(429);
+      expect((await h.call(path(key, '/stop'), { body: {}, headers: as('alice') })).status).toBe(429);
+      // Reads are not inputs.
+      expect((await h.call(path(key), { headers: as('alice') })).status).toBe(200);
+      expect((await h.call(path(bobKey, '/chat'), { body: { text: 'bob is fine', id: 'bob-1' }, headers: as('bob') })).status).toBe(202);
+    });
+    expect(produced.map((record) => record.value.id)).toEqual(['rate-1', 'rate-2', 'rate-3', 'bob-1']);
+    await sleep(2100); // one input back at 0.5 per second
+    expect((await h.call(path(key, '/chat'), { body: { text: 'later', id: 'rate-6' }, headers: as('alice') })).status).toBe(202);
+  });
+
+  it('a subject holding its most event streams gets 429 for one more; closing one frees its slot; others are unaffected', async () => {
+    const key = uniqueKey('streams');
+    const open = (subject: string) => {
+      const controller = new AbortController();
+      return fetch(`${h.gateway.url}${path(key, '/events')}`, { headers: as(subject), signal: controller.signal }).then((response) => ({
+        response,
+        close: () => controller.abort(),
+      }));
+    };
+    const first = await open('carol');
+    const second = await open('carol');
+    expect([first.response.status, second.response.status]).toEqual([200, 200]);
+    const third = await h.call(path(key, '/events'), { headers: as('carol') });
+    expect(third.status).toBe(429);
+    expect(third.headers.get('retry-after')).toBe('5');
+    expect(third.body.error).toMatchObject({ code: 'rate_limited', details: { limit: 'streams' } });
+    const bobs = await open('bob');
+    expect(bobs.response.status).toBe(200);
+    first.close();
+    let again: Awaited<ReturnType<typeof open>> | undefined;
+    for (let tries = 0; tries < 40 && again?.response.status !== 200; tries++) {
+      await sleep(50);
+      again = await open('carol');
+      if (again.response.status !== 200) await again.response.body?.cancel();
+    }
+    expect(again?.response.status).toBe(200);
+    for (const stream of [second, bobs, again!]) stream.close();
+  });
+});
