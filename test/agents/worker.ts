@@ -10,6 +10,7 @@ import { appendFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { closeOnSignals, createLog } from '@rudder/runtime';
 import { z } from 'zod';
 import { AgentTool, defaultAgent, turnWorkerTransport, TurnWorkerModule, type AgentDefinition, type ToolContext } from '@rudder/turn-worker';
 
@@ -44,5 +45,5 @@ const agents: AgentDefinition[] = [
 class TestWorkerModule {}
 
 const app = await NestFactory.createMicroservice(TestWorkerModule, { strategy: turnWorkerTransport(), logger: ['error', 'warn'] });
-app.enableShutdownHooks();
 await app.listen();
+closeOnSignals(() => app.close(), createLog('turn-worker'));

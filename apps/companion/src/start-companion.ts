@@ -20,8 +20,6 @@ export type CompanionOptions = {
   log?: Log;
   /** False serves the HTTP API without consuming `agent.events` (tests that fold by hand). Default true. */
   consume?: boolean;
-  /** Stop on SIGTERM and SIGINT through Nest's shutdown hooks (the service's main). Default false. */
-  shutdownHooks?: boolean;
 };
 
 /**
@@ -45,7 +43,6 @@ export async function startCompanion(config: Config, options: CompanionOptions =
     const app = await NestFactory.create(AppModule.forRoot(pool, log, consume), { logger: ['error', 'warn'], abortOnError: false });
     const outage = new DatabaseOutage(pool, log);
     app.useGlobalFilters(new ErrorFilter(log, outage));
-    if (options.shutdownHooks) app.enableShutdownHooks();
     closers = [() => app.close(), async () => outage.stop()];
     if (consume) {
       await ensureTopics(createKafka(config.KAFKA_BROKERS, 'companion'), topicNames(config.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);

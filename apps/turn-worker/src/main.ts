@@ -1,6 +1,7 @@
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { closeOnSignals, createLog } from '@rudder/runtime';
 import { defaultAgent } from './agents/default-agent';
 import { turnWorkerTransport } from './transport';
 import { TurnWorkerModule } from './turn-worker.module';
@@ -10,5 +11,5 @@ import { TurnWorkerModule } from './turn-worker.module';
 class DefaultWorkerModule {}
 
 const app = await NestFactory.createMicroservice(DefaultWorkerModule, { strategy: turnWorkerTransport(), logger: ['error', 'warn'] });
-app.enableShutdownHooks();
 await app.listen();
+closeOnSignals(() => app.close(), createLog('turn-worker'));
