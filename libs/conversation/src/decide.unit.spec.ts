@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
-import { evolveTurn, startTurn } from '@rudder/agent';
+import { evolveTurn, nextAction, startTurn } from '@rudder/agent';
 import { decideInputs, decideTurnCommit, startNextTurn, type Agents, type InputPolicy } from './decide';
 import { onceKey, receiptKeys } from './once-keys';
 import { evolve as evolveHead, initialState, type ConversationState as ConversationHead } from './state';
@@ -201,5 +201,42 @@ describe('who may write, decided with the input', () => {
       expect(events.some((e) => receiptKeys(input).includes(onceKey(e))), input.id).toBe(true);
       expect(decide([input], after, policy, new Set(events.map(onceKey))).events).toEqual([]);
     }
+  });
+});
+
+describe('a landed steer is shown to the model', () => {
+  const call = { id: 'c1', name: 'wait', arguments: '{}' };
+  const prompt = { id: 'p0', text: 'p0', messages: ['p0'], subject: 'alice' };
+  const afterReply = evolveTurn(startTurn('t1', prompt), { type: 'model.replied', data: { turn: 't1', step: 0, content: 'working', toolCalls: [call] } });
+  const result: DomainEvent = { type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'c1', name: 'wait', result: 'ok', isError: false } };
+
+  it('by a turn then interrupted: it takes the steer at its next step, and ends superseded only at a step with none waiting', () => {
+    const { head } = decide([steer('s'), chat('now', { onBusy: 'interrupt' })], running());
+    const stored = decideTurnCommit(head, afterReply, [result]);
+    expect(types(stored)).toEqual(['tool.ended', 'steer.taken', 'input.delivered']);
+    const turn = [...stored].reduce(evolveTurn, evolveTurn(afterReply, { type: 'stop.requested', data: { stop: 'now', turn: 't1', mode: 'interrupt' } }));
+    expect(nextAction(turn, { maxSteps: 32 })).toEqual({ type: 'request-model', step: 1 });
+    const taken = stored.reduce(evolveHead, head);
+    const next = evolveTurn(turn, { type: 'model.replied', data: { turn: 't1', step: 1, content: 'again', toolCalls: [{ ...call, id: 'c2' }] } });
+    const end = decideTurnCommit(taken, next, [{ ...result, data: { ...result.data, step: 1, callId: 'c2' } } as DomainEvent]);
+    expect(end.at(-1)).toMatchObject({ type: 'turn.ended', data: { status: 'superseded', steered: [{ id: 's', text: 's' }] } });
+  });
+
+  it('by a turn at its last allowed step: the model is asked once more for the steer instead of the turn failing', () => {
+    const { head } = decide([steer('s')], running());
+    const stored = decideTurnCommit(head, afterReply, [result]);
+    const turn = stored.reduce(evolveTurn, afterReply);
+    expect(turn.steps).toBe(1);
+    expect(nextAction(turn, { maxSteps: 1 })).toEqual({ type: 'request-model', step: 1 });
+    expect(nextAction(afterReply.openCalls.length ? evolveTurn(afterReply, result) : afterReply, { maxSteps: 1 })).toMatchObject({ type: 'end', status: 'failed' });
+  });
+
+  it('a turn asked to stop or roll back ends stopped even when its final answer was on its way', () => {
+    const { head } = decide([chat('now', { onBusy: 'rollback' })], running());
+    const final: DomainEvent[] = [
+      { type: 'model.replied', data: { turn: 't1', step: 0, content: 'done', toolCalls: [] } },
+      { type: 'turn.ended', data: { turn: 't1', status: 'completed', outcome: null, content: 'done', steered: [] } },
+    ];
+    expect(decideTurnCommit(head, startTurn('t1', prompt), final).at(-1)).toMatchObject({ data: { status: 'stopped', outcome: 'rolled back: a newer input replaced it' } });
   });
 });
