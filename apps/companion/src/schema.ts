@@ -128,4 +128,11 @@ export const migrations: readonly Migration[] = [
       ALTER TABLE turns ADD COLUMN agent text, ADD COLUMN usage jsonb;
     `,
   },
+  {
+    id: '005-grants',
+    sql: `
+      -- Access the owner gave other subjects (access.granted): subject -> 'read' | 'write'.
+      ALTER TABLE conversations ADD COLUMN grants jsonb NOT NULL DEFAULT '{}';
+    `,
+  },
 ];

@@ -16,7 +16,7 @@ import { OutageLog } from './errors/outage-log';
  * the subject of its first input (null while the conversation has none). `owner` is for
  * access decisions only and never leaves the gateway.
  */
-export type CompanionStatus = ConversationStatus & { owner: string | null };
+export type CompanionStatus = ConversationStatus & { owner: string | null; grants: { subject: string; access: 'read' | 'write' }[] };
 
 const Item = z.object({ id: z.string(), text: z.string() });
 const CompanionStatusAnswer = z.object({
@@ -27,6 +27,7 @@ const CompanionStatusAnswer = z.object({
   lastInputId: z.string().nullable(),
   agent: z.string().nullable(),
   owner: z.string().nullable(),
+  grants: z.array(z.object({ subject: z.string(), access: z.enum(['read', 'write']) })),
 });
 
 /** Where an input is, as the companion's input view says: waiting, reached a turn, taken back, dropped by a stop, or refused. */

@@ -4,6 +4,8 @@ import { companionUrl, createKafka, type Config, type Log } from '@rudder/runtim
 import { AuthGuard } from './auth/auth.guard';
 import { Authenticator } from './auth/authenticator';
 import { ConversationAccess } from './auth/conversation-access';
+import { GrantsController } from './grants/grants.controller';
+import { GrantsHandler } from './grants/grants-handler';
 import { ChatController } from './chat/chat.controller';
 import { ChatHandler } from './chat/chat-handler';
 import { CompanionClient } from './companion-client';
@@ -48,6 +50,7 @@ export class GatewayModule {
         TurnsController,
         EventsController,
         StreamTokensController,
+        GrantsController,
         HealthController,
       ],
       providers: [
@@ -68,6 +71,7 @@ export class GatewayModule {
         HealthChecks,
         ChatHandler,
         SteerHandler,
+        GrantsHandler,
         StopHandler,
         RetractHandler,
         PromoteHandler,

@@ -34,7 +34,7 @@ export type SteerBody = z.infer<typeof SteerBody>;
 export type SteerAnswer = { id: string; turn: string | null; landed: boolean };
 
 /** `POST /v1/conversations/{key}/stop`. */
-export const StopBody = z.object({ discardPending: z.boolean().optional() }).strict();
+export const StopBody = z.object({ discardPending: z.boolean().optional(), turn: z.string().min(1).max(200).optional() }).strict();
 export type StopAnswer = { turn: string | null };
 
 export type ConversationStatus = {
@@ -45,7 +45,14 @@ export type ConversationStatus = {
   lastInputId: string | null;
   /** The agent that answers the conversation (null before its first accepted input). */
   agent: string | null;
+  /** The access its owner gave other subjects; shown to the owner only. */
+  grants?: { subject: string; access: 'read' | 'write' }[];
 };
+
+/** `PUT /v1/conversations/{key}/grants/{subject}`. */
+export const GrantBody = z.object({ access: z.enum(['read', 'write']) }).strict();
+/** A grant as decided: `access` null once revoked (`DELETE`). */
+export type GrantAnswer = { subject: string; access: 'read' | 'write' | null };
 
 export type TranscriptItem = {
   id: string;

@@ -20,3 +20,10 @@ export const AgentName = z
   .min(1, 'an agent name has 1 to 100 characters')
   .max(100, 'an agent name has 1 to 100 characters')
   .regex(/^[A-Za-z0-9._:-]+$/, 'an agent name holds only letters, digits and . _ : -');
+
+/** A subject (who wrote an input, who is granted access): 1-200 characters, no control characters, storable. */
+export const Subject = z
+  .string()
+  .min(1, 'a subject has 1 to 200 characters')
+  .max(200, 'a subject has 1 to 200 characters')
+  .regex(/^(?:[^\u0000-\u001f\u007f\ud800-\udfff]|[\ud800-\udbff][\udc00-\udfff])+$/, 'a subject holds no control characters and no lone surrogates');

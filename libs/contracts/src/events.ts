@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AgentName, ConversationKey, InputId } from './conversation-key';
+import { AgentName, ConversationKey, InputId, Subject } from './conversation-key';
 
 /**
  * Events of a conversation: the worker's event log, published on `agent.events`
@@ -60,7 +60,7 @@ export const EventData = {
   /** A pending input was taken back; it is never answered. */
   'input.retracted': z.object({ input: PendingInput, retract: InputId }),
   /** A retraction found nothing to take back: the input was delivered already, or is unknown. */
-  'retract.refused': z.object({ retract: InputId, target: InputId.nullable(), code: z.enum(['delivered', 'not_found']) }),
+  'retract.refused': z.object({ retract: InputId, target: InputId.nullable(), code: z.enum(['delivered', 'not_found', 'forbidden']) }),
   /** A stop with discardPending dropped this pending input; it is never answered. */
   'input.discarded': z.object({ input: PendingInput, stop: InputId }),
   /** An input was refused and is answered by this refusal: a queue was full, a precondition failed, or the conversation was busy. */
@@ -75,7 +75,13 @@ export const EventData = {
     message: z.string(),
   }),
   /** A promotion found no pending follow-up under that id (delivered, retracted, a steer, or unknown). */
-  'promote.refused': z.object({ promote: InputId, target: InputId, code: z.enum(['delivered', 'not_found']) }),
+  'promote.refused': z.object({ promote: InputId, target: InputId, code: z.enum(['delivered', 'not_found', 'forbidden']) }),
+  /** A stop from a subject that may not write: it stops and discards nothing. */
+  'stop.refused': z.object({ stop: InputId, code: z.enum(['forbidden']) }),
+  /** The owner gave `subject` read or write access, or took it back (`access: null`). */
+  'access.granted': z.object({ grant: InputId, subject: Subject, access: z.enum(['read', 'write']).nullable() }),
+  /** A grant from someone other than the owner (`forbidden`), or for a conversation nobody opened yet (`not_found`). */
+  'grant.refused': z.object({ grant: InputId, subject: Subject, code: z.enum(['forbidden', 'not_found']) }),
   /** The input reached a turn: it started the turn, or the turn took it as a steered message. */
   'input.delivered': z.object({ input: z.object({ id: InputId, kind: z.enum(['chat', 'steer']) }), turn: z.string() }),
   /** A turn began, answering `prompt`. */
@@ -143,6 +149,9 @@ export const ConversationEventRecord = z.discriminatedUnion('type', [
   record('input.discarded'),
   record('input.rejected'),
   record('promote.refused'),
+  record('stop.refused'),
+  record('access.granted'),
+  record('grant.refused'),
   record('input.delivered'),
   record('turn.started'),
   record('model.replied'),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AgentName, ConversationKey, InputId } from './conversation-key';
+import { AgentName, ConversationKey, InputId, Subject } from './conversation-key';
 import { StorableString } from './storable-text';
 
 /** A user message: storable as it is (no NUL, no lone surrogate), never empty. */
@@ -48,6 +48,8 @@ export const StopInputV1 = z.object({
   type: z.literal('stop'),
   /** Also discard every pending input of the conversation (each is reported discarded, never answered). */
   discardPending: z.boolean().default(false),
+  /** The turn the stop means: when it is no longer running, the stop stops (and discards) nothing. */
+  turn: z.string().min(1).max(200).optional(),
 });
 export type StopInput = z.infer<typeof StopInputV1>;
 
@@ -70,7 +72,16 @@ export const PromoteInputV1 = z.object({
 });
 export type PromoteInput = z.infer<typeof PromoteInputV1>;
 
-export const InputRecord = z.discriminatedUnion('type', [ChatInputV1, SteerInputV1, StopInputV1, RetractInputV1, PromoteInputV1]);
+/** The owner gives `grantee` read or write access to the conversation, or (`access: null`) takes it back. */
+export const GrantInputV1 = z.object({
+  ...envelope,
+  type: z.literal('grant'),
+  grantee: Subject,
+  access: z.enum(['read', 'write']).nullable(),
+});
+export type GrantInput = z.infer<typeof GrantInputV1>;
+
+export const InputRecord = z.discriminatedUnion('type', [ChatInputV1, SteerInputV1, StopInputV1, RetractInputV1, PromoteInputV1, GrantInputV1]);
 export type InputRecord = z.infer<typeof InputRecord>;
 export type InputKind = InputRecord['type'];
 

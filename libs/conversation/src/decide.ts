@@ -1,7 +1,7 @@
 import { inputText, type DomainEvent, type InputRecord } from '@rudder/contracts';
 import { endTurn, evolveTurn, ROLLED_BACK, STOPPED, SUPERSEDED, type TurnState } from '@rudder/agent';
 import { receiptKeys } from './once-keys';
-import { evolve, type ConversationState, type PendingInput } from './state';
+import { evolve, mayAccess, type ConversationState, type PendingInput } from './state';
 
 /**
  * How an agent's turns take steered messages (`maxTaken` 0: they take none), and how much
@@ -71,8 +71,11 @@ function decideInput(state: ConversationState, input: InputRecord, agents: Agent
       return events;
     }
     case 'stop': {
-      const events: DomainEvent[] = [{ type: 'stop.requested', data: { stop: input.id, turn: state.runningTurn, mode: 'stop' } }];
-      if (input.discardPending) {
+      if (!mayAccess(state, input.subject, 'write')) return [{ type: 'stop.refused', data: { stop: input.id, code: 'forbidden' } }];
+      // A stop that names a turn no longer running stops nothing, and discards nothing: it was meant for that turn.
+      const meant = input.turn === undefined || input.turn === state.runningTurn;
+      const events: DomainEvent[] = [{ type: 'stop.requested', data: { stop: input.id, turn: meant ? state.runningTurn : null, mode: 'stop' } }];
+      if (meant && input.discardPending) {
         for (const pending of [...state.steers, ...state.queue]) {
           events.push({ type: 'input.discarded', data: { input: pendingInput(pending), stop: input.id } });
         }
@@ -81,18 +84,28 @@ function decideInput(state: ConversationState, input: InputRecord, agents: Agent
     }
     case 'retract': {
       const { target } = input;
+      if (!mayAccess(state, input.subject, 'write')) {
+        return [{ type: 'retract.refused', data: { retract: input.id, target: 'id' in target ? target.id : null, code: 'forbidden' } }];
+      }
       const pending = [...state.queue, ...state.steers];
       const found = 'id' in target ? pending.find((p) => p.id === target.id) : latestOf(pending, target.latest);
       if (found) return [{ type: 'input.retracted', data: { input: pendingInput(found), retract: input.id } }];
       return [{ type: 'retract.refused', data: { retract: input.id, target: 'id' in target ? target.id : null, code: 'not_found' } }];
     }
     case 'promote': {
+      if (!mayAccess(state, input.subject, 'write')) return [{ type: 'promote.refused', data: { promote: input.id, target: input.target, code: 'forbidden' } }];
       const target = state.queue.find((p) => p.id === input.target && p.kind === 'chat');
       const policy = agents.policyOf(state.agent ?? agents.defaultAgent);
       if (!target || !policy) return [{ type: 'promote.refused', data: { promote: input.id, target: input.target, code: 'not_found' } }];
       // With the steering queue full, the follow-up stays one: answered as a turn of its own.
       const landed = lands(state, policy) && state.steers.length < policy.bounds.steers;
       return [{ type: 'steer.accepted', data: { input: { id: target.id, text: target.text }, turn: landed ? state.runningTurn : null, landed } }];
+    }
+    case 'grant': {
+      const refused = (code: 'forbidden' | 'not_found'): DomainEvent[] => [{ type: 'grant.refused', data: { grant: input.id, subject: input.grantee, code } }];
+      if (state.owner === null) return refused('not_found');
+      if (input.subject !== state.owner) return refused('forbidden');
+      return [{ type: 'access.granted', data: { grant: input.id, subject: input.grantee, access: input.access } }];
     }
     default: {
       const never: never = input;
@@ -108,9 +121,9 @@ const lands = (state: ConversationState, policy: InputPolicy) =>
 type Refusal = { code: 'forbidden' | 'precondition_failed' | 'busy' | 'queue_full' | 'agent_mismatch'; message: string };
 
 /**
- * Why an input is refused, if it is: a subject that may not write (the owner is the subject
- * whose input opened the conversation; decided here, with the input, so no timing lets another
- * subject in), another agent named, a failed precondition, a busy conversation, or a full queue.
+ * Why an input is refused, if it is: a subject that may not write (the owner — the subject
+ * whose input opened the conversation — and those it granted `write`; decided here, with the
+ * input, so no timing lets another subject in), another agent named, a failed precondition, a busy conversation, or a full queue.
  */
 function refuse(
   state: ConversationState,
@@ -119,7 +132,7 @@ function refuse(
   named: string | undefined,
   policy: InputPolicy,
 ): Refusal | null {
-  if (state.owner !== null && input.subject !== state.owner) {
+  if (!mayAccess(state, input.subject, 'write')) {
     return { code: 'forbidden', message: `${input.subject} may not write to this conversation` };
   }
   if (named !== undefined && state.agent !== null && named !== state.agent) {

@@ -29,7 +29,11 @@ export function onceKey(event: DomainEvent): string {
     case 'steer.taken':
       return `steer-taken:${event.data.input.id}`;
     case 'stop.requested':
+    case 'stop.refused':
       return keys.stop(event.data.stop);
+    case 'access.granted':
+    case 'grant.refused':
+      return keys.grant(event.data.grant);
     case 'turn.started':
       return keys.turnFor(event.data.prompt.id);
     case 'model.replied':
@@ -54,6 +58,7 @@ const keys = {
   stop: (id: string) => `stop:${id}`,
   retract: (id: string) => `retract:${id}`,
   promote: (id: string) => `promote:${id}`,
+  grant: (id: string) => `grant:${id}`,
   turnFor: (id: string) => `turn-for:${id}`,
 };
 
@@ -74,6 +79,8 @@ export function receiptKeys(input: InputRecord): string[] {
       return [keys.retract(input.id)];
     case 'promote':
       return [keys.promote(input.id), keys.steerDecided(input.target)];
+    case 'grant':
+      return [keys.grant(input.id)];
     default: {
       const never: never = input;
       throw new Error(`unknown input ${JSON.stringify(never)}`);

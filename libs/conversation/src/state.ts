@@ -17,6 +17,8 @@ export type ConversationState = {
   owner: string | null;
   /** The agent that answers every turn; null before the first accepted input. */
   agent: string | null;
+  /** Access the owner gave other subjects (`access.granted`). */
+  grants: Record<string, 'read' | 'write'>;
   runningTurn: string | null;
   /** How the running turn was asked to end, if it was. */
   ending: Ending | null;
@@ -37,6 +39,7 @@ export type ConversationState = {
 export const initialState = (): ConversationState => ({
   owner: null,
   agent: null,
+  grants: {},
   runningTurn: null,
   ending: null,
   steers: [],
@@ -55,6 +58,10 @@ export function evolve(state: ConversationState, event: DomainEvent): Conversati
   switch (event.type) {
     case 'conversation.opened':
       return { ...state, owner: event.data.owner, agent: event.data.agent };
+    case 'access.granted': {
+      const { [event.data.subject]: _previous, ...others } = state.grants;
+      return { ...state, grants: event.data.access === null ? others : { ...others, [event.data.subject]: event.data.access } };
+    }
     case 'input.accepted': {
       const { id, kind, text, messages, subject } = event.data.input;
       const accepted = state.accepted + 1;
@@ -96,6 +103,8 @@ export function evolve(state: ConversationState, event: DomainEvent): Conversati
     case 'input.rejected':
     case 'retract.refused':
     case 'promote.refused':
+    case 'stop.refused':
+    case 'grant.refused':
     case 'input.delivered':
     case 'model.replied':
     case 'tool.started':
@@ -117,3 +126,13 @@ export function parseState(stored: Partial<ConversationState> | null): Conversat
 
 /** Work left: a turn running, or inputs waiting to be turns (a worker taking the partition resumes these). */
 export const hasOpenWork = (state: ConversationState): boolean => state.runningTurn !== null || state.queue.length > 0;
+
+/**
+ * Who may do what: the owner reads and writes, a subject granted `write` too, one granted
+ * `read` reads. A conversation nobody opened yet is open to its first writer.
+ */
+export function mayAccess(state: Pick<ConversationState, 'owner' | 'grants'>, subject: string, access: 'read' | 'write'): boolean {
+  if (state.owner === null || state.owner === subject) return true;
+  const granted = state.grants[subject];
+  return granted === 'write' || (granted === 'read' && access === 'read');
+}

@@ -12,6 +12,8 @@ export type ConversationRow = {
   owner: string | null;
   /** The agent that answers it (`conversation.opened`); null before, and in logs older than agents. */
   agent: string | null;
+  /** Access its owner gave other subjects (`access.granted`). */
+  grants: Record<string, 'read' | 'write'>;
   lastInputId: string | null;
   lastInputPosition: number | null;
   runningTurn: string | null;
@@ -107,6 +109,9 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
     conversations.add(c);
     switch (event.type) {
       case 'conversation.opened':
+      case 'access.granted':
+      case 'grant.refused':
+      case 'stop.refused':
         break;
       case 'input.accepted':
         input(c, event.data.input.id);
@@ -154,7 +159,7 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
 /**
  * Folds new events (each applied once, in position order within a conversation) over the rows
  * they touch. Rules:
- * - `conversation.opened`: the conversation's owner and agent.
+ * - `conversation.opened`: the conversation's owner and agent; `access.granted`: its grants.
  * - `input.accepted`: a pending input; (in logs older than `conversation.opened`) the owner is
  *   the subject of the first one;
  *   `lastInputId` is the accepted input with the highest position.
@@ -193,7 +198,7 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
   const conversation = (key: string): ConversationRow => {
     let row = conversations.get(key);
     if (!row) {
-      row = { key, owner: null, agent: null, lastInputId: null, lastInputPosition: null, runningTurn: null, runningStartedAt: null };
+      row = { key, owner: null, agent: null, grants: {}, lastInputId: null, lastInputPosition: null, runningTurn: null, runningStartedAt: null };
       conversations.set(key, row);
       changed.conversations.add(key);
     }
@@ -217,6 +222,15 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
         conv.owner = event.data.owner;
         conv.agent = event.data.agent;
         changed.conversations.add(c);
+        break;
+      case 'access.granted': {
+        const { [event.data.subject]: _previous, ...others } = conv.grants;
+        conv.grants = event.data.access === null ? others : { ...others, [event.data.subject]: event.data.access };
+        changed.conversations.add(c);
+        break;
+      }
+      case 'grant.refused':
+      case 'stop.refused':
         break;
       case 'input.accepted': {
         const { input } = event.data;

@@ -85,6 +85,7 @@ async function loadRows(client: PoolClient, needed: Needed): Promise<Rows> {
       key: c.key,
       owner: c.owner,
       agent: c.agent,
+      grants: c.grants ?? {},
       lastInputId: c.last_input_id,
       lastInputPosition: c.last_input_position,
       runningTurn: c.running_turn,
@@ -128,12 +129,12 @@ async function writeChanges(client: PoolClient, changes: Changes): Promise<void>
   if (changes.conversations.length > 0)
     await client.query(
       `INSERT INTO companion.conversations AS c
-              (key, owner, agent, last_input_id, last_input_position, running_turn, running_started_at)
-       SELECT key, owner, agent, "lastInputId", "lastInputPosition", "runningTurn", "runningStartedAt"
-         FROM jsonb_to_recordset($1::jsonb) AS r(key text, owner text, agent text, "lastInputId" text,
+              (key, owner, agent, grants, last_input_id, last_input_position, running_turn, running_started_at)
+       SELECT key, owner, agent, grants, "lastInputId", "lastInputPosition", "runningTurn", "runningStartedAt"
+         FROM jsonb_to_recordset($1::jsonb) AS r(key text, owner text, agent text, grants jsonb, "lastInputId" text,
               "lastInputPosition" bigint, "runningTurn" text, "runningStartedAt" timestamptz)
        ON CONFLICT (key) DO UPDATE SET
-         owner = excluded.owner, agent = excluded.agent, last_input_id = excluded.last_input_id,
+         owner = excluded.owner, agent = excluded.agent, grants = excluded.grants, last_input_id = excluded.last_input_id,
          last_input_position = excluded.last_input_position, running_turn = excluded.running_turn,
          running_started_at = excluded.running_started_at`,
       [storableJson(changes.conversations)],
@@ -194,6 +195,7 @@ type RawConversation = {
   key: string;
   owner: string | null;
   agent: string | null;
+  grants: Record<string, 'read' | 'write'> | null;
   last_input_id: string | null;
   last_input_position: number | null;
   running_turn: string | null;

@@ -1,8 +1,8 @@
 import type { ConversationStatus } from '@rudder/contracts';
 import type { Pool } from '@rudder/runtime';
 
-/** Status as the gateway serves it, plus the owner it authorizes by (null until an input is accepted). */
-export type CompanionConversationStatus = ConversationStatus & { owner: string | null };
+/** Status as the gateway serves it, plus the owner it authorizes by (null until an input is accepted), and every grant. */
+export type CompanionConversationStatus = ConversationStatus & { owner: string | null; grants: { subject: string; access: 'read' | 'write' }[] };
 
 /**
  * A conversation's status. An unknown conversation is an idle, empty one.
@@ -21,12 +21,13 @@ export async function readConversationStatus(pool: Pool, key: string): Promise<C
   const { rows } = await pool.query<{
     owner: string | null;
     agent: string | null;
+    grants: Record<string, 'read' | 'write'> | null;
     last_input_id: string | null;
     running_turn: string | null;
     running_started_at: Date | null;
     pending: { id: string; kind: 'chat' | 'steer'; text: string; steering: boolean }[];
   }>(
-    `SELECT c.owner, c.agent, c.last_input_id, c.running_turn, c.running_started_at,
+    `SELECT c.owner, c.agent, c.grants, c.last_input_id, c.running_turn, c.running_started_at,
             (SELECT coalesce(json_agg(json_build_object(
                       'id', i.id,
                       'kind', CASE WHEN i.steer_landed IS NOT NULL THEN 'steer' ELSE i.kind END,
@@ -51,5 +52,6 @@ export async function readConversationStatus(pool: Pool, key: string): Promise<C
     lastInputId: row.last_input_id,
     agent: row.agent,
     owner: row.owner,
+    grants: Object.entries(row.grants ?? {}).map(([subject, access]) => ({ subject, access })),
   };
 }

@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { mayAccess as conversationAccess } from '@rudder/conversation';
 import { CompanionClient, type CompanionStatus } from '../companion-client';
 import { Authenticator } from './authenticator';
 import { GatewayError } from '../errors/gateway-error';
@@ -9,14 +10,15 @@ export type Access = 'read' | 'write';
 /**
  * Who may do what to a conversation. In open development mode (no AUTH_TOKENS) nobody is
  * told apart, so every conversation is open to every request, including those that other
- * services started on agent.inputs under their own subject. Otherwise, today: its owner (the subject of its first input) may
- * read and write; a conversation without an owner is new and open to anyone, and the first
- * input makes its subject the owner. Grants (`read`/`write` given by the owner) will be a
- * second source of access here: the decision takes the companion's whole status for that reason.
+ * services started on agent.inputs under their own subject. Otherwise the rule of the log
+ * (`mayAccess` of @rudder/conversation) on the companion's view of it: the owner (the subject
+ * of the first accepted input) and those granted `write` write, those granted `read` read; a
+ * conversation without an owner is new. This check is early and may lag by a moment; every
+ * write is decided again by the worker, with the input, under the conversation's lock.
  */
-export function mayAccess(status: Pick<CompanionStatus, 'owner'> | null, subject: string, _access: Access, open = false): boolean {
-  const owner = status?.owner ?? null;
-  return open || owner === null || owner === subject;
+export function mayAccess(status: (Pick<CompanionStatus, 'owner'> & Partial<Pick<CompanionStatus, 'grants'>>) | null, subject: string, access: Access, open = false): boolean {
+  if (open || status === null) return true;
+  return conversationAccess({ owner: status.owner, grants: Object.fromEntries((status.grants ?? []).map((g) => [g.subject, g.access])) }, subject, access);
 }
 
 @Injectable()

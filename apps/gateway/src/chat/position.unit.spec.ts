@@ -9,6 +9,7 @@ const status = (running: boolean, queue: string[]): CompanionStatus => ({
   queue: queue.map((id) => ({ id, kind: 'chat', text: id })),
   lastInputId: queue.at(-1) ?? null,
   agent: 'default',
+  grants: [],
   owner: null,
 });
 

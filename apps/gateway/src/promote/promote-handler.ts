@@ -22,7 +22,7 @@ export type PromoteRequest = {
   body: unknown;
 };
 
-type PromoteDecision = { answer: SteerAnswer } | { refused: 'delivered' | 'not_found' };
+type PromoteDecision = { answer: SteerAnswer } | { refused: 'delivered' | 'not_found' | 'forbidden' };
 
 /**
  * `POST /v1/conversations/{key}/inputs/{id}/promote`: turns a pending follow-up into a steer
@@ -88,6 +88,7 @@ export class PromoteHandler {
 
   private async answer(key: string, target: string, decided: PromoteDecision): Promise<SteerAnswer> {
     if ('answer' in decided) return decided.answer;
+    if (decided.refused === 'forbidden') throw new GatewayError('forbidden', `the worker refused the promotion: only who may write to ${key} promotes its inputs`);
     const known = await this.companion.input(key, target);
     if (known?.kind === 'steer') throw isSteer(target, stateOf(known));
     if (known !== null) throw notPending('promoted', target, stateOf(known));

@@ -18,7 +18,7 @@ export type RetractRequest = {
   target: RetractTarget;
 };
 
-type RetractDecision = { retracted: RetractAnswer } | { refused: 'delivered' | 'not_found' };
+type RetractDecision = { retracted: RetractAnswer } | { refused: 'delivered' | 'not_found' | 'forbidden' };
 
 /**
  * `DELETE /v1/conversations/{key}/inputs/{id}` and `DELETE .../inputs?latest=chat|steer`:
@@ -67,7 +67,8 @@ export class RetractHandler {
   }
 
   /** 409 for an input someone knows (the worker said delivered, or the companion has it), else 404. */
-  private async refusal(key: string, target: RetractTarget, code: 'delivered' | 'not_found'): Promise<GatewayError> {
+  private async refusal(key: string, target: RetractTarget, code: 'delivered' | 'not_found' | 'forbidden'): Promise<GatewayError> {
+    if (code === 'forbidden') return new GatewayError('forbidden', `the worker refused the retraction: only who may write to ${key} retracts its inputs`);
     if (!('id' in target)) {
       return new GatewayError('not_found', `conversation ${key} has no pending ${target.latest} to retract`, { latest: target.latest });
     }

@@ -17,12 +17,12 @@ export class StatusController {
     const key = conversationKeyOf(rawKey);
     const status = await this.access.require(key, subject, 'read');
     if (!status) throw new GatewayError('not_found', `no conversation ${key}`);
-    return publicStatus(status);
+    return publicStatus(status, subject);
   }
 }
 
-/** Exactly the fields of `ConversationStatus`: `owner` (and whatever the companion adds later) stays inside. */
-export function publicStatus(status: CompanionStatus): ConversationStatus {
+/** Exactly the fields of `ConversationStatus`: `owner` stays inside; the grants are shown to the owner only. */
+export function publicStatus(status: CompanionStatus, subject: string): ConversationStatus {
   const { key, running, steering, queue, lastInputId, agent } = status;
-  return { key, running, steering, queue, lastInputId, agent };
+  return { key, running, steering, queue, lastInputId, agent, ...(status.owner === subject ? { grants: status.grants } : {}) };
 }

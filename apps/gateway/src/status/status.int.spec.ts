@@ -14,13 +14,13 @@ describe('GET /v1/conversations/{key}', () => {
     h.companion.setStatus(key, { owner: 'anonymous', running, queue: [{ id: 'q-1', kind: 'chat', text: 'next' }], lastInputId: 'q-1' });
     const answer = await h.call(`/v1/conversations/${encodeURIComponent(key)}`);
     expect(answer.status).toBe(200);
-    expect(answer.body).toEqual({ key, running, steering: [], queue: [{ id: 'q-1', kind: 'chat', text: 'next' }], lastInputId: 'q-1' });
+    expect(answer.body).toEqual({ key, running, steering: [], queue: [{ id: 'q-1', kind: 'chat', text: 'next' }], lastInputId: 'q-1', agent: null, grants: [] });
     expect(h.companion.requests).toContain('/conversations/user-42%2Ftrip');
   });
 
   it('a conversation nobody wrote to yet is idle and empty', async () => {
     const answer = await h.call('/v1/conversations/fresh');
-    expect(answer.body).toEqual({ key: 'fresh', running: null, steering: [], queue: [], lastInputId: null });
+    expect(answer.body).toEqual({ key: 'fresh', running: null, steering: [], queue: [], lastInputId: null, agent: null });
   });
 
   it('a bad key is 400 and the companion is not asked', async () => {

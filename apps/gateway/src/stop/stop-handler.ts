@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { StopBody, type StopAnswer, type StopInput } from '@rudder/contracts';
 import { ConversationAccess } from '../auth/conversation-access';
+import { Decisions } from '../decisions';
 import { parseEdge } from '../edge';
+import { GatewayError } from '../errors/gateway-error';
 import { InputsPublisher } from '../inputs-publisher';
 
 export type StopRequest = {
@@ -14,33 +16,54 @@ export type StopRequest = {
 };
 
 /**
- * `POST /v1/conversations/{key}/stop`: produces one stop to `agent.inputs` (its own fresh
- * id: a stop repeated is another stop, harmless) and answers the turn that was running at
- * that moment, as the companion saw it (null when none ran). The worker decides what the
- * stop ends; `stop.requested` on the event stream says which turn it was. With
- * `discardPending: true` the worker also drops every pending input of the conversation, each
- * reported on the stream as `input.discarded` (never answered).
+ * `POST /v1/conversations/{key}/stop` `{discardPending?, turn?}`: produces one stop to
+ * `agent.inputs` (its own fresh id: a stop repeated is another stop, harmless) and answers the
+ * worker's decision on it, made under the conversation's lock: the turn it stopped (null when
+ * none ran, or when the turn it names is no longer running — then it stops and discards
+ * nothing). With `discardPending: true` the worker also drops every pending input of the
+ * conversation, each reported on the stream as `input.discarded` (never answered). A subject
+ * that may not write is refused 403 by the worker too (`stop.refused`).
  */
 @Injectable()
 export class StopHandler {
   constructor(
     @Inject(ConversationAccess) private readonly access: ConversationAccess,
     @Inject(InputsPublisher) private readonly publisher: InputsPublisher,
+    @Inject(Decisions) private readonly decisions: Decisions,
   ) {}
 
   async stop(request: StopRequest): Promise<StopAnswer> {
     const body = parseEdge(StopBody, request.body ?? {}, 'stop body');
-    const status = await this.access.require(request.key, request.subject, 'write');
-    const input: StopInput = {
-      v: 1,
-      type: 'stop',
-      id: randomUUID(),
-      conversation: request.key,
-      subject: request.subject,
-      discardPending: body.discardPending ?? false,
-      sentAt: new Date().toISOString(),
-    };
-    await this.publisher.publish(input);
-    return { turn: status?.running?.turn ?? null };
+    await this.access.require(request.key, request.subject, 'write');
+    const id = randomUUID();
+    const decision = this.decisions.watch(request.key, (event) => {
+      if (event.type === 'stop.requested' && event.data.stop === id) return { turn: event.data.turn };
+      if (event.type === 'stop.refused' && event.data.stop === id) return { refused: event.data.code };
+      return undefined;
+    });
+    try {
+      const input: StopInput = {
+        v: 1,
+        type: 'stop',
+        id,
+        conversation: request.key,
+        subject: request.subject,
+        discardPending: body.discardPending ?? false,
+        ...(body.turn === undefined ? {} : { turn: body.turn }),
+        sentAt: new Date().toISOString(),
+      };
+      await this.publisher.publish(input);
+      const decided = await this.decisions.within(decision.result, (seconds) => late(id, seconds));
+      if ('refused' in decided) throw new GatewayError('forbidden', `${request.subject} may not stop turns of conversation ${request.key}`);
+      return { turn: decided.turn };
+    } finally {
+      decision.cancel();
+    }
   }
 }
+
+/** No decision in time: the stop was sent; whether it stopped a turn shows in the status. */
+const late = (id: string, seconds: number) =>
+  new GatewayError('unavailable', `the stop ${id} was sent, but the worker has not decided on it within ${seconds} s; read the conversation's status`, {
+    stop: id,
+  });

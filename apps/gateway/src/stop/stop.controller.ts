@@ -10,7 +10,7 @@ import { StopHandler } from './stop-handler';
 export class StopController {
   constructor(@Inject(StopHandler) private readonly handler: StopHandler) {}
 
-  /** 202 `{turn}`: the stop is on agent.inputs; `turn` is the turn running when it was sent (null when none). */
+  /** 202 `{turn}`: the turn the worker stopped (null when none ran, or the named one no longer runs). */
   @Post('stop')
   @HttpCode(202)
   stop(@Param('key') key: string, @Body() body: unknown, @Subject() subject: string): Promise<StopAnswer> {

@@ -65,7 +65,7 @@ export async function startCompanionStub(): Promise<CompanionStub> {
     const key = segments[1];
     const [, , resource, id] = segments;
     if (resource === undefined) {
-      return { status: 200, body: { key, running: null, steering: [], queue: [], lastInputId: null, agent: null, owner: null, ...statuses.get(key) } };
+      return { status: 200, body: { key, running: null, steering: [], queue: [], lastInputId: null, agent: null, owner: null, grants: [], ...statuses.get(key) } };
     }
     if (resource === 'inputs' && id !== undefined) {
       const input = inputs.get(`${key}\n${id}`);
