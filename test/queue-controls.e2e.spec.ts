@@ -200,14 +200,17 @@ describe('onBusy', () => {
     expect(Date.parse(next.startedAt)).toBeGreaterThanOrEqual(Date.parse(superseded.endedAt!));
     const queued = await client.answered(conversation, 'q');
     expect(Date.parse(queued.startedAt)).toBeGreaterThanOrEqual(Date.parse(next.endedAt!));
-    // What the superseded turn did stays in the history, its tool call with a result.
+    // What the superseded turn answered stays in the history (later turns see a turn as its
+    // prompt, steers and answers, not its tool calls).
     const request = requestsAbout(model.requests, 'do this instead')[0];
-    expect(request.body.messages.slice(1)).toMatchObject([
+    expect(request.body.messages.slice(1)).toEqual([
       { role: 'user', content: text },
-      { role: 'assistant', content: `waiting for ${text}`, tool_calls: [{ function: { name: 'wait' } }] },
-      { role: 'tool', content: 'waited 1 ms' },
+      { role: 'assistant', content: `waiting for ${text}` },
       { role: 'user', content: 'do this instead' },
     ]);
+    // Its tool ran to the end and has a result: the turn ended at the step after it.
+    const events = await readEvents(await client.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
+    expect(events.filter((m) => m.event === 'tool.ended').map((m) => (m.data as { data: { result: string } }).data.result)).toEqual(['waited 1 ms']);
     // It was not asked again after its tool's result: it ended at that step.
     expect(requestsWith(model.requests, text).filter((r) => lastUserTextIs(r, text))).toHaveLength(1);
   });
