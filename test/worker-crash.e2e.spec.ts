@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { toolResults } from '@rudder/scripted-model';
-import { startStack, type Stack } from './stack';
+import { eventually, startStack, type Stack } from './stack';
 import { topicNames } from '@rudder/runtime';
 import { gateName, requestsAbout, testScript } from './scripts';
 import { readTopic } from './topic-reader';
@@ -18,6 +19,22 @@ beforeAll(async () => {
   stack = await startStack({ script: testScript, workers: 0 });
 });
 afterAll(() => stack?.stop());
+// Each test starts the workers it needs: one that failed midway leaves none behind for the next.
+afterEach(async () => {
+  for (const worker of stack.workers.splice(0)) await worker.kill('SIGKILL');
+});
+
+/** Events of the conversation still in the outbox (not marked published). */
+async function unpublished(conversation: string): Promise<number> {
+  const client = new pg.Client({ connectionString: stack.env.DATABASE_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM event_store.events WHERE conversation = $1 AND published_at IS NULL', [conversation]);
+    return rows[0].n;
+  } finally {
+    await client.end();
+  }
+}
 
 /**
  * The turn answering `input` is completed once, with exactly `requests` model requests about
@@ -89,7 +106,9 @@ describe('a worker killed mid-turn', () => {
     await client.chat(conversation, { text, id: 'publish-1' });
     await model.gate(gate).reached();
     await readEvents(await client.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'tool.ended');
+    await eventually(async () => ((await unpublished(conversation)) === 0 ? true : undefined), { what: 'the outbox of the first worker marked' });
     await first.kill('SIGTERM');
+    expect(await unpublished(conversation)).toBe(0);
     // The next one's first publication is the turn's last step: it dies right after publishing it.
     const doomed = await stack.startWorker({ CRASH_AT: 'after-publish' });
     await model.gate(gate).reached(2);

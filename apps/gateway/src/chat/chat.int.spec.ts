@@ -1,7 +1,7 @@
 import { messagesOf } from '@rudder/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acceptEverything, inputAccepted, inputRejected, startHarness, type Answer, type Harness } from '../testing/harness';
-import { sseReader } from '../testing/sse-reader';
+import { acceptEverything, inputAccepted, inputRejected, startHarness, type Answer, type Harness } from '../../../../test/support/gateway/harness';
+import { sseReader } from '../../../../test/support/gateway/sse-reader';
 
 /** Short enough to test the 503, long enough for Kafka to carry a decision the test publishes. */
 const DECISION_TIMEOUT_MS = 5000;
