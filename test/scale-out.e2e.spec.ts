@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Partitioners } from 'kafkajs';
 import { eventually, startStack, type Stack, type WorkerProcess } from './stack';
-import { testScript } from './scripts';
+import { gateName, testScript } from './scripts';
 
 /** Several turn workers in one consumer group: they share the partitions, and come and go. */
 let stack: Stack;
@@ -50,15 +50,18 @@ describe('several turn workers', () => {
     }
   });
 
-  it('a turn waiting in a tool does not delay a turn of another conversation on the same partition', async () => {
-    const { client } = stack;
+  it('a turn waiting for its model reply does not delay a turn of another conversation on the same partition', async () => {
+    const { client, model } = stack;
     const slow = keyOn(1, 'slow');
     const quick = keyOn(1, 'quick');
-    await client.chat(slow, { text: 'wait 3000', id: 's' });
+    const gate = gateName('slow');
+    await client.chat(slow, { text: `hold gate:${gate}`, id: 's' });
     await client.started(slow, 's');
+    await model.gate(gate).reached();
     await client.chat(quick, { text: 'right away', id: 'q' });
     const answered = await client.answered(quick, 'q');
     expect((await client.turnOf(slow, 's')).body.status).toBe('running');
+    model.gate(gate).open();
     const slowTurn = await client.answered(slow, 's');
     expect(Date.parse(answered.endedAt!)).toBeLessThan(Date.parse(slowTurn.endedAt!));
   });
