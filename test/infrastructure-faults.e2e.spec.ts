@@ -21,6 +21,10 @@ import { eventually } from './system';
  * These tests stop their Kafka and PostgreSQL, so they run on a broker and a server of their
  * own (test/own-infrastructure.ts), never on the run's shared ones. A failing test logs what
  * the worker said, where the consumer groups stand and what the event log holds (`diagnose`).
+ *
+ * The faults are timed against `wait` tool calls (`wait 4000`, `wait 2000`, `wait 1500`): the
+ * fault must land while the tool runs. Those windows need a gated tool in the worker; until
+ * then they are long. An outage itself is detected, not slept for (`untilRefused`).
  */
 let infra: OwnInfrastructure;
 beforeAll(async () => {
