@@ -59,7 +59,7 @@ describe('pending inputs', () => {
     ]);
     await client.retract(conversation, 'c2');
     const types = (await stream).map((m) => m.event);
-    expect(types).toEqual(['input.accepted', 'turn.started', 'input.delivered', 'input.accepted', 'input.accepted', 'steer.accepted', 'input.accepted', 'input.retracted']);
+    expect(types).toEqual(['conversation.opened', 'input.accepted', 'turn.started', 'input.delivered', 'input.accepted', 'input.accepted', 'steer.accepted', 'input.accepted', 'input.retracted']);
     held.open();
   });
 });

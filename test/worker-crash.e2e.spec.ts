@@ -131,7 +131,7 @@ describe('a worker killed mid-turn', () => {
     expect(lastStep.filter((r) => r.type === 'turn.ended').length, 'the turn\'s end published again').toBeGreaterThanOrEqual(2);
     expect(new Set(lastStep.map((r) => r.id)).size).toBe(2);
     const once = parsed.filter((r, i) => parsed.findIndex((o) => o.id === r.id) === i);
-    expect(once.map((r) => r.type)).toEqual(['input.accepted', 'turn.started', 'input.delivered', 'model.replied', 'tool.started', 'tool.ended', 'model.replied', 'turn.ended']);
+    expect(once.map((r) => r.type)).toEqual(['conversation.opened', 'input.accepted', 'turn.started', 'input.delivered', 'model.replied', 'tool.started', 'tool.ended', 'model.replied', 'turn.ended']);
     // The held request died with the first worker: the last step was asked for twice, the first once.
     await expectAnsweredOnce(conversation, 'publish-1', text, { first: 1, afterTool: 2 });
     await successor.kill('SIGTERM');
