@@ -8,7 +8,9 @@ import { lastMessage, lastUserText, reply, toolResults, userTexts, type ModelReq
  * - anything else is answered `answer to <text>`.
  * Gates (see libs/scripted-model/src/gates.ts) hold a reply until the test opens them:
  * `gate:<name>` holds the reply to that user message (the tool call, the text or the failure),
- * `gate-after-tool:<name>` holds the reply that follows its tool results. A test waits with
+ * `gate-after-tool:<name>` holds the reply that follows its tool results, and `tool-gate:<name>`
+ * calls the `hold` tool of the test worker app (test/agents/worker.ts), which waits at that gate:
+ * a tool call held open until the test opens it. A test waits with
  * `stack.model.gate(name).reached()` and releases with `.open()`, so "while the model writes"
  * is true by construction.
  */
@@ -19,6 +21,8 @@ export const testScript: Script = (request) => {
     return reply.text(`after ${results.map((r) => r.content).join(', ')}: ${text}`, { gate: gateNamed(text, 'gate-after-tool') });
   }
   const gate = gateNamed(text, 'gate');
+  const toolGate = gateNamed(text, 'tool-gate');
+  if (toolGate) return reply.tools([{ name: 'hold', arguments: { gate: toolGate } }], { content: `waiting for ${text}`, gate });
   const wait = /wait (\d+)/.exec(text);
   if (wait) return reply.tools([{ name: 'wait', arguments: { ms: Number(wait[1]) } }], { content: `waiting for ${text}`, gate });
   const fail = /\bfail\b(?: (\d+))?/.exec(text);
@@ -28,7 +32,7 @@ export const testScript: Script = (request) => {
   return reply.text(`answer to ${text}`, { gate });
 };
 
-const gateNamed = (text: string, prefix: 'gate' | 'gate-after-tool') => new RegExp(`(?:^|\\s)${prefix}:([\\w.-]+)`).exec(text)?.[1];
+const gateNamed = (text: string, prefix: 'gate' | 'gate-after-tool' | 'tool-gate') => new RegExp(`(?:^|\\s)${prefix}:([\\w.-]+)`).exec(text)?.[1];
 
 /** A gate name unique in this process, for a test to put in a message as `gate:<name>`. */
 let gates = 0;

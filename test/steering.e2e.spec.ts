@@ -7,24 +7,12 @@ import { gateName, requestsAbout, requestsWith, testScript } from './scripts';
 /** The SPEC's table "What happens to a steered message", row by row, on the real stack. */
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack({ script: testScript });
+  // The test worker app: the default agent's tools and `hold`, a tool held at a gate.
+  stack = await startStack({ script: testScript, workerEntry: 'test/agents/worker.ts' });
 });
 afterAll(() => stack?.stop());
 
 const key = (name: string) => `steer/${name}-${Math.random().toString(36).slice(2, 8)}`;
-
-/**
- * Sends a chat and resolves once its turn runs and the model has been asked `asked` times about it.
- * For the tests whose window is a tool call (the `wait` tool): the steer must arrive before the
- * tool ends. Until the worker has a gated tool, the waits are long enough for several Kafka round
- * trips on a loaded machine.
- */
-async function running(conversation: string, id: string, text: string, asked = 1) {
-  await stack.client.chat(conversation, { text, id });
-  const turn = await stack.client.started(conversation, id);
-  await eventually(async () => (requestsWith(stack.model.requests, text).length >= asked ? true : undefined), { what: `the model asked about ${text}` });
-  return turn;
-}
 
 /** Sends a chat whose reply the model holds at `gate` (its text names it), and resolves once it is held there. */
 async function heldAt(gate: string, conversation: string, id: string, text: string) {
@@ -43,12 +31,15 @@ async function quiet(conversation: string) {
 }
 
 describe('a steered message', () => {
-  // Window: the `wait 4000` tool call (needs a gated tool). The gated twin below proves the same
-  // row by construction, with the steer sent while the model writes the reply that calls the tool.
   it('sent while a tool call runs: the running turn takes it at that step, and the very next model request has it after the tool results, once', async () => {
     const { client, model } = stack;
     const conversation = key('step');
-    const turn = await running(conversation, 'p', 'wait 4000');
+    const gate = gateName('tool');
+    const text = `look it up tool-gate:${gate}`;
+    expect((await client.chat(conversation, { text, id: 'p' })).status).toBe(202);
+    const turn = await client.started(conversation, 'p');
+    // The `hold` tool is running, and stays so until the gate opens.
+    await model.gate(gate).reached();
     const answer = await client.steer(conversation, { text: 'use Celsius', id: 's' });
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({ id: 's', turn: turn.id, landed: true });
@@ -57,24 +48,26 @@ describe('a steered message', () => {
       return s.steering.length > 0 ? s : undefined;
     });
     expect(status.steering).toEqual([{ id: 's', text: 'use Celsius' }]);
+    model.gate(gate).open();
 
     const ended = await client.answered(conversation, 'p');
     expect(ended).toMatchObject({ status: 'completed', steered: [{ id: 's', text: 'use Celsius' }] });
-    expect(ended.content).toBe('waiting for wait 4000\n\nanswer to use Celsius');
+    expect(ended.content).toBe(`waiting for ${text}\n\nanswer to use Celsius`);
     const withSteer = requestsWith(model.requests, 'use Celsius');
     expect(withSteer).toHaveLength(1);
     expect(withSteer[0].body.messages.slice(1)).toMatchObject([
-      { role: 'user', content: 'wait 4000' },
-      { role: 'assistant', tool_calls: [{ function: { name: 'wait' } }] },
-      { role: 'tool', content: 'waited 4000 ms' },
+      { role: 'user', content: text },
+      { role: 'assistant', tool_calls: [{ function: { name: 'hold' } }] },
+      { role: 'tool', content: `held at ${gate}` },
       { role: 'user', content: 'use Celsius' },
     ]);
-    expect(requestsWith(model.requests, 'wait 4000')).toHaveLength(2);
+    expect(withSteer[0].body.messages).toHaveLength(5);
+    expect(requestsWith(model.requests, text)).toHaveLength(2);
     expect((await client.turnOf(conversation, 's')).body.id).toBe(turn.id);
     const transcript = (await client.messages(conversation)).body.items;
     expect(transcript.map(({ id, role, text, steered }) => ({ id, role, text, steered }))).toEqual([
-      { id: 'p', role: 'user', text: 'wait 4000', steered: false },
-      { id: expect.any(String), role: 'assistant', text: 'waiting for wait 4000', steered: false },
+      { id: 'p', role: 'user', text, steered: false },
+      { id: expect.any(String), role: 'assistant', text: `waiting for ${text}`, steered: false },
       { id: 's', role: 'user', text: 'use Celsius', steered: true },
       { id: expect.any(String), role: 'assistant', text: 'answer to use Celsius', steered: false },
     ]);

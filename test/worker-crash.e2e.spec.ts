@@ -16,7 +16,8 @@ import { readEvents } from './sse';
  */
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack({ script: testScript, workers: 0 });
+  // The test worker app: the default agent's tools and `hold`, a tool held at a gate.
+  stack = await startStack({ script: testScript, workers: 0, workerEntry: 'test/agents/worker.ts' });
 });
 afterAll(() => stack?.stop());
 // Each test starts the workers it needs: one that failed midway leaves none behind for the next.
@@ -76,15 +77,32 @@ async function crashAt(point: string, conversation: string, text: string) {
 }
 
 describe('a worker killed mid-turn', () => {
-  it('killed with SIGKILL while a tool runs: the next worker finishes the turn once, without asking again for the stored reply', async () => {
+  it('killed with SIGKILL while a tool runs: the next worker runs that call again and finishes the turn once, without asking again for the stored reply', async () => {
+    const { client, model } = stack;
     const conversation = `crash/sigkill-${Date.now()}`;
+    const gate = gateName('kill');
+    const text = `look it up tool-gate:${gate}`;
     const worker = await stack.startWorker();
-    // Window: the `wait 4000` tool call must still run when the kill lands (needs a gated tool).
-    await stack.client.chat(conversation, { text: 'wait 4000', id: 'kill-1' });
-    await readEvents(await stack.client.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'tool.started');
+    await client.chat(conversation, { text, id: 'kill-1' });
+    // The `hold` tool runs (and would until the gate opens) when the kill lands.
+    await model.gate(gate).reached();
     await worker.kill('SIGKILL');
     const successor = await stack.startWorker();
-    await expectAnsweredOnce(conversation, 'kill-1', 'wait 4000', { first: 1, afterTool: 1 });
+    // Its result was never stored: the next worker runs the call again.
+    await model.gate(gate).reached(2);
+    model.gate(gate).open();
+    const turn = await client.answered(conversation, 'kill-1', 60_000);
+    expect(turn).toMatchObject({ status: 'completed', content: `waiting for ${text}\n\nafter held at ${gate}: ${text}` });
+    const asked = requestsAbout(model.requests, text);
+    expect({ first: asked.filter((r) => toolResults(r).length === 0).length, afterTool: asked.filter((r) => toolResults(r).length > 0).length }).toEqual({ first: 1, afterTool: 1 });
+    expect((await client.messages(conversation)).body.items.map((m) => `${m.role}: ${m.text}`)).toEqual([
+      `user: ${text}`,
+      `assistant: waiting for ${text}`,
+      `assistant: after held at ${gate}: ${text}`,
+    ]);
+    const events = await readEvents(await client.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
+    expect(events.filter((m) => m.event === 'turn.started')).toHaveLength(1);
+    expect(events.filter((m) => m.event === 'tool.ended')).toHaveLength(1);
     await successor.kill('SIGTERM');
   });
 

@@ -253,6 +253,19 @@ describe('gates', () => {
     expect((await control('/reached?count=0')).status).toBe(400);
   });
 
+  it('holds a client other than a model at POST /gates/{name}/pass until the gate opens', async () => {
+    const base = model.url.replace(/\/v1$/, '');
+    const gate = model.gate('g-pass');
+    let passed = false;
+    const passing = fetch(`${base}/gates/g-pass/pass`, { method: 'POST', body: 'tool call_7' }).then(async (r) => ((passed = true), { status: r.status, body: await r.json() }));
+    const arrival = await gate.reached();
+    expect(lastUserText(arrival)).toBe('tool call_7');
+    expect(gate.state()).toMatchObject({ reached: 1, held: 1 });
+    expect(passed).toBe(false);
+    gate.open();
+    expect(await passing).toEqual({ status: 200, body: { name: 'g-pass', open: true, reached: 1, held: 0 } });
+  });
+
   it('drops a held reply whose client gave up, and keeps serving', async () => {
     model.setScript(() => reply.text('never sent', { gate: 'g-abort' }));
     const gate = model.gate('g-abort');

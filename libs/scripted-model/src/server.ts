@@ -43,7 +43,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '');
     if (req.method === 'GET' && path === '/v1/models') return sendJson(res, 200, modelList());
     if (req.method === 'POST' && path === '/v1/chat/completions') return chatCompletion(req, res);
-    const gateRoute = /^\/gates\/([^/]+)(?:\/(open|close|reached))?$/.exec(path);
+    const gateRoute = /^\/gates\/([^/]+)(?:\/(open|close|reached|pass))?$/.exec(path);
     if (gateRoute) return gateControl(req, res, decodeURIComponent(gateRoute[1]), gateRoute[2]);
     await readBody(req); // drain, so the connection can be reused
     sendJson(res, 404, errorBody(404, `Invalid URL (${req.method} ${path})`, 'unknown_url'));
@@ -75,11 +75,19 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
   /**
    * The gates' control routes, outside /v1 so the OpenAI surface stays as it is:
    * `GET /gates/{name}` its state, `POST /gates/{name}/open` and `/close`, and
-   * `GET /gates/{name}/reached?count=n` answering once n requests reached it.
+   * `GET /gates/{name}/reached?count=n` answering once n requests reached it, and
+   * `POST /gates/{name}/pass`, which waits at the gate like a held reply (for a test's tool).
    */
   async function gateControl(req: http.IncomingMessage, res: http.ServerResponse, name: string, action?: string): Promise<void> {
-    await readBody(req);
+    const raw = await readBody(req);
     const gate = gates.get(name);
+    if (req.method === 'POST' && action === 'pass') {
+      // A client other than a model's (a test's tool, say) waits at the gate: it arrives as a
+      // request whose one user message is the posted body, and is answered once the gate opens.
+      const arrival: ModelRequest = { body: { model: 'gate-pass', messages: [{ role: 'user', content: raw }] }, receivedAt: Date.now() };
+      if (!(await gates.pass(name, arrival, disconnectSignal(res)))) return;
+      return sendJson(res, 200, gate.state());
+    }
     if (req.method === 'POST' && (action === 'open' || action === 'close')) {
       gate[action]();
       return sendJson(res, 200, gate.state());
