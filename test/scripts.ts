@@ -3,6 +3,7 @@ import { lastMessage, lastUserText, reply, toolResults, userTexts, type ModelReq
 /**
  * The model the system tests talk to. It reads the last user message:
  * - `wait <ms>` calls the wait tool (and answers `after <results>: <text>` after the result);
+ * - `record <ms>` calls the test worker app's `record` tool, which logs each run to TOOL_LOG;
  * - `fail` (or `fail <ms>`) answers HTTP 500 (after that long);
  * - `slow <ms>` answers after that long;
  * - anything else is answered `answer to <text>`.
@@ -23,6 +24,8 @@ export const testScript: Script = (request) => {
   const gate = gateNamed(text, 'gate');
   const toolGate = gateNamed(text, 'tool-gate');
   if (toolGate) return reply.tools([{ name: 'hold', arguments: { gate: toolGate } }], { content: `waiting for ${text}`, gate });
+  const record = /^record (\d+)/.exec(text);
+  if (record) return reply.tools([{ name: 'record', arguments: { ms: Number(record[1]) } }], { content: `waiting for ${text}`, gate });
   const wait = /wait (\d+)/.exec(text);
   if (wait) return reply.tools([{ name: 'wait', arguments: { ms: Number(wait[1]) } }], { content: `waiting for ${text}`, gate });
   const fail = /\bfail\b(?: (\d+))?/.exec(text);

@@ -1,3 +1,6 @@
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { toolResults } from '@rudder/scripted-model';
@@ -10,14 +13,22 @@ import { readEvents } from './sse';
 /**
  * A worker killed at a chosen point — by itself through CRASH_AT, or from outside with
  * SIGKILL — and another started after it: every input is answered exactly once, a stored
- * reply is not asked for again, and a stored tool result is in the next request once. (That a
- * stored tool result is not *run* again is proved by the agent loop's unit spec only: the `wait`
- * tool keeps no run count the system tests could read.)
+ * reply is not asked for again, and a stored tool result is not run again (the test worker
+ * app's `record` tool logs every run) and is in the next request once.
  */
+/** Where the test worker app's `record` tool writes a line per run. */
+const toolLog = join(mkdtempSync(join(tmpdir(), 'rudder-tools-')), 'runs.jsonl');
+const toolRuns = (conversation: string): { conversation: string; callId: string; pid: number }[] =>
+  (existsSync(toolLog) ? readFileSync(toolLog, 'utf8') : '')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line))
+    .filter((run) => run.conversation === conversation);
+
 let stack: Stack;
 beforeAll(async () => {
   // The test worker app: the default agent's tools and `hold`, a tool held at a gate.
-  stack = await startStack({ script: testScript, workers: 0, workerEntry: 'test/agents/worker.ts' });
+  stack = await startStack({ script: testScript, workers: 0, workerEntry: 'test/agents/worker.ts', workerEnv: { TOOL_LOG: toolLog } });
 });
 afterAll(() => stack?.stop());
 // Each test starts the workers it needs: one that failed midway leaves none behind for the next.
@@ -112,6 +123,24 @@ describe('a worker killed mid-turn', () => {
 
   it('after a tool result is stored: the next request has its result once', async () => {
     await crashAt('after-tool-result-stored', `crash/tool-${Date.now()}`, 'wait 101');
+  });
+
+  it('after a tool result is stored: the tool is not run again (its runs are logged), and the next request has its result once', async () => {
+    const { client, model } = stack;
+    const conversation = `crash/tool-run-${Date.now()}`;
+    const doomed = await stack.startWorker({ CRASH_AT: 'after-tool-result-stored' });
+    await client.chat(conversation, { text: 'record 5', id: 'run-1' });
+    await doomed.exited;
+    expect(doomed.output()).toContain('crashing at after-tool-result-stored');
+    const successor = await stack.startWorker();
+    const turn = await client.answered(conversation, 'run-1', 60_000);
+    const runs = toolRuns(conversation);
+    expect(runs).toHaveLength(1);
+    expect(runs[0].pid).toBe(doomed.child.pid);
+    expect(turn).toMatchObject({ status: 'completed', content: `waiting for record 5\n\nafter recorded ${runs[0].callId}: record 5` });
+    const afterTool = requestsAbout(model.requests, 'record 5').filter((r) => toolResults(r).length > 0);
+    expect(afterTool.map((r) => toolResults(r).map((t) => t.content))).toEqual([[`recorded ${runs[0].callId}`]]);
+    await successor.kill('SIGTERM');
   });
 
   it('after publishing a turn\'s events and before marking them: the events are published again and every view holds them once', async () => {
