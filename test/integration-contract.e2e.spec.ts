@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KafkaMessage } from 'kafkajs';
 import type { ChatInput } from '@rudder/contracts';
 import { createKafka, topicNames } from '@rudder/runtime';
-import { eventually, startStack, type Stack } from './stack';
+import { readTopic } from './topic-reader';
+import { startStack, type Stack } from './stack';
 import { testScript } from './scripts';
 
 let stack: Stack;
@@ -40,29 +40,20 @@ describe('the topics as an integration contract', () => {
   it('records that do not parse go to agent.inputs.dlq with the reason, and the partition moves on', async () => {
     const conversation = `contract/poison-${Date.now()}`;
     const wrongKey = chat(`${conversation}-other`, 'p-2', 'wrong key');
-    await produce([
-      { key: conversation, value: '{not json' },
-      { key: conversation, value: JSON.stringify({ v: 1, type: 'chat', id: 'p-1', conversation, messages: [] }) },
-      { key: conversation, value: JSON.stringify(wrongKey) },
-      { key: conversation, value: JSON.stringify(chat(conversation, 'p-3', 'after the poison')) },
-    ]);
+    const poison = ['{not json', JSON.stringify({ v: 1, type: 'chat', id: 'p-1', conversation, messages: [] }), JSON.stringify(wrongKey)];
+    await produce([...poison.map((value) => ({ key: conversation, value })), { key: conversation, value: JSON.stringify(chat(conversation, 'p-3', 'after the poison')) }]);
     const turn = await stack.client.answered(conversation, 'p-3');
     expect(turn.content).toBe('answer to after the poison');
 
-    const consumer = createKafka(stack.env.KAFKA_BROKERS, 'dlq-reader').consumer({ groupId: `dlq-reader-${Date.now()}` });
-    const dead: KafkaMessage[] = [];
-    await consumer.connect();
-    await consumer.subscribe({ topic: topicNames(stack.env.KAFKA_NAMESPACE).inputsDlq, fromBeginning: true });
-    await consumer.run({ eachMessage: async ({ message }) => void dead.push(message) });
-    const reasons = await eventually(async () => {
-      const ours = dead.filter((m) => m.key?.toString() === conversation);
-      return ours.length >= 3 ? ours.map((m) => m.headers!.reason!.toString()) : undefined;
-    });
-    await consumer.disconnect();
-    expect(reasons).toHaveLength(3);
-    expect(reasons[0]).toMatch(/not JSON/);
-    expect(reasons[1]).toMatch(/messages/);
-    expect(reasons[2]).toMatch(/key/);
+    const topics = topicNames(stack.env.KAFKA_NAMESPACE);
+    const dead = await readTopic(stack.env.KAFKA_BROKERS, topics.inputsDlq, conversation, (records) => records.length >= 3);
+    expect(dead.map((r) => r.headers.reason)).toEqual([expect.stringMatching(/not JSON/), expect.stringMatching(/messages/), expect.stringMatching(/key/)]);
+    // Each dead letter is the record as it was, naming where it came from.
+    const sources = await readTopic(stack.env.KAFKA_BROKERS, topics.inputs, conversation, (records) => records.length >= 4);
+    expect(dead.map((r) => ({ key: r.key, value: r.value, topic: r.headers['source-topic'], partition: r.headers['source-partition'], offset: r.headers['source-offset'] }))).toEqual(
+      poison.map((value, i) => ({ key: conversation, value, topic: topics.inputs, partition: String(sources[i].partition), offset: sources[i].offset })),
+    );
+    expect(sources.slice(0, 3).map((r) => r.value)).toEqual(poison);
     const status = await stack.client.status(conversation);
     expect(status.body).toMatchObject({ running: null, queue: [], lastInputId: 'p-3' });
     expect((await stack.client.messages(conversation)).body.items.map((m) => m.text)).toEqual(['after the poison', 'answer to after the poison']);

@@ -1,23 +1,45 @@
 import { lastMessage, lastUserText, reply, toolResults, userTexts, type ModelRequest, type Script } from '@rudder/scripted-model';
 
 /**
- * The model the system tests talk to. It reads the last user message: `wait <ms>` calls the
- * wait tool (and answers after the result), `slow <ms>` answers after that long, `fail <ms>`
- * answers HTTP 500 after that long, anything else is answered `answer to <text>`. After a
- * tool result it answers `after <results>: <text>`.
+ * The model the system tests talk to. It reads the last user message:
+ * - `wait <ms>` calls the wait tool (and answers `after <results>: <text>` after the result);
+ * - `record <ms>` calls the test worker app's `record` tool, which logs each run to TOOL_LOG;
+ * - `fail` (or `fail <ms>`) answers HTTP 500 (after that long);
+ * - `slow <ms>` answers after that long;
+ * - anything else is answered `answer to <text>`.
+ * Gates (see libs/scripted-model/src/gates.ts) hold a reply until the test opens them:
+ * `gate:<name>` holds the reply to that user message (the tool call, the text or the failure),
+ * `gate-after-tool:<name>` holds the reply that follows its tool results, and `tool-gate:<name>`
+ * calls the `hold` tool of the test worker app (test/agents/worker.ts), which waits at that gate:
+ * a tool call held open until the test opens it. A test waits with
+ * `stack.model.gate(name).reached()` and releases with `.open()`, so "while the model writes"
+ * is true by construction.
  */
 export const testScript: Script = (request) => {
   const text = lastUserText(request);
   const results = toolResults(request);
-  if (lastMessage(request)?.role === 'tool') return reply.text(`after ${results.map((r) => r.content).join(', ')}: ${text}`);
+  if (lastMessage(request)?.role === 'tool') {
+    return reply.text(`after ${results.map((r) => r.content).join(', ')}: ${text}`, { gate: gateNamed(text, 'gate-after-tool') });
+  }
+  const gate = gateNamed(text, 'gate');
+  const toolGate = gateNamed(text, 'tool-gate');
+  if (toolGate) return reply.tools([{ name: 'hold', arguments: { gate: toolGate } }], { content: `waiting for ${text}`, gate });
+  const record = /^record (\d+)/.exec(text);
+  if (record) return reply.tools([{ name: 'record', arguments: { ms: Number(record[1]) } }], { content: `waiting for ${text}`, gate });
   const wait = /wait (\d+)/.exec(text);
-  if (wait) return reply.tools([{ name: 'wait', arguments: { ms: Number(wait[1]) } }], { content: `waiting for ${text}` });
-  const fail = /fail (\d+)/.exec(text);
-  if (fail) return reply.error(500, 'the scripted model fails on purpose', { delayMs: Number(fail[1]) });
+  if (wait) return reply.tools([{ name: 'wait', arguments: { ms: Number(wait[1]) } }], { content: `waiting for ${text}`, gate });
+  const fail = /\bfail\b(?: (\d+))?/.exec(text);
+  if (fail) return reply.error(500, 'the scripted model fails on purpose', { delayMs: Number(fail[1] ?? 0), gate });
   const slow = /slow (\d+)/.exec(text);
-  if (slow) return reply.text(`answer to ${text}`, { delayMs: Number(slow[1]) });
-  return reply.text(`answer to ${text}`);
+  if (slow) return reply.text(`answer to ${text}`, { delayMs: Number(slow[1]), gate });
+  return reply.text(`answer to ${text}`, { gate });
 };
+
+const gateNamed = (text: string, prefix: 'gate' | 'gate-after-tool' | 'tool-gate') => new RegExp(`(?:^|\\s)${prefix}:([\\w.-]+)`).exec(text)?.[1];
+
+/** A gate name unique in this process, for a test to put in a message as `gate:<name>`. */
+let gates = 0;
+export const gateName = (what: string) => `${what}-${++gates}`;
 
 /** The requests whose last user message is `text`: how often the model was asked about it. */
 export const requestsAbout = (requests: readonly ModelRequest[], text: string) =>

@@ -30,6 +30,17 @@ function countingPool(url: string) {
   return { pool, statements: () => statements };
 }
 
+/** Events of the conversation still in the outbox, read on a pool of its own (not counted). */
+async function unpublished(conversation: string): Promise<number> {
+  const pool = createPool(stack.env.DATABASE_URL);
+  try {
+    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM event_store.events WHERE conversation = $1 AND published_at IS NULL', [conversation]);
+    return rows[0].n;
+  } finally {
+    await pool.end();
+  }
+}
+
 async function eventsOf(conversation: string) {
   const consumer = createKafka(stack.env.KAFKA_BROKERS, 'cost-reader').consumer({ groupId: `cost-${conversation}` });
   const seen: string[] = [];
@@ -49,7 +60,8 @@ async function oneToolTurn(maxTaken: number) {
   const warm = `cost/warm-${maxTaken}`;
   await stack.client.chat(warm, { text: 'warm up', id: 'w' });
   await stack.client.answered(warm, 'w');
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // The warm-up's last statement marks its events published: count from after it.
+  await eventually(async () => ((await unpublished(warm)) === 0 ? true : undefined), { what: 'the warm-up published and marked' });
 
   const conversation = `cost/turn-${maxTaken}`;
   const before = counted.statements();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolResults } from '@rudder/scripted-model';
 import { startStack, type Stack } from './stack';
-import { requestsAbout, testScript } from './scripts';
+import { gateName, requestsAbout, testScript } from './scripts';
 
 let stack: Stack;
 beforeAll(async () => {
@@ -44,15 +44,19 @@ describe('a chat, end to end through gateway, Kafka, worker, outbox and companio
     expect(toolResults(asked[1]).map((r) => r.content)).toEqual(['waited 300 ms']);
   });
 
-  it('two conversations run at once: one is answered while the other waits in a tool', async () => {
-    const { client } = stack;
+  it('two conversations run at once: one is answered while the other waits for its model reply', async () => {
+    const { client, model } = stack;
     const slow = key('slow');
     const quick = key('quick');
-    await client.chat(slow, { text: 'wait 3000', id: 'slow-1' });
+    const gate = gateName('slow');
+    await client.chat(slow, { text: `hold gate:${gate}`, id: 'slow-1' });
     await client.started(slow, 'slow-1');
+    await model.gate(gate).reached();
     await client.chat(quick, { text: 'quick one', id: 'quick-1' });
     const quickTurn = await client.answered(quick, 'quick-1');
+    expect(quickTurn.content).toBe('answer to quick one');
     expect((await client.turnOf(slow, 'slow-1')).body.status).toBe('running');
+    model.gate(gate).open();
     const slowTurn = await client.answered(slow, 'slow-1');
     expect(Date.parse(quickTurn.endedAt!)).toBeLessThan(Date.parse(slowTurn.endedAt!));
   });

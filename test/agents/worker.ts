@@ -3,6 +3,8 @@
  * test/agents.e2e.spec.ts as its own process):
  * - `default`: the `wait` tool, and `record`, which appends its context to TOOL_LOG and waits
  *   `ms` (the crash tests see every run of a call there);
+ *   `hold`, which waits at a gate of the scripted model (`POST /gates/{gate}/pass`) until the
+ *   test opens it: a tool call held open by construction, not for a time;
  * - `quiet`: the same tools, and its turns take no steered messages.
  */
 import 'reflect-metadata';
@@ -35,13 +37,26 @@ class RecordingTools {
   }
 }
 
-const tools: AgentDefinition['tools'] = [...(defaultAgent.tools ?? []), RecordingTools];
+@Injectable()
+class GateTools {
+  /** The scripted model's server, where the gates are: OPENAI_BASE_URL without its /v1. */
+  private readonly base = (process.env.OPENAI_BASE_URL ?? '').replace(/\/v1\/?$/, '');
+
+  @AgentTool({ name: 'hold', description: 'Waits until the test opens the named gate.', parameters: z.object({ gate: z.string().min(1) }) })
+  async hold({ gate }: { gate: string }, { callId, signal }: ToolContext): Promise<string> {
+    const answer = await fetch(`${this.base}/gates/${encodeURIComponent(gate)}/pass`, { method: 'POST', body: callId, signal });
+    if (!answer.ok) throw new Error(`the gate ${gate} answered ${answer.status}`);
+    return `held at ${gate}`;
+  }
+}
+
+const tools: AgentDefinition['tools'] = [...(defaultAgent.tools ?? []), RecordingTools, GateTools];
 const agents: AgentDefinition[] = [
   { ...defaultAgent, tools },
   { ...defaultAgent, name: 'quiet', tools, steering: { maxTaken: 0 } },
 ];
 
-@Module({ imports: [TurnWorkerModule.forRoot({ agents })], providers: [ToolLog, RecordingTools] })
+@Module({ imports: [TurnWorkerModule.forRoot({ agents })], providers: [ToolLog, RecordingTools, GateTools] })
 class TestWorkerModule {}
 
 const app = await NestFactory.createMicroservice(TestWorkerModule, { strategy: turnWorkerTransport(), logger: ['error', 'warn'] });

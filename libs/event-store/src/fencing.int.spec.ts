@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
 import { appendToConversation, appendToConversations } from './append';
 import { FencedError, takePartitions } from './fencing';
@@ -42,7 +42,13 @@ describe('fencing by partition epochs', () => {
     await writer.query('SELECT 1 FROM event_store.partition_owners WHERE partition = 2 FOR SHARE');
     let taken = false;
     const takeover = takePartitions(db.pool(), [2], 'worker-b').then((e) => ((taken = true), e));
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Wait until the takeover is blocked on the writer's lock (an event, not a time).
+    await vi.waitFor(async () => {
+      const { rows } = await db.pool().query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      expect(rows[0].n).toBeGreaterThan(0);
+    });
     expect(taken).toBe(false);
     await writer.query('COMMIT');
     writer.release();

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { createLog } from '@rudder/runtime';
 import { appendToConversations } from './append';
@@ -69,9 +69,14 @@ describe('the outbox relay', () => {
     failing = false;
     const second = await appendToConversations(db.pool(), plainRules, 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-1')]);
     relay.enqueue(second);
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // The retry comes from a timer (retryMs): wait for what it publishes, not for a time.
+    await vi.waitFor(() => expect(published.filter((id) => id.startsWith('c-'))).toEqual(['c-0', 'c-1']));
     await relay.idle();
     expect(published.filter((id) => id.startsWith('c-'))).toEqual(['c-0', 'c-1']);
+    await vi.waitFor(async () => {
+      const { rows } = await db.pool().query(`SELECT count(*)::int AS n FROM event_store.events WHERE conversation = 'c' AND published_at IS NULL`);
+      expect(rows[0].n).toBe(0);
+    });
     await relay.stop();
   });
 });

@@ -1,3 +1,4 @@
+export { createGates, type Gate, type GateState } from './gates';
 export { startScriptedModel, SCRIPTED_MODEL_ID, type ScriptedModel, type ScriptedModelOptions } from './server';
 export {
   lastMessage,

@@ -19,6 +19,13 @@ export type ScriptedReply = {
   delayMs?: number;
   /** Wait between streamed chunks. */
   tokenDelayMs?: number;
+  /**
+   * Hold the reply at this gate until the test opens it (`ScriptedModel.gate(name).open()` or
+   * `POST /gates/{name}/open`): before the first byte (after `delayMs`), or — when streaming and
+   * `gateAfterChunks` is set — after that many chunks were sent. See gates.ts.
+   */
+  gate?: string;
+  gateAfterChunks?: number;
   /** When either is set (status >= 400 or an error message), answer an OpenAI-shaped HTTP error; status defaults to 500. */
   status?: number;
   error?: string;

@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { demoScript, lastUserText, reply, requestedWaitMs, startScriptedModel, toolResults, type ModelRequest, type ScriptedModel } from './index';
 
 let model: ScriptedModel;
@@ -151,14 +151,12 @@ describe('scripted model', () => {
   });
 
   it('stops a delayed reply when the client aborts, and keeps serving', async () => {
-    model.setScript(() => reply.text('too late', { delayMs: 10_000 }));
+    model.setScript(() => reply.text('too late', { delayMs: 600_000 }));
     const controller = new AbortController();
-    const started = Date.now();
     const pending = client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }, { signal: controller.signal });
-    setTimeout(() => controller.abort(), 50);
+    await vi.waitFor(() => expect(model.requests).toHaveLength(1));
+    controller.abort();
     await expect(pending).rejects.toBeInstanceOf(OpenAI.APIUserAbortError);
-    expect(Date.now() - started).toBeLessThan(2000);
-    expect(model.requests).toHaveLength(1);
 
     model.setScript(() => reply.text('still here'));
     const next = await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
@@ -181,11 +179,104 @@ describe('scripted model', () => {
     expect(next.choices[0].message.content).toBe('ok');
   });
 
-  it('delays the first byte by delayMs', async () => {
-    model.setScript(() => reply.text('late', { delayMs: 200 }));
-    const started = Date.now();
-    await client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+  it('delays the first byte by delayMs: a delayed reply asked first is answered after an undelayed one asked second', async () => {
+    model.setScript((request) => (lastUserText(request) === 'late' ? reply.text('late', { delayMs: 300 }) : reply.text('early')));
+    const order: string[] = [];
+    const ask = (content: string) =>
+      client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content }] }).then((a) => order.push(a.choices[0].message.content ?? ''));
+    const late = ask('late');
+    await vi.waitFor(() => expect(model.requests).toHaveLength(1));
+    await Promise.all([late, ask('early')]);
+    expect(order).toEqual(['early', 'late']);
+  });
+});
+
+describe('gates', () => {
+  const ask = (content: string, stream = false) =>
+    stream
+      ? client.chat.completions.stream({ model: 'm', messages: [{ role: 'user', content }] }).finalChatCompletion()
+      : client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content }] });
+
+  it('holds a reply naming a gate until the gate opens, and says when a request reached it', async () => {
+    model.setScript((request) => reply.text(`answer to ${lastUserText(request)}`, { gate: 'g-hold' }));
+    const gate = model.gate('g-hold');
+    let answered = false;
+    const pending = ask('held').then((a) => {
+      answered = true;
+      return a.choices[0].message.content;
+    });
+    const reached = await gate.reached();
+    expect(lastUserText(reached)).toBe('held');
+    expect(gate.state()).toEqual({ name: 'g-hold', open: false, reached: 1, held: 1 });
+    // The reply is held while the gate is closed, however long the test looks away.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answered).toBe(false);
+    gate.open();
+    expect(await pending).toBe('answer to held');
+    expect(gate.state()).toEqual({ name: 'g-hold', open: true, reached: 1, held: 0 });
+    // Open, it lets later replies pass; closed again, it holds them again.
+    expect((await ask('passes')).choices[0].message.content).toBe('answer to passes');
+    gate.close();
+    const again = ask('held again');
+    await gate.reached(3);
+    expect(gate.state().held).toBe(1);
+    gate.open();
+    expect((await again).choices[0].message.content).toBe('answer to held again');
+  });
+
+  it('holds a stream after the given number of chunks: the client has read the first words and waits for the rest', async () => {
+    model.setScript(() => reply.text('one two three four', { gate: 'g-stream', gateAfterChunks: 2 }));
+    const gate = model.gate('g-stream');
+    const stream = await client.chat.completions.create({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const iterator = stream[Symbol.asyncIterator]();
+    const first = [(await iterator.next()).value, (await iterator.next()).value] as OpenAI.ChatCompletionChunk[];
+    expect(first.map((c) => c.choices[0].delta.content ?? '')).toEqual(['', 'one ']);
+    await gate.reached();
+    expect(gate.state().held).toBe(1);
+    gate.open();
+    let rest = '';
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) rest += next.value.choices[0]?.delta.content ?? '';
+    expect(rest).toBe('two three four');
+  });
+
+  it('answers the control routes over HTTP: state, reached, open, close', async () => {
+    model.setScript(() => reply.text('via http', { gate: 'g-http' }));
+    const base = model.url.replace(/\/v1$/, '');
+    const control = (path: string, method = 'GET') => fetch(`${base}/gates/g-http${path}`, { method }).then(async (r) => ({ status: r.status, body: await r.json() }));
+    expect(await control('')).toEqual({ status: 200, body: { name: 'g-http', open: false, reached: 0, held: 0 } });
+    const reached = control('/reached?count=1');
+    const pending = ask('over http', true);
+    expect(await reached).toMatchObject({ status: 200, body: { reached: 1, held: 1, request: { messages: [{ role: 'user', content: 'over http' }] } } });
+    expect(await control('/open', 'POST')).toMatchObject({ status: 200, body: { open: true } });
+    expect((await pending).choices[0].message.content).toBe('via http');
+    expect(await control('/close', 'POST')).toMatchObject({ status: 200, body: { open: false, reached: 1, held: 0 } });
+    expect((await control('/reached?count=0')).status).toBe(400);
+  });
+
+  it('holds a client other than a model at POST /gates/{name}/pass until the gate opens', async () => {
+    const base = model.url.replace(/\/v1$/, '');
+    const gate = model.gate('g-pass');
+    let passed = false;
+    const passing = fetch(`${base}/gates/g-pass/pass`, { method: 'POST', body: 'tool call_7' }).then(async (r) => ((passed = true), { status: r.status, body: await r.json() }));
+    const arrival = await gate.reached();
+    expect(lastUserText(arrival)).toBe('tool call_7');
+    expect(gate.state()).toMatchObject({ reached: 1, held: 1 });
+    expect(passed).toBe(false);
+    gate.open();
+    expect(await passing).toEqual({ status: 200, body: { name: 'g-pass', open: true, reached: 1, held: 0 } });
+  });
+
+  it('drops a held reply whose client gave up, and keeps serving', async () => {
+    model.setScript(() => reply.text('never sent', { gate: 'g-abort' }));
+    const gate = model.gate('g-abort');
+    const controller = new AbortController();
+    const pending = client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }, { signal: controller.signal });
+    await gate.reached();
+    controller.abort();
+    await expect(pending).rejects.toBeInstanceOf(OpenAI.APIUserAbortError);
+    await vi.waitFor(() => expect(gate.state().held).toBe(0));
+    model.setScript(() => reply.text('ok'));
+    expect((await ask('next')).choices[0].message.content).toBe('ok');
   });
 });
 

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createGates, type Gate } from './gates';
 import { parseBody } from './request';
 import type { ModelRequest, Script, ScriptedReply } from './script';
 import { completion, errorBody, streamChunks, toWireToolCalls, type ReplyMeta } from './wire';
@@ -11,6 +12,8 @@ export type ScriptedModel = {
   requests: ModelRequest[];
   /** Replaces the script; requests already being answered keep the one they started with. */
   setScript(script: Script): void;
+  /** The gate of this name (made on first use, closed): replies naming it wait there until it opens. */
+  gate(name: string): Gate;
   /** Closes the server and every open connection (which cuts pending delays short). Idempotent. */
   stop(): Promise<void>;
 };
@@ -27,6 +30,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
   const host = options.host ?? '127.0.0.1';
   const requests: ModelRequest[] = [];
   let script = options.script ?? answerOk;
+  const gates = createGates();
   // Separate counts, so the first generated tool call id of a server is always call_1.
   let completions = 0;
   let generatedCalls = 0;
@@ -39,6 +43,8 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     const path = new URL(req.url ?? '/', 'http://localhost').pathname.replace(/\/+$/, '');
     if (req.method === 'GET' && path === '/v1/models') return sendJson(res, 200, modelList());
     if (req.method === 'POST' && path === '/v1/chat/completions') return chatCompletion(req, res);
+    const gateRoute = /^\/gates\/([^/]+)(?:\/(open|close|reached|pass))?$/.exec(path);
+    if (gateRoute) return gateControl(req, res, decodeURIComponent(gateRoute[1]), gateRoute[2]);
     await readBody(req); // drain, so the connection can be reused
     sendJson(res, 404, errorBody(404, `Invalid URL (${req.method} ${path})`, 'unknown_url'));
   }
@@ -51,6 +57,8 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     const disconnected = disconnectSignal(res);
     const reply = await runScript(script, request);
     if (!(await sleep(reply.delayMs ?? 0, disconnected))) return; // the client gave up; nobody to answer
+    const holdsBeforeFirstByte = reply.gate !== undefined && !(request.body.stream && (reply.gateAfterChunks ?? 0) > 0);
+    if (holdsBeforeFirstByte && !(await gates.pass(reply.gate!, request, disconnected))) return;
     const failure = errorOf(reply);
     if (failure) return sendJson(res, failure.status, errorBody(failure.status, failure.message));
     const created = Math.floor(Date.now() / 1000);
@@ -58,7 +66,40 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     const calls = toWireToolCalls(reply.toolCalls ?? [], () => `call_${++generatedCalls}`);
     if (!request.body.stream) return sendJson(res, 200, completion(meta, request.body, reply, calls));
     const chunks = streamChunks(meta, request.body, reply, calls);
-    await sendEvents(res, chunks, reply.tokenDelayMs ?? 0, disconnected);
+    const hold = reply.gate !== undefined && !holdsBeforeFirstByte
+      ? { after: reply.gateAfterChunks!, pass: () => gates.pass(reply.gate!, request, disconnected) }
+      : undefined;
+    await sendEvents(res, chunks, reply.tokenDelayMs ?? 0, disconnected, hold);
+  }
+
+  /**
+   * The gates' control routes, outside /v1 so the OpenAI surface stays as it is:
+   * `GET /gates/{name}` its state, `POST /gates/{name}/open` and `/close`, and
+   * `GET /gates/{name}/reached?count=n` answering once n requests reached it, and
+   * `POST /gates/{name}/pass`, which waits at the gate like a held reply (for a test's tool).
+   */
+  async function gateControl(req: http.IncomingMessage, res: http.ServerResponse, name: string, action?: string): Promise<void> {
+    const raw = await readBody(req);
+    const gate = gates.get(name);
+    if (req.method === 'POST' && action === 'pass') {
+      // A client other than a model's (a test's tool, say) waits at the gate: it arrives as a
+      // request whose one user message is the posted body, and is answered once the gate opens.
+      const arrival: ModelRequest = { body: { model: 'gate-pass', messages: [{ role: 'user', content: raw }] }, receivedAt: Date.now() };
+      if (!(await gates.pass(name, arrival, disconnectSignal(res)))) return;
+      return sendJson(res, 200, gate.state());
+    }
+    if (req.method === 'POST' && (action === 'open' || action === 'close')) {
+      gate[action]();
+      return sendJson(res, 200, gate.state());
+    }
+    if (req.method === 'GET' && action === undefined) return sendJson(res, 200, gate.state());
+    if (req.method === 'GET' && action === 'reached') {
+      const count = Number(new URL(req.url ?? '/', 'http://localhost').searchParams.get('count') ?? 1);
+      if (!Number.isInteger(count) || count < 1) return sendJson(res, 400, errorBody(400, 'count must be a positive integer'));
+      const request = await gate.reached(count);
+      return sendJson(res, 200, { ...gate.state(), request: request.body });
+    }
+    sendJson(res, 404, errorBody(404, `Invalid URL (${req.method} ${req.url})`, 'unknown_url'));
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -77,8 +118,10 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     setScript: (next) => {
       script = next;
     },
+    gate: (name) => gates.get(name),
     stop: () =>
       (stopped ??= new Promise<void>((resolve, reject) => {
+        gates.dropAll();
         server.close((err) => (err ? reject(err) : resolve()));
         server.closeAllConnections();
       })),
@@ -130,9 +173,15 @@ async function sendEvents(
   chunks: unknown[],
   tokenDelayMs: number,
   disconnected: AbortSignal,
+  hold?: { after: number; pass(): Promise<boolean> },
 ): Promise<void> {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  res.flushHeaders();
   for (const [i, chunk] of chunks.entries()) {
+    if (hold && i === Math.min(hold.after, chunks.length - 1) && !(await hold.pass())) {
+      res.destroy();
+      return;
+    }
     if (i > 0 && !(await sleep(tokenDelayMs, disconnected))) return;
     res.write(`data: ${JSON.stringify(chunk)}\n\n`);
   }

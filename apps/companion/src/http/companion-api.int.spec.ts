@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool, readConfig, type Pool } from '@rudder/runtime';
 import { startCompanion, type Companion } from '../start-companion';
 import { foldEvents } from '../projection/fold-events';
-import { createFreshDatabase } from '../testing/test-database';
-import { chatWithToolCall, conversationLog } from '../testing/conversation-log';
-import { quietLog } from '../testing/quiet-log';
+import { createFreshDatabase } from '../../../../test/support/companion/test-database';
+import { chatWithToolCall, conversationLog } from '../../../../test/support/companion/conversation-log';
+import { quietLog } from '../../../../test/support/companion/quiet-log';
 
 let database: Awaited<ReturnType<typeof createFreshDatabase>>;
 let companion: Companion;

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLocalPostgres, type LocalPostgres } from '@rudder/dev-services';
 import { readConfig } from '@rudder/runtime';
 import { startCompanion, type Companion } from '../start-companion';
-import { quietLog } from '../testing/quiet-log';
+import { quietLog } from '../../../../test/support/companion/quiet-log';
 
 /**
  * The companion while its PostgreSQL is down, for real: this spec starts a PostgreSQL of its

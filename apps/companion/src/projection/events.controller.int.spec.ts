@@ -4,9 +4,9 @@ import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import type { ConversationEvent } from '@rudder/contracts';
 import { createKafka, ensureTopics, readConfig, topicNames, type Config } from '@rudder/runtime';
 import { startCompanion, type Companion } from '../start-companion';
-import { createFreshDatabase, kafkaBrokers } from '../testing/test-database';
-import { chatWithToolCall, conversationLog } from '../testing/conversation-log';
-import { quietLog } from '../testing/quiet-log';
+import { createFreshDatabase, kafkaBrokers } from '../../../../test/support/companion/test-database';
+import { chatWithToolCall, conversationLog } from '../../../../test/support/companion/conversation-log';
+import { quietLog } from '../../../../test/support/companion/quiet-log';
 
 const brokers = kafkaBrokers();
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chatWithToolCall, conversationLog } from '../testing/conversation-log';
+import { chatWithToolCall, conversationLog } from '../../../../test/support/companion/conversation-log';
 import { evolve, rowsNeeded, type Rows } from './evolve';
 
 const nothing: Rows = { conversations: [], inputs: [], turns: [] };

@@ -7,8 +7,8 @@ import { readTurn } from '../queries/turn-view';
 import { readTurnOfInput } from '../queries/turn-of-input';
 import { readInput } from '../queries/input-view';
 import { readEventsAfter } from '../queries/event-replay';
-import { createFreshDatabase } from '../testing/test-database';
-import { chatWithToolCall, conversationLog } from '../testing/conversation-log';
+import { createFreshDatabase } from '../../../../test/support/companion/test-database';
+import { chatWithToolCall, conversationLog } from '../../../../test/support/companion/conversation-log';
 import { foldEvents } from './fold-events';
 
 let database: Awaited<ReturnType<typeof createFreshDatabase>>;

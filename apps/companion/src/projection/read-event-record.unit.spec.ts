@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { conversationLog } from '../testing/conversation-log';
+import { conversationLog } from '../../../../test/support/companion/conversation-log';
 import { readEventRecord } from './read-event-record';
 
 describe('readEventRecord', () => {

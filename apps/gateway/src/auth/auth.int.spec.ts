@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acceptEverything, startHarness, type Harness } from '../testing/harness';
+import { acceptEverything, startHarness, type Harness } from '../../../../test/support/gateway/harness';
 
 let h: Harness;
 beforeAll(async () => {

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SignJWT, exportJWK, generateKeyPair, type CryptoKey, type JWK, type JWTPayload } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acceptEverything, startHarness, type Harness } from '../testing/harness';
+import { acceptEverything, startHarness, type Harness } from '../../../../test/support/gateway/harness';
 
 /**
  * JWTs at the running gateway: RS256 and ES256 keys served by a JWKS HTTP server of the

@@ -1,6 +1,7 @@
 import { messagesOf } from '@rudder/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acceptEverything, inputAccepted, inputRejected, startHarness, type Answer, type Harness } from '../testing/harness';
+import { acceptEverything, inputAccepted, inputRejected, startHarness, type Answer, type Harness } from '../../../../test/support/gateway/harness';
+import { sseReader } from '../../../../test/support/gateway/sse-reader';
 
 /** Short enough to test the 503, long enough for Kafka to carry a decision the test publishes. */
 const DECISION_TIMEOUT_MS = 5000;
@@ -89,12 +90,16 @@ describe('POST /v1/conversations/{key}/chat', () => {
       return answer;
     });
     await h.inputArrived(id);
-    // A decision on another input, and on this id in another conversation, is not this one's.
+    // A decision on this id in another conversation, and on another input, is not this one's.
+    // The gateway has one consumer of agent.events (one partition here): once its stream of this
+    // conversation shows the later of the two, the waiting chat has seen both.
+    const stream = sseReader(await fetch(`${h.gateway.url}/v1/conversations/${encodeURIComponent(key)}/events`));
     await h.publishEvents([
-      inputAccepted(key, { id: 'someone-else', messages: ['x'] }),
       inputAccepted(uniqueKey('other'), { id, messages: ['plan the trip'] }),
+      inputAccepted(key, { id: 'someone-else', messages: ['x'] }),
     ]);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await stream.next()).data).toMatchObject({ type: 'input.accepted', data: { input: { id: 'someone-else' } } });
+    await stream.close();
     expect(answered).toBe(false);
     await h.publishEvents([inputAccepted(key, { id, messages: ['plan the trip'] })]);
     const answer = await pending;
@@ -118,9 +123,12 @@ describe('POST /v1/conversations/{key}/chat', () => {
     h.companion.setStatus(key, {
       running: { turn: 't-1', startedAt: new Date().toISOString() },
       steering: [{ id: 's-1', text: 'metric' }],
+      // Full as the real worker's default bound sees it: 4 follow-ups waiting.
       queue: [
         { id: 'q-1', kind: 'chat', text: 'one' },
         { id: 'q-2', kind: 'steer', text: 'twö' },
+        { id: 'q-3', kind: 'chat', text: 'three' },
+        { id: 'q-4', kind: 'chat', text: 'four' },
       ],
     });
     const refuse = async (body: Record<string, unknown>, code: 'busy' | 'precondition_failed' | 'queue_full', message: string): Promise<Answer> => {
@@ -140,11 +148,11 @@ describe('POST /v1/conversations/{key}/chat', () => {
     });
     expect(busy.headers.get('retry-after')).toBeNull();
 
-    const stale = await refuse({ text: 'after yours', ifLastInputId: 'old-1' }, 'precondition_failed', 'the last accepted input is q-2, not old-1');
+    const stale = await refuse({ text: 'after yours', ifLastInputId: 'old-1' }, 'precondition_failed', 'the last accepted input is q-4, not old-1');
     expect({ status: stale.status, code: stale.body.error.code }).toEqual({ status: 412, code: 'precondition_failed' });
-    expect(stale.body.error.message).toContain('the last accepted input is q-2, not old-1');
+    expect(stale.body.error.message).toContain('the last accepted input is q-4, not old-1');
 
-    const full = await refuse({ text: 'one more' }, 'queue_full', 'the follow-up queue is full (1 steering, 2 queued, 12 characters waiting; at most 2)');
+    const full = await refuse({ text: 'one more' }, 'queue_full', 'the follow-up queue is full (1 steering, 4 queued, 21 characters waiting; at most 4)');
     expect(full.status).toBe(429);
     expect(full.headers.get('retry-after')).toBe('5');
     expect(full.body.error).toEqual({
@@ -152,8 +160,8 @@ describe('POST /v1/conversations/{key}/chat', () => {
       message: expect.stringMatching(/the follow-up queue is full.*5 s/),
       details: {
         id: expect.any(String),
-        reason: 'the follow-up queue is full (1 steering, 2 queued, 12 characters waiting; at most 2)',
-        counts: { steering: 1, queue: 2, chars: 12 },
+        reason: 'the follow-up queue is full (1 steering, 4 queued, 21 characters waiting; at most 4)',
+        counts: { steering: 1, queue: 4, chars: 21 },
         retryAfter: 5,
       },
     });
@@ -208,11 +216,9 @@ describe('POST /v1/conversations/{key}/chat', () => {
   it('without a decision in time the answer is 503 unavailable naming the id, and the chat was produced once', async () => {
     const key = manualKey('slow');
     let answer: Answer | undefined;
-    const started = Date.now();
     const produced = await h.producedDuring(async () => {
       answer = await h.call(chatPath(key), { body: { text: 'anyone there?' } });
     });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(DECISION_TIMEOUT_MS - 100);
     expect(answer?.status).toBe(503);
     const id = answer?.body.error.details.id;
     expect(answer?.body.error).toEqual({ code: 'unavailable', message: expect.stringMatching(/sent.*retry with the same id/), details: { id } });

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../testing/harness';
+import { startHarness, type Harness } from '../../../../test/support/gateway/harness';
 
 /**
  * The gateway while the companion, or the companion's database, is away: 503 `unavailable`

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../testing/harness';
+import { startHarness, type Harness } from '../../../../test/support/gateway/harness';
 
 let h: Harness | undefined;
 afterEach(async () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../testing/harness';
+import { startHarness, type Harness } from '../../../../test/support/gateway/harness';
 import { rawRequest } from './raw-request';
 
 /**

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../testing/harness';
+import { startHarness, type Harness } from '../../../../test/support/gateway/harness';
 import { rawRequest, type RawAnswer } from './raw-request';
 
 /**

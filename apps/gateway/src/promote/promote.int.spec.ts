@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { conversationEvent, startHarness, steerAccepted, type Answer, type Harness } from '../testing/harness';
+import { conversationEvent, startHarness, steerAccepted, type Answer, type Harness } from '../../../../test/support/gateway/harness';
 
 /** Short enough to test the 503, long enough for Kafka to carry a decision the test publishes. */
 const DECISION_TIMEOUT_MS = 5000;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inputRejected, startHarness, steerAccepted, type Harness } from '../testing/harness';
+import { inputRejected, startHarness, steerAccepted, type Harness } from '../../../../test/support/gateway/harness';
 
 /** Short enough to test the 503, long enough for Kafka to carry a decision the test publishes. */
 const DECISION_TIMEOUT_MS = 5000;
@@ -84,6 +84,20 @@ describe('POST /v1/conversations/{key}/steer', () => {
     expect(produced).toEqual([]);
   });
 
+  // Product bug (SPEC: "the same id with another text is 422"): while the companion has not
+  // seen the first steer yet, the gateway answers the same id with other text by the decision
+  // it saw on the live stream (steer-handler.ts: `decision.seen`, and `decisionOn` never compares
+  // the text), so the second text is answered 200 as if it were the first.
+  it.fails('the same steer id with other text is 422 even while the companion has not seen the first', async () => {
+    const key = uniqueKey('reused-lag');
+    const id = uniqueId('lag');
+    const first = h.call(steerPath(key), { body: { text: 'use Celsius', id }, headers: alice });
+    await decide(key, { id, text: 'use Celsius', turn: 't-3', landed: true });
+    expect((await first).status).toBe(200);
+    const reused = await h.call(steerPath(key), { body: { text: 'use Fahrenheit', id }, headers: alice });
+    expect({ status: reused.status, code: reused.body.error?.code }).toEqual({ status: 422, code: 'id_reused' });
+  });
+
   it('a steer id whose decision the companion keeps only as a stored event is answered from it and nothing is produced', async () => {
     const key = uniqueKey('stored');
     const id = uniqueId('old');
@@ -133,29 +147,32 @@ describe('POST /v1/conversations/{key}/steer', () => {
 
   it('a steer the worker refuses is 412 precondition_failed or 429 queue_full (Retry-After, counts); ifLastInputId is passed on', async () => {
     const key = uniqueKey('refused');
-    h.companion.setStatus(key, { owner: 'alice', steering: [{ id: 's-1', text: 'a' }, { id: 's-2', text: 'bc' }], lastInputId: 's-2' });
+    // Full as the real worker's default bound sees it: 4 steers waiting.
+    const steering = [{ id: 's-1', text: 'a' }, { id: 's-2', text: 'bc' }, { id: 's-3', text: 'd' }, { id: 's-4', text: 'e' }];
+    h.companion.setStatus(key, { owner: 'alice', steering, lastInputId: 's-4' });
     const staleId = uniqueId('stale');
     const stale = h.call(steerPath(key), { body: { text: 'as I said', id: staleId, ifLastInputId: 's-1' }, headers: alice });
     const record = await h.inputArrived(staleId);
     expect(record.value).toMatchObject({ type: 'steer', id: staleId, ifLastInputId: 's-1' });
-    await h.publishEvents([inputRejected(key, { id: staleId, kind: 'steer', text: 'as I said' }, 'precondition_failed', 'the last accepted input is s-2, not s-1')]);
+    await h.publishEvents([inputRejected(key, { id: staleId, kind: 'steer', text: 'as I said' }, 'precondition_failed', 'the last accepted input is s-4, not s-1')]);
     const staleAnswer = await stale;
     expect(staleAnswer.status).toBe(412);
     expect(staleAnswer.body.error).toEqual({
       code: 'precondition_failed',
-      message: expect.stringContaining('the last accepted input is s-2, not s-1'),
-      details: { id: staleId, reason: 'the last accepted input is s-2, not s-1' },
+      message: expect.stringContaining('the last accepted input is s-4, not s-1'),
+      details: { id: staleId, reason: 'the last accepted input is s-4, not s-1' },
     });
 
     const fullId = uniqueId('full');
+    const FULL = 'the steering queue is full (4 steering, 0 queued, 5 characters waiting; at most 4)';
     const full = h.call(steerPath(key), { body: { text: 'one more', id: fullId }, headers: alice });
     expect((await h.inputArrived(fullId)).value).not.toHaveProperty('ifLastInputId');
-    await h.publishEvents([inputRejected(key, { id: fullId, kind: 'steer', text: 'one more' }, 'queue_full', 'the steering queue is full')]);
+    await h.publishEvents([inputRejected(key, { id: fullId, kind: 'steer', text: 'one more' }, 'queue_full', FULL)]);
     const fullAnswer = await full;
     expect({ status: fullAnswer.status, retryAfter: fullAnswer.headers.get('retry-after'), details: fullAnswer.body.error.details }).toEqual({
       status: 429,
       retryAfter: '5',
-      details: { id: fullId, reason: 'the steering queue is full', counts: { steering: 2, queue: 0, chars: 3 }, retryAfter: 5 },
+      details: { id: fullId, reason: FULL, counts: { steering: 4, queue: 0, chars: 5 }, retryAfter: 5 },
     });
   });
 
@@ -186,11 +203,9 @@ describe('POST /v1/conversations/{key}/steer', () => {
     const key = uniqueKey('slow');
     const id = uniqueId('late');
     let answer: Awaited<ReturnType<Harness['call']>> | undefined;
-    const started = Date.now();
     const produced = await h.producedDuring(async () => {
       answer = await h.call(steerPath(key), { body: { text: 'anyone there?', id }, headers: alice });
     });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(DECISION_TIMEOUT_MS - 100);
     expect(answer?.status).toBe(503);
     expect(answer?.body.error).toEqual({ code: 'unavailable', message: expect.stringMatching(/sent.*retry with the same id/), details: { id } });
     expect(answer?.body.error.message).toContain(id);

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acceptEverything, startHarness, turnStarted, type Harness } from '../testing/harness';
-import { sseReader } from '../testing/sse-reader';
+import { acceptEverything, startHarness, turnStarted, type Harness } from '../../../../test/support/gateway/harness';
+import { sseReader } from '../../../../test/support/gateway/sse-reader';
 
 let h: Harness;
 beforeAll(async () => {

@@ -1,6 +1,6 @@
 import type { TurnView } from '@rudder/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../testing/harness';
+import { startHarness, type Harness } from '../../../../test/support/gateway/harness';
 
 let h: Harness;
 beforeAll(async () => {

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ConversationEvent, TranscriptPage, TurnView } from '@rudder/contracts';
-import type { CompanionStatus, InputState, Rejection } from '../companion-client';
+import type { CompanionStatus, InputState, Rejection } from '../../../apps/gateway/src/companion-client';
 
 type Input = {
   id: string;

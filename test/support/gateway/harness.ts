@@ -11,7 +11,7 @@ import {
 import { createKafka, ensureTopics, readConfig, topicNames, type TopicNames } from '@rudder/runtime';
 import type { Consumer, Kafka, Producer } from 'kafkajs';
 import { inject } from 'vitest';
-import { startGateway, type GatewayOptions, type RunningGateway } from '../index';
+import { startGateway, type GatewayOptions, type RunningGateway } from '@rudder/gateway';
 import { startCompanionStub, type CompanionStub } from './companion-stub';
 
 /** A record read back from `agent.inputs`, with the key it was produced under. */
