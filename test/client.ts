@@ -1,4 +1,4 @@
-import type { ChatAccepted, ConversationStatus, ErrorBody, RetractAnswer, SteerAnswer, StopAnswer, TranscriptPage, TurnView } from '@rudder/contracts';
+import type { ChatAccepted, ConversationStatus, ErrorBody, GrantAnswer, RetractAnswer, SteerAnswer, StopAnswer, TranscriptPage, TurnView } from '@rudder/contracts';
 import { eventually } from './system';
 
 /** An answer of the API: `body` is T on success, and carries `error` on failure. */
@@ -21,6 +21,9 @@ export function createClient(baseUrl: string, token?: string) {
     steer: (key: string, body: unknown, headers: Record<string, string> = {}) =>
       call<SteerAnswer>(path(key, '/steer'), { method: 'POST', body: JSON.stringify(body), headers }),
     stop: (key: string, body: unknown = {}) => call<StopAnswer>(path(key, '/stop'), { method: 'POST', body: JSON.stringify(body) }),
+    grant: (key: string, subject: string, access: 'read' | 'write') =>
+      call<GrantAnswer>(path(key, `/grants/${encodeURIComponent(subject)}`), { method: 'PUT', body: JSON.stringify({ access }) }),
+    revoke: (key: string, subject: string) => call<GrantAnswer>(path(key, `/grants/${encodeURIComponent(subject)}`), { method: 'DELETE' }),
     retract: (key: string, input: string) => call<RetractAnswer>(path(key, `/inputs/${encodeURIComponent(input)}`), { method: 'DELETE' }),
     retractLatest: (key: string, kind: 'chat' | 'steer') => call<RetractAnswer>(path(key, `/inputs?latest=${kind}`), { method: 'DELETE' }),
     promote: (key: string, input: string) => call<SteerAnswer>(path(key, `/inputs/${encodeURIComponent(input)}/promote`), { method: 'POST' }),

@@ -167,9 +167,20 @@ describe('stop', () => {
     expect(await client.answered(conversation, 'c')).toMatchObject({ status: 'completed', content: 'answer to still answered' });
   });
 
-  // SPEC: "A stop may name the turn it means ({turn}); a stop for a turn that is no longer running
-  // stops nothing." The gateway's StopBody (libs/contracts/src/api.ts) accepts only discardPending.
-  it.todo('a stop naming a turn that is no longer running stops nothing (stop {turn} is not built)');
+  it('a stop naming a turn that is no longer running stops nothing; naming the running one stops it', async () => {
+    const { client } = stack;
+    const conversation = key('stop-turn');
+    await client.chat(conversation, { text: 'first', id: 'f1' });
+    const first = await client.answered(conversation, 'f1');
+    await client.chat(conversation, { text: 'wait 20000', id: 'f2' });
+    const second = await client.started(conversation, 'f2');
+    const stale = await client.stop(conversation, { turn: first.id });
+    expect({ status: stale.status, body: stale.body }).toEqual({ status: 202, body: { turn: null } });
+    expect((await client.status(conversation)).body.running?.turn).toBe(second.id);
+    const meant = await client.stop(conversation, { turn: second.id });
+    expect(meant.body).toEqual({ turn: second.id });
+    expect(await client.answered(conversation, 'f2')).toMatchObject({ status: 'stopped' });
+  });
 });
 
 describe('onBusy', () => {

@@ -1,6 +1,8 @@
 import { Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import type { Log, Pool } from '@rudder/runtime';
+import { APP_INTERCEPTOR } from '@nestjs/core';
 import { CompanionController, POOL } from './http/companion.controller';
+import { ReadFloorInterceptor } from './http/read-floor.interceptor';
 import { EventsController, LOG } from './projection/events.controller';
 
 /** The pool closes with the application, after the transport and the HTTP server. */
@@ -26,6 +28,7 @@ export class AppModule {
         { provide: POOL, useValue: pool },
         { provide: LOG, useValue: log },
         PoolLifecycle,
+        { provide: APP_INTERCEPTOR, useClass: ReadFloorInterceptor },
       ],
     };
   }

@@ -135,4 +135,12 @@ export const migrations: readonly Migration[] = [
       ALTER TABLE conversations ADD COLUMN grants jsonb NOT NULL DEFAULT '{}';
     `,
   },
+  {
+    id: '006-read-position',
+    sql: `
+      -- The position of the last event folded per conversation: a read that must reflect a
+      -- write (Rudder-Min-Position) waits until this reaches the write's position.
+      ALTER TABLE conversations ADD COLUMN position bigint NOT NULL DEFAULT 0;
+    `,
+  },
 ];

@@ -8,6 +8,7 @@ import {
 } from '@rudder/contracts';
 import type { Log } from '@rudder/runtime';
 import { z } from 'zod';
+import { Positions, requestedPosition } from './consistency/positions';
 import { GatewayError } from './errors/gateway-error';
 import { OutageLog } from './errors/outage-log';
 
@@ -86,19 +87,20 @@ export class CompanionClient {
   constructor(
     private readonly baseUrl: string,
     private readonly log: Log,
-    private readonly timeoutMs = 5000,
+    private readonly positions: Positions = new Positions(),
+    private readonly timeoutMs = 8000,
   ) {
     this.outage = new OutageLog(log, 'the companion');
   }
 
   async status(key: string): Promise<CompanionStatus> {
-    return this.parse(CompanionStatusAnswer, await this.get(conversationPath(key)), 'status');
+    return this.parse(CompanionStatusAnswer, await this.get(conversationPath(key), key), 'status');
   }
 
   /** The input with this id, or null when the companion has not seen it. */
   async input(key: string, id: string): Promise<CompanionInput | null> {
     try {
-      const answer = await this.get(`${conversationPath(key)}/inputs/${segment(id)}`);
+      const answer = await this.get(`${conversationPath(key)}/inputs/${segment(id)}`, key);
       return this.parse(CompanionInputAnswer, answer, 'input');
     } catch (error) {
       if (error instanceof GatewayError && error.code === 'not_found') return null;
@@ -108,17 +110,17 @@ export class CompanionClient {
 
   /** A transcript page, as the companion answers it (`TranscriptPage`). */
   messages(key: string, query: { after?: string; limit?: number }): Promise<unknown> {
-    return this.get(`${conversationPath(key)}/messages${queryString(query)}`);
+    return this.get(`${conversationPath(key)}/messages${queryString(query)}`, key);
   }
 
   /** One turn, as the companion answers it (`TurnView`). */
   turn(key: string, turn: string): Promise<unknown> {
-    return this.get(`${conversationPath(key)}/turns/${segment(turn)}`);
+    return this.get(`${conversationPath(key)}/turns/${segment(turn)}`, key);
   }
 
   /** The turn that answered or took an input (`TurnView`). */
   turnOfInput(key: string, input: string): Promise<unknown> {
-    return this.get(`${conversationPath(key)}/turns${queryString({ input })}`);
+    return this.get(`${conversationPath(key)}/turns${queryString({ input })}`, key);
   }
 
   /**
@@ -143,11 +145,17 @@ export class CompanionClient {
     }
   }
 
-  private async get(path: string): Promise<unknown> {
+  /**
+   * GET from the companion. For a conversation's route, the view must reflect at least the
+   * writes this gateway answered for it and the position the client asked for (read your
+   * writes): the companion waits for it, bounded.
+   */
+  private async get(path: string, key?: string): Promise<unknown> {
+    const min = key === undefined ? 0 : Math.max(this.positions.get(key), requestedPosition());
     let response: Response;
     try {
       response = await fetch(this.baseUrl + path, {
-        headers: { accept: 'application/json' },
+        headers: { accept: 'application/json', ...(min > 0 ? { 'rudder-min-position': String(min) } : {}) },
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (error) {

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { ConversationEvent } from '@rudder/contracts';
+import { Positions } from './consistency/positions';
 import { CompanionClient, type CompanionStatus, type InputState, type Rejection } from './companion-client';
 import { GatewayError } from './errors/gateway-error';
 import { LiveEvents } from './events/live-events';
@@ -34,13 +35,22 @@ export class Decisions {
     @Inject(LiveEvents) private readonly live: LiveEvents,
     @Inject(CompanionClient) private readonly companion: CompanionClient,
     @Inject(OPTIONS) options: GatewayOptions,
+    @Inject(Positions) private readonly positions: Positions,
   ) {
     this.timeoutMs = options.decisionTimeoutMs ?? DEFAULT_DECISION_TIMEOUT_MS;
   }
 
-  /** Listens for the first event of the conversation that `pick` turns into a value (`LiveEvents.watch`). */
+  /**
+   * Listens for the first event of the conversation that `pick` turns into a value
+   * (`LiveEvents.watch`). That event is the worker's decision: its position is noted, so the
+   * answer carries it (`Rudder-Position`) and later reads through this gateway reflect it.
+   */
   watch<T>(key: string, pick: (event: ConversationEvent) => T | undefined): { result: Promise<T>; seen: T | undefined; cancel(): void } {
-    return this.live.watch(key, pick);
+    return this.live.watch(key, (event) => {
+      const value = pick(event);
+      if (value !== undefined) this.positions.note(key, event.position);
+      return value;
+    });
   }
 
   /** The decision, or the error `late` makes (a 503 saying what was sent) once `timeoutMs` has passed. */

@@ -1,5 +1,7 @@
 import { Module, type DynamicModule, type LoggerService } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
+import { PositionInterceptor } from './consistency/position.interceptor';
+import { Positions } from './consistency/positions';
 import { companionUrl, createKafka, type Config, type Log } from '@rudder/runtime';
 import { AuthGuard } from './auth/auth.guard';
 import { Authenticator } from './auth/authenticator';
@@ -37,6 +39,7 @@ import { CONFIG, KAFKA, LOG, OPTIONS, type GatewayOptions } from './tokens';
 export class GatewayModule {
   /** The whole gateway for one configuration; `startGateway` is the way to run it. */
   static forConfig(config: Config, log: Log, options: GatewayOptions = {}): DynamicModule {
+    const positions = new Positions();
     return {
       module: GatewayModule,
       controllers: [
@@ -59,7 +62,9 @@ export class GatewayModule {
         { provide: OPTIONS, useValue: options },
         { provide: KAFKA, useValue: createKafka(config.KAFKA_BROKERS, 'gateway') },
         { provide: Authenticator, useValue: Authenticator.fromConfig(config) },
-        { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log) },
+        { provide: Positions, useValue: positions },
+        { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log, positions) },
+        { provide: APP_INTERCEPTOR, useClass: PositionInterceptor },
         { provide: APP_FILTER, useClass: ErrorFilter },
         { provide: SubjectLimits, useValue: new SubjectLimits(config) },
         AuthGuard,

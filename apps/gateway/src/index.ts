@@ -5,6 +5,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createLog, type Config } from '@rudder/runtime';
 import { GatewayModule, nestLog } from './gateway.module';
 import { answerClientErrorsAsJson, checkParsedBody, checkRequestHead, verifyJsonDepth } from './hostile-input/request-checks';
+import { readMinPosition } from './consistency/positions';
 import type { GatewayOptions } from './tokens';
 
 export type RunningGateway = {
@@ -47,6 +48,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   app.use(checkRequestHead);
   app.useBodyParser('json', { limit: bodyLimit(config), verify: verifyJsonDepth });
   app.use(checkParsedBody);
+  app.use(readMinPosition);
   answerClientErrorsAsJson(app.getHttpServer());
   try {
     await app.listen(config.GATEWAY_PORT);

@@ -14,6 +14,8 @@ export type ConversationRow = {
   agent: string | null;
   /** Access its owner gave other subjects (`access.granted`). */
   grants: Record<string, 'read' | 'write'>;
+  /** The position of the last of its events folded: reads that must reflect a write wait for it. */
+  position: number;
   lastInputId: string | null;
   lastInputPosition: number | null;
   runningTurn: string | null;
@@ -198,7 +200,7 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
   const conversation = (key: string): ConversationRow => {
     let row = conversations.get(key);
     if (!row) {
-      row = { key, owner: null, agent: null, grants: {}, lastInputId: null, lastInputPosition: null, runningTurn: null, runningStartedAt: null };
+      row = { key, owner: null, agent: null, grants: {}, position: 0, lastInputId: null, lastInputPosition: null, runningTurn: null, runningStartedAt: null };
       conversations.set(key, row);
       changed.conversations.add(key);
     }
@@ -217,6 +219,10 @@ export function evolve(before: Rows, events: readonly ConversationEvent[]): Chan
   for (const event of events) {
     const c = event.conversation;
     const conv = conversation(c);
+    if (event.position > conv.position) {
+      conv.position = event.position;
+      changed.conversations.add(c);
+    }
     switch (event.type) {
       case 'conversation.opened':
         conv.owner = event.data.owner;

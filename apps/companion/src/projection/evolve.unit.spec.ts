@@ -9,7 +9,7 @@ describe('evolve', () => {
     const log = conversationLog('c');
     const changes = evolve(nothing, [log.accepted('a', 'hi', 'alice'), log.accepted('b', 'hello', 'bob')]);
     expect(changes.conversations).toEqual([
-      { key: 'c', owner: 'alice', agent: null, lastInputId: 'b', lastInputPosition: 2, runningTurn: null, runningStartedAt: null },
+      { key: 'c', owner: 'alice', agent: null, grants: {}, position: 2, lastInputId: 'b', lastInputPosition: 2, runningTurn: null, runningStartedAt: null },
     ]);
     expect(changes.inputs.map((i) => [i.id, i.state])).toEqual([
       ['a', 'pending'],
@@ -65,7 +65,8 @@ describe('evolve', () => {
     const log = conversationLog('c');
     const before = evolve(nothing, [log.started('t1', { id: 'a', text: 'a' }), log.started('t2', { id: 'b', text: 'b' })]);
     const after = evolve(before, [log.ended('t1', '')]);
-    expect(after.conversations).toEqual([]);
+    // Only the folded position moves (reads waiting for it see the end); t2 still runs.
+    expect(after.conversations).toMatchObject([{ runningTurn: 't2', position: 3 }]);
     expect(before.conversations).toMatchObject([{ runningTurn: 't2' }]);
   });
 

@@ -77,6 +77,7 @@ describe('foldEvents', () => {
       lastInputId: 'i1',
       agent: null,
       owner: 'alice',
+      grants: [],
     });
     expect(await allMessages(key)).toEqual([]);
 
@@ -147,6 +148,7 @@ describe('foldEvents', () => {
       lastInputId: 'c',
       agent: null,
       owner: 'bob',
+      grants: [],
     });
   });
 
@@ -512,6 +514,7 @@ describe('foldEvents', () => {
       lastInputId: 'c4',
       agent: null,
       owner: 'alice',
+      grants: [],
     });
     expect(await readInput(pool, key, 'c3')).toMatchObject({ state: 'discarded', delivered: false, rejection: null });
     expect(await readInput(pool, key, 'c4')).toMatchObject({ state: 'discarded', delivered: false });
@@ -559,6 +562,7 @@ describe('foldEvents', () => {
       // The first input was refused: the owner is the subject of the first accepted one.
       agent: null,
       owner: 'bob',
+      grants: [],
     });
     expect(await readInput(pool, key, 'r1')).toEqual({
       id: 'r1',
@@ -705,6 +709,7 @@ describe('foldEvents', () => {
       lastInputId: null,
       agent: null,
       owner: null,
+      grants: [],
     });
   });
 });

@@ -86,6 +86,7 @@ async function loadRows(client: PoolClient, needed: Needed): Promise<Rows> {
       owner: c.owner,
       agent: c.agent,
       grants: c.grants ?? {},
+      position: Number(c.position ?? 0),
       lastInputId: c.last_input_id,
       lastInputPosition: c.last_input_position,
       runningTurn: c.running_turn,
@@ -129,12 +130,13 @@ async function writeChanges(client: PoolClient, changes: Changes): Promise<void>
   if (changes.conversations.length > 0)
     await client.query(
       `INSERT INTO companion.conversations AS c
-              (key, owner, agent, grants, last_input_id, last_input_position, running_turn, running_started_at)
-       SELECT key, owner, agent, grants, "lastInputId", "lastInputPosition", "runningTurn", "runningStartedAt"
-         FROM jsonb_to_recordset($1::jsonb) AS r(key text, owner text, agent text, grants jsonb, "lastInputId" text,
+              (key, owner, agent, grants, position, last_input_id, last_input_position, running_turn, running_started_at)
+       SELECT key, owner, agent, grants, position, "lastInputId", "lastInputPosition", "runningTurn", "runningStartedAt"
+         FROM jsonb_to_recordset($1::jsonb) AS r(key text, owner text, agent text, grants jsonb, position bigint, "lastInputId" text,
               "lastInputPosition" bigint, "runningTurn" text, "runningStartedAt" timestamptz)
        ON CONFLICT (key) DO UPDATE SET
-         owner = excluded.owner, agent = excluded.agent, grants = excluded.grants, last_input_id = excluded.last_input_id,
+         owner = excluded.owner, agent = excluded.agent, grants = excluded.grants,
+         position = GREATEST(c.position, excluded.position), last_input_id = excluded.last_input_id,
          last_input_position = excluded.last_input_position, running_turn = excluded.running_turn,
          running_started_at = excluded.running_started_at`,
       [storableJson(changes.conversations)],
@@ -196,6 +198,7 @@ type RawConversation = {
   owner: string | null;
   agent: string | null;
   grants: Record<string, 'read' | 'write'> | null;
+  position: number | string | null;
   last_input_id: string | null;
   last_input_position: number | null;
   running_turn: string | null;

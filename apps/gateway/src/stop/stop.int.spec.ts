@@ -1,9 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../../../../test/support/gateway/harness';
+import { conversationEvent, startHarness, type Harness } from '../../../../test/support/gateway/harness';
 
+/** The turn each conversation runs, as the fake worker decides stops (the real one: under the lock, from the log). */
+const runningTurn = new Map<string, string>();
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness({ AUTH_TOKENS: 'tok-alice=alice, tok-bob=bob' });
+  h.worker = (input) => {
+    if (input.type !== 'stop') return undefined;
+    const running = runningTurn.get(input.conversation) ?? null;
+    const meant = input.turn === undefined || input.turn === running;
+    return [conversationEvent(input.conversation, 'stop.requested', { stop: input.id, turn: meant ? running : null, mode: 'stop' })];
+  };
 });
 afterAll(() => h?.stop());
 
@@ -12,9 +20,10 @@ const stopPath = (key: string) => `/v1/conversations/${encodeURIComponent(key)}/
 const uniqueKey = (name: string) => `stop-test/${name}-${Math.random().toString(36).slice(2, 8)}`;
 
 describe('POST /v1/conversations/{key}/stop', () => {
-  it('a stop is produced once as a StopInputV1 and answers 202 with the turn running at the time', async () => {
+  it("a stop is produced once as a StopInputV1 and answers 202 with the turn the worker stopped", async () => {
     const key = uniqueKey('running');
-    h.companion.setStatus(key, { owner: 'alice', running: { turn: 't-7', startedAt: new Date().toISOString() } });
+    h.companion.setStatus(key, { owner: 'alice' });
+    runningTurn.set(key, 't-7');
     let answer: Awaited<ReturnType<Harness['call']>> | undefined;
     const produced = await h.producedDuring(async () => {
       answer = await h.call(stopPath(key), { body: {}, headers: alice });
@@ -60,6 +69,17 @@ describe('POST /v1/conversations/{key}/stop', () => {
     // Each stop is its own input, with its own id.
     expect(produced.map((r) => r.value.type)).toEqual(['stop', 'stop']);
     expect(new Set(produced.map((r) => r.value.id)).size).toBe(2);
+  });
+
+  it('a stop naming a turn answers that turn while it runs, and null (nothing stopped) once another runs', async () => {
+    const key = uniqueKey('named');
+    h.companion.setStatus(key, { owner: 'alice' });
+    runningTurn.set(key, 't-2');
+    const stale = await h.call(stopPath(key), { body: { turn: 't-1' }, headers: alice });
+    expect({ status: stale.status, body: stale.body }).toEqual({ status: 202, body: { turn: null } });
+    const meant = await h.call(stopPath(key), { body: { turn: 't-2' }, headers: alice });
+    expect({ status: meant.status, body: meant.body }).toEqual({ status: 202, body: { turn: 't-2' } });
+    expect((await h.inputOf(key, 'stop')).turn).toBe('t-1');
   });
 
   it('bad requests are 400/401/403 with a JSON error, and nothing is produced', async () => {

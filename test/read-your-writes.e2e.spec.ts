@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, type RunningGateway } from '@rudder/gateway';
+import { readConfig } from '@rudder/runtime';
+import { createClient } from './client';
+import { testScript } from './scripts';
+import { startStack, type Stack } from './stack';
+
+/**
+ * SPEC "Access and consistency": every answer to a write carries the log position it
+ * produced; a read through the same gateway, or one that passes that position, reflects at
+ * least that write.
+ */
+let stack: Stack;
+let other: RunningGateway;
+beforeAll(async () => {
+  stack = await startStack({ script: testScript });
+  other = await startGateway(readConfig({ ...stack.env, GATEWAY_PORT: '0', COMPANION_URL: stack.companionUrl }));
+});
+afterAll(async () => {
+  await other?.stop();
+  await stack?.stop();
+});
+
+const key = (name: string) => `ryw/${name}-${Math.random().toString(36).slice(2, 8)}`;
+/** Where an input shows in a status: waiting, or running as the prompt of the turn (then its turn is found). */
+const shows = (status: { queue: { id: string }[]; running: unknown; lastInputId: string | null }, id: string) => status.lastInputId === id;
+
+describe('read your writes', () => {
+  it('right after a chat answered 202, the status through the same gateway shows it (looped)', async () => {
+    for (let round = 0; round < 15; round++) {
+      const conversation = key(`chat-${round}`);
+      const chat = await stack.client.chat(conversation, { text: 'wait 200', id: `c-${round}` });
+      expect(chat.status).toBe(202);
+      expect(Number(chat.headers.get('rudder-position'))).toBeGreaterThan(0);
+      const status = (await stack.client.status(conversation)).body;
+      expect(shows(status, `c-${round}`), JSON.stringify(status)).toBe(true);
+      expect(status.queue.some((q) => q.id === `c-${round}`) || status.running !== null).toBe(true);
+    }
+  });
+
+  it('a read through another gateway that passes Rudder-Min-Position shows the write too', async () => {
+    const elsewhere = createClient(other.url);
+    for (let round = 0; round < 10; round++) {
+      const conversation = key(`elsewhere-${round}`);
+      const chat = await stack.client.chat(conversation, { text: 'hello', id: `e-${round}` });
+      const position = chat.headers.get('rudder-position')!;
+      const answer = await fetch(`${other.url}/v1/conversations/${encodeURIComponent(conversation)}`, { headers: { 'rudder-min-position': position } });
+      expect(answer.status).toBe(200);
+      expect(((await answer.json()) as { lastInputId: string }).lastInputId).toBe(`e-${round}`);
+    }
+    expect((await elsewhere.status(key('nothing'))).status).toBe(200);
+  });
+
+  it('right after a steer and a stop answered, the status and the turn show them', async () => {
+    const conversation = key('steer');
+    await stack.client.chat(conversation, { text: 'wait 3000', id: 'p' });
+    const turn = await stack.client.started(conversation, 'p');
+    const steer = await stack.client.steer(conversation, { text: 'use Celsius', id: 's' });
+    expect(steer.body).toMatchObject({ landed: true });
+    expect((await stack.client.status(conversation)).body.steering).toEqual([{ id: 's', text: 'use Celsius' }]);
+    const stop = await stack.client.stop(conversation, { turn: turn.id });
+    expect(stop.body).toEqual({ turn: turn.id });
+    expect(Number(stop.headers.get('rudder-position'))).toBeGreaterThan(Number(steer.headers.get('rudder-position')));
+  });
+
+  it('a position that is not a non-negative integer is 400', async () => {
+    const answer = await fetch(`${stack.gatewayUrl}/v1/conversations/x`, { headers: { 'rudder-min-position': '-1' } });
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as { error: { code: string } }).error.code).toBe('bad_request');
+  });
+});
