@@ -1,5 +1,6 @@
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../../../../test/support/gateway/harness';
+import { conversationEvent, startHarness, type Harness } from '../../../../test/support/gateway/harness';
 import { rawRequest, type RawAnswer } from './raw-request';
 
 /**
@@ -20,6 +21,21 @@ async function expectRefused(answer: RawAnswer, status: number, message?: RegExp
   expect({ status: answer.status, contentType: answer.contentType }, answer.text.slice(0, 300)).toEqual({ status, contentType: expect.stringMatching(/^application\/json/) });
   expect(answer.json).toEqual({ error: { code: expect.any(String), message: expect.any(String), ...(answer.json?.error?.details === undefined ? {} : { details: answer.json.error.details }) } });
   if (message) expect(answer.json.error.message).toMatch(message);
+}
+/** Writes `bytes` on one connection as they are and returns all the connection answered, once the gateway closed it (or 10 s passed). */
+function onOneConnection(bytes: string): Promise<string> {
+  const { hostname, port } = new URL(h.gateway.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) }, () => socket.write(bytes));
+    const chunks: Buffer[] = [];
+    const timer = setTimeout(() => socket.destroy(), 10_000);
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.on('error', reject);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(chunks).toString('utf8'));
+    });
+  });
 }
 const send = (path: string, init: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}) =>
   rawRequest(h.gateway.url, { method: init.method ?? (init.body === undefined ? 'GET' : 'POST'), path, headers: init.headers ?? auth, body: init.body });
@@ -116,5 +132,30 @@ describe('hostile input', () => {
     });
     expect(produced).toEqual([]);
     expect((await h.call('/healthz')).status).toBe(200);
+  });
+
+  it('bytes after a complete request are not its body: its own answer comes first, not a 400 for the bytes after it', async () => {
+    // A DELETE without Content-Length or Transfer-Encoding has no body: it ends at its head.
+    // What follows ("[]", which Node's own client sends like this for DELETE with a body)
+    // is a second, malformed request on the same connection. The DELETE is valid and is
+    // handled (its retract is produced); its answer must be its own, sent first: a 400 for
+    // the bytes after it, written while the DELETE is still in flight, would be read by the
+    // client (or a proxy) as the DELETE's answer while the write went through.
+    const key = 'pipelined-junk';
+    h.worker = (input) =>
+      input.type === 'retract' && input.conversation === key ? [conversationEvent(key, 'retract.refused', { retract: input.id, target: null, code: 'not_found' })] : undefined;
+    try {
+      const wire = await onOneConnection(`DELETE /v1/conversations/${key}/inputs?latest=chat HTTP/1.1\r\nHost: gateway\r\nAuthorization: Bearer tok\r\n\r\n[]`);
+      const statusLines = wire.match(/^HTTP\/1\.1 \d{3}/gm) ?? [];
+      expect(statusLines[0], wire.slice(0, 400)).toBe('HTTP/1.1 404');
+      expect(wire).toContain('"code":"not_found"');
+      expect(wire).not.toContain('HPE_');
+      // …and then the connection ends (its framing is lost): closed by the gateway, not by the 10 s timer.
+      expect(wire).toMatch(/^connection: close\r$/im);
+      expect(statusLines).toHaveLength(1);
+      expect((await h.inputOf(key, 'retract')).target).toEqual({ latest: 'chat' });
+    } finally {
+      h.worker = undefined;
+    }
   });
 });

@@ -84,11 +84,25 @@ export function verifyJsonDepth(_request: IncomingMessage, _response: ServerResp
  * A request the HTTP parser itself refuses (a head over Node's 16 KB, a malformed request
  * line, a bad header) never reaches Express: answer it as JSON too, instead of Node's bare
  * `400 Bad Request`, and close the connection (its framing cannot be trusted).
+ *
+ * Unless an earlier request on the same connection is still being answered: then the bytes
+ * the parser refused came after a complete request (a DELETE or GET sent without framing
+ * but followed by "its body", say), that request is valid and is being handled, and a 400
+ * written now would reach the client first, read as the answer to that request while its
+ * write goes through. HTTP answers requests in order: the request in flight keeps its own
+ * answer, sent with `Connection: close`, and the connection ends after it; the refused bytes
+ * get no answer of their own (nothing was read that could be answered).
  */
 export function answerClientErrorsAsJson(server: Server): void {
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
     if (error.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
+      return;
+    }
+    const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (inFlight) {
+      if (!inFlight.headersSent) inFlight.shouldKeepAlive = false;
+      inFlight.once('close', () => socket.end());
       return;
     }
     const message =
