@@ -19,7 +19,7 @@ export type DevServicesErrorCode =
   | 'POSTGRES_START_FAILED'
   /** As root, with no `postgres` user to run PostgreSQL as, and none could be created. */
   | 'POSTGRES_USER_MISSING'
-  /** As root, the `postgres` user cannot enter the temp dir (TMPDIR) holding the cluster. */
+  /** As root, the `postgres` user cannot run PostgreSQL from the temp dir (TMPDIR): no access, or noexec. */
   | 'POSTGRES_UNREACHABLE'
   /** A method was called on a PostgreSQL server that was stopped for good. */
   | 'POSTGRES_STOPPED'

@@ -76,8 +76,9 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
   const unreachable = () =>
     new DevServicesError(
       'POSTGRES_UNREACHABLE',
-      `PostgreSQL must run as the "${USER}" user (it refuses root), and that user cannot enter ${root}: ` +
-        `set TMPDIR to a directory every user can enter, or DATABASE_URL to a PostgreSQL server.`,
+      `PostgreSQL must run as the "${USER}" user (it refuses root), and that user cannot run it from ${root} ` +
+        `(it cannot enter the directory, or its file system is mounted noexec): ` +
+        `set TMPDIR to a directory every user can enter and run programs from, or DATABASE_URL to a PostgreSQL server.`,
     );
 
   let bin = join(installed, 'bin');
@@ -157,7 +158,7 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
     server = undefined;
     child.on('error', () => undefined);
     // SIGINT is PostgreSQL's fast shutdown; a server that crashed or was killed has exited already.
-    signalQuietly(child.pid, 'SIGINT');
+    if (child.exitCode === null && child.signalCode === null) signalQuietly(child.pid, 'SIGINT');
     await stoppedOrKilled(exited, child.pid);
   };
 
