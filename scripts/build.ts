@@ -38,6 +38,8 @@ for (const [dir, entry] of Object.entries(entries)) {
     target: 'node20',
     tsconfig: 'tsconfig.json',
     sourcemap: true,
+    // Nest names providers and log contexts after classes: keep `.name` as written.
+    keepNames: true,
     plugins: [thirdPartyExternal],
     logLevel: 'warning',
     metafile: true,
