@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
 import { evolveTurn, nextAction, startTurn } from '@rudder/agent';
 import { decideInputs, decideTurnCommit, startNextTurn, type Agents, type InputPolicy } from './decide';
+import { onceKey, receiptKeys } from './once-keys';
 import { evolve as evolveHead, initialState, type ConversationState as ConversationHead } from './state';
 
 const sentAt = '2026-11-30T00:00:00.000Z';
