@@ -5,12 +5,17 @@
  * on stdout (everything else goes to stderr), so `npm run -s infra > .env` or `eval` works, and
  * stays up until SIGINT/SIGTERM, then stops what it started.
  */
-import { startInfrastructure } from '@rudder/dev-services';
+import { DevServicesError, startInfrastructure } from '@rudder/dev-services';
 import { createKafka, ensureTopics, topicNames } from '@rudder/runtime';
 
 const log = (line: string) => void process.stderr.write(`infra ${line}\n`);
 
-const infra = await startInfrastructure({ log });
+const infra = await startInfrastructure({ log }).catch((error: unknown) => {
+  // Its message says what to do; its stack helps nobody.
+  if (!(error instanceof DevServicesError)) throw error;
+  log(error.message);
+  process.exit(1);
+});
 let stopping = false;
 const shutdown = async (reason: string, code: number) => {
   if (stopping) return;

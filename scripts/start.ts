@@ -6,7 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { startInfrastructure } from '@rudder/dev-services';
+import { DevServicesError, startInfrastructure } from '@rudder/dev-services';
 import { createKafka, ensureTopics, readConfig, topicNames } from '@rudder/runtime';
 import { demoScript, startScriptedModel } from '@rudder/scripted-model';
 
@@ -28,7 +28,12 @@ const ports = readConfig({ KAFKA_BROKERS: '-', DATABASE_URL: '-', ...process.env
 await ensurePortFree(ports.GATEWAY_PORT, 'GATEWAY_PORT');
 await ensurePortFree(ports.COMPANION_PORT, 'COMPANION_PORT');
 
-const infrastructure = await startInfrastructure({ log: (line) => process.stderr.write(`[infra] ${line}\n`) });
+const infrastructure = await startInfrastructure({ log: (line) => process.stderr.write(`[infra] ${line}\n`) }).catch((error: unknown) => {
+  // Its message says what to do; its stack helps nobody.
+  if (!(error instanceof DevServicesError)) throw error;
+  process.stderr.write(`[infra] ${error.message}\n`);
+  process.exit(1);
+});
 const env: Record<string, string> = {
   ...(process.env as Record<string, string>),
   KAFKA_BROKERS: infrastructure.kafkaBrokers,

