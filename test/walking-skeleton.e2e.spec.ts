@@ -30,7 +30,7 @@ describe('a chat, end to end through gateway, Kafka, worker, outbox and companio
       { role: 'assistant', text: 'answer to hello', t: turn.id, steered: false },
     ]);
     const status = await client.status(conversation);
-    expect(status.body).toEqual({ key: conversation, running: null, steering: [], queue: [], lastInputId: 'hello-1', agent: 'default' });
+    expect(status.body).toEqual({ key: conversation, running: null, steering: [], queue: [], lastInputId: 'hello-1', agent: 'default', grants: [] });
   });
 
   it('a reply that calls wait runs the tool, and its result is in the next model request', async () => {
