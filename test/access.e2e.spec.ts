@@ -90,21 +90,27 @@ describe('with AUTH_TOKENS set', () => {
 });
 
 describe('access decided with the input', () => {
-  it("right after alice's first chat answered 202, bob can neither chat nor steer her conversation (looped)", async () => {
+  it("right after alice's first chat answered 202, bob can neither chat, steer, stop, read nor stream her conversation (looped)", async () => {
     const alice = createClient(stack.gatewayUrl, 'alice-token');
     const bob = createClient(stack.gatewayUrl, 'bob-token');
     for (let round = 0; round < 8; round++) {
       const conversation = `access/race-${round}-${Math.random().toString(36).slice(2, 8)}`;
       const first = await alice.chat(conversation, { text: 'wait 300', id: `a-${round}` });
       expect(first.status).toBe(202);
-      const [steer, chat] = await Promise.all([
+      const [steer, chat, stop, status, messages, events] = await Promise.all([
         bob.steer(conversation, { text: 'bob steers in the race', id: `b-s-${round}` }),
         bob.chat(conversation, { text: 'bob chats in the race', id: `b-c-${round}` }),
+        bob.stop(conversation, {}),
+        bob.status(conversation),
+        bob.messages(conversation),
+        bob.events(conversation),
       ]);
-      expect([steer.status, chat.status], JSON.stringify([steer.body, chat.body])).toEqual([403, 403]);
+      await events.body?.cancel();
+      const statuses = [steer.status, chat.status, stop.status, status.status, messages.status, events.status];
+      expect(statuses, JSON.stringify([steer.body, chat.body, stop.body, status.body])).toEqual([403, 403, 403, 403, 403, 403]);
       expect(steer.body).toMatchObject({ error: { code: 'forbidden' } });
       const turn = await alice.answered(conversation, `a-${round}`);
-      expect(turn.steered).toEqual([]);
+      expect(turn).toMatchObject({ status: 'completed', steered: [] });
       expect(stack.model.requests.some((r) => JSON.stringify(r.body).includes('in the race'))).toBe(false);
     }
   });

@@ -63,6 +63,22 @@ describe('read your writes', () => {
     expect(Number(stop.headers.get('rudder-position'))).toBeGreaterThan(Number(steer.headers.get('rudder-position')));
   });
 
+  it('right after a retraction, a promotion and a grant answered, the status shows each (looped)', async () => {
+    for (let round = 0; round < 5; round++) {
+      const conversation = key(`controls-${round}`);
+      await stack.client.chat(conversation, { text: 'wait 2000', id: 'p' });
+      await stack.client.started(conversation, 'p');
+      await stack.client.chat(conversation, { text: 'later one', id: 'l1' });
+      await stack.client.chat(conversation, { text: 'later two', id: 'l2' });
+      expect((await stack.client.retract(conversation, 'l1')).status).toBe(200);
+      expect((await stack.client.status(conversation)).body.queue.map((q) => q.id)).toEqual(['l2']);
+      expect((await stack.client.promote(conversation, 'l2')).body).toMatchObject({ landed: true });
+      expect((await stack.client.status(conversation)).body).toMatchObject({ queue: [], steering: [{ id: 'l2', text: 'later two' }] });
+      expect((await stack.client.grant(conversation, 'carol', 'read')).status).toBe(200);
+      expect((await stack.client.status(conversation)).body.grants).toEqual([{ subject: 'carol', access: 'read' }]);
+    }
+  });
+
   it('a position that is not a non-negative integer is 400', async () => {
     const answer = await fetch(`${stack.gatewayUrl}/v1/conversations/x`, { headers: { 'rudder-min-position': '-1' } });
     expect(answer.status).toBe(400);
