@@ -81,7 +81,13 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     }
   }
 
-  /** After every rebalance, before any batch: lets go of what moved, then takes an epoch for each partition owned now. */
+  /**
+   * After every rebalance, before any batch: lets go of what moved, then takes the epochs of
+   * the partitions owned now. Kafka's assignment is the full new set each time; a partition
+   * this worker also had before keeps its epoch (its in-flight commits stay valid) unless the
+   * store says someone took it in between (`takePartitions`), so a rebalance that leaves a
+   * partition where it was fences nothing and reruns nothing.
+   */
   async assigned({ partitions, current }: PartitionsAssigned): Promise<void> {
     this.owned = partitions;
     this.log.info('partitions assigned', { partitions: [...partitions] });
@@ -89,7 +95,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     // Until the epochs are taken nothing of these partitions is written; retry while they are ours.
     while (current()) {
       try {
-        this.epochs = await takePartitions(this.pool, [...partitions], this.workerId);
+        this.epochs = await takePartitions(this.pool, [...partitions], this.workerId, this.epochs);
         this.log.info('epochs taken', { epochs: Object.fromEntries(this.epochs) });
         this.relay.sweep();
         this.scheduler.poke(await conversationsWithOpenWork(this.pool, [...partitions]));

@@ -54,4 +54,29 @@ describe('fencing by partition epochs', () => {
     writer.release();
     expect((await takeover).get(2)).toBe(epochs.get(2)! + 1);
   });
+
+  it('a partition kept across a rebalance keeps its epoch: the writes in flight under it still commit (#9 hole 11)', async () => {
+    const before = await takePartitions(db.pool(), [10, 11], 'worker-a');
+    await appendToConversations(db.pool(), plainRules, 10, before, [{ conversation: 'kept', probe: [] }], () => [chat('k1')]);
+    // A rebalance: worker-a keeps 10, loses 11, gains 12.
+    const after = await takePartitions(db.pool(), [10, 12], 'worker-a', before);
+    expect(after.get(10)).toBe(before.get(10));
+    expect(after.has(11)).toBe(false);
+    expect(after.get(12)).toBe(1);
+    // A turn's commit that started under the previous assignment is not fenced.
+    await appendToConversation(db.pool(), plainRules, 'kept', before, () => [chat('k2')]);
+    expect((await readConversation(db.pool(), 'kept')).map((e) => e.type === 'input.accepted' && e.data.input.id)).toEqual(['k1', 'k2']);
+  });
+
+  it('a partition someone else took in between gets a new epoch, even if this owner had it before and has it again', async () => {
+    const first = await takePartitions(db.pool(), [13], 'worker-a');
+    // worker-a missed a generation (paused past its session timeout): worker-b owned 13 meanwhile.
+    const other = await takePartitions(db.pool(), [13], 'worker-b');
+    const again = await takePartitions(db.pool(), [13], 'worker-a', first);
+    expect(again.get(13)).toBe(other.get(13)! + 1);
+    await expect(appendToConversations(db.pool(), plainRules, 13, other, [{ conversation: 'taken', probe: [] }], () => [chat('b')])).rejects.toBeInstanceOf(FencedError);
+    // And an epoch held from before is not kept if the row moved on, even back to the same owner name.
+    const stale = new Map([[13, first.get(13)!]]);
+    expect((await takePartitions(db.pool(), [13], 'worker-a', stale)).get(13)).toBe(again.get(13)! + 1);
+  });
 });
