@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { conversationsWithOpenWork, createOutboxRelay, EVENT_STORE_SCHEMA, eventStoreMigrations, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
+import { conversationsWithOpenWork, createOutboxRelay, EVENT_STORE_SCHEMA, eventStoreMigrations, PartitionBusyError, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import { createKafka, createLog, createPool, ensureTopics, migrate, topicNames, type Config, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
 import { AgentRegistry } from './agents/agents';
 import { faultPoints } from './fault-points';
@@ -101,7 +101,10 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
         this.scheduler.poke(await conversationsWithOpenWork(this.pool, [...partitions]));
         return;
       } catch (error) {
-        this.log.error('taking the assigned partitions failed; retrying', { error: String(error) });
+        // PartitionBusyError: a write in flight under an old epoch (a paused zombie) still holds
+        // the row; the writers' idle timeout ends it, so retrying gets the epoch.
+        if (error instanceof PartitionBusyError) this.log.warn('a write in flight still holds an assigned partition; retrying', { error: error.message });
+        else this.log.error('taking the assigned partitions failed; retrying', { error: String(error) });
         await new Promise((resolve) => setTimeout(resolve, 1000));
       }
     }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { storableJson, type ConversationEvent, type DomainEvent } from '@rudder/contracts';
-import type { Pool, PoolClient } from '@rudder/runtime';
+import { isSessionLost, type Pool, type PoolClient } from '@rudder/runtime';
 import { FencedError, type Epochs } from './fencing';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 
@@ -168,21 +168,39 @@ async function writeEvents<S>(
   };
 }
 
+/**
+ * How long a write's transaction may sit idle between its statements before PostgreSQL ends
+ * the session (SQLSTATE 25P03). A write's statements follow each other at once (`decide` is
+ * synchronous), so only a paused or cut-off writer — a zombie — gets there: it holds the share
+ * lock on its partition's owner row, and the successor's epoch update must not wait on it for
+ * longer than this. The zombie's commit then fails; it wrote nothing (#9 hole 4).
+ */
+export const WRITE_IDLE_TIMEOUT_MS = 5000;
+
 async function inTransaction<T>(pool: Pool, conversation: string, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  // A session the server ended while no statement ran (the idle timeout) reports it here; the
+  // next statement then fails, which is where this write learns it.
+  client.on('error', ignore);
+  let broken = false;
   try {
-    await client.query('BEGIN');
+    // Set per transaction, so it holds whatever pool the writer was given.
+    await client.query(`BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${WRITE_IDLE_TIMEOUT_MS}`);
     const result = await work(client);
     await client.query('COMMIT');
     return result;
   } catch (error) {
+    broken = isSessionLost(error);
     await client.query('ROLLBACK').catch(() => undefined);
     if (isUniqueViolation(error)) throw new AlreadyStoredError(conversation, String((error as { detail?: string }).detail ?? ''));
     throw error;
   } finally {
-    client.release();
+    client.off('error', ignore);
+    client.release(broken);
   }
 }
+
+const ignore = () => undefined;
 
 const isUniqueViolation = (error: unknown) =>
   typeof error === 'object' && error !== null && (error as { code?: string }).code === '23505';
