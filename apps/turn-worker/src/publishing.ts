@@ -14,7 +14,10 @@ const MAX_DROPPED_KEY_BYTES = 1024;
  * best effort, through a third so they never queue up behind events.
  */
 export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
-  const reliable: Producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  const newReliable = () => kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  let reliable: Producer = newReliable();
+  // Set by a failed send of events: the next one goes through a new producer (see publishEvents).
+  let replaceReliable = false;
   const bestEffort: Producer = kafka.producer({ allowAutoTopicCreation: false });
   const deadLetters: Producer = kafka.producer({ allowAutoTopicCreation: false });
   await Promise.all([reliable.connect(), bestEffort.connect(), deadLetters.connect()]);
@@ -31,12 +34,33 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
   const tokenTimer = setInterval(() => void flushTokens(), 40);
 
   return {
+    /**
+     * Sends events in order; resolves once every replica has them. The relay calls it on one
+     * chain, never twice at once. After a failed send the producer is replaced before the next
+     * one: kafkajs' idempotent producer does not advance its sequence for a send whose retries
+     * ran out, yet the broker may have written it, so the next send through the same producer
+     * could be acknowledged as that duplicate and lost, or refused for good with
+     * OUT_OF_ORDER_SEQUENCE_NUMBER (#9 hole 9). A new producer has a new producer id and
+     * sequence; what the failed send may have written is published again by the relay, and
+     * consumers deduplicate by event id.
+     */
     async publishEvents(events: readonly ConversationEvent[]) {
-      await reliable.send({
-        topic: topics.events,
-        acks: -1,
-        messages: events.map((e) => ({ key: e.conversation, value: JSON.stringify(e), headers: { 'event-id': e.id } })),
-      });
+      if (replaceReliable) {
+        await reliable.disconnect().catch(() => undefined);
+        reliable = newReliable();
+        await reliable.connect();
+        replaceReliable = false;
+      }
+      try {
+        await reliable.send({
+          topic: topics.events,
+          acks: -1,
+          messages: events.map((e) => ({ key: e.conversation, value: JSON.stringify(e), headers: { 'event-id': e.id } })),
+        });
+      } catch (error) {
+        replaceReliable = true;
+        throw error;
+      }
     },
     /**
      * Dead-letters the records that could not be ingested, one record each, through a producer
