@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
-import { Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
 import { describe, expect, inject, it } from 'vitest';
 import type { ConversationEvent } from '@rudder/contracts';
 import { createKafka, ensureTopics, topicNames } from '@rudder/runtime';
@@ -75,6 +75,21 @@ describe('publishing events', () => {
       const records = await readTopic(brokers, topics.events, conversation, (read) => read.some((r) => r.headers['event-id'] === next.id));
       expect(records.map((r) => r.headers['event-id'])).toContain(next.id);
       expect(new Set(records.map((r) => r.headers['event-id']))).toEqual(new Set([first.id, lost.id, next.id]));
+    } finally {
+      await publishing.disconnect();
+    }
+  });
+
+  it('a re-routed input goes to its conversation\'s partition unchanged, saying where it came from (#9 hole 10)', async () => {
+    const brokers = inject('kafkaBrokers');
+    const topics = topicNames(`publishing-${randomUUID().slice(0, 8)}.`);
+    await ensureTopics(createKafka(brokers, 'publishing-spec-admin'), topics, 2);
+    const publishing = await connectPublishing(createKafka(brokers, 'publishing-spec'), topics);
+    try {
+      const message = { key: Buffer.from('c-stray'), value: Buffer.from('{"the":"input"}'), offset: '7', timestamp: '0', attributes: 0, headers: { 'trace-id': Buffer.from('t-1') } } as KafkaMessage;
+      await publishing.reroute(0, [{ message, partition: 1 }]);
+      const [record] = await readTopic(brokers, topics.inputs, 'c-stray', (read) => read.length > 0);
+      expect(record).toMatchObject({ partition: 1, value: '{"the":"input"}', headers: { 'trace-id': 't-1', 'rerouted-from': '0:7' } });
     } finally {
       await publishing.disconnect();
     }

@@ -1,7 +1,7 @@
 import type { Kafka, Message, Producer } from 'kafkajs';
 import type { ConversationEvent, TokenRecord } from '@rudder/contracts';
 import type { TopicNames } from '@rudder/runtime';
-import type { Rejected } from './ingest/ingest-inputs';
+import type { Misrouted, Rejected } from './ingest/ingest-inputs';
 
 /** A dead letter's reason header is cut to this many characters (it names at most a few issues). */
 const MAX_REASON_CHARS = 2000;
@@ -85,6 +85,26 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
           }),
         );
       }
+    },
+    /**
+     * Sends records of agent.inputs that arrived on the wrong partition to the partition of
+     * their conversation, unchanged but for a `rerouted-from` header (`<partition>:<offset>`),
+     * in their order, through the dead letters' producer (never the events' sequence). Resolves
+     * once every replica has them; the caller commits the source offsets only then. Sent twice
+     * (a crash before the commit), the copy is an input seen before: its once key skips it.
+     */
+    async reroute(sourcePartition: number, misrouted: readonly Misrouted[]) {
+      if (misrouted.length === 0) return;
+      await deadLetters.send({
+        topic: topics.inputs,
+        acks: -1,
+        messages: misrouted.map(({ message, partition }) => ({
+          partition,
+          key: message.key,
+          value: message.value,
+          headers: { ...message.headers, 'rerouted-from': `${sourcePartition}:${message.offset}` },
+        })),
+      });
     },
     /**
      * Sends the tokens still held back. The runner awaits it before it stores a reply, so a

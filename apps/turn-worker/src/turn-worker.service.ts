@@ -69,8 +69,12 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
 
   /** A batch of agent.inputs: stored durably before the transport commits its offsets. */
   async ingest({ partition, messages }: PartitionBatch): Promise<void> {
-    const { stored, conversations, rejected } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents);
+    const { stored, conversations, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents);
     this.relay.enqueue(stored);
+    // A conversation stays on the partition where it was first seen: its records that came
+    // here (a producer with another partitioner) go there, and are ingested by its owner.
+    await this.publishing.reroute(partition, misrouted);
+    for (const { message, partition: to } of misrouted) this.log.warn('input re-routed to its conversation\'s partition', { partition, offset: message.offset, to });
     await this.publishing.deadLetter(partition, rejected);
     for (const { reason, message } of rejected) this.log.warn('input dead-lettered', { partition, offset: message.offset, reason });
     this.fault('after-ingest');

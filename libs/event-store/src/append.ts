@@ -71,6 +71,11 @@ export async function appendToConversation<S>(
  * creating them on first sight, once the writer's epoch for the partition is checked. `decide`
  * sees each state and which of the `probe` once keys are stored already (the same input
  * delivered again); locks are taken in one order so batches never deadlock.
+ *
+ * A conversation stays on the partition where it was first seen, for good: one owner writes
+ * it. A conversation already stored on another partition is not written here (its owner is
+ * whoever holds that partition, and this writer's epoch says nothing about it); it is returned
+ * in `elsewhere` with its partition, for the caller to send its records there (#9 hole 10).
  */
 export async function appendToConversations<S>(
   pool: Pool,
@@ -79,25 +84,31 @@ export async function appendToConversations<S>(
   epochs: Epochs,
   requests: readonly { conversation: string; probe: readonly string[] }[],
   decide: (conversation: string, state: S, stored: ReadonlySet<string>) => DomainEvent[],
-): Promise<ConversationEvent[]> {
-  if (requests.length === 0) return [];
+): Promise<{ stored: ConversationEvent[]; elsewhere: Map<string, number> }> {
+  if (requests.length === 0) return { stored: [], elsewhere: new Map() };
   const sorted = [...requests].sort((a, b) => (a.conversation < b.conversation ? -1 : 1));
   return inTransaction(pool, sorted[0].conversation, async (client) => {
     const owner = await client.query<{ epoch: string }>('SELECT epoch FROM event_store.partition_owners WHERE partition = $1 FOR SHARE', [partition]);
     if (owner.rows.length === 0 || Number(owner.rows[0].epoch) !== epochs.get(partition)) {
       throw new FencedError(partition, `partition ${partition} is at epoch ${owner.rows[0]?.epoch ?? 'none'}, this writer holds ${epochs.get(partition) ?? 'none'}`);
     }
-    const states = await client.query<StateRow>(
+    // The no-op update keeps the stored partition and locks the row, as a write does; two
+    // batches creating one conversation on two partitions serialize on its key, the second
+    // finds it on the first one's partition.
+    const rows = await client.query<StateRow & { partition: number }>(
       `INSERT INTO event_store.conversations (key, partition)
        SELECT k, $2 FROM unnest($1::text[]) AS k
-       ON CONFLICT (key) DO UPDATE SET partition = EXCLUDED.partition
-       RETURNING key, head AS state`,
+       ON CONFLICT (key) DO UPDATE SET partition = event_store.conversations.partition
+       RETURNING key, head AS state, partition`,
       [sorted.map((r) => r.conversation), partition],
     );
+    const elsewhere = new Map(rows.rows.filter((row) => row.partition !== partition).map((row) => [row.key, row.partition]));
+    const states = { rows: rows.rows.filter((row) => !elsewhere.has(row.key)) };
+    const here = sorted.filter((r) => !elsewhere.has(r.conversation));
     const probed = await client.query<{ conversation: string; once_key: string }>(
       `SELECT conversation, once_key FROM event_store.events
         WHERE (conversation, once_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
-      [sorted.flatMap((r) => r.probe.map(() => r.conversation)), sorted.flatMap((r) => r.probe)],
+      [here.flatMap((r) => r.probe.map(() => r.conversation)), here.flatMap((r) => r.probe)],
     );
     const stateOf = new Map(states.rows.map((row) => [row.key, rules.parse(row.state)]));
     const storedOf = (conversation: string) =>
@@ -105,12 +116,12 @@ export async function appendToConversations<S>(
     const { stored } = await writeEvents(
       client,
       rules,
-      sorted.map(({ conversation }) => {
+      here.map(({ conversation }) => {
         const state = stateOf.get(conversation)!;
         return { conversation, state, events: decide(conversation, state, storedOf(conversation)) };
       }),
     );
-    return stored;
+    return { stored, elsewhere };
   });
 }
 

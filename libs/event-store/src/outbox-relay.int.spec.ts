@@ -64,11 +64,11 @@ describe('the outbox relay', () => {
     relay.sweep();
     await relay.idle();
     const first = await appendToConversations(db.pool(), plainRules, 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-0')]);
-    relay.enqueue(first);
+    relay.enqueue(first.stored);
     await relay.idle();
     failing = false;
     const second = await appendToConversations(db.pool(), plainRules, 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-1')]);
-    relay.enqueue(second);
+    relay.enqueue(second.stored);
     // The retry comes from a timer (retryMs): wait for what it publishes, not for a time.
     await vi.waitFor(() => expect(published.filter((id) => id.startsWith('c-'))).toEqual(['c-0', 'c-1']));
     await relay.idle();
