@@ -1,7 +1,7 @@
 import type { Kafka, Message, Producer } from 'kafkajs';
 import type { ConversationEvent, TokenRecord } from '@rudder/contracts';
 import type { TopicNames } from '@rudder/runtime';
-import type { Rejected } from './ingest/ingest-inputs';
+import type { Misrouted, Rejected } from './ingest/ingest-inputs';
 
 /** A dead letter's reason header is cut to this many characters (it names at most a few issues). */
 const MAX_REASON_CHARS = 2000;
@@ -14,7 +14,10 @@ const MAX_DROPPED_KEY_BYTES = 1024;
  * best effort, through a third so they never queue up behind events.
  */
 export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
-  const reliable: Producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  const newReliable = () => kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  let reliable: Producer = newReliable();
+  // Set by a failed send of events: the next one goes through a new producer (see publishEvents).
+  let replaceReliable = false;
   const bestEffort: Producer = kafka.producer({ allowAutoTopicCreation: false });
   const deadLetters: Producer = kafka.producer({ allowAutoTopicCreation: false });
   await Promise.all([reliable.connect(), bestEffort.connect(), deadLetters.connect()]);
@@ -31,12 +34,33 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
   const tokenTimer = setInterval(() => void flushTokens(), 40);
 
   return {
+    /**
+     * Sends events in order; resolves once every replica has them. The relay calls it on one
+     * chain, never twice at once. After a failed send the producer is replaced before the next
+     * one: kafkajs' idempotent producer does not advance its sequence for a send whose retries
+     * ran out, yet the broker may have written it, so the next send through the same producer
+     * could be acknowledged as that duplicate and lost, or refused for good with
+     * OUT_OF_ORDER_SEQUENCE_NUMBER (#9 hole 9). A new producer has a new producer id and
+     * sequence; what the failed send may have written is published again by the relay, and
+     * consumers deduplicate by event id.
+     */
     async publishEvents(events: readonly ConversationEvent[]) {
-      await reliable.send({
-        topic: topics.events,
-        acks: -1,
-        messages: events.map((e) => ({ key: e.conversation, value: JSON.stringify(e), headers: { 'event-id': e.id } })),
-      });
+      if (replaceReliable) {
+        await reliable.disconnect().catch(() => undefined);
+        reliable = newReliable();
+        await reliable.connect();
+        replaceReliable = false;
+      }
+      try {
+        await reliable.send({
+          topic: topics.events,
+          acks: -1,
+          messages: events.map((e) => ({ key: e.conversation, value: JSON.stringify(e), headers: { 'event-id': e.id } })),
+        });
+      } catch (error) {
+        replaceReliable = true;
+        throw error;
+      }
     },
     /**
      * Dead-letters the records that could not be ingested, one record each, through a producer
@@ -61,6 +85,26 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
           }),
         );
       }
+    },
+    /**
+     * Sends records of agent.inputs that arrived on the wrong partition to the partition of
+     * their conversation, unchanged but for a `rerouted-from` header (`<partition>:<offset>`),
+     * in their order, through the dead letters' producer (never the events' sequence). Resolves
+     * once every replica has them; the caller commits the source offsets only then. Sent twice
+     * (a crash before the commit), the copy is an input seen before: its once key skips it.
+     */
+    async reroute(sourcePartition: number, misrouted: readonly Misrouted[]) {
+      if (misrouted.length === 0) return;
+      await deadLetters.send({
+        topic: topics.inputs,
+        acks: -1,
+        messages: misrouted.map(({ message, partition }) => ({
+          partition,
+          key: message.key,
+          value: message.value,
+          headers: { ...message.headers, 'rerouted-from': `${sourcePartition}:${message.offset}` },
+        })),
+      });
     },
     /**
      * Sends the tokens still held back. The runner awaits it before it stores a reply, so a

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { conversationsWithOpenWork, createOutboxRelay, EVENT_STORE_SCHEMA, eventStoreMigrations, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
+import { conversationsWithOpenWork, createOutboxRelay, EVENT_STORE_SCHEMA, eventStoreMigrations, PartitionBusyError, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import { createKafka, createLog, createPool, ensureTopics, migrate, topicNames, type Config, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
 import { AgentRegistry } from './agents/agents';
 import { faultPoints } from './fault-points';
@@ -69,8 +69,12 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
 
   /** A batch of agent.inputs: stored durably before the transport commits its offsets. */
   async ingest({ partition, messages }: PartitionBatch): Promise<void> {
-    const { stored, conversations, rejected } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents);
+    const { stored, conversations, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents);
     this.relay.enqueue(stored);
+    // A conversation stays on the partition where it was first seen: its records that came
+    // here (a producer with another partitioner) go there, and are ingested by its owner.
+    await this.publishing.reroute(partition, misrouted);
+    for (const { message, partition: to } of misrouted) this.log.warn('input re-routed to its conversation\'s partition', { partition, offset: message.offset, to });
     await this.publishing.deadLetter(partition, rejected);
     for (const { reason, message } of rejected) this.log.warn('input dead-lettered', { partition, offset: message.offset, reason });
     this.fault('after-ingest');
@@ -81,7 +85,13 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     }
   }
 
-  /** After every rebalance, before any batch: lets go of what moved, then takes an epoch for each partition owned now. */
+  /**
+   * After every rebalance, before any batch: lets go of what moved, then takes the epochs of
+   * the partitions owned now. Kafka's assignment is the full new set each time; a partition
+   * this worker also had before keeps its epoch (its in-flight commits stay valid) unless the
+   * store says someone took it in between (`takePartitions`), so a rebalance that leaves a
+   * partition where it was fences nothing and reruns nothing.
+   */
   async assigned({ partitions, current }: PartitionsAssigned): Promise<void> {
     this.owned = partitions;
     this.log.info('partitions assigned', { partitions: [...partitions] });
@@ -89,13 +99,16 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     // Until the epochs are taken nothing of these partitions is written; retry while they are ours.
     while (current()) {
       try {
-        this.epochs = await takePartitions(this.pool, [...partitions], this.workerId);
+        this.epochs = await takePartitions(this.pool, [...partitions], this.workerId, this.epochs);
         this.log.info('epochs taken', { epochs: Object.fromEntries(this.epochs) });
         this.relay.sweep();
         this.scheduler.poke(await conversationsWithOpenWork(this.pool, [...partitions]));
         return;
       } catch (error) {
-        this.log.error('taking the assigned partitions failed; retrying', { error: String(error) });
+        // PartitionBusyError: a write in flight under an old epoch (a paused zombie) still holds
+        // the row; the writers' idle timeout ends it, so retrying gets the epoch.
+        if (error instanceof PartitionBusyError) this.log.warn('a write in flight still holds an assigned partition; retrying', { error: error.message });
+        else this.log.error('taking the assigned partitions failed; retrying', { error: String(error) });
         await new Promise((resolve) => setTimeout(resolve, 1000));
       }
     }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { storableJson, type ConversationEvent, type DomainEvent } from '@rudder/contracts';
-import type { Pool, PoolClient } from '@rudder/runtime';
+import { isSessionLost, type Pool, type PoolClient } from '@rudder/runtime';
 import { FencedError, type Epochs } from './fencing';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 
@@ -71,6 +71,11 @@ export async function appendToConversation<S>(
  * creating them on first sight, once the writer's epoch for the partition is checked. `decide`
  * sees each state and which of the `probe` once keys are stored already (the same input
  * delivered again); locks are taken in one order so batches never deadlock.
+ *
+ * A conversation stays on the partition where it was first seen, for good: one owner writes
+ * it. A conversation already stored on another partition is not written here (its owner is
+ * whoever holds that partition, and this writer's epoch says nothing about it); it is returned
+ * in `elsewhere` with its partition, for the caller to send its records there (#9 hole 10).
  */
 export async function appendToConversations<S>(
   pool: Pool,
@@ -79,25 +84,31 @@ export async function appendToConversations<S>(
   epochs: Epochs,
   requests: readonly { conversation: string; probe: readonly string[] }[],
   decide: (conversation: string, state: S, stored: ReadonlySet<string>) => DomainEvent[],
-): Promise<ConversationEvent[]> {
-  if (requests.length === 0) return [];
+): Promise<{ stored: ConversationEvent[]; elsewhere: Map<string, number> }> {
+  if (requests.length === 0) return { stored: [], elsewhere: new Map() };
   const sorted = [...requests].sort((a, b) => (a.conversation < b.conversation ? -1 : 1));
   return inTransaction(pool, sorted[0].conversation, async (client) => {
     const owner = await client.query<{ epoch: string }>('SELECT epoch FROM event_store.partition_owners WHERE partition = $1 FOR SHARE', [partition]);
     if (owner.rows.length === 0 || Number(owner.rows[0].epoch) !== epochs.get(partition)) {
       throw new FencedError(partition, `partition ${partition} is at epoch ${owner.rows[0]?.epoch ?? 'none'}, this writer holds ${epochs.get(partition) ?? 'none'}`);
     }
-    const states = await client.query<StateRow>(
+    // The no-op update keeps the stored partition and locks the row, as a write does; two
+    // batches creating one conversation on two partitions serialize on its key, the second
+    // finds it on the first one's partition.
+    const rows = await client.query<StateRow & { partition: number }>(
       `INSERT INTO event_store.conversations (key, partition)
        SELECT k, $2 FROM unnest($1::text[]) AS k
-       ON CONFLICT (key) DO UPDATE SET partition = EXCLUDED.partition
-       RETURNING key, head AS state`,
+       ON CONFLICT (key) DO UPDATE SET partition = event_store.conversations.partition
+       RETURNING key, head AS state, partition`,
       [sorted.map((r) => r.conversation), partition],
     );
+    const elsewhere = new Map(rows.rows.filter((row) => row.partition !== partition).map((row) => [row.key, row.partition]));
+    const states = { rows: rows.rows.filter((row) => !elsewhere.has(row.key)) };
+    const here = sorted.filter((r) => !elsewhere.has(r.conversation));
     const probed = await client.query<{ conversation: string; once_key: string }>(
       `SELECT conversation, once_key FROM event_store.events
         WHERE (conversation, once_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
-      [sorted.flatMap((r) => r.probe.map(() => r.conversation)), sorted.flatMap((r) => r.probe)],
+      [here.flatMap((r) => r.probe.map(() => r.conversation)), here.flatMap((r) => r.probe)],
     );
     const stateOf = new Map(states.rows.map((row) => [row.key, rules.parse(row.state)]));
     const storedOf = (conversation: string) =>
@@ -105,12 +116,12 @@ export async function appendToConversations<S>(
     const { stored } = await writeEvents(
       client,
       rules,
-      sorted.map(({ conversation }) => {
+      here.map(({ conversation }) => {
         const state = stateOf.get(conversation)!;
         return { conversation, state, events: decide(conversation, state, storedOf(conversation)) };
       }),
     );
-    return stored;
+    return { stored, elsewhere };
   });
 }
 
@@ -168,21 +179,39 @@ async function writeEvents<S>(
   };
 }
 
+/**
+ * How long a write's transaction may sit idle between its statements before PostgreSQL ends
+ * the session (SQLSTATE 25P03). A write's statements follow each other at once (`decide` is
+ * synchronous), so only a paused or cut-off writer — a zombie — gets there: it holds the share
+ * lock on its partition's owner row, and the successor's epoch update must not wait on it for
+ * longer than this. The zombie's commit then fails; it wrote nothing (#9 hole 4).
+ */
+export const WRITE_IDLE_TIMEOUT_MS = 5000;
+
 async function inTransaction<T>(pool: Pool, conversation: string, work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  // A session the server ended while no statement ran (the idle timeout) reports it here; the
+  // next statement then fails, which is where this write learns it.
+  client.on('error', ignore);
+  let broken = false;
   try {
-    await client.query('BEGIN');
+    // Set per transaction, so it holds whatever pool the writer was given.
+    await client.query(`BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${WRITE_IDLE_TIMEOUT_MS}`);
     const result = await work(client);
     await client.query('COMMIT');
     return result;
   } catch (error) {
+    broken = isSessionLost(error);
     await client.query('ROLLBACK').catch(() => undefined);
     if (isUniqueViolation(error)) throw new AlreadyStoredError(conversation, String((error as { detail?: string }).detail ?? ''));
     throw error;
   } finally {
-    client.release();
+    client.off('error', ignore);
+    client.release(broken);
   }
 }
+
+const ignore = () => undefined;
 
 const isUniqueViolation = (error: unknown) =>
   typeof error === 'object' && error !== null && (error as { code?: string }).code === '23505';

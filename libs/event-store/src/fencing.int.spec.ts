@@ -2,6 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
 import { appendToConversation, appendToConversations } from './append';
 import { FencedError, takePartitions } from './fencing';
+import type { PoolClient } from '@rudder/runtime';
 import { readConversation } from './read';
 import { plainRules, useEventStoreDatabase } from './testing';
 
@@ -54,4 +55,81 @@ describe('fencing by partition epochs', () => {
     writer.release();
     expect((await takeover).get(2)).toBe(epochs.get(2)! + 1);
   });
+
+  it('a partition kept across a rebalance keeps its epoch: the writes in flight under it still commit (#9 hole 11)', async () => {
+    const before = await takePartitions(db.pool(), [10, 11], 'worker-a');
+    await appendToConversations(db.pool(), plainRules, 10, before, [{ conversation: 'kept', probe: [] }], () => [chat('k1')]);
+    // A rebalance: worker-a keeps 10, loses 11, gains 12.
+    const after = await takePartitions(db.pool(), [10, 12], 'worker-a', before);
+    expect(after.get(10)).toBe(before.get(10));
+    expect(after.has(11)).toBe(false);
+    expect(after.get(12)).toBe(1);
+    // A turn's commit that started under the previous assignment is not fenced.
+    await appendToConversation(db.pool(), plainRules, 'kept', before, () => [chat('k2')]);
+    expect((await readConversation(db.pool(), 'kept')).map((e) => e.type === 'input.accepted' && e.data.input.id)).toEqual(['k1', 'k2']);
+  });
+
+  it('a partition someone else took in between gets a new epoch, even if this owner had it before and has it again', async () => {
+    const first = await takePartitions(db.pool(), [13], 'worker-a');
+    // worker-a missed a generation (paused past its session timeout): worker-b owned 13 meanwhile.
+    const other = await takePartitions(db.pool(), [13], 'worker-b');
+    const again = await takePartitions(db.pool(), [13], 'worker-a', first);
+    expect(again.get(13)).toBe(other.get(13)! + 1);
+    await expect(appendToConversations(db.pool(), plainRules, 13, other, [{ conversation: 'taken', probe: [] }], () => [chat('b')])).rejects.toBeInstanceOf(FencedError);
+    // And an epoch held from before is not kept if the row moved on, even back to the same owner name.
+    const stale = new Map([[13, first.get(13)!]]);
+    expect((await takePartitions(db.pool(), [13], 'worker-a', stale)).get(13)).toBe(again.get(13)! + 1);
+  });
+
+  it('a zombie paused inside its commit (holding the share lock) fails; its successor gets the epoch (#9 hole 4)', async () => {
+    const zombieEpochs = await takePartitions(db.pool(), [20], 'zombie');
+    await appendToConversations(db.pool(), plainRules, 20, zombieEpochs, [{ conversation: 'z', probe: [] }], () => [chat('z1')]);
+    // The zombie's next commit stops (a SIGSTOP, a GC pause, a cut-off network) after it took
+    // the locks — the conversation's row and the owner row in share mode — before its insert.
+    let paused!: () => void;
+    const reachedPause = new Promise<void>((resolve) => (paused = resolve));
+    let resume!: () => void;
+    const resumed = new Promise<void>((resolve) => (resume = resolve));
+    const pool = db.pool();
+    const connect = pool.connect.bind(pool);
+    vi.spyOn(pool, 'connect').mockImplementationOnce(async () => {
+      const client = await connect();
+      return new Proxy(client, {
+        get(target: PoolClient, property) {
+          if (property !== 'query') return Reflect.get(target, property, target);
+          return async (text: string, values?: unknown[]) => {
+            if (text.includes('INSERT INTO event_store.events')) {
+              paused();
+              await resumed;
+            }
+            return target.query(text, values);
+          };
+        },
+      });
+    });
+    const zombie = appendToConversation(pool, plainRules, 'z', zombieEpochs, () => [chat('zombie write')]).then(
+      () => 'committed',
+      (error: unknown) => error,
+    );
+    await reachedPause;
+
+    // The successor's epoch update is not stalled for as long as the pause lasts.
+    const successor = await takePartitionsRetrying(pool, 20, 'successor');
+    expect(successor).toBe(zombieEpochs.get(20)! + 1);
+    resume();
+    expect(await zombie).not.toBe('committed');
+    expect((await readConversation(pool, 'z')).map((e) => e.type === 'input.accepted' && e.data.input.id)).toEqual(['z1']);
+    await appendToConversation(pool, plainRules, 'z', new Map([[20, successor]]), () => [chat('z2')]);
+  });
 });
+
+/** What the worker's assignment handler does: retry while taking the epoch gives up on a lock. */
+async function takePartitionsRetrying(pool: ReturnType<typeof db.pool>, partition: number, owner: string): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return (await takePartitions(pool, [partition], owner)).get(partition)!;
+    } catch (error) {
+      if (attempt >= 10) throw error;
+    }
+  }
+}

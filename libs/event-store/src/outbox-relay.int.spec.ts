@@ -64,11 +64,11 @@ describe('the outbox relay', () => {
     relay.sweep();
     await relay.idle();
     const first = await appendToConversations(db.pool(), plainRules, 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-0')]);
-    relay.enqueue(first);
+    relay.enqueue(first.stored);
     await relay.idle();
     failing = false;
     const second = await appendToConversations(db.pool(), plainRules, 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-1')]);
-    relay.enqueue(second);
+    relay.enqueue(second.stored);
     // The retry comes from a timer (retryMs): wait for what it publishes, not for a time.
     await vi.waitFor(() => expect(published.filter((id) => id.startsWith('c-'))).toEqual(['c-0', 'c-1']));
     await relay.idle();
@@ -77,6 +77,30 @@ describe('the outbox relay', () => {
       const { rows } = await db.pool().query(`SELECT count(*)::int AS n FROM event_store.events WHERE conversation = 'c' AND published_at IS NULL`);
       expect(rows[0].n).toBe(0);
     });
+    await relay.stop();
+  });
+
+  it('publishes a conversation in log order, every event, whatever order commits are enqueued in, or if one never is (#9 hole 3)', async () => {
+    const epochs = await takePartitions(db.pool(), [2], 'relay-test');
+    const published: string[] = [];
+    const relay = createOutboxRelay({
+      pool: db.pool(),
+      publish: async (events) => void published.push(...events.map((e) => (e.type === 'input.accepted' ? e.data.input.id : e.type))),
+      ownedPartitions: () => [2],
+      log: createLog('test'),
+    });
+    await relay.idle();
+    const write = (id: string) => appendToConversations(db.pool(), plainRules, 2, epochs, [{ conversation: 'd', probe: [] }], () => [chat(id)]);
+    // d-0 commits, but its enqueue is late (a slow dead-letter send in between): d-1 is enqueued first.
+    const late = await write('d-0');
+    relay.enqueue((await write('d-1')).stored);
+    relay.enqueue(late.stored);
+    await relay.idle();
+    // d-2 commits and is never enqueued (its COMMIT's acknowledgement was lost); d-3 is.
+    await write('d-2');
+    relay.enqueue((await write('d-3')).stored);
+    await relay.idle();
+    expect(published.filter((id) => id.startsWith('d-'))).toEqual(['d-0', 'd-1', 'd-2', 'd-3']);
     await relay.stop();
   });
 });

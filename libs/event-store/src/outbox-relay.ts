@@ -13,10 +13,12 @@ export type OutboxRelayOptions = {
   log: Log;
   retryMs?: number;
   batchSize?: number;
+  /** How often the table is swept even if nothing was enqueued (commits whose enqueue never came). */
+  sweepMs?: number;
 };
 
 export type OutboxRelay = {
-  /** Events just committed: published right away, in order, then marked published. */
+  /** Events just committed: the relay publishes what the table holds unpublished, these among them. */
   enqueue(events: readonly ConversationEvent[]): void;
   /** Publishes every unpublished event of the owned partitions (after an assignment, say). */
   sweep(): void;
@@ -28,20 +30,29 @@ export type OutboxRelay = {
 /**
  * The relay of the transactional outbox: the event log's rows with `published_at` null.
  *
- * Order per conversation is kept because every publication runs on one chain, and while
- * anything failed to publish ("behind"), the chain publishes from the table in position
- * order instead of from memory, until the table has nothing left. A crash between publishing
- * and marking publishes again; consumers deduplicate by event id. The relay never skips a row
- * that is still committing: it does not keep a high-water mark, it asks for unmarked rows.
+ * It always publishes from the table, never from memory: every publication is a sweep of the
+ * owned partitions' unmarked rows in position order, on one chain. Per conversation that is
+ * log order, every event: a conversation's writes hold its row lock until they commit, so a
+ * later position of a conversation is never visible before an earlier one, and a sweep
+ * publishes all of a conversation's committed unmarked rows in order. Publishing from memory
+ * in `enqueue` order was not (#9 hole 3): a commit whose enqueue came late (a slow dead-letter
+ * send between the two) or never (a COMMIT whose acknowledgement was lost) let newer events
+ * out first and left the others behind. `enqueue` only asks for a sweep (coalesced: one
+ * waiting is enough), and a sweep also runs every `sweepMs` for commits nobody enqueued.
+ *
+ * A crash between publishing and marking publishes again; consumers deduplicate by event id.
+ * The relay never skips a row that is still committing: it does not keep a high-water mark,
+ * it asks for unmarked rows.
  */
 export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const { pool, publish, log } = options;
   const retryMs = options.retryMs ?? 1000;
   const batchSize = options.batchSize ?? 500;
   let chain: Promise<void> = Promise.resolve();
-  let behind = true; // a new process first sweeps what a previous one may have left
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;
+  /** A sweep is on the chain and has not started yet: what is committed now, it will see. */
+  let sweepWaiting = false;
 
   const publishAndMark = async (events: readonly ConversationEvent[]) => {
     if (events.length === 0) return;
@@ -64,28 +75,39 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       await publishAndMark(rows.map(toConversationEvent));
       if (rows.length < batchSize) break;
     }
-    behind = false;
   };
 
-  const run = (job: () => Promise<void>) => {
-    chain = chain.then(job).catch((error: unknown) => {
-      behind = true;
-      log.warn('outbox relay fell behind; will publish from the table', { error: String(error) });
-      if (!stopped && !retry) {
-        retry = setTimeout(() => {
-          retry = undefined;
-          run(sweepTable);
-        }, retryMs);
-      }
-    });
+  const sweep = () => {
+    if (stopped || sweepWaiting) return;
+    sweepWaiting = true;
+    chain = chain
+      .then(() => {
+        sweepWaiting = false;
+        return sweepTable();
+      })
+      .catch((error: unknown) => {
+        log.warn('outbox relay fell behind; will publish from the table', { error: String(error) });
+        if (!stopped && !retry) {
+          retry = setTimeout(() => {
+            retry = undefined;
+            sweep();
+          }, retryMs);
+        }
+      });
   };
+  const backstop = setInterval(sweep, options.sweepMs ?? 2000);
+  backstop.unref();
+  sweep(); // a new process first publishes what a previous one may have left
 
   return {
-    enqueue: (events) => run(() => (behind ? sweepTable() : publishAndMark(events))),
-    sweep: () => run(sweepTable),
+    enqueue: (events) => {
+      if (events.length > 0) sweep();
+    },
+    sweep,
     idle: () => chain,
     async stop() {
       stopped = true;
+      clearInterval(backstop);
       clearTimeout(retry);
       await chain;
     },

@@ -54,3 +54,9 @@ export const isRefusedByDatabase = (error: unknown): boolean => {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^(22|23|54)/.test(code);
 };
+
+/** The session is gone (ended by the server, or the connection dropped): its client must not go back to the pool. */
+export const isSessionLost = (error: unknown): boolean => {
+  const { code, severity } = (error ?? {}) as { code?: unknown; severity?: unknown };
+  return typeof code !== 'string' || severity === 'FATAL';
+};

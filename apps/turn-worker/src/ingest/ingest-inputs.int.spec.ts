@@ -44,4 +44,26 @@ describe('ingesting a batch', () => {
     expect(await ids('a')).toEqual(['a-1', 'a-3']);
     expect(await ids('b')).toEqual(['b-1']);
   });
+
+  it('a record of a known conversation arriving on another partition does not move it there: it is returned to be re-routed (#9 hole 10)', async () => {
+    const epochs = await takePartitions(db.pool(), [3, 4], 'worker-a');
+    const ids = async (conversation: string) =>
+      (await readConversation(db.pool(), conversation)).flatMap((e) => (e.type === 'input.accepted' ? [e.data.input.id] : []));
+    await ingestInputs(db.pool(), 3, epochs, [record(chat('m', 'm-1', 'first seen on 3'))], agents);
+
+    // A producer with another partitioner: the conversation's next record lands on 4, beside a new conversation's.
+    const strays = [record(chat('m', 'm-2', 'arrived on 4')), record(chat('n', 'n-1', 'new on 4'))];
+    const { stored, conversations, misrouted } = await ingestInputs(db.pool(), 4, epochs, strays, agents);
+    expect(misrouted).toEqual([{ message: strays[0], partition: 3 }]);
+    expect(conversations).toEqual(['n']);
+    expect(stored.flatMap((e) => (e.type === 'input.accepted' ? [e.data.input.id] : []))).toEqual(['n-1']);
+    const { rows } = await db.pool().query(`SELECT key, partition FROM event_store.conversations WHERE key IN ('m', 'n') ORDER BY key`);
+    expect(rows).toEqual([{ key: 'm', partition: 3 }, { key: 'n', partition: 4 }]);
+    expect(await ids('m')).toEqual(['m-1']);
+
+    // Re-routed to 3, it is ingested there, once.
+    await ingestInputs(db.pool(), 3, epochs, [misrouted[0].message], agents);
+    await ingestInputs(db.pool(), 3, epochs, [misrouted[0].message], agents);
+    expect(await ids('m')).toEqual(['m-1', 'm-2']);
+  });
 });

@@ -52,6 +52,10 @@ export function parseInput(message: KafkaMessage): { input: InputRecord } | { re
  * A record the database refuses (which the schemas should have caught) must not fail its
  * batch on every redelivery and so stop the partition: then the batch is ingested record by
  * record, in order, and each refused record is rejected with the database's reason.
+ *
+ * A record of a conversation first seen on another partition is not ingested here (that
+ * partition's owner writes the conversation): it is returned in `misrouted` with the
+ * conversation's partition, and the caller re-routes it there before it commits the offsets.
  */
 export async function ingestInputs(pool: Pool, partition: number, epochs: Epochs, messages: readonly KafkaMessage[], agents: IngestAgents) {
   const readable: { message: KafkaMessage; input: InputRecord }[] = [];
@@ -61,25 +65,40 @@ export async function ingestInputs(pool: Pool, partition: number, epochs: Epochs
     if ('reason' in read) rejected.push({ message, reason: read.reason });
     else readable.push({ message, input: read.input });
   }
-  const conversations = [...new Set(readable.map((r) => r.input.conversation))];
   const refusals = await guard(pool, readable.map((r) => r.input), agents);
   const ingest = (inputs: readonly InputRecord[]) => appendInputs(pool, partition, epochs, inputs, agents, refusals);
+  const done = (stored: ConversationEvent[], elsewhere: ReadonlyMap<string, number>) => ({
+    stored,
+    conversations: [...new Set(readable.map((r) => r.input.conversation))].filter((c) => !elsewhere.has(c)),
+    rejected,
+    misrouted: readable.flatMap(({ message, input }) => {
+      const to = elsewhere.get(input.conversation);
+      return to === undefined ? [] : [{ message, partition: to }];
+    }),
+  });
   try {
-    return { stored: await ingest(readable.map((r) => r.input)), conversations, rejected };
+    const { stored, elsewhere } = await ingest(readable.map((r) => r.input));
+    return done(stored, elsewhere);
   } catch (error) {
     if (!isRefusedByDatabase(error)) throw error;
   }
   const stored: ConversationEvent[] = [];
+  const elsewhere = new Map<string, number>();
   for (const { message, input } of readable) {
     try {
-      stored.push(...(await ingest([input])));
+      const one = await ingest([input]);
+      stored.push(...one.stored);
+      for (const [conversation, to] of one.elsewhere) elsewhere.set(conversation, to);
     } catch (error) {
       if (!isRefusedByDatabase(error)) throw error;
       rejected.push({ message, reason: `the database refused it: ${cut(String((error as Error).message), ISSUE_CHARS)}` });
     }
   }
-  return { stored, conversations, rejected };
+  return done(stored, elsewhere);
 }
+
+/** A record of a conversation stored on another partition: the caller sends it there. */
+export type Misrouted = { message: KafkaMessage; partition: number };
 
 function appendInputs(pool: Pool, partition: number, epochs: Epochs, inputs: readonly InputRecord[], agents: IngestAgents, refusals: ReadonlyMap<string, string>) {
   const byConversation = new Map<string, InputRecord[]>();
