@@ -1,9 +1,9 @@
 import {
+  CompanionInput,
+  CompanionStatus,
   ConversationEventRecord,
-  EventData,
   ErrorStatus,
   type ConversationEvent,
-  type ConversationStatus,
   type ErrorCode,
 } from '@rudder/contracts';
 import type { Log } from '@rudder/runtime';
@@ -12,59 +12,7 @@ import { Positions, requestedPosition } from './consistency/positions';
 import { GatewayError } from './errors/gateway-error';
 import { OutageLog } from './errors/outage-log';
 
-/**
- * The companion's status of a conversation: the public `ConversationStatus` plus `owner`,
- * the subject of its first input (null while the conversation has none). `owner` is for
- * access decisions only and never leaves the gateway.
- */
-export type CompanionStatus = ConversationStatus & { owner: string | null; grants: { subject: string; access: 'read' | 'write' }[] };
-
-const Item = z.object({ id: z.string(), text: z.string() });
-const CompanionStatusAnswer = z.object({
-  key: z.string(),
-  running: z.object({ turn: z.string(), startedAt: z.string() }).nullable(),
-  steering: z.array(Item),
-  queue: z.array(Item.extend({ kind: z.enum(['chat', 'steer']) })),
-  lastInputId: z.string().nullable(),
-  agent: z.string().nullable(),
-  owner: z.string().nullable(),
-  grants: z.array(z.object({ subject: z.string(), access: z.enum(['read', 'write']) })),
-});
-
-/** Where an input is, as the companion's input view says: waiting, reached a turn, taken back, dropped by a stop, or refused. */
-export const InputState = z.enum(['pending', 'delivered', 'retracted', 'discarded', 'rejected']);
-export type InputState = z.infer<typeof InputState>;
-
-/** The worker's refusal of a chat or a steer (`input.rejected`). */
-export const Rejection = EventData['input.rejected'].pick({ code: true, message: true });
-export type Rejection = z.infer<typeof Rejection>;
-
-/**
- * An input the worker decided on, as the companion folded it: enough to tell a retry from a
- * reused id, and to answer a retry as the first attempt was. `steer` is the worker's decision
- * on a steer or a promoted follow-up (`null` while it has none); `state` and `rejection` say
- * whether it is still pending and why it was refused. A companion that predates a field
- * leaves it out (`undefined`): without `state`, the view holds accepted inputs only and
- * `delivered` tells pending from delivered.
- */
-const CompanionInputAnswer = z
-  .object({
-    id: z.string(),
-    kind: z.enum(['chat', 'steer']).optional(),
-    messages: z.array(z.string()).optional(),
-    text: z.string().optional(),
-    delivered: z.boolean().optional(),
-    steer: z.object({ turn: z.string().nullable(), landed: z.boolean() }).nullable().optional(),
-    state: InputState.optional(),
-    rejection: Rejection.nullable().optional(),
-  })
-  .refine((input) => input.messages !== undefined || input.text !== undefined, 'an input has messages or text');
-export type CompanionInput = z.infer<typeof CompanionInputAnswer>;
-
-/** The state of an input as far as the companion's view tells, also for a companion without `state`. */
-export function stateOf(input: CompanionInput): InputState {
-  return input.state ?? (input.delivered === true ? 'delivered' : 'pending');
-}
+export { CompanionInput, CompanionStatus, InputState, Rejection } from '@rudder/contracts';
 
 /** `/events` pages: `{items, next}` like the transcript (a bare array is accepted too). */
 const EventsPage = z.union([z.object({ items: z.array(z.unknown()) }).loose(), z.array(z.unknown())]);
@@ -94,14 +42,14 @@ export class CompanionClient {
   }
 
   async status(key: string): Promise<CompanionStatus> {
-    return this.parse(CompanionStatusAnswer, await this.get(conversationPath(key), key), 'status');
+    return this.parse(CompanionStatus, await this.get(conversationPath(key), key), 'status');
   }
 
   /** The input with this id, or null when the companion has not seen it. */
   async input(key: string, id: string): Promise<CompanionInput | null> {
     try {
       const answer = await this.get(`${conversationPath(key)}/inputs/${segment(id)}`, key);
-      return this.parse(CompanionInputAnswer, answer, 'input');
+      return this.parse(CompanionInput, answer, 'input');
     } catch (error) {
       if (error instanceof GatewayError && error.code === 'not_found') return null;
       throw error;

@@ -67,15 +67,6 @@ export class Decisions {
   }
 
   /**
-   * For a companion whose input view lacks a field: the first of the conversation's stored
-   * events that `pick` turns into a value.
-   */
-  async stored<T>(key: string, pick: (event: ConversationEvent) => T | undefined): Promise<T | undefined> {
-    const events = await this.companion.eventsAfter(key, -1);
-    return events.map(pick).find((value) => value !== undefined);
-  }
-
-  /**
    * The answer to a chat or steer the worker refused: busy 409 `conflict`, precondition_failed
    * 412, queue_full 429 with `Retry-After` and the conversation's current counts (from the
    * companion's status now; `fallback`, the one read for the request, when it does not answer).

@@ -5,3 +5,4 @@ export * from './inputs';
 export * from './topics';
 export * from './sse';
 export * from './storable-text';
+export * from './companion';

@@ -9,22 +9,20 @@ type Input = {
   text: string;
   messages: string[];
   subject: string;
-  delivered: boolean;
-  /** The worker's decision on a steer; left out of the answer when undefined (a companion that predates it). */
-  steer?: { turn: string | null; landed: boolean } | null;
-  /** Where the input is, and why it was refused; left out when undefined (a companion that predates them). */
-  state?: InputState;
-  rejection?: Rejection | null;
+  /** The worker's decision on a steer (null: none yet, or a chat). */
+  steer: { turn: string | null; landed: boolean } | null;
+  /** Where the input is, and why it was refused. */
+  state: InputState;
+  rejection: Rejection | null;
 };
 
-/** What a test may say about an input it adds: a chat by default, pending, and without `state`/`rejection` unless given. */
+/** What a test may say about an input it adds: a chat by default, pending, undecided, not refused unless given. */
 export type StubInput = {
   id: string;
   messages: string[];
   subject?: string;
   kind?: 'chat' | 'steer';
   steer?: { turn: string | null; landed: boolean } | null;
-  delivered?: boolean;
   state?: InputState;
   rejection?: Rejection | null;
 };
@@ -115,10 +113,9 @@ export async function startCompanionStub(): Promise<CompanionStub> {
         text: input.messages.join('\n\n'),
         messages: input.messages,
         subject: input.subject ?? 'anonymous',
-        delivered: input.delivered ?? (input.state !== undefined && input.state !== 'pending'),
-        steer: input.steer,
-        state: input.state,
-        rejection: input.rejection,
+        steer: input.steer ?? null,
+        state: input.state ?? 'pending',
+        rejection: input.rejection ?? null,
       }),
     addEvents: (key, added) => events.set(key, [...(events.get(key) ?? []), ...added].sort((a, b) => a.position - b.position)),
     setTranscript: (key, page) => transcripts.set(key, page),

@@ -123,14 +123,12 @@ describe('the companion HTTP API', () => {
         text: 'one\n\ntwo',
         messages: ['one', 'two'],
         subject: 'alice',
-        delivered: true,
         steer: null,
         state: 'delivered',
         rejection: null,
       },
     });
     expect((await get(path('conversations', 'user-42/later', 'inputs', 'waiting'))).body).toMatchObject({
-      delivered: false,
       state: 'pending',
       rejection: null,
     });
@@ -144,7 +142,6 @@ describe('the companion HTTP API', () => {
         kind: 'chat',
         text: 'four\n\nfive',
         subject: null,
-        delivered: false,
         steer: null,
         state: 'rejected',
         rejection: { code: 'queue_full', message: 'the follow-up queue is full (at most 4)' },
@@ -165,7 +162,6 @@ describe('the companion HTTP API', () => {
         text: 'Make it Porto',
         messages: ['Make it Porto'],
         subject: 'alice',
-        delivered: true,
         steer: { turn: 'ts', landed: true },
         state: 'delivered',
         rejection: null,

@@ -121,7 +121,6 @@ describe('foldEvents', () => {
       text: 'Plan a trip to Lisbon',
       messages: ['Plan a trip to Lisbon'],
       subject: 'alice',
-      delivered: true,
       steer: null,
       state: 'delivered',
       rejection: null,
@@ -257,7 +256,6 @@ describe('foldEvents', () => {
     expect(await readInput(pool, key, 'multi')).toMatchObject({
       text: 'Flights to Lisbon?\n\nAnd hotels?\n\nBudget 800 EUR.',
       messages: ['Flights to Lisbon?', 'And hotels?', 'Budget 800 EUR.'],
-      delivered: true,
     });
   });
 
@@ -293,7 +291,7 @@ describe('foldEvents', () => {
       queue: [],
       lastInputId: 's1',
     });
-    expect(await readInput(pool, key, 's1')).toMatchObject({ kind: 'steer', delivered: false, steer: null });
+    expect(await readInput(pool, key, 's1')).toMatchObject({ kind: 'steer', state: 'pending', steer: null });
 
     await foldEvents(pool, [decided, followUp, toolEnded]);
     expect(await readConversationStatus(pool, key)).toMatchObject({
@@ -307,7 +305,6 @@ describe('foldEvents', () => {
       text: 'Make it Porto instead',
       messages: ['Make it Porto instead'],
       subject: 'alice',
-      delivered: false,
       steer: { turn: 't1', landed: true },
       state: 'pending',
       rejection: null,
@@ -321,7 +318,7 @@ describe('foldEvents', () => {
     });
     expect(await readTurn(pool, key, 't1')).toMatchObject({ status: 'running', steered: [{ id: 's1', text: 'Make it Porto instead' }] });
     expect(await readTurnOfInput(pool, key, 's1')).toMatchObject({ id: 't1', prompt: { id: 'i1' } });
-    expect(await readInput(pool, key, 's1')).toMatchObject({ delivered: true, steer: { turn: 't1', landed: true } });
+    expect(await readInput(pool, key, 's1')).toMatchObject({ state: 'delivered', steer: { turn: 't1', landed: true } });
 
     await foldEvents(pool, [finalReply, ended]);
     expect(await readTurn(pool, key, 't1')).toMatchObject({
@@ -358,7 +355,7 @@ describe('foldEvents', () => {
         { id: 'c2', kind: 'chat', text: 'And hotels?' },
       ],
     });
-    expect(await readInput(pool, key, 's1')).toMatchObject({ delivered: false, steer: { turn: null, landed: false } });
+    expect(await readInput(pool, key, 's1')).toMatchObject({ state: 'pending', steer: { turn: null, landed: false } });
     expect(await readTurnOfInput(pool, key, 's1')).toBeNull();
 
     await foldEvents(pool, [
@@ -374,7 +371,7 @@ describe('foldEvents', () => {
     });
     expect(await readTurnOfInput(pool, key, 's1')).toMatchObject({ id: 't2', prompt: steer, steered: [] });
     expect(await readTurn(pool, key, 't1')).toMatchObject({ steered: [] });
-    expect(await readInput(pool, key, 's1')).toMatchObject({ delivered: true, steer: { turn: null, landed: false } });
+    expect(await readInput(pool, key, 's1')).toMatchObject({ state: 'delivered', steer: { turn: null, landed: false } });
     expect((await allMessages(key)).map(({ id, role, turn, steered }) => ({ id, role, turn, steered }))).toEqual([
       { id: 'i1', role: 'user', turn: 't1', steered: false },
       { id: 't1/0', role: 'assistant', turn: 't1', steered: false },
@@ -422,7 +419,7 @@ describe('foldEvents', () => {
     expect(await readTurn(pool, key, 't1')).toMatchObject({ status: 'stopped', steered: [s0] });
     expect(await readTurnOfInput(pool, key, 's0')).toMatchObject({ id: 't1' });
     // The decision stays what the worker said, so a repeated steer id gets the same answer.
-    expect(await readInput(pool, key, 's1')).toMatchObject({ delivered: false, steer: { turn: 't1', landed: true } });
+    expect(await readInput(pool, key, 's1')).toMatchObject({ state: 'pending', steer: { turn: 't1', landed: true } });
 
     // The worker answers them as turns of their own, in order.
     await foldEvents(pool, [log.started('t2', s1)]);
@@ -491,14 +488,13 @@ describe('foldEvents', () => {
       text: 'second',
       messages: ['second'],
       subject: 'alice',
-      delivered: false,
       steer: null,
       state: 'retracted',
       rejection: null,
     });
-    expect(await readInput(pool, key, 's1')).toMatchObject({ state: 'retracted', delivered: false, steer: { turn: 't1', landed: true } });
+    expect(await readInput(pool, key, 's1')).toMatchObject({ state: 'retracted', steer: { turn: 't1', landed: true } });
     // A refused retraction changes nothing: the input it named was delivered already.
-    expect(await readInput(pool, key, 'a')).toMatchObject({ state: 'delivered', delivered: true });
+    expect(await readInput(pool, key, 'a')).toMatchObject({ state: 'delivered' });
 
     await foldEvents(pool, [
       log.stopRequested('stop-1', 't1'),
@@ -516,8 +512,8 @@ describe('foldEvents', () => {
       owner: 'alice',
       grants: [],
     });
-    expect(await readInput(pool, key, 'c3')).toMatchObject({ state: 'discarded', delivered: false, rejection: null });
-    expect(await readInput(pool, key, 'c4')).toMatchObject({ state: 'discarded', delivered: false });
+    expect(await readInput(pool, key, 'c3')).toMatchObject({ state: 'discarded', rejection: null });
+    expect(await readInput(pool, key, 'c4')).toMatchObject({ state: 'discarded' });
     // Neither the retraction nor the discard entered the transcript; their events are there for replay.
     expect((await allMessages(key)).map((m) => m.id)).toEqual(['a']);
     expect((await readEventsAfter(pool, key, { after: null, limit: 500 })).items.map((e) => e.type)).toContain('retract.refused');
@@ -569,7 +565,6 @@ describe('foldEvents', () => {
       kind: 'chat',
       text: 'one more\n\nand another',
       subject: null,
-      delivered: false,
       steer: null,
       state: 'rejected',
       rejection: { code: 'queue_full', message: 'the follow-up queue is full (0 steering, 4 queued; at most 4)' },
@@ -623,7 +618,7 @@ describe('foldEvents', () => {
       // A plain stop names no input: the queue keeps its order.
       log.stopRequested('stop-1', 't2'),
     ]);
-    expect(await readInput(pool, key, 'now')).toMatchObject({ state: 'delivered', delivered: true });
+    expect(await readInput(pool, key, 'now')).toMatchObject({ state: 'delivered' });
     expect((await readConversationStatus(pool, key)).queue.map((q) => q.id)).toEqual(['undo', 'c2', 'c3', 'late']);
     expect(await readTurn(pool, key, 't1')).toMatchObject({ status: 'superseded' });
   });

@@ -1,8 +1,8 @@
-import type { ConversationStatus } from '@rudder/contracts';
+import type { CompanionStatus } from '@rudder/contracts';
 import type { Pool } from '@rudder/runtime';
 
-/** Status as the gateway serves it, plus the owner it authorizes by (null until an input is accepted), and every grant. */
-export type CompanionConversationStatus = ConversationStatus & { owner: string | null; grants: { subject: string; access: 'read' | 'write' }[] };
+/** Status as the gateway serves it, plus the owner and grants it authorizes by (`CompanionStatus` in contracts). */
+export type CompanionConversationStatus = CompanionStatus;
 
 /**
  * A conversation's status. An unknown conversation is an idle, empty one.

@@ -1,26 +1,9 @@
+import type { CompanionInput } from '@rudder/contracts';
 import type { Pool } from '@rudder/runtime';
 import type { InputState, RejectionCode } from '../projection/evolve';
 
-/**
- * An input as the gateway checks idempotency against it (same id and text: the same input),
- * accepted or rejected. `steer` is the worker's decision on a steer (`steer.accepted`), so a
- * repeated steer id is answered with the same `{id, turn, landed}`; null for a chat and for a
- * steer not yet decided. `state` says where it stands; `rejection` why it was refused (null
- * unless `state` is `rejected`). A rejected input has no `messages` (the refusal names only
- * its joined `text`, so a retry is compared by text) and its `subject` is null.
- */
-export type InputView = {
-  id: string;
-  kind: 'chat' | 'steer';
-  text: string;
-  messages?: string[];
-  subject: string | null;
-  /** `state === 'delivered'`. */
-  delivered: boolean;
-  steer: { turn: string | null; landed: boolean } | null;
-  state: InputState;
-  rejection: { code: RejectionCode; message: string } | null;
-};
+/** An input as the gateway checks idempotency against it (see `CompanionInput` in contracts). */
+export type InputView = CompanionInput;
 
 export async function readInput(pool: Pool, key: string, id: string): Promise<InputView | null> {
   const { rows } = await pool.query<{
@@ -47,7 +30,6 @@ export async function readInput(pool: Pool, key: string, id: string): Promise<In
     text: row.text,
     ...(row.messages === null ? {} : { messages: row.messages }),
     subject: row.subject,
-    delivered: row.state === 'delivered',
     steer: row.steer_landed === null ? null : { turn: row.steer_turn, landed: row.steer_landed },
     state: row.state,
     rejection:

@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ChatBody, inputText, type ChatAccepted, type ChatInput, type ConversationEvent } from '@rudder/contracts';
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient, stateOf, type CompanionInput, type CompanionStatus, type Rejection } from '../companion-client';
+import { CompanionClient, type CompanionInput, type CompanionStatus, type Rejection } from '../companion-client';
 import { Decisions } from '../decisions';
 import { checkTextLength, clientIdOf, parseEdge, requireJsonBody } from '../edge';
 import { GatewayError } from '../errors/gateway-error';
@@ -91,10 +91,8 @@ export class ChatHandler {
     decision: Promise<ChatDecision>,
   ): Promise<ChatAccepted> {
     if (!sameMessages(earlier, messages)) throw reused(earlier.id);
-    if (stateOf(earlier) !== 'rejected') return { id: earlier.id, turn: null, position: positionOf(earlier.id, status) };
-    const rejection =
-      earlier.rejection ??
-      (await this.decisions.stored(key, (event) => (event.type === 'input.rejected' && event.data.input.id === earlier.id ? event.data : undefined)));
+    if (earlier.state !== 'rejected') return { id: earlier.id, turn: null, position: positionOf(earlier.id, status) };
+    const { rejection } = earlier;
     const decided: ChatDecision = rejection
       ? { rejection: { code: rejection.code, message: rejection.message } }
       : await this.decisions.within(decision, (seconds) => late(earlier.id, seconds));
@@ -154,9 +152,9 @@ export function positionOf(id: string, status: CompanionStatus | null): number {
 
 /** The same chat again: a steer (or any other kind) under this id is another input. */
 function sameMessages(earlier: CompanionInput, messages: string[]): boolean {
-  if (earlier.kind !== undefined && earlier.kind !== 'chat') return false;
+  if (earlier.kind !== 'chat') return false;
   // A refusal keeps the text only (`input.rejected`): the messages joined.
-  if (stateOf(earlier) === 'rejected' && earlier.text !== undefined) return earlier.text === inputText(messages);
+  if (earlier.state === 'rejected') return earlier.text === inputText(messages);
   if (earlier.messages !== undefined) return sameList(earlier.messages, messages);
   return earlier.text === inputText(messages);
 }

@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { ConversationEvent, PromoteInput, SteerAnswer } from '@rudder/contracts';
 import { z } from 'zod';
 import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient, stateOf, type CompanionInput, type InputState } from '../companion-client';
+import { CompanionClient, type CompanionInput, type InputState } from '../companion-client';
 import { Decisions, notPending } from '../decisions';
 import { parseEdge } from '../edge';
 import { GatewayError } from '../errors/gateway-error';
@@ -58,14 +58,14 @@ export class PromoteHandler {
       if (decision.seen !== undefined && 'answer' in decision.seen) return decision.seen.answer;
       const known = await this.companion.input(key, target);
       if (known !== null) {
-        const answered = await this.decided(key, known);
+        const answered = this.decided(known);
         if (answered) return answered;
         // A steer whose decision is on its way: wait for it; promoting it would be refused.
         if (known.kind === 'steer') {
-          if (stateOf(known) !== 'pending') throw isSteer(target, stateOf(known));
+          if (known.state !== 'pending') throw isSteer(target, known.state);
           return await this.answer(key, target, await this.wait(decision.result, id, target));
         }
-        if (stateOf(known) !== 'pending') throw notPending('promoted', target, stateOf(known));
+        if (known.state !== 'pending') throw notPending('promoted', target, known.state);
       }
       const input: PromoteInput = { v: 1, type: 'promote', id, conversation: key, subject: request.subject, target, sentAt: new Date().toISOString() };
       await this.publisher.publish(input);
@@ -75,11 +75,9 @@ export class PromoteHandler {
     }
   }
 
-  /** The steer decision on an input the companion knows: from its view, or (a view without `steer`) its stored events. */
-  private async decided(key: string, known: CompanionInput): Promise<SteerAnswer | undefined> {
-    if (known.steer) return { id: known.id, turn: known.steer.turn, landed: known.steer.landed };
-    if (known.steer === undefined) return this.decisions.stored(key, (event) => steerDecisionOn(event, known.id));
-    return undefined;
+  /** The steer decision on an input the companion knows, from its view. */
+  private decided(known: CompanionInput): SteerAnswer | undefined {
+    return known.steer ? { id: known.id, turn: known.steer.turn, landed: known.steer.landed } : undefined;
   }
 
   private wait(decision: Promise<PromoteDecision>, id: string, target: string): Promise<PromoteDecision> {
@@ -90,8 +88,8 @@ export class PromoteHandler {
     if ('answer' in decided) return decided.answer;
     if (decided.refused === 'forbidden') throw new GatewayError('forbidden', `the worker refused the promotion: only who may write to ${key} promotes its inputs`);
     const known = await this.companion.input(key, target);
-    if (known?.kind === 'steer') throw isSteer(target, stateOf(known));
-    if (known !== null) throw notPending('promoted', target, stateOf(known));
+    if (known?.kind === 'steer') throw isSteer(target, known.state);
+    if (known !== null) throw notPending('promoted', target, known.state);
     if (decided.refused === 'delivered') throw notPending('promoted', target, 'delivered');
     throw new GatewayError('not_found', `conversation ${key} has no input ${target}`, { id: target });
   }

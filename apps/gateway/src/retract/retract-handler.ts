@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { RetractAnswer, RetractInput } from '@rudder/contracts';
 import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient, stateOf } from '../companion-client';
+import { CompanionClient } from '../companion-client';
 import { Decisions, notPending } from '../decisions';
 import { GatewayError } from '../errors/gateway-error';
 import { InputsPublisher } from '../inputs-publisher';
@@ -54,7 +54,7 @@ export class RetractHandler {
     try {
       if ('id' in target) {
         const known = await this.companion.input(key, target.id);
-        if (known !== null && stateOf(known) !== 'pending') throw notPending('retracted', target.id, stateOf(known));
+        if (known !== null && known.state !== 'pending') throw notPending('retracted', target.id, known.state);
       }
       const input: RetractInput = { v: 1, type: 'retract', id, conversation: key, subject: request.subject, target, sentAt: new Date().toISOString() };
       await this.publisher.publish(input);
@@ -73,7 +73,7 @@ export class RetractHandler {
       return new GatewayError('not_found', `conversation ${key} has no pending ${target.latest} to retract`, { latest: target.latest });
     }
     const known = await this.companion.input(key, target.id);
-    if (known !== null) return notPending('retracted', target.id, stateOf(known));
+    if (known !== null) return notPending('retracted', target.id, known.state);
     if (code === 'delivered') return notPending('retracted', target.id, 'delivered');
     return new GatewayError('not_found', `conversation ${key} has no input ${target.id}`, { id: target.id });
   }

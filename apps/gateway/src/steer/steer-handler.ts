@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { SteerBody, type ConversationEvent, type SteerAnswer, type SteerInput } from '@rudder/contracts';
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient, stateOf, type CompanionInput, type CompanionStatus, type Rejection } from '../companion-client';
+import { CompanionClient, type CompanionInput, type CompanionStatus, type Rejection } from '../companion-client';
 import { Decisions } from '../decisions';
 import { checkTextLength, clientIdOf, parseEdge, requireJsonBody } from '../edge';
 import { GatewayError } from '../errors/gateway-error';
@@ -89,16 +89,11 @@ export class SteerHandler {
     };
   }
 
-  /**
-   * The decision on a steer the companion knows, if it has one: from its input view
-   * (`steer`, or `state: 'rejected'` with its `rejection`), or, for a companion whose view
-   * lacks the field, from the conversation's stored events.
-   */
-  private async known(key: string, earlier: CompanionInput): Promise<SteerDecision | undefined> {
-    if (stateOf(earlier) === 'rejected' && earlier.rejection) return { rejection: earlier.rejection };
+  /** The decision on a steer the companion knows, if it has one: its input view's `steer`, or its `rejection`. */
+  private async known(_key: string, earlier: CompanionInput): Promise<SteerDecision | undefined> {
+    if (earlier.state === 'rejected' && earlier.rejection) return { rejection: earlier.rejection };
     if (earlier.steer) return { answer: { id: earlier.id, turn: earlier.steer.turn, landed: earlier.steer.landed } };
-    const viewLacksIt = earlier.steer === undefined || stateOf(earlier) === 'rejected';
-    return viewLacksIt ? this.decisions.stored(key, (event) => decisionOn(event, earlier.id)) : undefined;
+    return undefined;
   }
 
   private async answer(key: string, id: string, decided: SteerDecision, status: CompanionStatus | null): Promise<SteerAnswer> {

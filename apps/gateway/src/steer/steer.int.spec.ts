@@ -98,18 +98,6 @@ describe('POST /v1/conversations/{key}/steer', () => {
     expect({ status: reused.status, code: reused.body.error?.code }).toEqual({ status: 422, code: 'id_reused' });
   });
 
-  it('a steer id whose decision the companion keeps only as a stored event is answered from it and nothing is produced', async () => {
-    const key = uniqueKey('stored');
-    const id = uniqueId('old');
-    h.companion.addInput(key, { id, kind: 'steer', messages: ['be brief'], subject: 'alice' }); // no `steer` field
-    h.companion.addEvents(key, [steerAccepted(key, 3, { id, text: 'be brief', turn: null, landed: false })]);
-    const produced = await h.producedDuring(async () => {
-      const again = await h.call(steerPath(key), { body: { text: 'be brief', id }, headers: alice });
-      expect({ status: again.status, body: again.body }).toEqual({ status: 200, body: { id, turn: null, landed: false } });
-    });
-    expect(produced).toEqual([]);
-  });
-
   it('a steer id the worker has but not yet decided waits for the decision and produces nothing', async () => {
     const key = uniqueKey('undecided');
     const id = uniqueId('waiting');

@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import { EventData } from './events';
+
+/**
+ * The companion's internal read API, as the gateway reads it: one schema each, used by both
+ * sides (the companion's queries return these types; the gateway parses its answers with
+ * them). The repository ships as one, so there are no fallbacks for older versions of either.
+ */
+
+const Item = z.object({ id: z.string(), text: z.string() });
+const Grant = z.object({ subject: z.string(), access: z.enum(['read', 'write']) });
+
+/**
+ * `GET /conversations/{key}`: the public status plus what the gateway authorizes by — `owner`
+ * (null until an input is accepted) and every grant. Neither leaves the gateway, but for the
+ * owner, who sees the grants.
+ */
+export const CompanionStatus = z.object({
+  key: z.string(),
+  running: z.object({ turn: z.string(), startedAt: z.string() }).nullable(),
+  steering: z.array(Item),
+  queue: z.array(Item.extend({ kind: z.enum(['chat', 'steer']) })),
+  lastInputId: z.string().nullable(),
+  agent: z.string().nullable(),
+  owner: z.string().nullable(),
+  grants: z.array(Grant),
+});
+export type CompanionStatus = z.infer<typeof CompanionStatus>;
+
+/** Where an input is: waiting, reached a turn, taken back, dropped by a stop, or refused. */
+export const InputState = z.enum(['pending', 'delivered', 'retracted', 'discarded', 'rejected']);
+export type InputState = z.infer<typeof InputState>;
+
+/** The worker's refusal of a chat or a steer (`input.rejected`). */
+export const Rejection = EventData['input.rejected'].pick({ code: true, message: true });
+export type Rejection = z.infer<typeof Rejection>;
+
+/**
+ * `GET /conversations/{key}/inputs/{id}`: an input as the gateway checks idempotency against
+ * it (same id and text: the same input), accepted or rejected. `steer` is the worker's decision
+ * on a steer or a promoted follow-up (null while it has none, and for a chat); `rejection` why
+ * it was refused (null unless `state` is `rejected`). A rejected input has no `messages` (the
+ * refusal names only its joined `text`, so a retry is compared by text) and no `subject`.
+ */
+export const CompanionInput = z.object({
+  id: z.string(),
+  kind: z.enum(['chat', 'steer']),
+  text: z.string(),
+  messages: z.array(z.string()).optional(),
+  subject: z.string().nullable(),
+  steer: z.object({ turn: z.string().nullable(), landed: z.boolean() }).nullable(),
+  state: InputState,
+  rejection: Rejection.nullable(),
+});
+export type CompanionInput = z.infer<typeof CompanionInput>;
