@@ -33,6 +33,7 @@ import { StopController } from './stop/stop.controller';
 import { StopHandler } from './stop/stop-handler';
 import { StreamTokensController } from './stream-tokens/stream-tokens.controller';
 import { TurnsController } from './turns/turns.controller';
+import { OpenApiController } from './openapi/openapi.controller';
 import { CONFIG, KAFKA, LOG, OPTIONS, type GatewayOptions } from './tokens';
 
 @Module({})
@@ -55,6 +56,7 @@ export class GatewayModule {
         StreamTokensController,
         GrantsController,
         HealthController,
+        OpenApiController,
       ],
       providers: [
         { provide: CONFIG, useValue: config },
