@@ -34,6 +34,8 @@ import { StopHandler } from './stop/stop-handler';
 import { StreamTokensController } from './stream-tokens/stream-tokens.controller';
 import { TurnsController } from './turns/turns.controller';
 import { OpenApiController } from './openapi/openapi.controller';
+import { GatewayMetrics } from './metrics/gateway-metrics';
+import { MetricsController } from './metrics/metrics.controller';
 import { CONFIG, KAFKA, LOG, OPTIONS, type GatewayOptions } from './tokens';
 
 @Module({})
@@ -57,6 +59,7 @@ export class GatewayModule {
         GrantsController,
         HealthController,
         OpenApiController,
+        MetricsController,
       ],
       providers: [
         { provide: CONFIG, useValue: config },
@@ -65,6 +68,7 @@ export class GatewayModule {
         { provide: KAFKA, useValue: createKafka(config.KAFKA_BROKERS, 'gateway') },
         { provide: Authenticator, useValue: Authenticator.fromConfig(config) },
         { provide: Positions, useValue: positions },
+        { provide: GatewayMetrics, useValue: new GatewayMetrics() },
         { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log, positions) },
         { provide: APP_INTERCEPTOR, useClass: PositionInterceptor },
         { provide: APP_FILTER, useClass: ErrorFilter },

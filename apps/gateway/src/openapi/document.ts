@@ -221,6 +221,13 @@ const paths: ZodOpenApiPathsObject = {
       responses: { '200': { description: 'healthy', ...json(HealthAnswer) }, '503': { description: '`unavailable`, `details` names what is down', ...json(ErrorAnswer) } },
     }),
   },
+  '/metrics': {
+    get: op('Prometheus metrics of this gateway', {
+      operationId: 'metrics',
+      security: [],
+      responses: { '200': { description: 'the text exposition format', content: { 'text/plain': { schema: z.string() } } } },
+    }),
+  },
   '/openapi.json': {
     get: op('This document', {
       operationId: 'openapi',
