@@ -1,6 +1,17 @@
 import type { createDocument } from 'zod-openapi';
 
 type Document = ReturnType<typeof createDocument>;
+/** The parts of an OpenAPI operation the page shows. */
+type Media = { schema?: unknown };
+type Operation = {
+  operationId?: string;
+  summary?: string;
+  description?: string;
+  parameters?: { name: string; in: string; required?: boolean; description?: string }[];
+  requestBody?: { required?: boolean; content?: Record<string, Media> };
+  responses: Record<string, { description?: string; headers?: Record<string, unknown>; content?: Record<string, Media> }>;
+};
+const isOperation = (value: unknown): value is Operation => typeof value === 'object' && value !== null && 'responses' in value;
 
 const escape = (text: string): string =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -19,12 +30,12 @@ const ref = (schema: unknown): string => {
 export function docsPage(document: Document): string {
   const routes: string[] = [];
   for (const [path, item] of Object.entries(document.paths ?? {})) {
-    for (const [method, operation] of Object.entries(item ?? {}) as [string, any][]) {
-      if (!operation || typeof operation !== 'object' || !('responses' in operation)) continue;
-      const params = (operation.parameters ?? []) as any[];
-      const body = operation.requestBody?.content ? Object.entries(operation.requestBody.content as Record<string, any>) : [];
-      const answers = Object.entries(operation.responses as Record<string, any>).map(([status, answer]) => {
-        const contents = Object.entries((answer.content ?? {}) as Record<string, any>)
+    for (const [method, operation] of Object.entries(item ?? {})) {
+      if (!isOperation(operation)) continue;
+      const params = operation.parameters ?? [];
+      const body = Object.entries(operation.requestBody?.content ?? {});
+      const answers = Object.entries(operation.responses).map(([status, answer]) => {
+        const contents = Object.entries(answer.content ?? {})
           .map(([type, media]) => `<div>${escape(type)}: ${ref(media.schema)}</div>`)
           .join('');
         const headers = Object.keys(answer.headers ?? {}).map((h) => `<div>header <code>${escape(h)}</code></div>`).join('');
@@ -34,7 +45,7 @@ export function docsPage(document: Document): string {
 <h3><span class="method">${method.toUpperCase()}</span> <code>${escape(path)}</code></h3>
 <p>${code(operation.summary ?? '')}</p>${operation.description ? `<p>${code(operation.description)}</p>` : ''}
 ${params.length ? `<h4>Parameters</h4><ul>${params.map((p) => `<li><code>${escape(p.name)}</code> (${escape(p.in)}${p.required ? ', required' : ''}) ${code(p.description ?? '')}</li>`).join('')}</ul>` : ''}
-${body.length ? `<h4>Body${operation.requestBody.required ? '' : ' (optional)'}</h4>${body.map(([type, media]) => `<div>${escape(type)}: ${ref(media.schema)}</div>`).join('')}` : ''}
+${body.length ? `<h4>Body${operation.requestBody?.required ? '' : ' (optional)'}</h4>${body.map(([type, media]) => `<div>${escape(type)}: ${ref(media.schema)}</div>`).join('')}` : ''}
 <h4>Answers</h4><ul>${answers.join('')}</ul></section>`);
     }
   }
