@@ -78,8 +78,11 @@ describe('metrics', () => {
     expect(sample(gateway, 'rudder_http_request_duration_seconds_count', { method: 'POST', route: '/v1/conversations/:key/chat', status: '202' })).toBe(1);
     expect(sample(gateway, 'rudder_http_request_duration_seconds_count', { method: 'POST', route: '/v1/conversations/:key/steer', status: '200' })).toBe(1);
 
-    const companion = await scrape(`${stack.companionUrl}/metrics`);
-    expect(sample(companion, 'rudder_companion_events_folded_total', { result: 'applied' })).toBeGreaterThanOrEqual(10);
+    // The companion folds the turn's last events a moment after the stream has them.
+    const companion = await eventually(async () => {
+      const scraped = await scrape(`${stack.companionUrl}/metrics`);
+      return sample(scraped, 'rudder_companion_events_folded_total', { result: 'applied' }) >= 10 ? scraped : undefined;
+    }, { what: 'the turn folded in the companion metrics' });
     expect(sample(companion, 'rudder_companion_fold_duration_seconds_count')).toBeGreaterThan(0);
   });
 

@@ -1,7 +1,7 @@
 import type { ConversationEvent } from '@rudder/contracts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testScript } from '../../../test/scripts';
-import { startStack, type Stack } from '../../../test/stack';
+import { eventually, startStack, type Stack } from '../../../test/stack';
 import { RudderClient, RudderError, type StreamEvent } from './index';
 
 let stack: Stack;
@@ -60,25 +60,31 @@ describe('@rudder/client against the real gateway', () => {
     const done = new AbortController();
     let cuts = 0;
     let steering: Promise<unknown> | undefined;
-    const cutSoon = () => setTimeout(() => (cuts += network.cut() > 0 ? 1 : 0), 20);
+    // Three cuts while the turn runs (its tool holds the step for 2 s), each of an open
+    // connection, ~350 ms apart: the first right after turn.started, the last after the steer.
+    const cutter = async () => {
+      while (cuts < 3) {
+        await new Promise((resolve) => setTimeout(resolve, cuts === 0 ? 30 : 350));
+        while (network.cut() === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+        cuts++;
+      }
+    };
+    let cutting: Promise<void> | undefined;
 
     const reading = (async () => {
       for await (const event of alice.events(conversation, { after: 0, signal: done.signal })) {
         seen.push(event);
-        if (event.type === 'turn.started') cutSoon();
-        if (event.type === 'tool.started') {
-          steering = alice.steer(conversation, { text: 'use Celsius', id: 'steer-1' });
-          cutSoon();
-        }
-        if (event.type === 'steer.taken') cutSoon();
+        if (event.type === 'turn.started') cutting ??= cutter();
+        if (event.type === 'tool.started') steering = alice.steer(conversation, { text: 'use Celsius', id: 'steer-1' });
         if (event.type === 'turn.ended') done.abort();
       }
     })();
     // The stream is open (after: 0 replays an empty history) before the chat goes out.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const chat = await alice.chat(conversation, { text: 'wait 1500', id: 'chat-1' });
+    const chat = await alice.chat(conversation, { text: 'wait 2000', id: 'chat-1' });
     expect(chat).toMatchObject({ id: 'chat-1', turn: null });
     await reading;
+    await cutting;
     expect(await steering).toMatchObject({ id: 'steer-1', landed: true });
     expect(cuts).toBe(3);
     expect(network.requests.filter((r) => r.url.includes('/events')).length).toBeGreaterThanOrEqual(4);
@@ -93,9 +99,16 @@ describe('@rudder/client against the real gateway', () => {
 
     const ended = stored.at(-1)!;
     expect(ended).toMatchObject({ type: 'turn.ended', data: { status: 'completed', steered: [{ id: 'steer-1', text: 'use Celsius' }] } });
-    const turn = await alice.turn(conversation, ended.type === 'turn.ended' ? ended.data.turn : '');
-    expect(turn.content).toContain('waiting for wait 1500');
-    expect(turn.content).toContain('use Celsius');
+    // Both answers, the one before the correction and the one after it.
+    const content = ended.type === 'turn.ended' ? ended.data.content : '';
+    expect(content).toContain('waiting for wait 2000');
+    expect(content).toContain('use Celsius');
+    // The read view folds turn.ended a moment after the stream has it.
+    const turn = await eventually(async () => {
+      const view = await alice.turn(conversation, ended.type === 'turn.ended' ? ended.data.turn : '');
+      return view.status === 'completed' ? view : undefined;
+    });
+    expect(turn.content).toBe(content);
     expect((await alice.turnOf(conversation, 'steer-1')).id).toBe(turn.id);
   });
 
