@@ -6,11 +6,8 @@
  * token) configure it.
  */
 import { createInterface } from 'node:readline/promises';
-import { z } from 'zod';
-import { ConversationEventRecord, ConversationKey, createSseParser, type SseMessage } from '@rudder/contracts';
-
-/** The `token` events of the stream: `{turn, step, text}`. */
-const TokenText = z.object({ text: z.string() });
+import { ConversationKey } from '@rudder/contracts';
+import { RudderClient, RudderError, type StreamEvent } from '@rudder/client';
 
 const key = process.argv[2];
 const parsedKey = ConversationKey.safeParse(key);
@@ -19,8 +16,7 @@ if (!parsedKey.success) {
   process.exit(2);
 }
 const gateway = process.env.GATEWAY_URL ?? `http://127.0.0.1:${process.env.GATEWAY_PORT ?? 3000}`;
-const auth: Record<string, string> = process.env.RUDDER_TOKEN ? { authorization: `Bearer ${process.env.RUDDER_TOKEN}` } : {};
-const base = `${gateway}/v1/conversations/${encodeURIComponent(key!)}`;
+const rudder = new RudderClient({ baseUrl: gateway, token: process.env.RUDDER_TOKEN });
 const out = (text: string) => process.stdout.write(text);
 
 const HELP = `Type a message and press Enter to send it as a chat (a follow-up, answered in order).
@@ -37,32 +33,22 @@ A message that starts with / is sent by typing it as //…; Ctrl-D quits.
 const terminal = createInterface({ input: process.stdin, output: process.stdout });
 const prompt = () => terminal.setPrompt('you> ');
 
-/** Follows the conversation's events and prints the agent's side of it. */
+/** Follows the conversation's events (the client reconnects by itself) and prints the agent's side of it. */
 async function follow(signal: AbortSignal) {
   for (;;) {
     try {
-      const response = await fetch(`${base}/events`, { headers: auth, signal });
-      if (!response.ok || !response.body) throw new Error(`event stream: HTTP ${response.status}`);
-      const decoder = new TextDecoder();
-      const parse = createSseParser();
-      for await (const chunk of response.body) for (const message of parse(decoder.decode(chunk, { stream: true }))) show(message);
+      for await (const event of rudder.events(key!, { signal })) show(event);
+      return;
     } catch (error) {
+      // A refusal for good (401, 403…): say it, and try again later in case access is granted.
       if (signal.aborted) return;
-      out(`\n(${(error as Error).message}; reconnecting)\n`);
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      out(`\n(event stream: ${(error as Error).message}; retrying)\n`);
+      await new Promise((resolve) => setTimeout(resolve, 5000));
     }
   }
 }
 
-function show({ event, data }: SseMessage) {
-  if (event === 'token') {
-    const token = TokenText.safeParse(data);
-    if (token.success) out(token.data.text);
-    return;
-  }
-  const parsed = ConversationEventRecord.safeParse(data);
-  if (!parsed.success) return;
-  const record = parsed.data;
+function show(record: StreamEvent) {
   switch (record.type) {
     case 'turn.started':
       out('\nagent> ');
@@ -83,39 +69,23 @@ function show({ event, data }: SseMessage) {
       out(record.data.status === 'completed' ? '\n' : `\n(turn ${record.data.status}: ${record.data.outcome ?? ''})\n`);
       terminal.prompt(true);
       break;
+    case 'token':
+      out(record.data.text);
+      break;
     default:
       break;
   }
 }
 
-type Reply = { ok: boolean; status: number; body: any };
-
-/** One request to the gateway; a network failure is status 0 with its message. */
-async function call(method: string, path: string, body?: unknown): Promise<Reply> {
+/** Runs one call of the client; prints `(what: status code: message)` when it fails, and answers undefined. */
+async function attempt<T>(what: string, call: () => Promise<T>): Promise<T | undefined> {
   try {
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...auth },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    let parsed: unknown = text;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      // not JSON: shown as it is
-    }
-    return { ok: response.ok, status: response.status, body: parsed };
+    return await call();
   } catch (error) {
-    return { ok: false, status: 0, body: { error: { code: 'unreachable', message: (error as Error).message } } };
+    if (error instanceof RudderError) out(`(${what}: ${error.status} ${error.code}: ${error.message})\n`);
+    else out(`(${what}: no answer ${(error as Error).message})\n`);
+    return undefined;
   }
-}
-
-/** `(what: status code: message)` of an error answer. */
-function failure(what: string, reply: Reply): string {
-  const error = reply.body?.error;
-  const reason = error ? `${error.code}: ${error.message}` : String(reply.body ?? '');
-  return `(${what}: ${reply.status || 'no answer'} ${reason})\n`;
 }
 
 const landing = (answer: { id: string; turn: string | null; landed: boolean }) =>
@@ -131,14 +101,13 @@ async function command(line: string): Promise<void> {
       return;
     case 'steer': {
       if (!argument) return void out('(usage: /steer <text>)\n');
-      const reply = await call('POST', '/steer', { text: argument });
-      out(reply.ok ? `(steer ${reply.body.id} ${landing(reply.body)})\n` : failure('steer failed', reply));
+      const answer = await attempt('steer failed', () => rudder.steer(key!, argument));
+      if (answer) out(`(steer ${answer.id} ${landing(answer)})\n`);
       return;
     }
     case 'queue': {
-      const reply = await call('GET', '');
-      if (!reply.ok) return void out(failure('status failed', reply));
-      const status = reply.body;
+      const status = await attempt('status failed', () => rudder.status(key!));
+      if (!status) return;
       out(status.running ? `running: turn ${status.running.turn} (since ${status.running.startedAt})\n` : 'running: nothing\n');
       out(status.steering.length ? 'steering:\n' : 'steering: none\n');
       for (const item of status.steering) out(`  ${item.id}  ${item.text}\n`);
@@ -148,21 +117,20 @@ async function command(line: string): Promise<void> {
     }
     case 'retract': {
       if (rest.length > 1) return void out('(usage: /retract [id])\n');
-      const reply = await call('DELETE', argument ? `/inputs/${encodeURIComponent(argument)}` : '/inputs?latest=chat');
-      out(reply.ok ? `(retracted ${reply.body.id}: ${reply.body.text})\n` : failure('retract failed', reply));
+      const answer = await attempt('retract failed', () => rudder.retract(key!, argument || { latest: 'chat' }));
+      if (answer) out(`(retracted ${answer.id}: ${answer.text})\n`);
       return;
     }
     case 'promote': {
       if (!argument || rest.length > 1) return void out('(usage: /promote <id>)\n');
-      const reply = await call('POST', `/inputs/${encodeURIComponent(argument)}/promote`);
-      out(reply.ok ? `(promoted ${reply.body.id}: ${landing(reply.body)})\n` : failure('promote failed', reply));
+      const answer = await attempt('promote failed', () => rudder.promote(key!, argument));
+      if (answer) out(`(promoted ${answer.id}: ${landing(answer)})\n`);
       return;
     }
     case 'stop': {
       if (argument && argument !== 'all') return void out('(usage: /stop, or /stop all to discard what is pending too)\n');
-      const reply = await call('POST', '/stop', argument === 'all' ? { discardPending: true } : {});
-      if (!reply.ok) return void out(failure('stop failed', reply));
-      out(reply.body.turn ? `(stopping turn ${reply.body.turn})\n` : '(no turn was running)\n');
+      const answer = await attempt('stop failed', () => rudder.stop(key!, argument === 'all' ? { discardPending: true } : {}));
+      if (answer) out(answer.turn ? `(stopping turn ${answer.turn})\n` : '(no turn was running)\n');
       return;
     }
     default:
@@ -184,13 +152,12 @@ for await (const line of terminal) {
     text = text.slice(1);
   }
   if (text) {
-    const reply = await call('POST', '/chat', { text });
-    if (reply.ok) {
+    const answer = await attempt('not sent', () => rudder.chat(key!, text));
+    if (answer) {
       // The prompt comes back when the turn ends; a queued chat says where it waits.
-      if (reply.body.position > 0) out(`(queued ${reply.body.id}: ${reply.body.position} ahead)\n`);
+      if (answer.position > 0) out(`(queued ${answer.id}: ${answer.position} ahead)\n`);
       continue;
     }
-    out(failure('not sent', reply));
   }
   terminal.prompt();
 }

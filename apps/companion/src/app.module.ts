@@ -4,6 +4,8 @@ import { APP_INTERCEPTOR } from '@nestjs/core';
 import { CompanionController, POOL } from './http/companion.controller';
 import { ReadFloorInterceptor } from './http/read-floor.interceptor';
 import { EventsController, LOG } from './projection/events.controller';
+import { CompanionMetrics } from './metrics/companion-metrics';
+import { MetricsController } from './metrics/metrics.controller';
 
 /** The pool closes with the application, after the transport and the HTTP server. */
 @Injectable()
@@ -23,10 +25,11 @@ export class AppModule {
   static forRoot(pool: Pool, log: Log, consume: boolean): DynamicModule {
     return {
       module: AppModule,
-      controllers: [CompanionController, ...(consume ? [EventsController] : [])],
+      controllers: [CompanionController, MetricsController, ...(consume ? [EventsController] : [])],
       providers: [
         { provide: POOL, useValue: pool },
         { provide: LOG, useValue: log },
+        { provide: CompanionMetrics, useValue: new CompanionMetrics() },
         PoolLifecycle,
         { provide: APP_INTERCEPTOR, useClass: ReadFloorInterceptor },
       ],

@@ -33,6 +33,9 @@ import { StopController } from './stop/stop.controller';
 import { StopHandler } from './stop/stop-handler';
 import { StreamTokensController } from './stream-tokens/stream-tokens.controller';
 import { TurnsController } from './turns/turns.controller';
+import { OpenApiController } from './openapi/openapi.controller';
+import { GatewayMetrics } from './metrics/gateway-metrics';
+import { MetricsController } from './metrics/metrics.controller';
 import { CONFIG, KAFKA, LOG, OPTIONS, type GatewayOptions } from './tokens';
 
 @Module({})
@@ -55,6 +58,8 @@ export class GatewayModule {
         StreamTokensController,
         GrantsController,
         HealthController,
+        OpenApiController,
+        MetricsController,
       ],
       providers: [
         { provide: CONFIG, useValue: config },
@@ -63,6 +68,7 @@ export class GatewayModule {
         { provide: KAFKA, useValue: createKafka(config.KAFKA_BROKERS, 'gateway') },
         { provide: Authenticator, useValue: Authenticator.fromConfig(config) },
         { provide: Positions, useValue: positions },
+        { provide: GatewayMetrics, useValue: new GatewayMetrics() },
         { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log, positions) },
         { provide: APP_INTERCEPTOR, useClass: PositionInterceptor },
         { provide: APP_FILTER, useClass: ErrorFilter },

@@ -7,6 +7,7 @@ import { GatewayModule, nestLog } from './gateway.module';
 import { answerClientErrorsAsJson, checkParsedBody, checkRequestHead, verifyJsonDepth } from './hostile-input/request-checks';
 import { readMinPosition } from './consistency/positions';
 import type { GatewayOptions } from './tokens';
+import { GatewayMetrics } from './metrics/gateway-metrics';
 
 export type RunningGateway = {
   /** The port it listens on: the configured one, or the one the system chose for port 0. */
@@ -43,6 +44,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     logger: nestLog(log),
   });
   app.disable('x-powered-by');
+  app.use(app.get(GatewayMetrics).timeRequests);
   // Hostile input is refused before any route sees it (hostile-input/request-checks.ts):
   // the URL and headers, a body that is not JSON, nesting past 32 levels, polluting keys.
   app.use(checkRequestHead);

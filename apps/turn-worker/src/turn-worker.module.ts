@@ -4,6 +4,7 @@ import { readConfig } from '@rudder/runtime';
 import { AgentRegistry } from './agents/agents';
 import { InputsController } from './ingest/inputs.controller';
 import { TurnWorker } from './turn-worker.service';
+import { WorkerMetrics } from './metrics/worker-metrics';
 import { TURN_WORKER_OPTIONS, type TurnWorkerOptions } from './turn-worker.options';
 
 export type TurnWorkerAsyncOptions = Pick<ModuleMetadata, 'imports'> & {
@@ -43,7 +44,7 @@ export class TurnWorkerModule {
       global: true,
       imports: [DiscoveryModule, ...imports],
       controllers: [InputsController],
-      providers: [provider, AgentRegistry, TurnWorker],
+      providers: [provider, WorkerMetrics, AgentRegistry, TurnWorker],
       exports: [AgentRegistry],
     };
   }

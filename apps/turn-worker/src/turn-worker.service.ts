@@ -2,12 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { conversationsWithOpenWork, createOutboxRelay, EVENT_STORE_SCHEMA, eventStoreMigrations, PartitionBusyError, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
-import { createKafka, createLog, createPool, ensureTopics, migrate, topicNames, type Config, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
+import { createKafka, createLog, createPool, ensureTopics, migrate, serveMetrics, topicNames, type Config, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
 import { AgentRegistry } from './agents/agents';
 import { faultPoints } from './fault-points';
 import { ingestInputs } from './ingest/ingest-inputs';
 import { connectPublishing, type Publishing } from './publishing';
 import { createScheduler, type Scheduler } from './turns/scheduler';
+import { WorkerMetrics } from './metrics/worker-metrics';
 import { TURN_WORKER_OPTIONS, type TurnWorkerOptions } from './turn-worker.options';
 
 /**
@@ -28,13 +29,16 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   private fault = faultPoints({});
   private owned: ReadonlySet<number> = new Set();
   private epochs: Epochs = new Map();
+  private metricsServer: MetricsServer | undefined;
 
   constructor(
     @Inject(TURN_WORKER_OPTIONS) private readonly options: TurnWorkerOptions & { config: Config },
     @Inject(AgentRegistry) private readonly agents: AgentRegistry,
+    @Inject(WorkerMetrics) private readonly metrics: WorkerMetrics,
   ) {
     this.config = options.config;
     this.pool = options.pool ?? createPool(this.config.DATABASE_URL);
+    metrics.readOutboxFrom(this.pool);
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -47,7 +51,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     this.publishing = await connectPublishing(kafka, topics);
     this.relay = createOutboxRelay({
       pool: this.pool,
-      publish: this.publishing.publishEvents,
+      publish: (events) => this.publishing.publishEvents(events).then(() => this.metrics.published(events)),
       ownedPartitions: () => [...this.owned],
       afterPublish: () => this.fault('after-publish'),
       log,
@@ -64,6 +68,10 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       log,
       retryMs: 1000,
     });
+    if (config.METRICS_PORT !== undefined) {
+      this.metricsServer = await serveMetrics(this.metrics.registry, config.METRICS_PORT);
+      log.info('metrics served', { url: this.metricsServer.url });
+    }
     log.info('turn worker started', { group: `${config.KAFKA_NAMESPACE}turn-workers`, topic: topics.inputs, agents: this.options.agents.map((a) => a.name) });
   }
 
@@ -94,6 +102,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
    */
   async assigned({ partitions, current }: PartitionsAssigned): Promise<void> {
     this.owned = partitions;
+    this.metrics.assigned(partitions.size);
     this.log.info('partitions assigned', { partitions: [...partitions] });
     await this.scheduler.keepOnly(partitions);
     // Until the epochs are taken nothing of these partitions is written; retry while they are ours.
@@ -119,6 +128,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     await this.scheduler?.stop();
     await this.relay?.stop();
     await this.publishing?.disconnect().catch(() => undefined);
+    await this.metricsServer?.stop();
     if (!this.options.pool) await this.pool.end();
   }
 }

@@ -65,6 +65,8 @@ const Env = z.object({
   CRASH_AT: z.string().optional(),
   /** Names a point at which the worker pauses itself with SIGSTOP, for fencing tests (same file). */
   PAUSE_AT: z.string().optional(),
+  /** The turn worker serves `GET /metrics` on this port (0: one the system chooses); unset: no metrics server. */
+  METRICS_PORT: z.coerce.number().int().nonnegative().optional(),
 });
 export type Config = z.infer<typeof Env>;
 

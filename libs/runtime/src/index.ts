@@ -3,3 +3,4 @@ export * from './kafka';
 export * from './log';
 export * from './postgres';
 export * from './kafka-batch-server';
+export * from './metrics';

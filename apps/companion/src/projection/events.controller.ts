@@ -4,7 +4,9 @@ import type { KafkaMessage } from 'kafkajs';
 import { Topics, type ConversationEvent } from '@rudder/contracts';
 import { createKafka, isRefusedByDatabase, KafkaBatchServer, READER_SESSION, type Config, type Log, type PartitionBatch, type Pool } from '@rudder/runtime';
 import { POOL } from '../http/companion.controller';
-import { foldEvents } from './fold-events';
+import { performance } from 'node:perf_hooks';
+import { CompanionMetrics } from '../metrics/companion-metrics';
+import { foldEvents, type FoldResult } from './fold-events';
 import { readEventRecord } from './read-event-record';
 
 /** A bound on one transaction's size; a fetched batch larger than this is folded in slices. */
@@ -37,11 +39,15 @@ export class EventsController {
   constructor(
     @Inject(POOL) private readonly pool: Pool,
     @Inject(LOG) private readonly log: Log,
+    @Inject(CompanionMetrics) private readonly metrics: CompanionMetrics,
   ) {}
 
   @EventPattern(Topics.events)
   async fold(@Payload() batch: PartitionBatch): Promise<void> {
-    await foldOrSkip(this.pool, readEvents(batch.messages, batch, this.log), this.log);
+    const start = performance.now();
+    const events = readEvents(batch.messages, batch, this.log);
+    const result = await foldOrSkip(this.pool, events, this.log);
+    this.metrics.batchFolded(events, result, (performance.now() - start) / 1000);
   }
 }
 
@@ -68,16 +74,18 @@ function readEvents(messages: KafkaMessage[], where: { topic: string; partition:
  * error, its events are folded one by one and the ones refused are logged and skipped.
  * Any other failure (the database is down) is thrown: kafkajs retries the batch, unresolved.
  */
-async function foldOrSkip(pool: Pool, events: ConversationEvent[], log: Log): Promise<void> {
+async function foldOrSkip(pool: Pool, events: ConversationEvent[], log: Log): Promise<FoldResult> {
   try {
-    await foldEvents(pool, events);
-    return;
+    return await foldEvents(pool, events);
   } catch (error) {
     if (!isRefusedByDatabase(error)) throw error;
   }
+  const total: FoldResult = { applied: 0, duplicates: 0 };
   for (const event of events) {
     try {
-      await foldEvents(pool, [event]);
+      const one = await foldEvents(pool, [event]);
+      total.applied += one.applied;
+      total.duplicates += one.duplicates;
     } catch (error) {
       if (!isRefusedByDatabase(error)) throw error;
       log.error('skipped an event the projections cannot hold', {
@@ -89,4 +97,5 @@ async function foldOrSkip(pool: Pool, events: ConversationEvent[], log: Log): Pr
       });
     }
   }
+  return total;
 }

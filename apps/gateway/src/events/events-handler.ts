@@ -3,6 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ConversationAccess } from '../auth/conversation-access';
 import { CompanionClient } from '../companion-client';
 import { SubjectLimits } from '../limits/subject-limits';
+import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { EventStream } from './event-stream';
 import { LiveEvents } from './live-events';
 import { responseSink } from './sse';
@@ -28,12 +29,13 @@ export class EventsHandler {
     @Inject(CompanionClient) private readonly companion: CompanionClient,
     @Inject(LiveEvents) private readonly live: LiveEvents,
     @Inject(SubjectLimits) private readonly limits: SubjectLimits,
+    @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
   ) {}
 
   async open({ key, subject, after, response }: OpenStream): Promise<void> {
     await this.access.require(key, subject, 'read');
     // A slot of the subject's open streams (429 past LIMIT_STREAMS_PER_SUBJECT), held until the response closes.
-    const release = this.limits.openStream(subject);
+    const release = this.metrics.streamOpened(this.limits.openStream(subject));
     // What the client missed: the companion's store, plus what this gateway saw live lately and
     // the store may not have folded yet (LiveEvents.recentAfter); the stream drops the overlap.
     const replay = async (position: number) => [

@@ -7,6 +7,7 @@ import type { Config } from '@rudder/runtime';
 import { AGENT_TOOL, type AgentToolOptions } from './agent-tool.decorator';
 import type { AgentDefinition, GuardInput, GuardVerdict, ModelSettings } from './agent-definition';
 import { TURN_WORKER_OPTIONS, type TurnWorkerOptions } from '../turn-worker.options';
+import { WorkerMetrics } from '../metrics/worker-metrics';
 import type { z } from 'zod';
 
 /** An agent as the worker runs it. */
@@ -35,6 +36,7 @@ export class AgentRegistry implements Agents, OnModuleInit {
     @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
     @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
     @Inject(Reflector) private readonly reflector: Reflector,
+    @Inject(WorkerMetrics) private readonly metrics: WorkerMetrics,
   ) {}
 
   onModuleInit(): void {
@@ -73,7 +75,7 @@ export class AgentRegistry implements Agents, OnModuleInit {
       name: definition.name,
       systemPrompt: async (conversation) => (typeof instructions === 'string' ? instructions : instructions({ conversation })),
       loop: { tools, maxSteps: definition.maxSteps ?? 32 },
-      model: isModelClient(definition.model) ? definition.model : modelOf(definition.model ?? {}, config),
+      model: this.metrics.timed(isModelClient(definition.model) ? definition.model : modelOf(definition.model ?? {}, config)),
       policy: {
         maxTaken: definition.steering?.maxTaken ?? config.STEERS_PER_TURN,
         bounds: {

@@ -1,0 +1,48 @@
+import { performance } from 'node:perf_hooks';
+import { Gauge, Histogram } from 'prom-client';
+import { createMetricsRegistry } from '@rudder/runtime';
+
+type Request = { method: string; route?: { path?: string } };
+type Response = { statusCode: number; once(event: 'finish' | 'close', listener: () => void): unknown };
+
+/**
+ * The gateway's Prometheus metrics, served at `GET /metrics`. Decisions on inputs are the
+ * worker's to count (rudder_inputs_total there); here: the HTTP answers and the open streams.
+ */
+export class GatewayMetrics {
+  readonly registry = createMetricsRegistry('gateway');
+  private readonly sseClients = new Gauge({ name: 'rudder_sse_clients', help: 'Event streams open on this gateway', registers: [this.registry] });
+  private readonly requests = new Histogram({
+    name: 'rudder_http_request_duration_seconds',
+    help: 'HTTP requests by method, route (the template, `unmatched` for none) and status; an event stream counts when it closes',
+    labelNames: ['method', 'route', 'status'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+
+  /** Express middleware: times every request until its answer is out (or the client went). */
+  readonly timeRequests = (request: Request, response: Response, next: () => void): void => {
+    const start = performance.now();
+    let done = false;
+    const observe = () => {
+      if (done) return;
+      done = true;
+      const route = request.route?.path ?? 'unmatched';
+      this.requests.observe({ method: request.method, route, status: String(response.statusCode) }, (performance.now() - start) / 1000);
+    };
+    response.once('finish', observe);
+    response.once('close', observe);
+    next();
+  };
+
+  /** An event stream opened: counted until the returned function is called (once is enough; more change nothing). */
+  streamOpened(release: () => void): () => void {
+    this.sseClients.inc();
+    let open = true;
+    return () => {
+      if (open) this.sseClients.dec();
+      open = false;
+      release();
+    };
+  }
+}

@@ -1,0 +1,16 @@
+import type { ServerResponse } from 'node:http';
+import { Controller, Get, Inject, Res } from '@nestjs/common';
+import { GatewayMetrics } from './gateway-metrics';
+
+/** `GET /metrics`: the gateway's Prometheus metrics (text exposition format). Unauthenticated, like /healthz: keep it off the public edge. */
+@Controller('metrics')
+export class MetricsController {
+  constructor(@Inject(GatewayMetrics) private readonly metrics: GatewayMetrics) {}
+
+  @Get()
+  async scrape(@Res() response: ServerResponse): Promise<void> {
+    const text = await this.metrics.registry.metrics();
+    response.writeHead(200, { 'content-type': this.metrics.registry.contentType });
+    response.end(text);
+  }
+}

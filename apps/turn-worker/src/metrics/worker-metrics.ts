@@ -1,0 +1,181 @@
+import { performance } from 'node:perf_hooks';
+import { Counter, Gauge, Histogram } from 'prom-client';
+import type { ConversationEvent } from '@rudder/contracts';
+import type { ModelClient } from '@rudder/agent';
+import { createMetricsRegistry, type Pool } from '@rudder/runtime';
+
+/** How many event ids are remembered to count a republished event once (the relay may publish twice). */
+const REMEMBERED_EVENTS = 20_000;
+const REMEMBERED_TURNS = 10_000;
+
+/**
+ * The turn worker's Prometheus metrics. Decisions and turns are counted from the events the
+ * outbox relay publishes (`published`), each event id once: what is counted is what the log
+ * holds, not what a retried attempt tried. Model requests are timed around the agents' model
+ * clients (`timed`); the outbox backlog is read from the event log when scraped.
+ */
+export class WorkerMetrics {
+  readonly registry = createMetricsRegistry('turn-worker');
+  private readonly inputs = new Counter({
+    name: 'rudder_inputs_total',
+    help: 'Inputs decided by the worker, by kind (chat, steer, stop, retract, promote, grant) and decision (accepted, or the refusal code)',
+    labelNames: ['kind', 'decision'],
+    registers: [this.registry],
+  });
+  private readonly steers = new Counter({
+    name: 'rudder_steers_total',
+    help: 'Steers decided: landed on the running turn (true) or answered as a turn of their own (false)',
+    labelNames: ['landed'],
+    registers: [this.registry],
+  });
+  private readonly steersTaken = new Counter({ name: 'rudder_steers_taken_total', help: 'Steered messages taken by a running turn at a step', registers: [this.registry] });
+  private readonly turns = new Histogram({
+    name: 'rudder_turn_duration_seconds',
+    help: 'Turns from start to end, by how they ended (turns started on this worker)',
+    labelNames: ['status'],
+    buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [this.registry],
+  });
+  private readonly modelRequests = new Histogram({
+    name: 'rudder_model_request_duration_seconds',
+    help: "Model requests (one streamed reply, the client's own retries included), by outcome (ok, error)",
+    labelNames: ['outcome'],
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [this.registry],
+  });
+  private readonly firstToken = new Histogram({
+    name: 'rudder_model_time_to_first_token_seconds',
+    help: 'From a model request to the first token of its reply',
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  private readonly modelTokens = new Counter({
+    name: 'rudder_model_tokens_total',
+    help: 'Tokens the model reported, by kind (prompt, completion)',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
+  private readonly rebalances = new Counter({ name: 'rudder_rebalances_total', help: 'Partition assignments this worker received (one per consumer-group rebalance)', registers: [this.registry] });
+  private readonly partitions = new Gauge({ name: 'rudder_partitions_owned', help: 'Partitions of agent.inputs this worker owns', registers: [this.registry] });
+  private readonly seen = new Set<string>();
+  private readonly startedAt = new Map<string, number>();
+
+  private pool: Pool | undefined;
+  private reading: Promise<void> | undefined;
+
+  constructor() {
+    const read = () => this.readOutbox();
+    this.backlog = new Gauge({ name: 'rudder_outbox_backlog', help: 'Stored events not yet published on agent.events (all workers)', registers: [this.registry], collect: read });
+    this.oldest = new Gauge({ name: 'rudder_outbox_oldest_age_seconds', help: 'Age of the oldest stored event not yet published (0 when none)', registers: [this.registry], collect: read });
+  }
+
+  private readonly backlog: Gauge;
+  private readonly oldest: Gauge;
+
+  /** Where the outbox gauges are read from when scraped (the worker's pool). */
+  readOutboxFrom(pool: Pool): void {
+    this.pool = pool;
+  }
+
+  /** One query per scrape serves both gauges. */
+  private readOutbox(): Promise<void> {
+    const pool = this.pool;
+    if (!pool) return Promise.resolve();
+    return (this.reading ??= pool
+      .query<{ n: string; age: string | null }>('SELECT count(*) AS n, extract(epoch FROM now() - min(at)) AS age FROM event_store.events WHERE published_at IS NULL')
+      .then(({ rows }) => {
+        this.backlog.set(Number(rows[0]?.n ?? 0));
+        this.oldest.set(Number(rows[0]?.age ?? 0));
+      })
+      .catch(() => undefined)
+      .finally(() => setTimeout(() => (this.reading = undefined), 0)));
+  }
+
+  /** The events the relay published: each id counted once. */
+  published(events: readonly ConversationEvent[]): void {
+    for (const event of events) {
+      if (this.seen.has(event.id)) continue;
+      remember(this.seen, event.id, REMEMBERED_EVENTS);
+      this.count(event);
+    }
+  }
+
+  /** A rebalance gave this worker `owned` partitions. */
+  assigned(owned: number): void {
+    this.rebalances.inc();
+    this.partitions.set(owned);
+  }
+
+  /** `model`, its requests timed and its tokens counted. */
+  timed(model: ModelClient): ModelClient {
+    return {
+      reply: async (request) => {
+        const start = performance.now();
+        let first = true;
+        const onToken = (text: string) => {
+          if (first) {
+            first = false;
+            this.firstToken.observe((performance.now() - start) / 1000);
+          }
+          request.onToken?.(text);
+        };
+        try {
+          const reply = await model.reply({ ...request, onToken });
+          this.modelRequests.observe({ outcome: 'ok' }, (performance.now() - start) / 1000);
+          if (reply.usage) {
+            this.modelTokens.inc({ kind: 'prompt' }, reply.usage.promptTokens);
+            this.modelTokens.inc({ kind: 'completion' }, reply.usage.completionTokens);
+          }
+          return reply;
+        } catch (error) {
+          this.modelRequests.observe({ outcome: 'error' }, (performance.now() - start) / 1000);
+          throw error;
+        }
+      },
+    };
+  }
+
+  private count(event: ConversationEvent): void {
+    switch (event.type) {
+      case 'input.accepted':
+        return this.inputs.inc({ kind: event.data.input.kind, decision: 'accepted' });
+      case 'input.rejected':
+        return this.inputs.inc({ kind: event.data.input.kind, decision: event.data.code });
+      case 'steer.accepted':
+        return this.steers.inc({ landed: String(event.data.landed) });
+      case 'steer.taken':
+        return this.steersTaken.inc();
+      case 'stop.requested':
+        return this.inputs.inc({ kind: 'stop', decision: 'accepted' });
+      case 'stop.refused':
+        return this.inputs.inc({ kind: 'stop', decision: event.data.code });
+      case 'input.retracted':
+        return this.inputs.inc({ kind: 'retract', decision: 'accepted' });
+      case 'retract.refused':
+        return this.inputs.inc({ kind: 'retract', decision: event.data.code });
+      case 'promote.refused':
+        return this.inputs.inc({ kind: 'promote', decision: event.data.code });
+      case 'access.granted':
+        return this.inputs.inc({ kind: 'grant', decision: 'accepted' });
+      case 'grant.refused':
+        return this.inputs.inc({ kind: 'grant', decision: event.data.code });
+      case 'turn.started':
+        remember(this.startedAt, event.data.turn, REMEMBERED_TURNS, Date.parse(event.at));
+        return;
+      case 'turn.ended': {
+        const started = this.startedAt.get(event.data.turn);
+        this.startedAt.delete(event.data.turn);
+        if (started !== undefined) this.turns.observe({ status: event.data.status }, Math.max(0, Date.parse(event.at) - started) / 1000);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+}
+
+function remember<K, V>(into: Set<K> | Map<K, V>, key: K, bound: number, value?: V): void {
+  if (into instanceof Set) into.add(key);
+  else into.set(key, value as V);
+  if (into.size > bound) into.delete(into.keys().next().value as K);
+}

@@ -1,0 +1,152 @@
+import type {
+  ChatAccepted,
+  ChatBody,
+  ConversationStatus,
+  GrantAnswer,
+  RetractAnswer,
+  SteerAnswer,
+  SteerBody,
+  StopAnswer,
+  TranscriptPage,
+  TurnView,
+} from '@rudder/contracts';
+import { errorOf } from './errors';
+import { eventStream, type EventsOptions, type StreamEvent } from './events';
+
+export type RudderClientOptions = {
+  /** The gateway, e.g. `http://localhost:3000`. */
+  baseUrl: string;
+  /** The bearer token (or a function that gives the current one, e.g. a refreshed JWT); none in open development mode. */
+  token?: string | (() => string | Promise<string>);
+  /** Another fetch (a proxy's, a test's). Default: the global one. */
+  fetch?: typeof fetch;
+};
+
+/** Per-request settings of a write. */
+export type WriteOptions = { signal?: AbortSignal };
+
+/**
+ * Rudder's HTTP API, typed. Each method answers the 2xx body or throws a `RudderError` with
+ * the API's `code` and status. Read your writes: it keeps, per conversation, the latest
+ * `Rudder-Position` its writes were answered with, and sends it as `Rudder-Min-Position` on
+ * its reads of that conversation, so a read through any gateway reflects its own writes.
+ * Chats and steers get an id when the caller gives none, so sending one again is safe.
+ */
+export class RudderClient {
+  private readonly baseUrl: string;
+  private readonly fetch: typeof fetch;
+  private readonly positions = new Map<string, number>();
+
+  constructor(private readonly options: RudderClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+  }
+
+  /** Enqueues a follow-up; answered once the worker accepted it. */
+  chat(key: string, body: ChatBody | string, options: WriteOptions = {}): Promise<ChatAccepted> {
+    const input = typeof body === 'string' ? { text: body } : body;
+    return this.write(key, 'POST', '/chat', { ...input, id: input.id ?? newId() }, options);
+  }
+
+  /** Steers the running turn; answered once the worker decided (`landed`). */
+  steer(key: string, body: SteerBody | string, options: WriteOptions = {}): Promise<SteerAnswer> {
+    const input = typeof body === 'string' ? { text: body } : body;
+    return this.write(key, 'POST', '/steer', { ...input, id: input.id ?? newId() }, options);
+  }
+
+  /** Stops the running turn (only `turn`, when given); answers the turn stopped, or null. */
+  stop(key: string, body: { discardPending?: boolean; turn?: string } = {}, options: WriteOptions = {}): Promise<StopAnswer> {
+    return this.write(key, 'POST', '/stop', body, options);
+  }
+
+  /** Takes back a pending input by id, or the latest pending one of a queue (`{latest: 'chat' | 'steer'}`). */
+  retract(key: string, target: string | { latest: 'chat' | 'steer' }, options: WriteOptions = {}): Promise<RetractAnswer> {
+    const rest = typeof target === 'string' ? `/inputs/${encodeURIComponent(target)}` : `/inputs?latest=${target.latest}`;
+    return this.write(key, 'DELETE', rest, undefined, options);
+  }
+
+  /** Turns a pending follow-up into a steer of the running turn. */
+  promote(key: string, input: string, options: WriteOptions = {}): Promise<SteerAnswer> {
+    return this.write(key, 'POST', `/inputs/${encodeURIComponent(input)}/promote`, {}, options);
+  }
+
+  /** The owner gives `subject` read or write access. */
+  grant(key: string, subject: string, access: 'read' | 'write', options: WriteOptions = {}): Promise<GrantAnswer> {
+    return this.write(key, 'PUT', `/grants/${encodeURIComponent(subject)}`, { access }, options);
+  }
+
+  /** The owner takes `subject`'s access back (`access: null`). */
+  revoke(key: string, subject: string, options: WriteOptions = {}): Promise<GrantAnswer> {
+    return this.write(key, 'DELETE', `/grants/${encodeURIComponent(subject)}`, undefined, options);
+  }
+
+  status(key: string): Promise<ConversationStatus> {
+    return this.read(key, '');
+  }
+
+  /** One page of the transcript, oldest first; pass `next` as `after` for the following one. */
+  messages(key: string, page: { after?: string; limit?: number } = {}): Promise<TranscriptPage> {
+    const query = new URLSearchParams();
+    if (page.after !== undefined) query.set('after', page.after);
+    if (page.limit !== undefined) query.set('limit', String(page.limit));
+    const text = query.toString();
+    return this.read(key, `/messages${text ? `?${text}` : ''}`);
+  }
+
+  turn(key: string, turn: string): Promise<TurnView> {
+    return this.read(key, `/turns/${encodeURIComponent(turn)}`);
+  }
+
+  /** The turn that answered or took an input (404 `not_found` until one did). */
+  turnOf(key: string, input: string): Promise<TurnView> {
+    return this.read(key, `/turns?input=${encodeURIComponent(input)}`);
+  }
+
+  /** The conversation's events, reconnecting by itself with `Last-Event-ID` (see `eventStream`). */
+  events(key: string, options: EventsOptions = {}): AsyncIterable<StreamEvent> {
+    return eventStream(
+      async (headers, signal) => this.fetch(this.url(key, '/events'), { headers: { accept: 'text/event-stream', ...(await this.auth()), ...headers }, signal }),
+      options,
+    );
+  }
+
+  /** The latest `Rudder-Position` this client's writes to `key` were answered with (0: none yet). */
+  positionOf(key: string): number {
+    return this.positions.get(key) ?? 0;
+  }
+
+  private url(key: string, rest: string): string {
+    return `${this.baseUrl}/v1/conversations/${encodeURIComponent(key)}${rest}`;
+  }
+
+  private async auth(): Promise<Record<string, string>> {
+    const token = typeof this.options.token === 'function' ? await this.options.token() : this.options.token;
+    return token ? { authorization: `Bearer ${token}` } : {};
+  }
+
+  private async write<T>(key: string, method: string, rest: string, body: unknown, options: WriteOptions): Promise<T> {
+    const response = await this.fetch(this.url(key, rest), {
+      method,
+      headers: { ...(await this.auth()), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: options.signal,
+    });
+    if (!response.ok) throw await errorOf(response);
+    const position = Number(response.headers.get('rudder-position') ?? NaN);
+    if (Number.isSafeInteger(position)) this.positions.set(key, Math.max(this.positionOf(key), position));
+    return (await response.json()) as T;
+  }
+
+  private async read<T>(key: string, rest: string): Promise<T> {
+    const position = this.positionOf(key);
+    const response = await this.fetch(this.url(key, rest), {
+      headers: { ...(await this.auth()), ...(position > 0 ? { 'rudder-min-position': String(position) } : {}) },
+    });
+    if (!response.ok) throw await errorOf(response);
+    return (await response.json()) as T;
+  }
+}
+
+export const createRudderClient = (options: RudderClientOptions): RudderClient => new RudderClient(options);
+
+const newId = (): string => globalThis.crypto.randomUUID();

@@ -1,0 +1,107 @@
+import { createSseParser, type ConversationEvent } from '@rudder/contracts';
+import { errorOf, RudderError } from './errors';
+
+/** A piece of the model's streamed reply: best effort, not stored, not replayed after a reconnect. */
+export type TokenEvent = { type: 'token'; data: { turn: string; step: number; text: string } };
+/** What `events()` yields: a stored event of the conversation (with its `position`), or a token. */
+export type StreamEvent = ConversationEvent | TokenEvent;
+
+export type EventsOptions = {
+  /**
+   * The position to resume after (a stored event's `position`; 0: the whole history). Absent:
+   * live from when the first connection opens; a drop before the first stored event arrived
+   * may then miss what came meanwhile, so pass a position to be exact.
+   */
+  after?: number;
+  /** Ends the iteration (the stream is closed; the loop ends without an error). */
+  signal?: AbortSignal;
+  /** No byte for this long (the gateway sends a keep-alive every 15 s): the connection is taken for dead. Default 45 s. */
+  idleTimeoutMs?: number;
+};
+
+export type Connect = (headers: Record<string, string>, signal: AbortSignal) => Promise<Response>;
+
+/** Backoff between reconnects: 100 ms doubling to 5 s, reset by every message that arrives. */
+const FIRST_DELAY_MS = 100;
+const MAX_DELAY_MS = 5000;
+
+/**
+ * The conversation's events as an AsyncIterable that reconnects by itself: after a dropped
+ * connection it opens a new one with `Last-Event-ID` = the position of the last stored event
+ * it yielded, and drops any event at or below it, so each stored event is yielded exactly once
+ * and in order (the gateway replays what was missed). Tokens are yielded as they come and are
+ * lost across a drop. An answer that will not change by retrying (401, 403, 404, 400) ends
+ * the iteration with its `RudderError`; 429, 503 and network errors are retried.
+ */
+export async function* eventStream(connect: Connect, options: EventsOptions = {}): AsyncGenerator<StreamEvent, void, undefined> {
+  let last = options.after;
+  let delay = FIRST_DELAY_MS;
+  const idleMs = options.idleTimeoutMs ?? 45_000;
+  while (!options.signal?.aborted) {
+    const connection = new AbortController();
+    const onAbort = () => connection.abort();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    let idle: NodeJS.Timeout | undefined;
+    const touch = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => connection.abort(), idleMs);
+    };
+    try {
+      touch();
+      const response = await connect(last === undefined ? {} : { 'last-event-id': String(last) }, connection.signal);
+      if (!response.ok) {
+        const error = await errorOf(response);
+        if (!error.retryable) throw error;
+        delay = Math.max(delay, (error.retryAfterSeconds ?? 0) * 1000);
+        throw new RetryLater();
+      }
+      if (!response.body) throw new RetryLater();
+      const parse = createSseParser();
+      const decoder = new TextDecoder();
+      const reader = response.body.getReader();
+      try {
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          touch();
+          for (const message of parse(decoder.decode(value, { stream: true }))) {
+            delay = FIRST_DELAY_MS;
+            if (message.event === 'token') {
+              yield { type: 'token', data: message.data as TokenEvent['data'] };
+              continue;
+            }
+            const event = message.data as ConversationEvent;
+            if (last !== undefined && event.position <= last) continue;
+            last = event.position;
+            yield event;
+          }
+        }
+      } finally {
+        await reader.cancel().catch(() => undefined);
+      }
+    } catch (error) {
+      if (error instanceof RudderError) throw error;
+      // A cut connection, a network error, a retryable answer: reconnect below.
+    } finally {
+      clearTimeout(idle);
+      options.signal?.removeEventListener('abort', onAbort);
+      connection.abort();
+    }
+    if (options.signal?.aborted) return;
+    await sleep(delay, options.signal);
+    delay = Math.min(delay * 2, MAX_DELAY_MS);
+  }
+}
+
+class RetryLater extends Error {}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });

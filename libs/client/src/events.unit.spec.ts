@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest';
+import { eventStream, type StreamEvent } from './events';
+
+const sse = (position: number, type = 'turn.started') =>
+  `id: ${position}\nevent: ${type}\ndata: ${JSON.stringify({ v: 1, id: `e${position}`, conversation: 'c', position, at: '', type, data: {} })}\n\n`;
+
+/** A response whose body sends `chunks`, then errors (a dropped connection) unless `end` is set. */
+const answer = (chunks: string[], end = false) =>
+  new Response(
+    new ReadableStream<Uint8Array>({
+      // One chunk per read, then the end or the error (an error in start() would drop what is queued).
+      pull(controller) {
+        const chunk = chunks.shift();
+        if (chunk !== undefined) controller.enqueue(new TextEncoder().encode(chunk));
+        else if (end) controller.close();
+        else controller.error(new Error('connection reset'));
+      },
+    }),
+    { status: 200, headers: { 'content-type': 'text/event-stream' } },
+  );
+
+describe('eventStream', () => {
+  it('reconnects with Last-Event-ID of the last event yielded and drops what the replay repeats', async () => {
+    const asked: (string | undefined)[] = [];
+    const answers = [
+      // cut in the middle of the event at position 3: it was never whole, so never yielded
+      () => answer([sse(1), sse(2), sse(3).slice(0, 20)]),
+      () => answer([sse(2), sse(3), sse(4)]),
+      () => new Response(JSON.stringify({ error: { code: 'unavailable', message: 'down' } }), { status: 503 }),
+      () => answer([sse(4), sse(5, 'turn.ended'), `event: token\ndata: {"turn":"t","step":0,"text":"hi"}\n\n`], true),
+    ];
+    const done = new AbortController();
+    const seen: StreamEvent[] = [];
+    const stream = eventStream(async (headers) => {
+      asked.push(headers['last-event-id']);
+      return (answers.shift() ?? (() => answer([], true)))();
+    }, { signal: done.signal });
+    for await (const event of stream) {
+      seen.push(event);
+      if (event.type === 'token') done.abort();
+    }
+    expect(seen.map((e) => (e.type === 'token' ? 'token' : (e as { position: number }).position))).toEqual([1, 2, 3, 4, 5, 'token']);
+    expect(asked).toEqual([undefined, '2', '4', '4']);
+  });
+
+  it('ends with the error of an answer that retrying will not change', async () => {
+    const stream = eventStream(async () => new Response(JSON.stringify({ error: { code: 'forbidden', message: 'no' } }), { status: 403 }));
+    await expect(stream.next()).rejects.toMatchObject({ code: 'forbidden', status: 403, message: 'no' });
+  });
+});

@@ -1,0 +1,132 @@
+import { z } from 'zod';
+import {
+  ErrorStatus,
+  type ChatAccepted,
+  type ConversationStatus,
+  type GrantAnswer,
+  type RetractAnswer,
+  type SteerAnswer,
+  type StopAnswer,
+  type TranscriptPage,
+  type TurnView,
+} from './api';
+import { ConversationEventRecord, TurnStatus, Usage } from './events';
+
+/**
+ * The HTTP API's answers as zod schemas: what `GET /openapi.json` is generated from, and what
+ * a client may check an answer against. Each is pinned to the answer type the gateway returns
+ * (`Same` below), so the document cannot drift from the code without `tsc` saying so.
+ */
+const Pending = z.object({ id: z.string(), text: z.string() });
+
+export const ChatAcceptedAnswer = z
+  .object({ id: z.string(), turn: z.null(), position: z.number().int().nonnegative() })
+  .meta({ id: 'ChatAccepted', description: 'The follow-up is accepted; `position` inputs are ahead of it (0: it starts now).' });
+
+export const SteerDecisionAnswer = z
+  .object({ id: z.string(), turn: z.string().nullable(), landed: z.boolean() })
+  .meta({ id: 'SteerAnswer', description: '`landed`: `turn` shows it to the model before it ends; otherwise it is answered as a turn of its own.' });
+
+export const StopDecisionAnswer = z
+  .object({ turn: z.string().nullable() })
+  .meta({ id: 'StopAnswer', description: 'The turn stopped; null when none ran, or the named turn no longer runs.' });
+
+export const RetractedAnswer = z.object({ id: z.string(), text: z.string() }).meta({ id: 'RetractAnswer', description: 'The pending input taken back.' });
+
+export const GrantDecisionAnswer = z
+  .object({ subject: z.string(), access: z.enum(['read', 'write']).nullable() })
+  .meta({ id: 'GrantAnswer', description: 'The access `subject` has now; null once revoked.' });
+
+export const StatusAnswer = z
+  .object({
+    key: z.string(),
+    running: z.object({ turn: z.string(), startedAt: z.string() }).nullable(),
+    steering: z.array(Pending),
+    queue: z.array(z.object({ id: z.string(), kind: z.enum(['chat', 'steer']), text: z.string() })),
+    lastInputId: z.string().nullable(),
+    agent: z.string().nullable(),
+    grants: z.array(z.object({ subject: z.string(), access: z.enum(['read', 'write']) })).optional(),
+  })
+  .meta({ id: 'ConversationStatus', description: '`grants` is shown to the owner only.' });
+
+export const TranscriptAnswer = z
+  .object({
+    items: z.array(
+      z.object({
+        id: z.string(),
+        role: z.enum(['user', 'assistant']),
+        text: z.string(),
+        turn: z.string().nullable(),
+        steered: z.boolean(),
+        at: z.string(),
+      }),
+    ),
+    next: z.string().nullable(),
+  })
+  .meta({ id: 'TranscriptPage', description: 'Oldest first; `next` is an opaque cursor for `?after=`, null at the end.' });
+
+export const TurnAnswer = z
+  .object({
+    id: z.string(),
+    prompt: Pending,
+    status: z.union([z.literal('running'), TurnStatus]),
+    outcome: z.string().nullable(),
+    steered: z.array(Pending),
+    content: z.string(),
+    agent: z.string().nullable(),
+    usage: Usage.nullable(),
+    startedAt: z.string(),
+    endedAt: z.string().nullable(),
+  })
+  .meta({ id: 'TurnView' });
+
+export const StreamTokenAnswer = z
+  .object({ token: z.string(), expiresAt: z.string() })
+  .meta({ id: 'StreamToken', description: "A short-lived token that opens this conversation's event stream only." });
+
+export const HealthAnswer = z.object({ ok: z.literal(true) }).meta({ id: 'Health' });
+
+/** Codes the gateway answers beyond `ErrorStatus`: a subject over its own limits, and a bug. */
+export const EdgeErrorCodes = ['rate_limited', 'internal'] as const;
+
+export const ErrorAnswer = z
+  .object({
+    error: z.object({
+      code: z.enum([...(Object.keys(ErrorStatus) as (keyof typeof ErrorStatus)[]), ...EdgeErrorCodes]),
+      message: z.string(),
+      details: z.unknown().optional(),
+    }),
+  })
+  .meta({ id: 'Error', description: 'Every error answer; `code` is stable, `message` is for people.' });
+
+/** A token of the model's streamed reply, as `GET …/events` sends it (no SSE id: not replayed). */
+export const TokenEventData = z.object({ turn: z.string(), step: z.number().int(), text: z.string() }).meta({ id: 'TokenEvent' });
+
+/**
+ * One message of `GET …/events` (text/event-stream): a stored event, with its position as the
+ * SSE `id` and its type as the SSE `event`, or a `token` without id.
+ */
+export const StreamMessage = z
+  .union([
+    ...ConversationEventRecord.options.map((record) =>
+      z.object({ id: z.string().describe('the event position: resume with Last-Event-ID'), event: record.shape.type, data: record }),
+    ),
+    z.object({ event: z.literal('token'), data: TokenEventData }),
+  ])
+  .meta({ id: 'StreamMessage', description: 'One Server-Sent Event: `id:` (stored events only), `event:` its type, `data:` the JSON below.' });
+
+/** The SSE event types a stream may carry: every stored event's type, and `token`. */
+export const streamEventTypes = (): string[] => [...ConversationEventRecord.options.map((record) => record.shape.type.value), 'token'];
+
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const pinned: [
+  Same<z.infer<typeof ChatAcceptedAnswer>, ChatAccepted>,
+  Same<z.infer<typeof SteerDecisionAnswer>, SteerAnswer>,
+  Same<z.infer<typeof StopDecisionAnswer>, StopAnswer>,
+  Same<z.infer<typeof RetractedAnswer>, RetractAnswer>,
+  Same<z.infer<typeof GrantDecisionAnswer>, GrantAnswer>,
+  Same<z.infer<typeof StatusAnswer>, ConversationStatus>,
+  Same<z.infer<typeof TranscriptAnswer>, TranscriptPage>,
+  Same<z.infer<typeof TurnAnswer>, TurnView>,
+] = [true, true, true, true, true, true, true, true];
+void pinned;

@@ -1,0 +1,44 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+
+/**
+ * A service's own Prometheus registry (not prom-client's global one: the tests run the
+ * gateway and the companion in one process), with the process metrics and `service` as a
+ * default label. Each service defines its `rudder_*` metrics on it.
+ */
+export function createMetricsRegistry(service: string): Registry {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service });
+  collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+export type MetricsServer = { port: number; url: string; stop(): Promise<void> };
+
+/**
+ * A tiny HTTP server answering `GET /metrics` with `registry`, for a service that has no HTTP
+ * app of its own (the turn worker). `port` 0: one the system chooses.
+ */
+export async function serveMetrics(registry: Registry, port: number, host = '0.0.0.0'): Promise<MetricsServer> {
+  const server: Server = createServer((request, response) => {
+    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' }).end('GET /metrics\n');
+      return;
+    }
+    registry.metrics().then(
+      (text) => response.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      (error: unknown) => response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(String(error)),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const bound = (server.address() as AddressInfo).port;
+  return {
+    port: bound,
+    url: `http://127.0.0.1:${bound}/metrics`,
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
