@@ -34,7 +34,7 @@ export type SteerBody = z.infer<typeof SteerBody>;
 export type SteerAnswer = { id: string; turn: string | null; landed: boolean };
 
 /** `POST /v1/conversations/{key}/stop`. */
-export const StopBody = z.object({ discardPending: z.boolean().optional(), turn: z.string().min(1).max(200).optional() }).strict();
+export const StopBody = z.object({ discardPending: z.boolean().optional(), turn: StorableString.min(1).max(200).optional() }).strict();
 export type StopAnswer = { turn: string | null };
 
 export type ConversationStatus = {

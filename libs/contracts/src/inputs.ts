@@ -49,7 +49,7 @@ export const StopInputV1 = z.object({
   /** Also discard every pending input of the conversation (each is reported discarded, never answered). */
   discardPending: z.boolean().default(false),
   /** The turn the stop means: when it is no longer running, the stop stops (and discards) nothing. */
-  turn: z.string().min(1).max(200).optional(),
+  turn: StorableString.min(1).max(200).optional(),
 });
 export type StopInput = z.infer<typeof StopInputV1>;
 

@@ -3,7 +3,7 @@ import type { DomainEvent, InputRecord } from '@rudder/contracts';
 import { evolveTurn, nextAction, startTurn } from '@rudder/agent';
 import { decideInputs, decideTurnCommit, startNextTurn, type Agents, type InputPolicy } from './decide';
 import { onceKey, receiptKeys } from './once-keys';
-import { evolve as evolveHead, initialState, type ConversationState as ConversationHead } from './state';
+import { evolve, initialState, type ConversationState } from './state';
 
 const sentAt = '2026-11-30T00:00:00.000Z';
 const base = { v: 1 as const, conversation: 'c', subject: 'alice', sentAt };
@@ -16,16 +16,16 @@ const promote = (id: string, target: string): InputRecord => ({ ...base, type: '
 const policy: InputPolicy = { maxTaken: 16, bounds: { steers: 4, chats: 4, chars: 8000 } };
 const agentsWith = (p: InputPolicy): Agents => ({ defaultAgent: 'default', policyOf: (name) => (name === 'default' ? p : undefined) });
 /** A conversation its first input opened already (the default agent answers it). */
-const idleHead = (): ConversationHead => ({ ...initialState(), owner: 'alice', agent: 'default' });
+const idleHead = (): ConversationState => ({ ...initialState(), owner: 'alice', agent: 'default' });
 /** The head after these inputs were decided, and the events they made. */
-function decide(inputs: InputRecord[], head: ConversationHead = idleHead(), p = policy, stored = new Set<string>()) {
+function decide(inputs: InputRecord[], head: ConversationState = idleHead(), p = policy, stored = new Set<string>()) {
   const events = decideInputs(head, inputs, stored, agentsWith(p));
-  return { events, head: events.reduce(evolveHead, head) };
+  return { events, head: events.reduce(evolve, head) };
 }
 /** A head with turn t1 running (started from input p0). */
 const running = (p = policy) => {
   const { head } = decide([chat('p0')], idleHead(), p);
-  return startNextTurn(head, 't1').reduce(evolveHead, head);
+  return startNextTurn(head, 't1').reduce(evolve, head);
 };
 const types = (events: DomainEvent[]) => events.map((e) => e.type);
 const decisions = (events: DomainEvent[]) => events.flatMap((e) => (e.type === 'steer.accepted' ? [[e.data.input.id, e.data.turn, e.data.landed]] : []));
@@ -97,7 +97,7 @@ describe('starting turns and taking steers', () => {
     const stopped: DomainEvent[] = [{ type: 'turn.ended', data: { turn: 't1', status: 'stopped', outcome: null, content: '', steered: [] } }];
     expect(decideTurnCommit(waiting, startTurn('t1', prompt), stopped)).toEqual(stopped);
     const { head } = decide([chat('later')], waiting);
-    expect(stopped.reduce(evolveHead, head).queue.map((q) => q.id)).toEqual(['s1', 's2', 'later']);
+    expect(stopped.reduce(evolve, head).queue.map((q) => q.id)).toEqual(['s1', 's2', 'later']);
   });
 
   it('a turn nobody steered stores exactly what it asked to', () => {
@@ -216,7 +216,7 @@ describe('a landed steer is shown to the model', () => {
     expect(types(stored)).toEqual(['tool.ended', 'steer.taken', 'input.delivered']);
     const turn = [...stored].reduce(evolveTurn, evolveTurn(afterReply, { type: 'stop.requested', data: { stop: 'now', turn: 't1', mode: 'interrupt' } }));
     expect(nextAction(turn, { maxSteps: 32 })).toEqual({ type: 'request-model', step: 1 });
-    const taken = stored.reduce(evolveHead, head);
+    const taken = stored.reduce(evolve, head);
     const next = evolveTurn(turn, { type: 'model.replied', data: { turn: 't1', step: 1, content: 'again', toolCalls: [{ ...call, id: 'c2' }] } });
     const end = decideTurnCommit(taken, next, [{ ...result, data: { ...result.data, step: 1, callId: 'c2' } } as DomainEvent]);
     expect(end.at(-1)).toMatchObject({ type: 'turn.ended', data: { status: 'superseded', steered: [{ id: 's', text: 's' }] } });

@@ -92,6 +92,8 @@ describe('POST /v1/conversations/{key}/stop', () => {
       { name: 'malformed JSON', body: '{', status: 400, code: 'bad_request' },
       { name: 'an unknown field', body: { now: true }, status: 400, code: 'bad_request' },
       { name: 'discardPending not a boolean', body: { discardPending: 'yes' }, status: 400, code: 'bad_request' },
+      { name: 'a turn holding NUL', body: { turn: 't\u0000' }, status: 400, code: 'bad_request' },
+      { name: 'a turn of 201 characters', body: { turn: 'x'.repeat(201) }, status: 400, code: 'bad_request' },
       { name: 'an array', body: [], status: 400, code: 'bad_request' },
       { name: 'a bad conversation key', path: stopPath('bad key!'), body: {}, status: 400, code: 'bad_request' },
       { name: "another subject's conversation", path: stopPath(bobs), body: {}, status: 403, code: 'forbidden' },
