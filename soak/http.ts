@@ -1,4 +1,5 @@
-import { createSseParser, type ConversationEvent, type ConversationStatus, type SteerAnswer, type TranscriptItem, type TranscriptPage, type TurnView } from '@rudder/contracts';
+import type { ConversationEvent, ConversationStatus, SteerAnswer, TranscriptItem, TranscriptPage, TurnView } from '@rudder/contracts';
+import { sseMessages } from '../test/sse';
 
 /** An HTTP answer; `status` 0 when there was none (connection refused, reset, or our timeout). */
 export type Reply<T> = { status: number; body: T | undefined; error?: { code: string; message: string; details?: unknown }; failure?: string };
@@ -61,19 +62,16 @@ export function createSoakClient(baseUrl: string) {
       try {
         const response = await fetch(path(key, '/events'), { headers: { 'last-event-id': String(after) }, signal: controller.signal });
         if (!response.ok || !response.body) throw new Error(`GET events of ${key}: ${response.status}`);
-        const reader = response.body.getReader();
-        const decoder = new TextDecoder();
-        const parse = createSseParser();
+        const reader = sseMessages(response).getReader();
         for (;;) {
           let quiet: NodeJS.Timeout | undefined;
-          const chunk = await Promise.race([
+          const read = await Promise.race([
             reader.read(),
             new Promise<'quiet'>((resolve) => (quiet = setTimeout(() => resolve('quiet'), quietMs))),
           ]).finally(() => clearTimeout(quiet));
-          if (chunk === 'quiet' || chunk.done) break;
-          for (const message of parse(decoder.decode(chunk.value, { stream: true }))) {
-            if (message.event !== 'token') messages.push({ id: message.id, event: message.event, data: message.data as ConversationEvent });
-          }
+          if (read === 'quiet' || read.done) break;
+          const message = read.value;
+          if (message.event !== 'token') messages.push({ id: message.id, event: message.event, data: message.data as ConversationEvent });
         }
         await reader.cancel().catch(() => undefined);
         return messages;

@@ -1,6 +1,20 @@
-import { createSseParser, type SseMessage } from '@rudder/contracts';
+import { EventSourceParserStream } from 'eventsource-parser/stream';
 
-export type { SseMessage };
+/** A message of the events stream as a client reads it: `id` is the event's position (none for tokens). */
+export type SseMessage = { id?: string; event: string; data: unknown };
+
+/** The messages of a Server-Sent Events body as they come (comments such as keep-alives skipped; `data` parsed as JSON). */
+export function sseMessages(response: Response): ReadableStream<SseMessage> {
+  if (!response.body) throw new Error(`no event stream (status ${response.status})`);
+  return response.body
+    .pipeThrough(new TextDecoderStream())
+    .pipeThrough(new EventSourceParserStream())
+    .pipeThrough(
+      new TransformStream({
+        transform: (message, controller) => controller.enqueue({ id: message.id, event: message.event ?? 'message', data: JSON.parse(message.data) }),
+      }),
+    );
+}
 
 /**
  * Reads Server-Sent Events from a fetch response until `until` says stop (or the timeout),
@@ -11,20 +25,15 @@ export async function readEvents(
   until: (message: SseMessage, all: SseMessage[]) => boolean,
   timeoutMs = 30_000,
 ): Promise<SseMessage[]> {
-  if (!response.body) throw new Error(`no event stream (status ${response.status})`);
-  const reader = response.body.getReader();
-  const decoder = new TextDecoder();
-  const parse = createSseParser();
+  const reader = sseMessages(response).getReader();
   const messages: SseMessage[] = [];
   const timer = setTimeout(() => void reader.cancel(), timeoutMs);
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) throw new Error(`the stream ended after ${JSON.stringify(messages.map((m) => m.event))}`);
-      for (const message of parse(decoder.decode(value, { stream: true }))) {
-        messages.push(message);
-        if (until(message, messages)) return messages;
-      }
+      messages.push(value);
+      if (until(value, messages)) return messages;
     }
   } finally {
     clearTimeout(timer);

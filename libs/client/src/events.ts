@@ -1,4 +1,5 @@
-import { createSseParser, type ConversationEvent } from '@rudder/contracts';
+import type { ConversationEvent } from '@rudder/contracts';
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { errorOf, RudderError } from './errors';
 
 /** A piece of the model's streamed reply: best effort, not stored, not replayed after a reconnect. */
@@ -56,7 +57,8 @@ export async function* eventStream(connect: Connect, options: EventsOptions = {}
         throw new RetryLater();
       }
       if (!response.body) throw new RetryLater();
-      const parse = createSseParser();
+      const messages: EventSourceMessage[] = [];
+      const parser = createParser({ onEvent: (message) => messages.push(message) });
       const decoder = new TextDecoder();
       const reader = response.body.getReader();
       try {
@@ -64,13 +66,14 @@ export async function* eventStream(connect: Connect, options: EventsOptions = {}
           const { done, value } = await reader.read();
           if (done) break;
           touch();
-          for (const message of parse(decoder.decode(value, { stream: true }))) {
+          parser.feed(decoder.decode(value, { stream: true }));
+          for (const message of messages.splice(0)) {
             delay = FIRST_DELAY_MS;
             if (message.event === 'token') {
-              yield { type: 'token', data: message.data as TokenEvent['data'] };
+              yield { type: 'token', data: JSON.parse(message.data) as TokenEvent['data'] };
               continue;
             }
-            const event = message.data as ConversationEvent;
+            const event = JSON.parse(message.data) as ConversationEvent;
             if (last !== undefined && event.position <= last) continue;
             last = event.position;
             yield event;

@@ -47,4 +47,15 @@ describe('eventStream', () => {
     const stream = eventStream(async () => new Response(JSON.stringify({ error: { code: 'forbidden', message: 'no' } }), { status: 403 }));
     await expect(stream.next()).rejects.toMatchObject({ code: 'forbidden', status: 403, message: 'no' });
   });
+
+  it('reads events whose lines end in \\r\\n, split anywhere, with keep-alive comments between', async () => {
+    const text = `: keep-alive\r\n\r\n${sse(1).replaceAll('\n', '\r\n')}${sse(2, 'turn.ended').replaceAll('\n', '\r\n')}`;
+    const chunks = [text.slice(0, 7), text.slice(7, 40), text.slice(40, 41), text.slice(41)];
+    const seen: StreamEvent[] = [];
+    for await (const event of eventStream(async () => answer([...chunks], true))) {
+      seen.push(event);
+      if (event.type === 'turn.ended') break;
+    }
+    expect(seen.map((e) => (e as { position: number }).position)).toEqual([1, 2]);
+  });
 });

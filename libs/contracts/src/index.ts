@@ -3,7 +3,6 @@ export * from './conversation-key';
 export * from './events';
 export * from './inputs';
 export * from './topics';
-export * from './sse';
 export * from './storable-text';
 export * from './companion';
 export * from './answers';
