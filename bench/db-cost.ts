@@ -1,7 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { createKafka, createPool, readConfig, topicNames } from '@rudder/runtime';
 import { startTurnWorker } from '@rudder/turn-worker';
 import { is, turnOf, watchEvents } from './events';
-import { sleep, startBenchStack, type Infra } from './stack';
+import { startBenchStack, type Infra } from './stack';
 import { median } from './stats';
 
 /**

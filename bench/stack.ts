@@ -8,4 +8,3 @@ export type BenchStack = Stack;
 export const startBenchStack = (infra: Infra, options: Omit<StackOptions, 'script'> = {}): Promise<BenchStack> =>
   startSystem(infra, { script: testScript, ...options });
 
-export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

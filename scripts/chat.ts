@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 /**
  * `npm run chat -- <conversation key>`: a terminal chat. Each typed line is a chat; the
  * answer streams in from the conversation's event stream. Lines starting with `/` are
@@ -43,7 +44,7 @@ async function follow(signal: AbortSignal) {
       // A refusal for good (401, 403…): say it, and try again later in case access is granted.
       if (signal.aborted) return;
       out(`\n(event stream: ${(error as Error).message}; retrying)\n`);
-      await new Promise((resolve) => setTimeout(resolve, 5000));
+      await sleep(5000);
     }
   }
 }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 /**
  * `npm start`: the whole system on one machine. Kafka and PostgreSQL come from the
  * environment (KAFKA_BROKERS, DATABASE_URL) or are started here; the model is OpenAI (or a
@@ -107,7 +108,7 @@ for (;;) {
     process.stderr.write('the gateway did not become healthy within 120 s\n');
     await stop(1);
   }
-  await new Promise((resolve) => setTimeout(resolve, 250));
+  await sleep(250);
 }
 say('');
 say(`Rudder is up. Gateway: ${gatewayUrl}`);

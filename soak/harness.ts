@@ -138,4 +138,3 @@ function spawnWorker(name: string, env: Record<string, string>): SoakWorker {
   return worker;
 }
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));

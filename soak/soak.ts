@@ -1,6 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startInfrastructure } from '@rudder/dev-services';
 import { checkConversation, checkModelRequests, turnStatuses, type Category, type ConversationViews, type Finding, type SentInput } from './check';
-import { startSoakStack, sleep, type Infra, type SoakStack, type SoakWorker } from './harness';
+import { startSoakStack, type Infra, type SoakStack, type SoakWorker } from './harness';
 import { createSoakClient, type SoakClient } from './http';
 import { createRng, type Rng } from './rng';
 

@@ -1,9 +1,9 @@
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lastMessage, lastUserText, reply, toolResults, type Script } from '@rudder/scripted-model';
-import { eventually, startStack, type Stack } from './stack';
+import { WAIT, startStack, type Stack } from './stack';
 import { requestsWith, testScript } from './scripts';
 
 /**
@@ -119,7 +119,11 @@ describe('agents of a deployment', () => {
     await stack.client.chat(conversation, { text: 'same ids', id: 'd1' });
     const turn = await stack.client.answered(conversation, 'd1');
     expect(turn.status).toBe('completed');
-    const second = await eventually(async () => stack.model.requests.filter((r) => lastUserText(r) === 'same ids')[1]);
+    const second = await vi.waitFor(() => {
+      const requests = stack.model.requests.filter((r) => lastUserText(r) === 'same ids');
+      expect(requests.length).toBeGreaterThanOrEqual(2);
+      return requests[1];
+    }, WAIT);
     const ids = second.body.messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : []));
     expect(ids).toHaveLength(2);
     expect(new Set(ids).size).toBe(2);

@@ -1,5 +1,6 @@
+import { vi } from 'vitest';
 import type { ChatAccepted, ConversationStatus, ErrorBody, GrantAnswer, RetractAnswer, SteerAnswer, StopAnswer, TranscriptPage, TurnView } from '@rudder/contracts';
-import { eventually } from './system';
+import { WAIT } from './system';
 
 /** An answer of the API: `body` is T on success, and carries `error` on failure. */
 export type Answer<T> = { status: number; body: T & Partial<ErrorBody>; headers: Headers };
@@ -33,21 +34,23 @@ export function createClient(baseUrl: string, token?: string) {
     turnOf: (key: string, input: string) => call<TurnView>(path(key, `/turns?input=${encodeURIComponent(input)}`)),
     /** The turn that answered an input, once it has ended. */
     answered: (key: string, input: string, timeoutMs = 30_000) =>
-      eventually(
+      vi.waitFor(
         async () => {
           const answer = await client.turnOf(key, input);
-          return answer.status === 200 && answer.body.status !== 'running' ? answer.body : undefined;
+          if (answer.status !== 200 || answer.body.status === 'running') throw new Error(`waiting for the answer to ${input} in ${key}: ${answer.status} ${answer.body.status ?? answer.body.error?.code}`);
+          return answer.body;
         },
-        { timeoutMs, what: `the answer to ${input} in ${key}` },
+        { ...WAIT, timeout: timeoutMs },
       ),
     /** The turn answering an input, once it has started. */
     started: (key: string, input: string, timeoutMs = 30_000) =>
-      eventually(
+      vi.waitFor(
         async () => {
           const answer = await client.turnOf(key, input);
-          return answer.status === 200 ? answer.body : undefined;
+          if (answer.status !== 200) throw new Error(`waiting for a turn for ${input} in ${key}: ${answer.status}`);
+          return answer.body;
         },
-        { timeoutMs, what: `a turn for ${input} in ${key}` },
+        { ...WAIT, timeout: timeoutMs },
       ),
     events: (key: string, headers: Record<string, string> = {}, signal?: AbortSignal) =>
       fetch(path(key, '/events'), { headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...headers }, signal }),

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { connect } from 'node:net';
 import pg from 'pg';
 import type { ConversationEvent, TurnView } from '@rudder/contracts';
@@ -8,7 +9,7 @@ import { startOwnInfrastructure, startStackOn, type OwnInfrastructure } from './
 import type { Stack as OwnStack } from './system';
 import { requestsAbout, testScript } from './scripts';
 import { readEvents, type SseMessage } from './sse';
-import { eventually } from './system';
+import { WAIT } from './system';
 
 /**
  * Infrastructure faults on the real system: the Kafka broker restarted (and, further down,
@@ -33,7 +34,6 @@ beforeAll(async () => {
 afterAll(() => infra?.stop());
 
 type Chat = { id: string; text: string };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const key = (name: string) => `faults/${name}-${Math.random().toString(36).slice(2, 8)}`;
 const waitMs = (text: string) => /wait (\d+)/.exec(text)?.[1];
 const log = (line: string) => process.stderr.write(`[infrastructure-faults] ${line}\n`);
@@ -47,7 +47,7 @@ async function untilRefused(hostPort: string): Promise<void> {
       socket.once('connect', () => (socket.destroy(), resolve(true)));
       socket.once('error', () => resolve(false));
     });
-  await eventually(async () => ((await accepts()) ? undefined : true), { timeoutMs: 30_000, what: `${hostPort} to refuse connections` });
+  await vi.waitFor(async () => expect(await accepts(), `${hostPort} to refuse connections`).toBe(false), WAIT);
 }
 
 /** A fault in progress: `over` is false until the restart resolved; `at` is when it did. */
@@ -293,7 +293,7 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
 
         await sendSurely(stack, a, before.a[0]);
         await stack.client.started(a, 'a-1');
-        await eventually(async () => (requestsAbout(stack.model.requests, 'wait 4000').length === 1 ? true : undefined), { what: 'the tool call' });
+        await vi.waitFor(() => expect(requestsAbout(stack.model.requests, 'wait 4000'), 'the tool call').toHaveLength(1), WAIT);
         await sendSurely(stack, a, before.a[1]);
         await sendSurely(stack, b, before.b[0]);
 
@@ -331,7 +331,7 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
 
         await sendSurely(stack, p, first);
         await stack.client.started(p, 'p-1');
-        await eventually(async () => (requestsAbout(stack.model.requests, 'wait 2000').length === 1 ? true : undefined), { what: 'the tool call' });
+        await vi.waitFor(() => expect(requestsAbout(stack.model.requests, 'wait 2000'), 'the tool call').toHaveLength(1), WAIT);
 
         // The tool ends while the server is down (some 5 s): its result cannot be stored then.
         const t0 = Date.now();
@@ -392,9 +392,10 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
         expect(refused.status).toBe(503);
         expect(refused.body.error?.code).toBe('unavailable');
         // The turns go on without it.
-        await eventually(async () => (requestsAbout(stack.model.requests, 'wait 300').some((r) => toolResults(r).length > 0) ? true : undefined), {
-          what: 'the last turn to reach its last step',
-        });
+        await vi.waitFor(
+          () => expect(requestsAbout(stack.model.requests, 'wait 300').some((r) => toolResults(r).length > 0), 'the last turn to reach its last step').toBe(true),
+          WAIT,
+        );
 
         await companion.start();
         log(`companion up again ${Date.now() - t0} ms after the kill`);
@@ -438,14 +439,12 @@ describe('the Kafka broker killed (SIGKILL)', () => {
 
         await sendAll(stack, k, before);
         await stack.client.started(k, 'k-1');
-        await eventually(async () => (requestsAbout(stack.model.requests, 'wait 1500').length === 1 ? true : undefined), { what: 'the tool call' });
+        await vi.waitFor(() => expect(requestsAbout(stack.model.requests, 'wait 1500'), 'the tool call').toHaveLength(1), WAIT);
         const t0 = Date.now();
         await infra.kafka.kill();
         log('kafka killed');
         // The tool ends and k-2 is answered while the broker is away: stored, published later.
-        await eventually(async () => (requestsAbout(stack.model.requests, 'killed broker two').length === 1 ? true : undefined), {
-          what: 'k-2 to be answered while Kafka is down',
-        });
+        await vi.waitFor(() => expect(requestsAbout(stack.model.requests, 'killed broker two'), 'k-2 to be answered while Kafka is down').toHaveLength(1), WAIT);
         await infra.kafka.restart();
         log(`kafka back ${Date.now() - t0} ms after the kill`);
         log(`k-3 took ${await sendAll(stack, k, after)} tries; accepted ${Date.now() - t0} ms after the kill`);
@@ -454,22 +453,23 @@ describe('the Kafka broker killed (SIGKILL)', () => {
         expectToolResultNeverRepeated(stack, 'wait 1500');
 
         // Once the gateway's live consumer is back (a fresh stream sees a fresh chat), one more chat.
-        const back = await eventually(
+        const back = await vi.waitFor(
           async () => {
             const probe = key('probe');
             const seen = readEvents(await stack.client.events(probe), (m) => m.event === 'input.accepted', 3000).then(() => true, () => false);
             await stack.client.chat(probe, { id: 'probe', text: 'probe' });
-            return (await seen) ? Date.now() - t0 : undefined;
+            expect(await seen, "the gateway's live consumer to deliver again").toBe(true);
+            return Date.now() - t0;
           },
-          { timeoutMs: 60_000, what: "the gateway's live consumer to deliver again" },
+          { ...WAIT, timeout: 60_000 },
         );
         log(`the gateway's live consumer delivers again ${back} ms after the kill`);
         await sendSurely(stack, k, last);
         await expectAnsweredOnceInOrder(stack, k, chats);
-        await eventually(async () => (received.filter((m) => m.event === 'turn.ended').length >= chats.length ? true : undefined), {
-          timeoutMs: 10_000,
-          what: "k-4's end on the stream that stayed open",
-        });
+        await vi.waitFor(
+          () => expect(received.filter((m) => m.event === 'turn.ended').length, "k-4's end on the stream that stayed open").toBeGreaterThanOrEqual(chats.length),
+          { ...WAIT, timeout: 10_000 },
+        );
         const live = received.filter((m) => m.event !== 'token').map((m) => m.data as ConversationEvent);
         log(`the stream open across the kill holds ${live.map((e) => `${e.position}:${e.type}`).join(' ')}`);
         expectOnceEach(live, chats, 'the stream open across the kill');

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RudderClient } from '@rudder/client';
 import { testScript } from './scripts';
-import { eventually, startStack, type Stack, type WorkerProcess } from './stack';
+import { WAIT, startStack, type Stack, type WorkerProcess } from './stack';
 
 /** Prometheus metrics of each service, scraped after a steered turn (issue 12, item 5). */
 let stack: Stack;
@@ -48,17 +49,18 @@ describe('metrics', () => {
         if (event.type === 'turn.ended') return event;
       }
     })();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     const gatewayWhileOpen = await scrape(`${stack.gatewayUrl}/metrics`);
     expect(sample(gatewayWhileOpen, 'rudder_sse_clients')).toBe(1);
     await client.chat(key, { text: 'wait 800', id: 'm-chat' });
     expect(await ended).toMatchObject({ data: { status: 'completed', steered: [{ id: 'm-steer' }] } });
     watching.abort();
 
-    const text = await eventually(async () => {
+    const text = await vi.waitFor(async () => {
       const scraped = await scrape(workerMetrics);
-      return sample(scraped, 'rudder_turn_duration_seconds_count', { status: 'completed' }) === 1 ? scraped : undefined;
-    }, { what: 'the turn in the worker metrics' });
+      expect(sample(scraped, 'rudder_turn_duration_seconds_count', { status: 'completed' }), 'the turn in the worker metrics').toBe(1);
+      return scraped;
+    }, WAIT);
     expect(sample(text, 'rudder_inputs_total', { kind: 'chat', decision: 'accepted' })).toBe(1);
     expect(sample(text, 'rudder_inputs_total', { kind: 'steer', decision: 'accepted' })).toBe(1);
     expect(sample(text, 'rudder_steers_total', { landed: 'true' })).toBe(1);
@@ -79,10 +81,11 @@ describe('metrics', () => {
     expect(sample(gateway, 'rudder_http_request_duration_seconds_count', { method: 'POST', route: '/v1/conversations/:key/steer', status: '200' })).toBe(1);
 
     // The companion folds the turn's last events a moment after the stream has them.
-    const companion = await eventually(async () => {
+    const companion = await vi.waitFor(async () => {
       const scraped = await scrape(`${stack.companionUrl}/metrics`);
-      return sample(scraped, 'rudder_companion_events_folded_total', { result: 'applied' }) >= 10 ? scraped : undefined;
-    }, { what: 'the turn folded in the companion metrics' });
+      expect(sample(scraped, 'rudder_companion_events_folded_total', { result: 'applied' }), 'the turn folded in the companion metrics').toBeGreaterThanOrEqual(10);
+      return scraped;
+    }, WAIT);
     expect(sample(companion, 'rudder_companion_fold_duration_seconds_count')).toBeGreaterThan(0);
   });
 

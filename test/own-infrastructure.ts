@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -45,8 +46,8 @@ export async function startOwnInfrastructure(log: (line: string) => void = () =>
     async restartPostgresImmediately() {
       const pid = await postmasterPid(postgres.value.databaseUrl);
       process.kill(pid, 'SIGQUIT');
-      while (isAlive(pid)) await new Promise((resolve) => setTimeout(resolve, 50));
-      await new Promise((resolve) => setTimeout(resolve, POSTGRES_OUTAGE_MS));
+      while (isAlive(pid)) await sleep(50);
+      await sleep(POSTGRES_OUTAGE_MS);
       await postgres.value.restart();
     },
     async stop() {

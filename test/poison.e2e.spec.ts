@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Consumer, KafkaMessage } from 'kafkajs';
 import type { ChatInput } from '@rudder/contracts';
 import { createKafka, topicNames } from '@rudder/runtime';
 import { lastMessage, lastUserText, reply, type Script } from '@rudder/scripted-model';
-import { eventually, startStack, type Stack } from './stack';
+import { WAIT, startStack, type Stack } from './stack';
 
 /**
  * Poison: what a stranger can send (or a model can answer) that PostgreSQL or Kafka refuses.
@@ -56,10 +56,11 @@ const chat = (conversation: string, id: string, messages: string[], subject = 'b
 });
 
 const deadLettersOf = (conversation: string, count: number) =>
-  eventually(async () => {
+  vi.waitFor(() => {
     const ours = deadLetters.filter((m) => m.key?.toString() === conversation);
-    return ours.length >= count ? ours : undefined;
-  });
+    expect(ours.length).toBeGreaterThanOrEqual(count);
+    return ours;
+  }, WAIT);
 
 describe('poison never stops a partition', () => {
   it.each([

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lastUserText, type ModelRequest } from '@rudder/scripted-model';
 import { readEvents } from './sse';
-import { eventually, startStack, type Stack } from './stack';
+import { WAIT, startStack, type Stack } from './stack';
 import { gateName, requestsAbout, requestsWith, testScript } from './scripts';
 
 /** SPEC "Queue controls", bullet by bullet, on the real stack. */
@@ -32,10 +32,10 @@ async function holding(conversation: string, id = 'p') {
 
 /** Never answered: no turn has it as prompt or took it, even after the conversation went quiet. */
 async function neverAnswered(conversation: string, input: string) {
-  await eventually(async () => {
+  await vi.waitFor(async () => {
     const { body } = await stack.client.status(conversation);
-    return body.running === null && body.queue.length === 0 ? true : undefined;
-  });
+    expect(body).toMatchObject({ running: null, queue: [] });
+  }, WAIT);
   expect((await stack.client.turnOf(conversation, input)).status).toBe(404);
 }
 
@@ -48,10 +48,11 @@ describe('pending inputs', () => {
     await client.chat(conversation, { text: 'follow-up one', id: 'c1' });
     await client.steer(conversation, { text: 'a steer', id: 's1' });
     await client.chat(conversation, { text: 'follow-up two', id: 'c2' });
-    const status = await eventually(async () => {
+    const status = await vi.waitFor(async () => {
       const { body } = await client.status(conversation);
-      return body.queue.length === 2 && body.steering.length === 1 ? body : undefined;
-    });
+      expect([body.queue.length, body.steering.length]).toEqual([2, 1]);
+      return body;
+    }, WAIT);
     expect(status.steering).toEqual([{ id: 's1', text: 'a steer' }]);
     expect(status.queue).toEqual([
       { id: 'c1', kind: 'chat', text: 'follow-up one' },

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Partitioners } from 'kafkajs';
-import { eventually, startStack, type Stack, type WorkerProcess } from './stack';
+import { WAIT, startStack, type Stack, type WorkerProcess } from './stack';
 import { gateName, testScript } from './scripts';
 
 /** Several turn workers in one consumer group: they share the partitions, and come and go. */
@@ -37,7 +37,7 @@ function keyOn(partition: number, name: string) {
 describe('several turn workers', () => {
   it('share the partitions, and every chat is answered once, in order per conversation', async () => {
     const { client } = stack;
-    await eventually(async () => (stack.workers.every((w) => ownedBy(w).length > 0) ? true : undefined), { what: 'both workers to own partitions' });
+    await vi.waitFor(() => expect(stack.workers.map((w) => ownedBy(w).length > 0)).toEqual([true, true]), WAIT);
     expect(ownedBy(stack.workers[0]).concat(ownedBy(stack.workers[1])).sort()).toEqual([0, 1, 2]);
     const conversations = [0, 1, 2, 0, 1, 2].map((p, i) => keyOn(p, `share-${i}`));
     for (const conversation of conversations) for (const n of [1, 2]) await client.chat(conversation, { text: `${conversation} #${n}`, id: `n-${n}` });

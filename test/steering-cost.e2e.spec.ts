@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPool, createKafka, readConfig, topicNames } from '@rudder/runtime';
 import { defaultAgent, startTurnWorker } from '@rudder/turn-worker';
-import { eventually, startStack, type Stack } from './stack';
+import { WAIT, startStack, type Stack } from './stack';
 import { testScript } from './scripts';
 
 /**
@@ -47,7 +47,10 @@ async function eventsOf(conversation: string) {
   await consumer.connect();
   await consumer.subscribe({ topic: topicNames(stack.env.KAFKA_NAMESPACE).events, fromBeginning: true });
   await consumer.run({ eachMessage: async ({ message }) => void (message.key?.toString() === conversation && seen.push(message.value!.toString())) });
-  const events = await eventually(async () => (seen.some((v) => v.includes('"turn.ended"')) ? seen : undefined));
+  const events = await vi.waitFor(() => {
+    expect(seen.some((v) => v.includes('"turn.ended"'))).toBe(true);
+    return seen;
+  }, WAIT);
   await consumer.disconnect();
   return events.map((v) => JSON.parse(v).type as string);
 }
@@ -61,7 +64,7 @@ async function oneToolTurn(maxTaken: number) {
   await stack.client.chat(warm, { text: 'warm up', id: 'w' });
   await stack.client.answered(warm, 'w');
   // The warm-up's last statement marks its events published: count from after it.
-  await eventually(async () => ((await unpublished(warm)) === 0 ? true : undefined), { what: 'the warm-up published and marked' });
+  await vi.waitFor(async () => expect(await unpublished(warm), 'the warm-up published and marked').toBe(0), WAIT);
 
   const conversation = `cost/turn-${maxTaken}`;
   const before = counted.statements();

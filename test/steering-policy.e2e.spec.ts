@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, startStack, type Stack } from './stack';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { WAIT, startStack, type Stack } from './stack';
 import { gateName, requestsAbout, requestsWith, testScript } from './scripts';
 
 /** Rows of the SPEC's steering table that depend on the agent: the cap, and turns that take none. */
@@ -30,10 +30,11 @@ describe('past a turn cap of steered messages (here 1)', () => {
     expect((await client.steer(conversation, { text: 'first steer', id: 's1' })).body).toEqual({ id: 's1', turn: held.turn.id, landed: true });
     expect((await client.steer(conversation, { text: 'second steer', id: 's2' })).body).toEqual({ id: 's2', turn: null, landed: false });
     await client.chat(conversation, { text: 'a chat after both', id: 'c' });
-    const queue = await eventually(async () => {
+    const queue = await vi.waitFor(async () => {
       const { body } = await client.status(conversation);
-      return body.queue.length === 2 ? body.queue : undefined;
-    });
+      expect(body.queue).toHaveLength(2);
+      return body.queue;
+    }, WAIT);
     expect(queue.map((q) => [q.id, q.kind])).toEqual([
       ['s2', 'steer'],
       ['c', 'chat'],

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { toolResults, userTexts } from '@rudder/scripted-model';
 import { readEvents } from './sse';
-import { eventually, startStack, type Stack } from './stack';
+import { WAIT, startStack, type Stack } from './stack';
 import { gateName, requestsAbout, requestsWith, testScript } from './scripts';
 
 /** The SPEC's table "What happens to a steered message", row by row, on the real stack. */
@@ -24,10 +24,10 @@ async function heldAt(gate: string, conversation: string, id: string, text: stri
 
 /** Resolves once nothing runs and nothing waits in the conversation. */
 async function quiet(conversation: string) {
-  await eventually(async () => {
+  await vi.waitFor(async () => {
     const { body } = await stack.client.status(conversation);
-    return body.running === null && body.queue.length === 0 && body.steering.length === 0 ? true : undefined;
-  });
+    expect(body).toMatchObject({ running: null, queue: [], steering: [] });
+  }, WAIT);
 }
 
 describe('a steered message', () => {
@@ -43,10 +43,11 @@ describe('a steered message', () => {
     const answer = await client.steer(conversation, { text: 'use Celsius', id: 's' });
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({ id: 's', turn: turn.id, landed: true });
-    const status = await eventually(async () => {
+    const status = await vi.waitFor(async () => {
       const s = (await client.status(conversation)).body;
-      return s.steering.length > 0 ? s : undefined;
-    });
+      expect(s.steering.length).toBeGreaterThan(0);
+      return s;
+    }, WAIT);
     expect(status.steering).toEqual([{ id: 's', text: 'use Celsius' }]);
     model.gate(gate).open();
 
@@ -81,10 +82,11 @@ describe('a steered message', () => {
     const text = `wait 1 gate:${gate}`;
     const turn = await heldAt(gate, conversation, 'p', text);
     expect((await client.steer(conversation, { text: 'use Kelvin', id: 's' })).body).toEqual({ id: 's', turn: turn.id, landed: true });
-    const status = await eventually(async () => {
+    const status = await vi.waitFor(async () => {
       const s = (await client.status(conversation)).body;
-      return s.steering.length > 0 ? s : undefined;
-    });
+      expect(s.steering.length).toBeGreaterThan(0);
+      return s;
+    }, WAIT);
     expect(status.steering).toEqual([{ id: 's', text: 'use Kelvin' }]);
     model.gate(gate).open();
     const ended = await client.answered(conversation, 'p');
@@ -266,7 +268,7 @@ describe('a steered message', () => {
     expect(first.body).toEqual({ id: 'same', turn: turn.id, landed: true });
     // Once the companion shows it (right after the answer, another text may still pass: see
     // the it.fails in apps/gateway/src/steer/steer.int.spec.ts).
-    await eventually(async () => ((await client.status(conversation)).body.steering.some((s) => s.id === 'same') ? true : undefined));
+    await vi.waitFor(async () => expect((await client.status(conversation)).body.steering.map((s) => s.id)).toContain('same'), WAIT);
     const reused = await client.steer(conversation, { text: 'another text', id: 'same' });
     expect(reused.status).toBe(422);
     model.gate(gate).open();

@@ -169,21 +169,8 @@ export function withTimeout<T>(promise: Promise<T>, ms: number, message: () => s
   ]);
 }
 
-/** Polls until `check` returns a value that is not undefined. */
-export async function eventually<T>(check: () => Promise<T | undefined>, options: { timeoutMs?: number; what?: string } = {}): Promise<T> {
-  const deadline = Date.now() + (options.timeoutMs ?? 30_000);
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await check();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`timed out waiting for ${options.what ?? 'a condition'}${last ? `: ${String(last)}` : ''}`);
-}
+/** How long the tests' `vi.waitFor` waits for a condition (vitest's default is 1 s), asking every 50 ms. */
+export const WAIT = { timeout: 30_000, interval: 50 };
 
 /** The companion in its own process, on a port that stays the same across restarts. */
 export type CompanionProcess = {

@@ -1,8 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testScript } from './scripts';
-import { eventually, startStack, type Stack } from './stack';
+import { WAIT, startStack, type Stack } from './stack';
 
 /** `npm run chat` (scripts/chat.ts) on @rudder/client, driven through its standard input. */
 let stack: Stack;
@@ -24,11 +25,11 @@ describe('the terminal chat', () => {
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const shows = (text: string) => eventually(async () => (output.includes(text) ? true : undefined), { what: `"${text}" in:\n${output}`, timeoutMs: 20_000 });
+    const shows = (text: string) => vi.waitFor(() => expect(output).toContain(text), { ...WAIT, timeout: 20_000 });
     try {
       await shows('Chatting on');
       // The stream is live from when it opens: give it a moment before the first chat.
-      await new Promise((resolve) => setTimeout(resolve, 500));
+      await sleep(500);
       child.stdin.write('hello\n');
       await shows('answer to hello');
       child.stdin.write('wait 1500\n');
@@ -43,7 +44,7 @@ describe('the terminal chat', () => {
       await shows('(retract failed: 404 not_found');
       child.stdin.write('/stop\n');
       // the steered turn may have ended by now, or be writing its second answer
-      await eventually(async () => (/\((no turn was running|stopping turn \S+)\)/.test(output) ? true : undefined), { what: 'the answer to /stop' });
+      await vi.waitFor(() => expect(output).toMatch(/\((no turn was running|stopping turn \S+)\)/), WAIT);
     } finally {
       child.stdin.end();
       await new Promise((resolve) => child.once('exit', resolve));

@@ -1,7 +1,8 @@
+import { vi } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
 import { createKafka } from '@rudder/runtime';
-import { eventually } from './system';
+import { WAIT } from './system';
 
 /** A record read back from a topic, with the partition and offset it was stored at. */
 export type ReadRecord = { partition: number; offset: string; key: string | undefined; value: string; headers: Record<string, string> };
@@ -22,7 +23,10 @@ export async function readTopic(brokers: string, topic: string, key: string, unt
         if (message.key?.toString() === key) seen.push(toRecord(partition, message));
       },
     });
-    return await eventually(async () => (until(seen) ? [...seen] : undefined), { timeoutMs, what: `records of ${key} on ${topic}` });
+    return await vi.waitFor(() => {
+      if (!until(seen)) throw new Error(`waiting for records of ${key} on ${topic}: ${seen.length} so far`);
+      return [...seen];
+    }, { ...WAIT, timeout: timeoutMs });
   } finally {
     await consumer.disconnect();
   }

@@ -2,9 +2,9 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { toolResults } from '@rudder/scripted-model';
-import { eventually, startStack, type Stack } from './stack';
+import { WAIT, startStack, type Stack } from './stack';
 import { topicNames } from '@rudder/runtime';
 import { gateName, requestsAbout, testScript } from './scripts';
 import { readTopic } from './topic-reader';
@@ -153,7 +153,7 @@ describe('a worker killed mid-turn', () => {
     await client.chat(conversation, { text, id: 'publish-1' });
     await model.gate(gate).reached();
     await readEvents(await client.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'tool.ended');
-    await eventually(async () => ((await unpublished(conversation)) === 0 ? true : undefined), { what: 'the outbox of the first worker marked' });
+    await vi.waitFor(async () => expect(await unpublished(conversation), 'the outbox of the first worker marked').toBe(0), WAIT);
     await first.kill('SIGTERM');
     expect(await unpublished(conversation)).toBe(0);
     // The next one's first publication is the turn's last step: it dies right after publishing it.

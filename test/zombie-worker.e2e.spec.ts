@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readEvents } from './sse';
-import { eventually, startStack, type Stack } from './stack';
+import { WAIT, startStack, type Stack } from './stack';
 import { testScript } from './scripts';
 
 /**
@@ -21,14 +21,14 @@ describe('a zombie worker', () => {
     const zombie = await stack.startWorker({ PAUSE_AT: 'before-tool-result-stored' });
     await client.chat(conversation, { text: 'wait 300', id: 'z-1' });
     // The zombie ran the tool and stopped itself right before storing the result.
-    await eventually(async () => (zombie.output().includes('pausing at before-tool-result-stored') ? true : undefined));
+    await vi.waitFor(() => expect(zombie.output()).toContain('pausing at before-tool-result-stored'), WAIT);
 
     const owner = await stack.startWorker(); // assigned once the zombie's session expired
     const turn = await client.answered(conversation, 'z-1', 60_000);
     expect(turn).toMatchObject({ status: 'completed', content: 'waiting for wait 300\n\nafter waited 300 ms: wait 300' });
 
     zombie.child.kill('SIGCONT');
-    await eventually(async () => (zombie.output().includes('fenced') ? true : undefined), { what: 'the zombie to be fenced' });
+    await vi.waitFor(() => expect(zombie.output()).toContain('fenced'), WAIT);
 
     const events = await readEvents(await client.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
     const types = events.map((m) => m.event);

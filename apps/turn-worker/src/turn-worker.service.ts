@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
@@ -118,7 +119,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
         // the row; the writers' idle timeout ends it, so retrying gets the epoch.
         if (error instanceof PartitionBusyError) this.log.warn('a write in flight still holds an assigned partition; retrying', { error: error.message });
         else this.log.error('taking the assigned partitions failed; retrying', { error: String(error) });
-        await new Promise((resolve) => setTimeout(resolve, 1000));
+        await sleep(1000);
       }
     }
   }

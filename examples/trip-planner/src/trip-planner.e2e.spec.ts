@@ -1,8 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lastMessage, lastUserText, reply, toolResults, userTexts, type Script } from '@rudder/scripted-model';
-import { eventually, startStack, type Stack } from '../../../test/stack';
+import { WAIT, startStack, type Stack } from '../../../test/stack';
 
 /**
  * The example app end to end: its worker process (src/main.ts) runs the trip planner, whose
@@ -41,7 +41,7 @@ describe('the trip planner example', () => {
     const { client, model } = stack;
     const conversation = `trips/lisbon-${Date.now()}`;
     expect((await client.chat(conversation, { text: 'find me a hotel in Lisbon', id: 'c1', agent: 'trip-planner' })).status).toBe(202);
-    await eventually(async () => (held.length > 0 ? true : undefined), { what: 'the search waiting on the rates server' });
+    await vi.waitFor(() => expect(held.length, 'the search waiting on the rates server').toBeGreaterThan(0), WAIT);
 
     const steer = await client.steer(conversation, { text: 'only under 100 EUR', id: 's1' });
     const turn = (await client.started(conversation, 'c1')).id;

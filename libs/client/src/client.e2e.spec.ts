@@ -1,7 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConversationEvent } from '@rudder/contracts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testScript } from '../../../test/scripts';
-import { eventually, startStack, type Stack } from '../../../test/stack';
+import { WAIT, startStack, type Stack } from '../../../test/stack';
 import { RudderClient, RudderError, type StreamEvent } from './index';
 
 let stack: Stack;
@@ -64,8 +65,8 @@ describe('@rudder/client against the real gateway', () => {
     // connection, ~350 ms apart: the first right after turn.started, the last after the steer.
     const cutter = async () => {
       while (cuts < 3) {
-        await new Promise((resolve) => setTimeout(resolve, cuts === 0 ? 30 : 350));
-        while (network.cut() === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+        await sleep(cuts === 0 ? 30 : 350);
+        while (network.cut() === 0) await sleep(10);
         cuts++;
       }
     };
@@ -80,7 +81,7 @@ describe('@rudder/client against the real gateway', () => {
       }
     })();
     // The stream is open (after: 0 replays an empty history) before the chat goes out.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await sleep(300);
     const chat = await alice.chat(conversation, { text: 'wait 2000', id: 'chat-1' });
     expect(chat).toMatchObject({ id: 'chat-1', turn: null });
     await reading;
@@ -104,10 +105,11 @@ describe('@rudder/client against the real gateway', () => {
     expect(content).toContain('waiting for wait 2000');
     expect(content).toContain('use Celsius');
     // The read view folds turn.ended a moment after the stream has it.
-    const turn = await eventually(async () => {
+    const turn = await vi.waitFor(async () => {
       const view = await alice.turn(conversation, ended.type === 'turn.ended' ? ended.data.turn : '');
-      return view.status === 'completed' ? view : undefined;
-    });
+      expect(view.status).toBe('completed');
+      return view;
+    }, WAIT);
     expect(turn.content).toBe(content);
     expect((await alice.turnOf(conversation, 'steer-1')).id).toBe(turn.id);
   });
@@ -162,7 +164,7 @@ describe('@rudder/client against the real gateway', () => {
     await alice.chat(conversation, { text: 'wait 5000', id: 'p' });
     let running = await alice.status(conversation);
     for (let i = 0; i < 200 && !running.running; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await sleep(50);
       running = await alice.status(conversation);
     }
     expect(running.running).not.toBeNull();

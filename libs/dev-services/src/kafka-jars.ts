@@ -1,10 +1,11 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { access, mkdir, open, readFile, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { DevServicesError } from './errors';
-import { isAlive, sleep } from './processes';
+import { isAlive } from './processes';
 
 /**
  * The Apache Kafka broker as plain jars from Maven Central, cached outside the repository

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, openSync } from 'node:fs';
@@ -8,7 +9,7 @@ import { Kafka, logLevel } from 'kafkajs';
 import { DevServicesError } from './errors';
 import { ensureKafkaJars } from './kafka-jars';
 import { freePorts } from './ports';
-import { armWatchdog, onProcessExit, sleep, tailOf, terminate, type Watchdog } from './processes';
+import { armWatchdog, onProcessExit, tailOf, terminate, type Watchdog } from './processes';
 
 export type LocalKafkaOptions = {
   log?: (line: string) => void;

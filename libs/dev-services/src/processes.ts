@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Socket } from 'node:net';
 import { readFile } from 'node:fs/promises';
@@ -124,7 +125,6 @@ export function armWatchdog(pid: number | undefined, signal: NodeJS.Signals, dir
   };
 }
 
-export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** The last lines of some log files, for error messages; missing files are skipped. */
 export async function tailOf(files: string[], lines = 40): Promise<string> {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, logLevel, type Consumer, type ITopicConfig } from 'kafkajs';
 import type { Log } from './log';
 import { Topics } from '@rudder/contracts';
@@ -98,7 +99,7 @@ export async function keepConsuming(options: {
         return;
       } catch (error) {
         log.error('starting the consumer failed; retrying', { error: String(error) });
-        await new Promise((resolve) => setTimeout(resolve, options.retryMs ?? 1000));
+        await sleep(options.retryMs ?? 1000);
       }
     }
   };

@@ -1,3 +1,4 @@
+import { setTimeout as wait } from 'node:timers/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createGates, type Gate } from './gates';
@@ -198,21 +199,7 @@ function disconnectSignal(res: http.ServerResponse): AbortSignal {
 }
 
 /** Resolves true after `ms`, or false as soon as `signal` aborts (immediately if it already has). */
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  if (ms <= 0) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(true);
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
+const sleep = (ms: number, signal: AbortSignal): Promise<boolean> => wait(ms, true, { signal }).catch(() => false);
 
 /** Last resort for a bug in this server: answer 500 if still possible, else drop the connection. */
 function failed(res: http.ServerResponse, err: unknown): void {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import {
   InputRecord,
@@ -95,7 +96,7 @@ export async function startHarness(env: Record<string, string> = {}, options: Ga
         const found = inputs.find((record) => record.value.id === id);
         if (found) return found;
         if (Date.now() > deadline) throw new Error(`input ${id} did not arrive on ${topics.inputs}`);
-        await new Promise((resolve) => setTimeout(resolve, 25));
+        await sleep(25);
       }
     },
     async inputOf(key, type, timeoutMs = 15_000) {
@@ -104,7 +105,7 @@ export async function startHarness(env: Record<string, string> = {}, options: Ga
         const found = inputs.find((record) => record.key === key && record.value.type === type);
         if (found) return found.value as Extract<InputRecord, { type: typeof type }>;
         if (Date.now() > deadline) throw new Error(`no ${type} of ${key} arrived on ${topics.inputs}`);
-        await new Promise((resolve) => setTimeout(resolve, 25));
+        await sleep(25);
       }
     },
     async producedDuring(block) {

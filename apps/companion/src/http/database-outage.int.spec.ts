@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startLocalPostgres, type LocalPostgres } from '@rudder/dev-services';
 import { readConfig } from '@rudder/runtime';
 import { startCompanion, type Companion } from '../start-companion';
@@ -31,7 +31,6 @@ const get = async (path: string) => {
   const response = await fetch(`http://127.0.0.1:${companion.port}${path}`);
   return { status: response.status, body: await response.json() };
 };
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('the companion while PostgreSQL is down', () => {
   it('answers 503 naming the database on every route, logs the outage once without a stack, and recovers by itself', async () => {
@@ -49,14 +48,9 @@ describe('the companion while PostgreSQL is down', () => {
     expect(log.lines.filter((line) => line.startsWith('error'))).toEqual([]);
 
     await postgres.restart();
-    let answer = await get('/conversations/c-1');
-    for (let tries = 0; answer.status !== 200 && tries < 100; tries++) {
-      await sleep(100);
-      answer = await get('/conversations/c-1');
-    }
-    expect(answer.status).toBe(200);
+    await vi.waitFor(async () => expect((await get('/conversations/c-1')).status).toBe(200), { timeout: 10_000, interval: 100 });
     for (const route of routes.filter((r) => !/turns|inputs/.test(r))) expect((await get(route)).status, route).toBe(200);
-    for (let tries = 0; !log.lines.some((line) => /the database answers again/.test(line)) && tries < 50; tries++) await sleep(100);
+    await vi.waitFor(() => expect(log.lines.join('\n')).toMatch(/the database answers again/), { timeout: 5000, interval: 100 });
     expect(log.lines.filter((line) => /the database answers again/.test(line))).toEqual([expect.stringMatching(/"answered503":(1[89]|[2-9]\d|\d{3,})\}/)]);
   });
 });
@@ -70,12 +64,5 @@ async function stopPostmaster(url: string): Promise<void> {
   await client.end();
   const pid = Number((await readFile(join(rows[0].data_directory, 'postmaster.pid'), 'utf8')).split('\n')[0]);
   process.kill(pid, 'SIGINT');
-  for (;;) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
-    await sleep(50);
-  }
+  await vi.waitFor(() => expect(() => process.kill(pid, 0)).toThrow(), { timeout: 30_000, interval: 50 });
 }

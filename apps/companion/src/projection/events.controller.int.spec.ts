@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Partitioners, type Kafka, type Producer } from 'kafkajs';
 import type { ConversationEvent } from '@rudder/contracts';
 import { createKafka, ensureTopics, readConfig, topicNames, type Config } from '@rudder/runtime';
 import { startCompanion, type Companion } from '../start-companion';
 import { createFreshDatabase, kafkaBrokers } from '../../../../test/support/companion/test-database';
+import { WAIT } from '../../../../test/system';
 import { chatWithToolCall, conversationLog } from '../../../../test/support/companion/conversation-log';
 import { quietLog } from '../../../../test/support/companion/quiet-log';
 
@@ -61,14 +62,22 @@ describe.skipIf(brokers === undefined)('the companion on agent.events', () => {
     ]);
 
     companion = await startCompanion(config, { log });
-    const turn = await eventually(() => get(`/conversations/${encodeURIComponent(key)}/turns/t1`), (t) => t.status === 'completed');
+    const turn = await vi.waitFor(async () => {
+      const view = await get(`/conversations/${encodeURIComponent(key)}/turns/t1`);
+      expect(view.status).toBe('completed');
+      return view;
+    }, WAIT);
     expect(turn.content).toBe('Let me check the weather.\n\nLisbon is sunny: go in May.');
     expect((await get(`/conversations/${encodeURIComponent(key)}/messages`)).items.map((m: { id: string }) => m.id)).toEqual([
       'i1',
       't1/0',
       't1/1',
     ]);
-    const poisoned = await eventually(() => get(`/conversations/${encodeURIComponent('poison/one')}`), (s) => s.queue.length > 1);
+    const poisoned = await vi.waitFor(async () => {
+      const status = await get(`/conversations/${encodeURIComponent('poison/one')}`);
+      expect(status.queue.length).toBeGreaterThan(1);
+      return status;
+    }, WAIT);
     expect(poisoned.queue).toEqual([
       { id: 'nul', kind: 'chat', text: 'a\ufffdb' },
       { id: 'fine', kind: 'chat', text: 'ok' },
@@ -90,7 +99,7 @@ describe.skipIf(brokers === undefined)('the companion on agent.events', () => {
         const [offsets] = await admin.fetchOffsets({ groupId: `${config.KAFKA_NAMESPACE}companion`, topics: [topic()] });
         return offsets.partitions.reduce((sum, p) => sum + Math.max(0, Number(p.offset)), 0);
       };
-      await eventually(committed, (sum) => sum === end);
+      await vi.waitFor(async () => expect(await committed()).toBe(end), WAIT);
 
       await companion!.stop();
       const key = 'user-42/trip';
@@ -101,24 +110,18 @@ describe.skipIf(brokers === undefined)('the companion on agent.events', () => {
       await publish([asRecord(events[5]), asRecord(next)]);
       companion = await startCompanion(config, { log });
 
-      const status = await eventually(() => get(`/conversations/${encodeURIComponent(key)}`), (s) => s.lastInputId === 'i2');
+      const status = await vi.waitFor(async () => {
+        const view = await get(`/conversations/${encodeURIComponent(key)}`);
+        expect(view.lastInputId).toBe('i2');
+        return view;
+      }, WAIT);
       expect(status.queue).toEqual([{ id: 'i2', kind: 'chat', text: 'And in June?' }]);
       expect((await get(`/conversations/${encodeURIComponent(key)}/turns/t1`)).content).toBe(
         'Let me check the weather.\n\nLisbon is sunny: go in May.',
       );
-      await eventually(committed, (sum) => sum === end + 2);
+      await vi.waitFor(async () => expect(await committed()).toBe(end + 2), WAIT);
     } finally {
       await admin.disconnect();
     }
   });
 });
-
-async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out; last value: ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}

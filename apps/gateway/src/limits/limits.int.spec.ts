@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { acceptEverything, startHarness, type Harness } from '../../../../test/support/gateway/harness';
 
 let h: Harness;
@@ -16,7 +17,6 @@ afterAll(() => h?.stop());
 const as = (subject: string) => ({ authorization: `Bearer tok-${subject}` });
 const path = (key: string, rest = '') => `/v1/conversations/${encodeURIComponent(key)}${rest}`;
 const uniqueKey = (name: string) => `limits-test/${name}-${Math.random().toString(36).slice(2, 8)}`;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('limits per subject', () => {
   it('a subject past its inputs per second gets 429 rate_limited with Retry-After, nothing of it is enqueued, and others are unaffected', async () => {
@@ -62,13 +62,12 @@ describe('limits per subject', () => {
     const bobs = await open('bob');
     expect(bobs.response.status).toBe(200);
     first.close();
-    let again: Awaited<ReturnType<typeof open>> | undefined;
-    for (let tries = 0; tries < 40 && again?.response.status !== 200; tries++) {
-      await sleep(50);
-      again = await open('carol');
-      if (again.response.status !== 200) await again.response.body?.cancel();
-    }
-    expect(again?.response.status).toBe(200);
-    for (const stream of [second, bobs, again!]) stream.close();
+    const again = await vi.waitFor(async () => {
+      const opened = await open('carol');
+      if (opened.response.status !== 200) await opened.response.body?.cancel();
+      expect(opened.response.status).toBe(200);
+      return opened;
+    }, { timeout: 2000, interval: 50 });
+    for (const stream of [second, bobs, again]) stream.close();
   });
 });

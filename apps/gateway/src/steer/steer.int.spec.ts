@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inputRejected, startHarness, steerAccepted, type Harness } from '../../../../test/support/gateway/harness';
 
@@ -248,7 +249,7 @@ async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 10));
+    await sleep(10);
   }
 }
 

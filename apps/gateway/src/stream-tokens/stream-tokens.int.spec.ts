@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acceptEverything, startHarness, turnStarted, type Harness } from '../../../../test/support/gateway/harness';
 import { sseReader } from '../../../../test/support/gateway/sse-reader';
@@ -86,7 +87,7 @@ describe('POST /v1/conversations/{key}/stream-tokens', () => {
     expect((await events('access_token=tok-alice')).body.error.message).toMatch(/stream token only/);
     expect((await events(`access_token=${token}&access_token=${token}`)).status).toBe(401);
     expect((await events(`access_token=${token}`, alice)).status).toBe(400);
-    await new Promise((resolve) => setTimeout(resolve, 2100));
+    await sleep(2100);
     const late = await events(`access_token=${token}`);
     expect({ status: late.status, message: late.body.error.message }).toEqual({ status: 401, message: expect.stringMatching(/expired/) });
   });

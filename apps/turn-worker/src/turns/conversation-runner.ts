@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { runTurn } from '@rudder/agent';
 import { conversationRules, decideTurnCommit, emptyConversation, evolveConversation, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
@@ -133,11 +134,11 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
         if (error instanceof FencedError) {
           // Another worker owns the partition now (or an assignment is being taken): write nothing, wait.
           log.warn('fenced: this worker does not hold the partition; nothing was written', { conversation: key, detail: error.message });
-          await new Promise((resolve) => setTimeout(resolve, deps.retryMs));
+          await sleep(deps.retryMs);
           continue;
         }
         log.error('conversation failed; retrying from the log', { conversation: key, error: String(error) });
-        await new Promise((resolve) => setTimeout(resolve, deps.retryMs));
+        await sleep(deps.retryMs);
       }
     }
   };
