@@ -9,8 +9,12 @@
  * them as they are. esbuild compiles the decorators from tsconfig's `experimentalDecorators`
  * (Nest's injection is explicit `@Inject`, so no decorator metadata is needed). Type checking
  * is `npm run typecheck`, which `npm run build` runs first.
+ *
+ * The gateway's web chat (apps/gateway/src/web/browser) is bundled for browsers first and
+ * compiled into the gateway's bundle as the string `RUDDER_WEB_APP` (web-app.ts).
  */
 import { build, type Plugin } from 'esbuild';
+import { bundleWebApp } from '../apps/gateway/src/web/web-app';
 
 const entries = {
   'apps/gateway': 'apps/gateway/src/main.ts',
@@ -27,6 +31,9 @@ const thirdPartyExternal: Plugin = {
   },
 };
 
+const webApp = await bundleWebApp();
+process.stdout.write(`web chat script  ${(webApp.length / 1024).toFixed(0)} kB (in apps/gateway/dist/main.js)\n`);
+
 for (const [dir, entry] of Object.entries(entries)) {
   const started = Date.now();
   const result = await build({
@@ -41,6 +48,8 @@ for (const [dir, entry] of Object.entries(entries)) {
     // Nest names providers and log contexts after classes: keep `.name` as written.
     keepNames: true,
     plugins: [thirdPartyExternal],
+    // The gateway's web chat script (apps/gateway/src/web/web-app.ts); undefined elsewhere.
+    define: { RUDDER_WEB_APP: dir === 'apps/gateway' ? JSON.stringify(webApp) : 'undefined' },
     logLevel: 'warning',
     metafile: true,
   });

@@ -112,6 +112,8 @@ for (;;) {
 }
 say('');
 say(`Rudder is up. Gateway: ${gatewayUrl}`);
+say(`  Web chat: ${gatewayUrl}/  (open it in a browser)`);
+say(`  API docs: ${gatewayUrl}/docs`);
 say(`  KAFKA_BROKERS=${config.KAFKA_BROKERS}`);
 say(`  DATABASE_URL=${config.DATABASE_URL}`);
 say('Try, in another terminal:');

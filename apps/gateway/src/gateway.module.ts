@@ -36,6 +36,7 @@ import { TurnsController } from './turns/turns.controller';
 import { OpenApiController } from './openapi/openapi.controller';
 import { GatewayMetrics } from './metrics/gateway-metrics';
 import { MetricsController } from './metrics/metrics.controller';
+import { WebController } from './web/web.controller';
 import { CONFIG, KAFKA, LOG, OPTIONS, type GatewayOptions } from './tokens';
 
 @Module({})
@@ -60,6 +61,7 @@ export class GatewayModule {
         HealthController,
         OpenApiController,
         MetricsController,
+        WebController,
       ],
       providers: [
         { provide: CONFIG, useValue: config },

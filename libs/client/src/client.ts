@@ -30,7 +30,10 @@ export type WriteOptions = { signal?: AbortSignal };
  * the API's `code` and status. Read your writes: it keeps, per conversation, the latest
  * `Rudder-Position` its writes were answered with, and sends it as `Rudder-Min-Position` on
  * its reads of that conversation, so a read through any gateway reflects its own writes.
- * Chats and steers get an id when the caller gives none, so sending one again is safe.
+ * It also reads what it has seen: once `events()` yielded a stored event, reads of that
+ * conversation reflect at least that event's position. Chats and steers get an id when the
+ * caller gives none, so sending one again is safe. Runs in Node 20 and in browsers (fetch and
+ * streamed response bodies; no EventSource, so the token goes in the header).
  */
 export class RudderClient {
   private readonly baseUrl: string;
@@ -102,17 +105,32 @@ export class RudderClient {
     return this.read(key, `/turns?input=${encodeURIComponent(input)}`);
   }
 
-  /** The conversation's events, reconnecting by itself with `Last-Event-ID` (see `eventStream`). */
+  /**
+   * The conversation's events, reconnecting by itself with `Last-Event-ID` (see `eventStream`).
+   * Each stored event it yields raises the position this client's reads of `key` ask for.
+   */
   events(key: string, options: EventsOptions = {}): AsyncIterable<StreamEvent> {
-    return eventStream(
+    const stream = eventStream(
       async (headers, signal) => this.fetch(this.url(key, '/events'), { headers: { accept: 'text/event-stream', ...(await this.auth()), ...headers }, signal }),
       options,
     );
+    return this.seen(key, stream);
   }
 
-  /** The latest `Rudder-Position` this client's writes to `key` were answered with (0: none yet). */
+  /** The latest position this client's writes to `key` were answered with, or its events showed (0: none yet). */
   positionOf(key: string): number {
     return this.positions.get(key) ?? 0;
+  }
+
+  private note(key: string, position: number): void {
+    if (Number.isSafeInteger(position)) this.positions.set(key, Math.max(this.positionOf(key), position));
+  }
+
+  private async *seen(key: string, stream: AsyncIterable<StreamEvent>): AsyncGenerator<StreamEvent, void, undefined> {
+    for await (const event of stream) {
+      if (event.type !== 'token') this.note(key, event.position);
+      yield event;
+    }
   }
 
   private url(key: string, rest: string): string {
@@ -132,8 +150,7 @@ export class RudderClient {
       signal: options.signal,
     });
     if (!response.ok) throw await errorOf(response);
-    const position = Number(response.headers.get('rudder-position') ?? NaN);
-    if (Number.isSafeInteger(position)) this.positions.set(key, Math.max(this.positionOf(key), position));
+    this.note(key, Number(response.headers.get('rudder-position') ?? NaN));
     return (await response.json()) as T;
   }
 
@@ -149,4 +166,12 @@ export class RudderClient {
 
 export const createRudderClient = (options: RudderClientOptions): RudderClient => new RudderClient(options);
 
-const newId = (): string => globalThis.crypto.randomUUID();
+/** A random UUID; `crypto.randomUUID` is missing in a page served over plain HTTP from another host than localhost. */
+const newId = (): string => {
+  if (typeof globalThis.crypto.randomUUID === 'function') return globalThis.crypto.randomUUID();
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16));
+  bytes[6] = (bytes[6] & 0x0f) | 0x40;
+  bytes[8] = (bytes[8] & 0x3f) | 0x80;
+  const hex = Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+};

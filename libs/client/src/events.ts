@@ -42,7 +42,7 @@ export async function* eventStream(connect: Connect, options: EventsOptions = {}
     const connection = new AbortController();
     const onAbort = () => connection.abort();
     options.signal?.addEventListener('abort', onAbort, { once: true });
-    let idle: NodeJS.Timeout | undefined;
+    let idle: ReturnType<typeof setTimeout> | undefined;
     const touch = () => {
       clearTimeout(idle);
       idle = setTimeout(() => connection.abort(), idleMs);

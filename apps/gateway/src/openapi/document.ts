@@ -242,6 +242,20 @@ const paths: ZodOpenApiPathsObject = {
       responses: { '200': { description: 'HTML', content: { 'text/html': { schema: z.string() } } } },
     }),
   },
+  '/': {
+    get: op('The web chat (a page; its calls to the API take the token typed into it)', {
+      operationId: 'webChat',
+      security: [],
+      responses: { '200': { description: 'HTML', content: { 'text/html': { schema: z.string() } } } },
+    }),
+  },
+  '/app.js': {
+    get: op("The web chat's script (an ES module on @rudder/client)", {
+      operationId: 'webChatScript',
+      security: [],
+      responses: { '200': { description: 'JavaScript', content: { 'text/javascript': { schema: z.string() } } } },
+    }),
+  },
 };
 
 let built: ReturnType<typeof createDocument> | undefined;
@@ -253,7 +267,7 @@ export function openApiDocument(): ReturnType<typeof createDocument> {
       title: 'Rudder HTTP API',
       version: '1',
       description:
-        'Steerable AI-agent conversations. Every route but /healthz, /metrics, /openapi.json and /docs takes `Authorization: Bearer <token>`. Errors are `{error: {code, message, details?}}` with stable codes. See docs/api.md.',
+        'Steerable AI-agent conversations. Every route but /healthz, /metrics, /openapi.json, /docs and the web chat (/, /app.js) takes `Authorization: Bearer <token>`. Errors are `{error: {code, message, details?}}` with stable codes. See docs/api.md.',
     },
     security: [{ bearer: [] }],
     components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },

@@ -1,0 +1,81 @@
+import { fileURLToPath } from 'node:url';
+import type { BuildOptions } from 'esbuild';
+
+/**
+ * The web chat's script, the browser code in ./browser bundled by esbuild into one ES module.
+ * `npm run build` (scripts/build.ts) bundles it once and compiles it into the gateway's dist
+ * as `RUDDER_WEB_APP`; run from the sources (`npm start`, the tests) the gateway bundles it
+ * on the first request, in memory.
+ */
+declare const RUDDER_WEB_APP: string | undefined;
+
+export const webAppBuildOptions = (): BuildOptions & { write: false } => ({
+  entryPoints: [fileURLToPath(new URL('./browser/main.ts', import.meta.url))],
+  tsconfig: fileURLToPath(new URL('./browser/tsconfig.json', import.meta.url)),
+  bundle: true,
+  format: 'esm',
+  platform: 'browser',
+  target: 'es2022',
+  minify: true,
+  write: false,
+  logLevel: 'warning',
+});
+
+/** Bundles the browser code (what scripts/build.ts and the gateway from sources both do). */
+export async function bundleWebApp(): Promise<string> {
+  const { build } = await import('esbuild');
+  const result = await build(webAppBuildOptions());
+  return result.outputFiles[0]!.text;
+}
+
+let script: Promise<string> | undefined;
+export function webAppScript(): Promise<string> {
+  if (typeof RUDDER_WEB_APP === 'string') return Promise.resolve(RUDDER_WEB_APP);
+  script ??= bundleWebApp().catch((error: unknown) => {
+    script = undefined;
+    throw error;
+  });
+  return script;
+}
+
+/** The page: the layout the script fills in; `data-auth` tells it whether to ask for a token. */
+export const webPage = (authRequired: boolean): string => `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Rudder — web chat</title>
+<style>
+*{box-sizing:border-box}body{margin:0;font:15px/1.45 system-ui,sans-serif;color:#1d2330;background:#f5f6f8}
+header{display:flex;gap:1rem;align-items:center;padding:.6rem 1rem;background:#1d2b3a;color:#fff}header h1{font-size:1.1rem;margin:0}
+#mode{opacity:.8;font-size:.85rem}#token-field{margin-left:auto}#token-field input{margin-left:.4rem}
+.layout{display:grid;grid-template-columns:14rem 1fr 20rem;gap:1rem;padding:1rem;min-height:calc(100vh - 3rem)}
+nav,main,aside{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:.8rem}
+h2{font-size:.8rem;text-transform:uppercase;letter-spacing:.05em;color:#5b6575;margin:.2rem 0 .6rem}
+ul,ol{list-style:none;margin:0;padding:0}#conversations a{display:block;padding:.25rem .4rem;border-radius:4px;color:inherit;text-decoration:none;word-break:break-all}
+#conversations a[aria-current]{background:#e6eefc;font-weight:600}#open-form{display:flex;gap:.3rem;margin-bottom:.8rem}#open-form input{flex:1;min-width:0}
+main{display:flex;flex-direction:column;gap:.6rem}#title{font-weight:600}#turn-state{font-size:.85rem;color:#5b6575}#turn-state[data-running=true]{color:#a55a00}
+#transcript{flex:1;display:flex;flex-direction:column;gap:.5rem;overflow:auto}
+.message{max-width:80%;padding:.45rem .7rem;border-radius:10px;white-space:pre-wrap}
+.message.user{align-self:flex-end;background:#2f6fde;color:#fff}.message.assistant{align-self:flex-start;background:#eef0f3}
+.message.steered{background:#f0a23a;color:#1d2330}.message.live{border:1px dashed #9aa3b0;background:#fff}
+.badge{display:inline-block;font-size:.7rem;font-weight:700;text-transform:uppercase;background:#1d2330;color:#fff;border-radius:3px;padding:0 .3rem;margin-right:.4rem}
+#compose{display:flex;gap:.4rem}#compose textarea{flex:1;min-height:2.6rem;resize:vertical;font:inherit}
+button{font:inherit;padding:.3rem .7rem;border:1px solid #b7bfcb;border-radius:5px;background:#fff;cursor:pointer}
+#send{background:#2f6fde;color:#fff;border-color:#2f6fde}#steer{background:#f0a23a;border-color:#d98c20}#stop{color:#b3261e}
+.pending{display:flex;flex-wrap:wrap;gap:.3rem;align-items:center;padding:.35rem 0;border-bottom:1px solid #eef0f3}.pending .text{flex:1}
+.pending .kind,.empty{font-size:.75rem;color:#5b6575;width:100%}#answers li{font-size:.85rem;padding:.3rem 0;border-bottom:1px solid #eef0f3}
+#answers .refused{color:#b3261e}#answers .ok{color:#1e6b35}
+</style></head>
+<body data-auth="${authRequired ? 'required' : 'open'}">
+<header><h1>Rudder</h1><span id="mode"></span>
+<label id="token-field" hidden>Token<input id="token" type="password" autocomplete="off" spellcheck="false"></label></header>
+<div class="layout">
+<nav><h2>Conversations</h2>
+<form id="open-form"><input id="key" placeholder="conversation key" aria-label="conversation key" required maxlength="200"><button>Open</button></form>
+<ul id="conversations"></ul></nav>
+<main><div id="title">Open a conversation</div><div id="turn-state"></div>
+<ol id="transcript" aria-live="polite"></ol>
+<form id="compose" hidden><textarea id="text" aria-label="message" placeholder="Enter sends a chat, Ctrl+Enter steers the running turn"></textarea>
+<button id="send" type="submit">Send</button><button id="steer" type="button" title="joins the running turn at its next step">Steer</button><button id="stop" type="button">Stop</button></form></main>
+<aside><h2>Pending</h2><ul id="pending"></ul><h2>Answers</h2><ol id="answers"></ol></aside>
+</div>
+<script type="module" src="/app.js"></script>
+</body></html>`;
