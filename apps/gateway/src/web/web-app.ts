@@ -61,7 +61,7 @@ main{display:flex;flex-direction:column;gap:.6rem}#title{font-weight:600}#turn-s
 button{font:inherit;padding:.3rem .7rem;border:1px solid #b7bfcb;border-radius:5px;background:#fff;cursor:pointer}
 #send{background:#2f6fde;color:#fff;border-color:#2f6fde}#steer{background:#f0a23a;border-color:#d98c20}#stop{color:#b3261e}
 .pending{display:flex;flex-wrap:wrap;gap:.3rem;align-items:center;padding:.35rem 0;border-bottom:1px solid #eef0f3}.pending .text{flex:1}
-.pending .kind,.empty{font-size:.75rem;color:#5b6575;width:100%}#answers li{font-size:.85rem;padding:.3rem 0;border-bottom:1px solid #eef0f3}
+.pending .kind,.empty{font-size:.75rem;color:#5b6575;width:100%}#answers li{overflow-wrap:anywhere;font-size:.85rem;padding:.3rem 0;border-bottom:1px solid #eef0f3}
 #answers .refused{color:#b3261e}#answers .ok{color:#1e6b35}
 </style></head>
 <body data-auth="${authRequired ? 'required' : 'open'}">

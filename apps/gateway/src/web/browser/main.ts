@@ -228,17 +228,20 @@ function render() {
       ? [el('li', { class: 'empty' }, 'nothing waits')]
       : pending.map((input) => {
           const retract = el('button', { type: 'button', 'data-action': 'retract' }, 'Retract');
-          retract.addEventListener('click', () => control(`retract ${input.id}`, () => client.retract(c.key, input.id), (a) => `retracted “${a.text}”`));
+          retract.addEventListener('click', () => control(`retract ${quote(input.text)}`, () => client.retract(c.key, input.id), (a) => `retracted ${quote(a.text)}`));
           const buttons = [retract];
           if (input.kind === 'chat') {
             const promote = el('button', { type: 'button', 'data-action': 'promote' }, 'Promote');
-            promote.addEventListener('click', () => control(`promote ${input.id}`, () => client.promote(c.key, input.id), landing));
+            promote.addEventListener('click', () => control(`promote ${quote(input.text)}`, () => client.promote(c.key, input.id), landing));
             buttons.push(promote);
           }
           return el('li', { class: 'pending', 'data-kind': input.kind, 'data-id': input.id }, el('span', { class: 'kind' }, input.waits), el('span', { class: 'text' }, input.text), ...buttons);
         })),
   );
 }
+
+/** A text as a control's label quotes it: at most 40 characters. */
+const quote = (text: string) => `“${text.length > 40 ? `${text.slice(0, 39)}…` : text}”`;
 
 /** A turn id as the page shows it: its first eight characters are enough to tell turns apart. */
 const short = (turn: string | null) => (turn && turn.length > 8 ? `${turn.slice(0, 8)}…` : String(turn));
@@ -280,8 +283,8 @@ function send(kind: 'chat' | 'steer') {
   const text = textBox.value.trim();
   if (!c || !text) return;
   textBox.value = '';
-  if (kind === 'chat') void control(`chat “${text}”`, () => client.chat(c.key, text), () => 'accepted: answered in order');
-  else void control(`steer “${text}”`, () => client.steer(c.key, text), landing);
+  if (kind === 'chat') void control(`chat ${quote(text)}`, () => client.chat(c.key, text), () => 'accepted: answered in order');
+  else void control(`steer ${quote(text)}`, () => client.steer(c.key, text), landing);
 }
 byId<HTMLFormElement>('compose').addEventListener('submit', (event) => {
   event.preventDefault();
