@@ -11,7 +11,8 @@ import { lastMessage, lastUserText, reply, toolResults, userTexts, type ModelReq
  * `gate:<name>` holds the reply to that user message (the tool call, the text or the failure),
  * `gate-after-tool:<name>` holds the reply that follows its tool results, and `tool-gate:<name>`
  * calls the `hold` tool of the test worker app (test/agents/worker.ts), which waits at that gate:
- * a tool call held open until the test opens it. A test waits with
+ * a tool call held open until the test opens it; `mid-gate:<name>` holds the reply after its
+ * first word was streamed (a cut "while the model writes" that has tokens on both sides). A test waits with
  * `stack.model.gate(name).reached()` and releases with `.open()`, so "while the model writes"
  * is true by construction.
  */
@@ -21,9 +22,11 @@ export const testScript: Script = (request) => {
   if (lastMessage(request)?.role === 'tool') {
     return reply.text(`after ${results.map((r) => r.content).join(', ')}: ${text}`, { gate: gateNamed(text, 'gate-after-tool') });
   }
-  const gate = gateNamed(text, 'gate');
+  const midGate = gateNamed(text, 'mid-gate');
+  const gate = midGate ?? gateNamed(text, 'gate');
+  const held = midGate ? { gate, gateAfterChunks: 2 } : { gate }; // chunk 0 is the role, 1 the first word
   const toolGate = gateNamed(text, 'tool-gate');
-  if (toolGate) return reply.tools([{ name: 'hold', arguments: { gate: toolGate } }], { content: `waiting for ${text}`, gate });
+  if (toolGate) return reply.tools([{ name: 'hold', arguments: { gate: toolGate } }], { content: `waiting for ${text}`, ...held });
   const record = /^record (\d+)/.exec(text);
   if (record) return reply.tools([{ name: 'record', arguments: { ms: Number(record[1]) } }], { content: `waiting for ${text}`, gate });
   const wait = /wait (\d+)/.exec(text);
@@ -32,10 +35,10 @@ export const testScript: Script = (request) => {
   if (fail) return reply.error(500, 'the scripted model fails on purpose', { delayMs: Number(fail[1] ?? 0), gate });
   const slow = /slow (\d+)/.exec(text);
   if (slow) return reply.text(`answer to ${text}`, { delayMs: Number(slow[1]), gate });
-  return reply.text(`answer to ${text}`, { gate });
+  return reply.text(`answer to ${text}`, held);
 };
 
-const gateNamed = (text: string, prefix: 'gate' | 'gate-after-tool' | 'tool-gate') => new RegExp(`(?:^|\\s)${prefix}:([\\w.-]+)`).exec(text)?.[1];
+const gateNamed = (text: string, prefix: 'gate' | 'gate-after-tool' | 'tool-gate' | 'mid-gate') => new RegExp(`(?:^|\\s)${prefix}:([\\w.-]+)`).exec(text)?.[1];
 
 /** A gate name unique in this process, for a test to put in a message as `gate:<name>`. */
 let gates = 0;

@@ -1,6 +1,6 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 
-/** A message of the events stream as a client reads it: `id` is the event's position (none for tokens). */
+/** A message of the events stream as a client reads it: `id` is a `StreamCursor` (`parseStreamId` in libs/contracts). */
 export type SseMessage = { id?: string; event: string; data: unknown };
 
 /** The messages of a Server-Sent Events body as they come (comments such as keep-alives skipped; `data` parsed as JSON). */

@@ -1,35 +1,51 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConversationEvent } from '@rudder/contracts';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { testScript } from '../../../test/scripts';
+import { gateName, testScript } from '../../../test/scripts';
 import { WAIT, startStack, type Stack } from '../../../test/stack';
 import { RudderClient, RudderError, type StreamEvent } from './index';
 
 let stack: Stack;
 beforeAll(async () => {
-  stack = await startStack({ script: testScript, workerEnv: { AUTH_TOKENS: 'tok-alice=alice,tok-bob=bob' } });
+  stack = await startStack({ script: testScript, workerEntry: 'test/agents/worker.ts', workerEnv: { AUTH_TOKENS: 'tok-alice=alice,tok-bob=bob' } });
 });
 afterAll(() => stack?.stop());
 
 const key = (name: string) => `client/${name}-${Math.random().toString(36).slice(2, 8)}`;
 
-/** A fetch that records every request and can cut the open event streams, as a dropped connection would. */
+/**
+ * A fetch that records every request and can cut the open event streams, as a dropped
+ * connection would, and hold the reconnects back (`hold`, `release`) so that what happens
+ * meanwhile happens while the client is away, by construction.
+ */
 function cuttableFetch() {
   const open = new Set<AbortController>();
   const requests: { url: string; method: string; headers: Headers }[] = [];
+  let held: Promise<void> | undefined;
+  let release = (): void => undefined;
   const fetchThat: typeof fetch = async (input, init = {}) => {
     const url = String(input);
     requests.push({ url, method: init.method ?? 'GET', headers: new Headers(init.headers) });
     if (!url.includes('/events')) return fetch(input, init);
+    await held;
     const cut = new AbortController();
-    open.add(cut);
     init.signal?.addEventListener('abort', () => cut.abort(), { once: true });
     const response = await fetch(input, { ...init, signal: cut.signal });
+    open.add(cut);
     return response;
   };
   return {
     fetch: fetchThat,
     requests,
+    /** Event streams whose answer came (so the gateway has subscribed them), not cut yet. */
+    connected: () => open.size,
+    hold() {
+      held = new Promise((resolve) => (release = resolve));
+    },
+    release() {
+      held = undefined;
+      release();
+    },
     /** Aborts every open event stream's fetch; returns how many it cut. */
     cut(): number {
       const n = open.size;
@@ -53,42 +69,56 @@ async function storedEvents(client: RudderClient, conversation: string): Promise
 }
 
 describe('@rudder/client against the real gateway', () => {
-  it('yields every stored event of a steered turn exactly once, in order, while its connection is cut three times', async () => {
+  it('yields every stored event and every token of both answers of a steered turn exactly once while its connection is cut three times', async () => {
     const network = cuttableFetch();
     const alice = new RudderClient({ baseUrl: stack.gatewayUrl, token: 'tok-alice', fetch: network.fetch });
     const conversation = key('reconnect');
+    const [first, tool, second] = [gateName('first-answer'), gateName('tool'), gateName('second-answer')];
     const seen: StreamEvent[] = [];
     const done = new AbortController();
-    let cuts = 0;
-    let steering: Promise<unknown> | undefined;
-    // Three cuts while the turn runs (its tool holds the step for 2 s), each of an open
-    // connection, ~350 ms apart: the first right after turn.started, the last after the steer.
-    const cutter = async () => {
-      while (cuts < 3) {
-        await sleep(cuts === 0 ? 30 : 350);
-        while (network.cut() === 0) await sleep(10);
-        cuts++;
-      }
-    };
-    let cutting: Promise<void> | undefined;
-
     const reading = (async () => {
       for await (const event of alice.events(conversation, { after: 0, signal: done.signal })) {
         seen.push(event);
-        if (event.type === 'turn.started') cutting ??= cutter();
-        if (event.type === 'tool.started') steering = alice.steer(conversation, { text: 'use Celsius', id: 'steer-1' });
         if (event.type === 'turn.ended') done.abort();
       }
     })();
-    // The stream is open (after: 0 replays an empty history) before the chat goes out.
-    await sleep(300);
-    const chat = await alice.chat(conversation, { text: 'wait 2000', id: 'chat-1' });
-    expect(chat).toMatchObject({ id: 'chat-1', turn: null });
+    const tokens = () => seen.filter((e) => e.type === 'token');
+    const sawTokenOfStep = (n: number) => vi.waitFor(() => expect(new Set(tokens().map((t) => t.data.step)).size).toBeGreaterThan(n), WAIT);
+    /** Cuts the one open stream and holds the reconnect until `meanwhile` is done. */
+    const cutWhile = async (meanwhile: () => Promise<unknown>) => {
+      network.hold();
+      expect(network.cut()).toBe(1);
+      await meanwhile();
+      network.release();
+      await vi.waitFor(() => expect(network.connected()).toBe(1), WAIT);
+    };
+    await vi.waitFor(() => expect(network.connected()).toBe(1), WAIT);
+    await alice.chat(conversation, { text: `plan tool-gate:${tool} mid-gate:${first}`, id: 'chat-1' });
+
+    // 1: while the first answer is written (held after its first word, which the client has):
+    // the rest of it is streamed and stored while the client is away.
+    await stack.model.gate(first).reached();
+    await sawTokenOfStep(0);
+    await cutWhile(async () => {
+      stack.model.gate(first).open();
+      await stack.model.gate(tool).reached();
+    });
+    // 2: while the tool runs, after a steer that lands: the tool ends, the steer is taken and
+    // the second answer's first word is streamed while the client is away.
+    await vi.waitFor(() => expect(seen.map((e) => e.type)).toContain('tool.started'), WAIT);
+    expect(await alice.steer(conversation, { text: `use Celsius mid-gate:${second}`, id: 'steer-1' })).toMatchObject({ landed: true });
+    await cutWhile(async () => {
+      stack.model.gate(tool).open();
+      await stack.model.gate(second).reached();
+    });
+    // 3: while the second answer is written: the rest of it and the turn's end come while the client is away.
+    await sawTokenOfStep(1);
+    await cutWhile(async () => {
+      stack.model.gate(second).open();
+      await vi.waitFor(async () => expect((await alice.turnOf(conversation, 'chat-1')).status).toBe('completed'), WAIT);
+    });
     await reading;
-    await cutting;
-    expect(await steering).toMatchObject({ id: 'steer-1', landed: true });
-    expect(cuts).toBe(3);
-    expect(network.requests.filter((r) => r.url.includes('/events')).length).toBeGreaterThanOrEqual(4);
+    expect(network.requests.filter((r) => r.url.includes('/events')).length).toBe(4);
 
     const stored = seen.filter((e): e is ConversationEvent => e.type !== 'token');
     const positions = stored.map((e) => e.position);
@@ -98,20 +128,17 @@ describe('@rudder/client against the real gateway', () => {
     expect(stored.map((e) => `${e.position} ${e.type}`)).toEqual(reference.map((e) => `${e.position} ${e.type}`));
     expect(stored.map((e) => e.type)).toEqual(expect.arrayContaining(['turn.started', 'tool.started', 'steer.accepted', 'steer.taken', 'turn.ended']));
 
+    // Every token once (ids unique, in offset order), and together they are both answers, whole.
+    const ids = tokens().map((t) => t.id!);
+    expect(new Set(ids).size).toBe(ids.length);
+    const offsets = ids.map((id) => Number(id.split('.')[1]));
+    expect([...offsets].sort((a, b) => a - b)).toEqual(offsets);
+    const steps = [...new Set(tokens().map((t) => t.data.step))];
+    const answers = steps.map((step) => tokens().filter((t) => t.data.step === step).map((t) => t.data.text).join(''));
+    expect(answers).toEqual([`waiting for plan tool-gate:${tool} mid-gate:${first}`, `answer to use Celsius mid-gate:${second}`]);
     const ended = stored.at(-1)!;
-    expect(ended).toMatchObject({ type: 'turn.ended', data: { status: 'completed', steered: [{ id: 'steer-1', text: 'use Celsius' }] } });
-    // Both answers, the one before the correction and the one after it.
-    const content = ended.type === 'turn.ended' ? ended.data.content : '';
-    expect(content).toContain('waiting for wait 2000');
-    expect(content).toContain('use Celsius');
-    // The read view folds turn.ended a moment after the stream has it.
-    const turn = await vi.waitFor(async () => {
-      const view = await alice.turn(conversation, ended.type === 'turn.ended' ? ended.data.turn : '');
-      expect(view.status).toBe('completed');
-      return view;
-    }, WAIT);
-    expect(turn.content).toBe(content);
-    expect((await alice.turnOf(conversation, 'steer-1')).id).toBe(turn.id);
+    expect(ended).toMatchObject({ type: 'turn.ended', data: { status: 'completed', steered: [{ id: 'steer-1' }] } });
+    expect(ended.type === 'turn.ended' && ended.data.content).toBe(answers.join('\n\n'));
   });
 
   it('sends the latest Rudder-Position of its writes as Rudder-Min-Position on its reads of that conversation', async () => {

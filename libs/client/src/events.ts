@@ -1,9 +1,13 @@
-import type { ConversationEvent } from '@rudder/contracts';
+import { formatStreamId, parseStreamId, type ConversationEvent } from '@rudder/contracts';
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { errorOf, RudderError } from './errors';
 
-/** A piece of the model's streamed reply: best effort, not stored, not replayed after a reconnect. */
-export type TokenEvent = { type: 'token'; data: { turn: string; step: number; text: string } };
+/**
+ * A piece of the model's streamed reply (not stored; the gateway keeps a running turn's tokens,
+ * and for a minute after it ended, to replay them after a reconnect). `id`: its SSE id
+ * (`<position>.<offset>`; absent from a gateway older than token ids).
+ */
+export type TokenEvent = { type: 'token'; id?: string; data: { turn: string; step: number; text: string } };
 /** What `events()` yields: a stored event of the conversation (with its `position`), or a token. */
 export type StreamEvent = ConversationEvent | TokenEvent;
 
@@ -28,14 +32,16 @@ const MAX_DELAY_MS = 5000;
 
 /**
  * The conversation's events as an AsyncIterable that reconnects by itself: after a dropped
- * connection it opens a new one with `Last-Event-ID` = the position of the last stored event
- * it yielded, and drops any event at or below it, so each stored event is yielded exactly once
- * and in order (the gateway replays what was missed). Tokens are yielded as they come and are
- * lost across a drop. An answer that will not change by retrying (401, 403, 404, 400) ends
+ * connection it opens a new one with `Last-Event-ID` = where it is (`StreamCursor`: the position
+ * of the last stored event it yielded and the offset of the last token, `<position>.<offset>`),
+ * and drops any event at or below that position and any token at or below that offset, so each
+ * stored event and each token the gateway kept is yielded exactly once, in order (the gateway
+ * replays what was missed). An answer that will not change by retrying (401, 403, 404, 400) ends
  * the iteration with its `RudderError`; 429, 503 and network errors are retried.
  */
 export async function* eventStream(connect: Connect, options: EventsOptions = {}): AsyncGenerator<StreamEvent, void, undefined> {
   let last = options.after;
+  let lastToken: number | null = null;
   let delay = FIRST_DELAY_MS;
   const idleMs = options.idleTimeoutMs ?? 45_000;
   while (!options.signal?.aborted) {
@@ -49,7 +55,8 @@ export async function* eventStream(connect: Connect, options: EventsOptions = {}
     };
     try {
       touch();
-      const response = await connect(last === undefined ? {} : { 'last-event-id': String(last) }, connection.signal);
+      const cursor: Record<string, string> = last === undefined ? {} : { 'last-event-id': formatStreamId({ position: last, tokenOffset: lastToken }) };
+      const response = await connect(cursor, connection.signal);
       if (!response.ok) {
         const error = await errorOf(response);
         if (!error.retryable) throw error;
@@ -70,7 +77,18 @@ export async function* eventStream(connect: Connect, options: EventsOptions = {}
           for (const message of messages.splice(0)) {
             delay = FIRST_DELAY_MS;
             if (message.event === 'token') {
-              yield { type: 'token', data: JSON.parse(message.data) as TokenEvent['data'] };
+              const data = JSON.parse(message.data) as TokenEvent['data'];
+              const at = message.id === undefined ? undefined : parseStreamId(message.id);
+              // A gateway older than token ids sends none: such tokens are yielded as they come.
+              if (message.id === undefined || at?.tokenOffset == null) {
+                yield { type: 'token', data };
+                continue;
+              }
+              if (lastToken !== null && at.tokenOffset <= lastToken) continue;
+              lastToken = at.tokenOffset;
+              // A live stream that has no position yet names the one its tokens follow.
+              last ??= at.position;
+              yield { type: 'token', id: message.id, data };
               continue;
             }
             const event = JSON.parse(message.data) as ConversationEvent;

@@ -43,6 +43,29 @@ describe('eventStream', () => {
     expect(asked).toEqual([undefined, '2', '4', '4']);
   });
 
+  it('resumes tokens too: Last-Event-ID is <position>.<offset> once a token came, and a replayed token is dropped', async () => {
+    const tok = (id: string, text: string) => `id: ${id}\nevent: token\ndata: {"turn":"t","step":0,"text":"${text}"}\n\n`;
+    const asked: (string | undefined)[] = [];
+    const answers = [
+      // live: no position yet; the token names the one it follows (7)
+      () => answer([tok('7.20', 'a'), tok('7.21', 'b')]),
+      () => answer([tok('7.21', 'b'), sse(8), tok('8.22', 'c')]),
+      () => answer([tok('8.22', 'c'), sse(9, 'turn.ended')], true),
+    ];
+    const done = new AbortController();
+    const seen: string[] = [];
+    const stream = eventStream(async (headers) => {
+      asked.push(headers['last-event-id']);
+      return (answers.shift() ?? (() => answer([], true)))();
+    }, { signal: done.signal });
+    for await (const event of stream) {
+      seen.push(event.type === 'token' ? `${event.id} ${event.data.text}` : String(event.position));
+      if (event.type === 'turn.ended') done.abort();
+    }
+    expect(seen).toEqual(['7.20 a', '7.21 b', '8', '8.22 c', '9']);
+    expect(asked).toEqual([undefined, '7.21', '8.22']);
+  });
+
   it('ends with the error of an answer that retrying will not change', async () => {
     const stream = eventStream(async () => new Response(JSON.stringify({ error: { code: 'forbidden', message: 'no' } }), { status: 403 }));
     await expect(stream.next()).rejects.toMatchObject({ code: 'forbidden', status: 403, message: 'no' });

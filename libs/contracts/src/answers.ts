@@ -104,16 +104,20 @@ export const TokenEventData = z.object({ turn: z.string(), step: z.number().int(
 
 /**
  * One message of `GET …/events` (text/event-stream): a stored event, with its position as the
- * SSE `id` and its type as the SSE `event`, or a `token` without id.
+ * SSE `id` and its type as the SSE `event`, or a `token` with id `<position>.<offset>` (`StreamCursor`).
  */
 export const StreamMessage = z
   .union([
     ...ConversationEventRecord.options.map((record) =>
       z.object({ id: z.string().describe('the event position: resume with Last-Event-ID'), event: record.shape.type, data: record }),
     ),
-    z.object({ event: z.literal('token'), data: TokenEventData }),
+    z.object({
+      id: z.string().describe('<position>.<offset>: the last position sent before it and its offset on agent.tokens; resume with Last-Event-ID'),
+      event: z.literal('token'),
+      data: TokenEventData,
+    }),
   ])
-  .meta({ id: 'StreamMessage', description: 'One Server-Sent Event: `id:` (stored events only), `event:` its type, `data:` the JSON below.' });
+  .meta({ id: 'StreamMessage', description: 'One Server-Sent Event: `id:` (see Last-Event-ID), `event:` its type, `data:` the JSON below.' });
 
 /** The SSE event types a stream may carry: every stored event's type, and `token`. */
 export const streamEventTypes = (): string[] => [...ConversationEventRecord.options.map((record) => record.shape.type.value), 'token'];

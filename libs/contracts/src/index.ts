@@ -6,3 +6,4 @@ export * from './topics';
 export * from './storable-text';
 export * from './companion';
 export * from './answers';
+export * from './stream-cursor';

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { Inject, Injectable } from '@nestjs/common';
+import type { StreamCursor } from '@rudder/contracts';
 import { ConversationAccess } from '../auth/conversation-access';
 import { CompanionClient } from '../companion-client';
 import { SubjectLimits } from '../limits/subject-limits';
@@ -12,8 +13,8 @@ export type OpenStream = {
   /** Already validated (`ConversationKey`). */
   key: string;
   subject: string;
-  /** The last position the client has; null for live only. */
-  after: number | null;
+  /** Where the client is; null for live only. */
+  after: StreamCursor | null;
   response: ServerResponse;
 };
 
@@ -42,7 +43,13 @@ export class EventsHandler {
       ...(await this.companion.eventsAfter(key, position)),
       ...this.live.recentAfter(key, position),
     ];
-    const stream = new EventStream({ after, sink: responseSink(response), replay });
+    const stream = new EventStream({
+      after,
+      sink: responseSink(response),
+      replay,
+      replayTokens: (cursor) => this.live.tokensAfter(key, cursor),
+      latestPosition: () => this.live.latestPosition(key),
+    });
     // Subscribed before the replay is asked for: see EventStream.
     const unsubscribe = this.live.subscribe(key, stream);
     // The response's 'close': the client went away (or the stream ended). Not the request's:

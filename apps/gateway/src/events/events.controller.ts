@@ -1,11 +1,15 @@
 import type { ServerResponse } from 'node:http';
 import { Controller, Get, Headers, Inject, Param, Query, Res, UseGuards } from '@nestjs/common';
+import { parseStreamId, STREAM_ID_PATTERN } from '@rudder/contracts';
 import { z } from 'zod';
 import { AuthGuard, StreamRoute, Subject } from '../auth/auth.guard';
 import { conversationKeyOf, parseEdge } from '../edge';
 import { EventsHandler } from './events-handler';
 
-const Position = z.string().regex(/^\d{1,15}$/, 'a position is a whole number').transform(Number);
+const Cursor = z
+  .string()
+  .regex(STREAM_ID_PATTERN, 'the id of an event received: a position, or <position>.<offset> for a token')
+  .transform((id) => parseStreamId(id)!);
 
 @Controller('v1/conversations/:key')
 @UseGuards(AuthGuard)
@@ -31,9 +35,9 @@ export class EventsController {
     const key = conversationKeyOf(rawKey);
     const after =
       lastEventId !== undefined
-        ? parseEdge(Position, lastEventId, 'Last-Event-ID header')
+        ? parseEdge(Cursor, lastEventId, 'Last-Event-ID header')
         : afterQuery !== undefined
-          ? parseEdge(Position, afterQuery, 'query after')
+          ? parseEdge(Cursor, afterQuery, 'query after')
           : null;
     return this.handler.open({ key, subject, after, response });
   }

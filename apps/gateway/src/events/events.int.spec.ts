@@ -28,12 +28,47 @@ describe('GET /v1/conversations/{key}/events', () => {
     await stream.close();
   });
 
-  it('tokens are sent as event: token with {turn, step, text} and no id', async () => {
+  it('tokens are sent as event: token with {turn, step, text} and id <position>.<offset>', async () => {
     const key = uniqueKey('tokens');
     const stream = await open(key);
+    await h.publishEvents([turnStarted(key, 61)]);
+    expect((await stream.next()).id).toBe('61');
     await h.publishTokens([{ v: 1, conversation: key, turn: 't-1', step: 0, text: 'Hel' }]);
-    expect(await stream.next()).toEqual({ id: undefined, event: 'token', data: { turn: 't-1', step: 0, text: 'Hel' } });
+    const token = await stream.next();
+    expect(token).toMatchObject({ event: 'token', data: { turn: 't-1', step: 0, text: 'Hel' } });
+    expect(token.id).toMatch(/^61\.\d+$/);
     await stream.close();
+  });
+
+  it("a token's id resumes both kinds: the events after its position and the tokens after its offset, each once", async () => {
+    const key = uniqueKey('token-resume');
+    const first = await open(key);
+    await h.publishEvents([turnStarted(key, 71)]);
+    expect((await first.next()).id).toBe('71');
+    const piece = (text: string) => ({ v: 1 as const, conversation: key, turn: 't-1', step: 0, text });
+    await h.publishTokens([piece('a')]);
+    const a = await first.next();
+    await first.close();
+    // While the client is away: more tokens, a stored event, a token after it (each seen by
+    // the gateway before the next is sent: two topics have no order between them).
+    const watcher = await open(key);
+    await h.publishTokens([piece('b')]);
+    expect((await watcher.next()).data).toMatchObject({ text: 'b' });
+    await h.publishEvents([turnStarted(key, 72)]);
+    expect((await watcher.next()).id).toBe('72');
+    await h.publishTokens([piece('c')]);
+    expect((await watcher.next()).data).toMatchObject({ text: 'c' });
+    await watcher.close();
+    const resumed = await open(key, { 'last-event-id': a.id! });
+    const got = [await resumed.next(), await resumed.next(), await resumed.next()];
+    expect(got.map((m) => (m.event === 'token' ? (m.data as { text: string }).text : m.id))).toEqual(['b', '72', 'c']);
+    expect(await resumed.quietFor(300)).toEqual([]);
+    await resumed.close();
+    // A bare position (a stored event came last) gets the tokens that followed it.
+    const afterEvent = await open(key, { 'last-event-id': '72' });
+    expect((await afterEvent.next()).data).toMatchObject({ text: 'c' });
+    expect(await afterEvent.quietFor(300)).toEqual([]);
+    await afterEvent.close();
   });
 
   it('an event the relay publishes twice is sent once', async () => {

@@ -12,6 +12,7 @@ import type { Kafka, KafkaMessage } from 'kafkajs';
 import { GatewayError } from '../errors/gateway-error';
 import { CONFIG, KAFKA, LOG } from '../tokens';
 import type { LiveListener } from './event-stream';
+import { KeptTokens, type KeptToken } from './kept-tokens';
 
 /** Bounds how long boot waits for the consumer to be positioned at the end of its topics. */
 const READY_TIMEOUT_MS = 30_000;
@@ -35,11 +36,17 @@ const RECENT_MAX_PER_CONVERSATION = 1000;
  * It also keeps each conversation's events of the last minute (`recentAfter`): an event this
  * consumer handed out just before a stream subscribed may not be in the companion's store yet
  * when the stream replays, and without them it would be in neither the replay nor the live part.
+ *
+ * And it keeps the tokens of running turns, and of turns that ended in the last minute
+ * (`KeptTokens`), for streams that reconnect with a token's id (`tokensAfter`).
  */
 @Injectable()
 export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly listeners = new Map<string, Set<LiveListener>>();
   private readonly recent = new Map<string, { event: ConversationEvent; seenAt: number }[]>();
+  /** The highest position of each conversation among `recent`: what a token arriving now follows. */
+  private readonly latest = new Map<string, number>();
+  private readonly tokens = new KeptTokens();
   private sweeper: NodeJS.Timeout | undefined;
   private consumer: KeptConsumer | undefined;
   private readonly topics: { events: string; tokens: string };
@@ -96,8 +103,22 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     return (this.recent.get(conversation) ?? []).map((seen) => seen.event).filter((event) => event.position > position);
   }
 
+  /** The kept tokens of the conversation a stream at `cursor` has not had (see `KeptTokens.after`), oldest first. */
+  tokensAfter(conversation: string, cursor: { position: number; tokenOffset: number | null }): KeptToken[] {
+    return this.tokens.after(conversation, cursor);
+  }
+
+  /** The highest position of the conversation seen live lately; null when none was. */
+  latestPosition(conversation: string): number | null {
+    return this.latest.get(conversation) ?? null;
+  }
+
   async onModuleInit(): Promise<void> {
-    this.sweeper = setInterval(() => this.forgetOld(Date.now() - RECENT_MS), RECENT_MS / 2);
+    this.sweeper = setInterval(() => {
+      const now = Date.now();
+      this.forgetOld(now - RECENT_MS);
+      this.tokens.sweep(now);
+    }, 10_000);
     this.sweeper.unref();
     let positioned!: () => void;
     const firstFetch = new Promise<void>((resolve) => (positioned = resolve));
@@ -148,11 +169,14 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
       const event = ConversationEventRecord.safeParse(value);
       if (!event.success) return this.skip(topic, message, event.error.message);
       this.remember(event.data);
+      if (event.data.type === 'turn.ended') this.tokens.turnEnded(event.data.conversation, event.data.data.turn, Date.now());
       this.handOut(event.data.conversation, (listener) => listener.event(event.data));
     } else {
       const token = TokenRecord.safeParse(value);
       if (!token.success) return this.skip(topic, message, token.error.message);
-      this.handOut(token.data.conversation, (listener) => listener.token(token.data));
+      const conversation = token.data.conversation;
+      const kept = this.tokens.keep(token.data, Number(message.offset), this.latestPosition(conversation), Date.now());
+      if (kept) this.handOut(conversation, (listener) => listener.token(kept));
     }
   }
 
@@ -161,13 +185,16 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     if (!seen) this.recent.set(event.conversation, (seen = []));
     seen.push({ event, seenAt: Date.now() });
     if (seen.length > RECENT_MAX_PER_CONVERSATION) seen.shift();
+    this.latest.set(event.conversation, Math.max(event.position, this.latest.get(event.conversation) ?? 0));
   }
 
   private forgetOld(before: number): void {
     for (const [conversation, seen] of this.recent) {
       const kept = seen.filter((s) => s.seenAt >= before);
-      if (kept.length === 0) this.recent.delete(conversation);
-      else this.recent.set(conversation, kept);
+      if (kept.length === 0) {
+        this.recent.delete(conversation);
+        this.latest.delete(conversation);
+      } else this.recent.set(conversation, kept);
     }
   }
 

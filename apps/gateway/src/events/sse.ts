@@ -1,17 +1,17 @@
 import type { ServerResponse } from 'node:http';
-import type { ConversationEvent, TokenRecord } from '@rudder/contracts';
+import { formatStreamId, type ConversationEvent, type StreamCursor, type TokenRecord } from '@rudder/contracts';
 import type { StreamSink } from './event-stream';
 
 /**
  * The wire format of `GET /v1/conversations/{key}/events` (text/event-stream).
- * An event carries its position as the SSE id, so a reconnecting client's `Last-Event-ID`
- * says where to resume; tokens carry none: they are best effort and never replayed.
+ * A stored event carries its position as the SSE id, a token `<position>.<offset>` (see
+ * `StreamCursor`), so a reconnecting client's `Last-Event-ID` says where to resume both.
  */
 export const sseEvent = (event: ConversationEvent): string =>
   `id: ${event.position}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
 
-export const sseToken = (token: TokenRecord): string =>
-  `event: token\ndata: ${JSON.stringify({ turn: token.turn, step: token.step, text: token.text })}\n\n`;
+export const sseToken = (token: TokenRecord, cursor: StreamCursor): string =>
+  `id: ${formatStreamId(cursor)}\nevent: token\ndata: ${JSON.stringify({ turn: token.turn, step: token.step, text: token.text })}\n\n`;
 
 /** A comment line: keeps proxies and load balancers from closing an idle stream. */
 export const SSE_KEEP_ALIVE = ': keep-alive\n\n';

@@ -1,3 +1,4 @@
+import { STREAM_ID_PATTERN } from '@rudder/contracts';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHarness, type Harness } from '../../../../test/support/gateway/harness';
@@ -38,7 +39,7 @@ const hostileHeaderValue = fc.oneof(
 ).filter((value) => /^[\x20-\x7e]*$/.test(value) && value === value.trim() && value !== '');
 const hostileHeaders = fc.oneof(
   hostileHeaderValue.filter((v) => !/^[A-Za-z0-9._:/-]{1,200}$/.test(v) || v.split('/').some((p) => p === '.' || p === '..')).map((v) => ({ 'idempotency-key': v })),
-  hostileHeaderValue.filter((v) => !/^\d{1,15}$/.test(v)).map((v) => ({ 'last-event-id': v })),
+  hostileHeaderValue.filter((v) => !STREAM_ID_PATTERN.test(v)).map((v) => ({ 'last-event-id': v })),
 );
 const badAuth = fc.oneof(
   fc.constant(undefined),

@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { InputId } from '@rudder/contracts';
+import { InputId, STREAM_ID_PATTERN } from '@rudder/contracts';
 import { GatewayError } from '../errors/gateway-error';
 
 /**
@@ -138,8 +138,8 @@ function checkHeaders(request: Request): void {
     if (isDotSegment(parsed.data)) throw new GatewayError('bad_request', 'bad Idempotency-Key header: an id may not be or hold a "." or ".." segment');
   }
   const lastEventId = request.headers['last-event-id'];
-  if (lastEventId !== undefined && (typeof lastEventId !== 'string' || !/^\d{1,15}$/.test(lastEventId))) {
-    throw new GatewayError('bad_request', 'bad Last-Event-ID header: a position is a whole number (the id of an event received)');
+  if (lastEventId !== undefined && (typeof lastEventId !== 'string' || !STREAM_ID_PATTERN.test(lastEventId))) {
+    throw new GatewayError('bad_request', 'bad Last-Event-ID header: the id of an event received (a position, or <position>.<offset> for a token)');
   }
 }
 

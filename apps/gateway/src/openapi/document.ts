@@ -13,6 +13,7 @@ import {
   SteerBody,
   SteerDecisionAnswer,
   StopBody,
+  STREAM_ID_PATTERN,
   StopDecisionAnswer,
   StreamMessage,
   StreamTokenAnswer,
@@ -153,12 +154,12 @@ const paths: ZodOpenApiPathsObject = {
   '/v1/conversations/{key}/events': {
     get: op('Server-Sent Events of the conversation, resumable with `Last-Event-ID`', {
       operationId: 'events',
-      description: `Event types: ${streamEventTypes().map((t) => `\`${t}\``).join(', ')}. Stored events carry their position as SSE id; \`token\` events carry none and are not replayed. Without \`Last-Event-ID\` (or \`?after=\`) the stream starts live. A \`: keep-alive\` comment comes every 15 s.`,
+      description: `Event types: ${streamEventTypes().map((t) => `\`${t}\``).join(', ')}. Stored events carry their position as SSE id; \`token\` events carry \`<position>.<offset>\` (the last position sent before it, its offset on agent.tokens), and a reconnect with either kind of id replays the events and the tokens missed (tokens are kept until their turn ended plus 60 s). Without \`Last-Event-ID\` (or \`?after=\`) the stream starts live. A \`: keep-alive\` comment comes every 15 s.`,
       requestParams: {
         path: conversation,
-        header: z.object({ 'last-event-id': z.string().regex(/^\d{1,15}$/).optional().meta({ description: 'resume after this position' }) }),
+        header: z.object({ 'last-event-id': z.string().regex(STREAM_ID_PATTERN).optional().meta({ description: 'resume after this event (a position) or token (<position>.<offset>)' }) }),
         query: z.object({
-          after: z.string().regex(/^\d{1,15}$/).optional().meta({ description: 'as Last-Event-ID, for clients that cannot set headers (the header wins)' }),
+          after: z.string().regex(STREAM_ID_PATTERN).optional().meta({ description: 'as Last-Event-ID, for clients that cannot set headers (the header wins)' }),
           access_token: z.string().optional().meta({ description: 'a stream token (POST …/stream-tokens), for EventSource' }),
         }),
       },
