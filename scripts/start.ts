@@ -54,7 +54,9 @@ if (!config.OPENAI_API_KEY) {
 
 const services: ChildProcess[] = [];
 function run(name: string, entry: string) {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // RUDDER_CPU_PROFILE_DIR: each service writes a V8 CPU profile there when it stops (docs/performance.md).
+  const profile = env.RUDDER_CPU_PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${env.RUDDER_CPU_PROFILE_DIR}`] : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', entry], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const prefix = (chunk: Buffer) =>
     chunk
       .toString()

@@ -40,6 +40,20 @@ async function neverAnswered(conversation: string, input: string) {
 }
 
 describe('pending inputs', () => {
+  it("a chat's 202 gives its place: how many inputs are ahead of it (the running turn, the follow-ups waiting)", async () => {
+    const { client } = stack;
+    const conversation = key('position');
+    const held = await holding(conversation);
+    const second = await client.chat(conversation, { text: 'second', id: 'c2' });
+    const third = await client.chat(conversation, { text: 'third', id: 'c3' });
+    expect([second.body.position, third.body.position]).toEqual([1, 2]);
+    // Sent again while it waits, a chat is told where it is now.
+    expect((await client.chat(conversation, { text: 'third', id: 'c3' })).body).toEqual({ id: 'c3', turn: null, position: 2 });
+    await held.open();
+    await client.answered(conversation, 'c3');
+    expect((await client.chat(conversation, { text: 'fourth', id: 'c4' })).body).toEqual({ id: 'c4', turn: null, position: 0 });
+  });
+
   it('status lists every pending input in order — steering for the running turn, queue behind it — and the stream reports them', async () => {
     const { client } = stack;
     const conversation = key('pending');

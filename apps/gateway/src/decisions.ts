@@ -69,14 +69,14 @@ export class Decisions {
   /**
    * The answer to a chat or steer the worker refused: busy 409 `conflict`, precondition_failed
    * 412, queue_full 429 with `Retry-After` and the conversation's current counts (from the
-   * companion's status now; `fallback`, the one read for the request, when it does not answer).
+   * companion's status now; zero counts when it does not answer).
    * The id is answered once: the same id again gets this same refusal, so a retry needs a new id.
    */
-  async rejected(key: string, input: { id: string; kind: string }, rejection: Rejection, fallback: CompanionStatus | null): Promise<GatewayError> {
+  async rejected(key: string, input: { id: string; kind: string }, rejection: Rejection): Promise<GatewayError> {
     const { error, hint } = REFUSALS[rejection.code];
     const message = `${input.kind} ${input.id} was refused: ${rejection.message}; ${hint} (a new id is needed: this one is answered by this refusal)`;
     if (rejection.code !== 'queue_full') return new GatewayError(error, message, { id: input.id, reason: rejection.message });
-    const status = await this.companion.status(key).catch(() => fallback);
+    const status = await this.companion.status(key).catch(() => null);
     return new GatewayError(
       error,
       message,

@@ -6,11 +6,22 @@ import { GatewayError } from './errors/gateway-error';
 import { OutageLog } from './errors/outage-log';
 import { CONFIG, KAFKA, LOG } from './tokens';
 
+/** One produce request carries at most this many records, or about this many bytes of values. */
+const MAX_RECORDS_PER_SEND = 500;
+const MAX_BYTES_PER_SEND = 512 * 1024;
+
+type Waiting = { record: InputRecord; value: string; bytes: number; sent: { resolve(): void; reject(error: unknown): void } };
+
 /**
  * Produces inputs to `agent.inputs` (key = conversation key, so a conversation's inputs stay
  * in order on one partition). The producer is idempotent with one request in flight and
  * acks=all: a retried send neither duplicates nor reorders a record, and a 202 means the
  * record is on every in-sync replica. Duplicates across HTTP retries are the input id's job.
+ *
+ * One request in flight would make concurrent requests queue behind each other's round trip,
+ * so records are grouped: what arrives while a send is in flight goes together in the next
+ * one (in arrival order, so a conversation's records keep their order). A send that fails
+ * fails every request in it.
  *
  * Retries are bounded (the runtime's client: kafkajs warns that this "may invalidate EoS"),
  * so a request does not hang while Kafka is away: a send that gives up answers 503 even if
@@ -25,6 +36,8 @@ export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
   private readonly topic: string;
   private connected: Promise<void> | null = null;
   private readonly outage: OutageLog;
+  private waiting: Waiting[] = [];
+  private sending = false;
 
   constructor(@Inject(KAFKA) kafka: Kafka, @Inject(CONFIG) config: Config, @Inject(LOG) log: Log) {
     this.outage = new OutageLog(log, 'Kafka');
@@ -40,20 +53,54 @@ export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
     // The gateway never produces a record its consumers would send to the dead-letter topic.
     const record = InputRecord.parse(input);
     try {
-      await this.connect();
-      await this.producer.send({
-        topic: this.topic,
-        acks: -1,
-        messages: [{ key: record.conversation, value: JSON.stringify(record) }],
+      await new Promise<void>((resolve, reject) => {
+        const value = JSON.stringify(record);
+        this.waiting.push({ record, value, bytes: Buffer.byteLength(value), sent: { resolve, reject } });
+        void this.sendWaiting();
       });
-      this.outage.answered();
     } catch (error) {
-      this.connected = null;
       this.outage.failed(error, { topic: this.topic, type: record.type, id: record.id });
       // A chat or a steer carries the client's id; the controls have fresh ids of their own.
       const retry = record.type === 'chat' || record.type === 'steer' ? 'retry with the same id' : `send the ${record.type} again`;
       throw new GatewayError('unavailable', `the ${record.type} could not be stored (Kafka unavailable); ${retry}`, { kafka: 'unavailable' });
     }
+  }
+
+  /** Sends what waits, one request at a time, each with as many waiting records as fit. */
+  private async sendWaiting(): Promise<void> {
+    if (this.sending) return;
+    this.sending = true;
+    try {
+      while (this.waiting.length > 0) {
+        const batch = this.takeBatch();
+        try {
+          await this.connect();
+          await this.producer.send({
+            topic: this.topic,
+            acks: -1,
+            messages: batch.map((w) => ({ key: w.record.conversation, value: w.value })),
+          });
+          this.outage.answered();
+          for (const w of batch) w.sent.resolve();
+        } catch (error) {
+          this.connected = null;
+          for (const w of batch) w.sent.reject(error);
+        }
+      }
+    } finally {
+      this.sending = false;
+    }
+  }
+
+  private takeBatch(): Waiting[] {
+    let bytes = 0;
+    let count = 0;
+    while (count < this.waiting.length && count < MAX_RECORDS_PER_SEND) {
+      bytes += this.waiting[count].bytes;
+      if (count > 0 && bytes > MAX_BYTES_PER_SEND) break;
+      count++;
+    }
+    return this.waiting.splice(0, count);
   }
 
   async onModuleInit(): Promise<void> {

@@ -19,6 +19,8 @@ export function turnWorkerTransport(config: Config = readConfig()): KafkaBatchSe
       rebalanceTimeout: Math.max(config.WORKER_SESSION_TIMEOUT_MS, 10_000),
       maxWaitTimeInMs: 100,
     },
+    // Partitions are ingested side by side: each batch is one short transaction of its own.
+    partitionsAtOnce: config.KAFKA_PARTITIONS,
     log: createLog('turn-worker'),
   });
 }

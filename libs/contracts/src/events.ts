@@ -36,6 +36,12 @@ export const EventData = {
       subject: z.string(),
       sentAt: z.string(),
     }),
+    /**
+     * A chat's place at acceptance: how many inputs are ahead of it — the follow-ups waiting
+     * plus the running turn (0: it starts next). The gateway's 202 answers it as `position`.
+     * Absent on steers, and on chats stored before it was recorded.
+     */
+    ahead: z.number().int().nonnegative().optional(),
   }),
   /**
    * The worker's decision on a steer, made under the conversation's lock so it is serialized

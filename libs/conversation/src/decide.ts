@@ -55,7 +55,12 @@ function decideInput(state: ConversationState, input: InputRecord, agents: Agent
       if (refusal) return [{ type: 'input.rejected', data: { input: { id: input.id, kind: input.type, text }, ...refusal } }];
       const opened: DomainEvent[] = state.agent === null ? [{ type: 'conversation.opened', data: { owner: input.subject, agent } }] : [];
       const messages = input.type === 'chat' ? input.messages : [input.text];
-      const accepted: DomainEvent = { type: 'input.accepted', data: { input: { id: input.id, kind: input.type, text, messages, subject: input.subject, sentAt: input.sentAt } } };
+      // A chat's place: the follow-ups waiting (steers that missed their turn among them) and the running turn.
+      const ahead = input.type === 'chat' ? { ahead: state.queue.length + (state.runningTurn ? 1 : 0) } : {};
+      const accepted: DomainEvent = {
+        type: 'input.accepted',
+        data: { input: { id: input.id, kind: input.type, text, messages, subject: input.subject, sentAt: input.sentAt }, ...ahead },
+      };
       if (input.type === 'steer') {
         const landed = lands(state, policy!);
         return [

@@ -240,3 +240,25 @@ describe('a landed steer is shown to the model', () => {
     expect(decideTurnCommit(head, startTurn('t1', prompt), final).at(-1)).toMatchObject({ data: { status: 'stopped', outcome: 'rolled back: a newer input replaced it' } });
   });
 });
+
+describe("a chat's place at acceptance (the 202's position)", () => {
+  const aheadOf = (events: DomainEvent[]) => events.flatMap((e) => (e.type === 'input.accepted' && e.data.input.kind === 'chat' ? [[e.data.input.id, e.data.ahead]] : []));
+
+  it('counts the follow-ups waiting and the running turn; a steer that missed its turn waits among them', () => {
+    expect(aheadOf(decide([chat('a')]).events)).toEqual([['a', 0]]);
+    expect(aheadOf(decide([chat('a'), chat('b'), steer('s'), chat('c')]).events)).toEqual([
+      ['a', 0],
+      ['b', 1],
+      ['c', 3],
+    ]);
+    expect(aheadOf(decide([chat('a'), chat('b')], running()).events)).toEqual([
+      ['a', 1],
+      ['b', 2],
+    ]);
+  });
+
+  it('a steer that lands has no place in the queue', () => {
+    const accepted = decide([steer('s')], running()).events.find((e) => e.type === 'input.accepted');
+    expect(accepted?.data).not.toHaveProperty('ahead');
+  });
+});

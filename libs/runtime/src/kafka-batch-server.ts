@@ -31,6 +31,11 @@ export type KafkaBatchServerOptions = {
   consumer: ConsumerConfig;
   /** A fetched batch larger than this reaches the handler in slices (offsets committed after each). */
   maxBatchSize?: number;
+  /**
+   * How many partitions' batches are handled at once (kafkajs' `partitionsConsumedConcurrently`;
+   * default 1). A partition's batches are always handled one after another, in order.
+   */
+  partitionsAtOnce?: number;
   log: Log;
 };
 
@@ -85,6 +90,7 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
           await consumer.run({
             autoCommit: false,
             eachBatchAutoResolve: false,
+            partitionsConsumedConcurrently: this.options.partitionsAtOnce ?? 1,
             eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
               const topic = named.get(batch.topic)!;
               const size = this.options.maxBatchSize ?? batch.messages.length;

@@ -194,10 +194,11 @@ export function conversationEvent<T extends EventType>(conversation: string, typ
 }
 
 /** The worker took a chat or a steer into the log (`input.accepted`). */
-export function inputAccepted(conversation: string, input: { id: string; kind?: 'chat' | 'steer'; messages: string[]; subject?: string }): ConversationEvent {
+export function inputAccepted(conversation: string, input: { id: string; kind?: 'chat' | 'steer'; messages: string[]; subject?: string }, ahead?: number): ConversationEvent {
   const { id, kind = 'chat', messages, subject = 'anonymous' } = input;
   return conversationEvent(conversation, 'input.accepted', {
     input: { id, kind, text: inputText(messages), messages, subject, sentAt: new Date().toISOString() },
+    ...(ahead === undefined ? {} : { ahead }),
   });
 }
 

@@ -29,22 +29,31 @@ export class ConversationAccess {
   ) {}
 
   /**
-   * Checks `subject` may have `access` to the conversation and returns the companion's
-   * status of it (null when the companion does not know the conversation), so a caller
-   * needing the status does not ask twice. 403 `forbidden` otherwise.
+   * Checks `subject` may have `access` to the conversation: 403 `forbidden` otherwise. In open
+   * development mode everyone may, so nothing is asked (no companion call on a write's path).
    *
    * The companion lags `agent.inputs` a little: two subjects writing the very first inputs of
    * a conversation at the same moment may both pass; the owner is whoever the companion
    * folded first.
    */
-  async require(key: string, subject: string, access: Access): Promise<CompanionStatus | null> {
-    const status = await this.companion.status(key).catch((error: unknown) => {
-      if (error instanceof GatewayError && error.code === 'not_found') return null;
-      throw error;
-    });
+  async require(key: string, subject: string, access: Access): Promise<void> {
+    if (!this.authenticator.open) await this.statusFor(key, subject, access);
+  }
+
+  /** The same check, answering the companion's status of the conversation (null when it does not know it). */
+  async statusFor(key: string, subject: string, access: Access): Promise<CompanionStatus | null> {
+    const status = await this.status(key);
     if (!mayAccess(status, subject, access, this.authenticator.open)) {
       throw new GatewayError('forbidden', `${subject} may not ${access} conversation ${key}`);
     }
     return status;
+  }
+
+  /** The companion's status of the conversation, unchecked; null when it does not know it. */
+  status(key: string): Promise<CompanionStatus | null> {
+    return this.companion.status(key).catch((error: unknown) => {
+      if (error instanceof GatewayError && error.code === 'not_found') return null;
+      throw error;
+    });
   }
 }

@@ -20,16 +20,18 @@ export type ChatRequest = {
   idempotencyKey: string | undefined;
 };
 
-/** The worker's decision on a chat: taken into the log, refused, or (another input under the id) not this chat's. */
-type ChatDecision = { accepted: true } | { rejection: Rejection } | { reused: true };
+/** The worker's decision on a chat: taken into the log (with its place), refused, or (another input under the id) not this chat's. */
+type ChatDecision = { accepted: { ahead: number } } | { rejection: Rejection } | { reused: true };
 
 /**
  * `POST /v1/conversations/{key}/chat`: validates the input, settles its id, enqueues it on
  * `agent.inputs` at most once per request and answers once the worker has decided on it
- * (`input.accepted` → 202; `input.rejected` → 409/412/429). Everything that can refuse the
- * request up front (bad input, 401/403, a reused id, the companion away) runs before the one
- * produce, so such a request never leaves a record behind. The wait for the decision starts
- * before the companion is asked about the id and before anything is produced.
+ * (`input.accepted` → 202 with the place it gave; `input.rejected` → 409/412/429). Everything
+ * that can refuse the request up front (bad input, 401/403, a reused id, the companion away)
+ * runs before the one produce, so such a request never leaves a record behind. The wait for
+ * the decision starts before the companion is asked about the id and before anything is
+ * produced. A new chat in open development mode asks the companion nothing: the produce and
+ * the worker's decision are its whole path.
  */
 @Injectable()
 export class ChatHandler {
@@ -51,7 +53,7 @@ export class ChatHandler {
     const clientId = clientIdOf(body.id, request.idempotencyKey);
     const id = clientId ?? randomUUID();
 
-    const status = await this.access.require(request.key, request.subject, 'write');
+    await this.access.require(request.key, request.subject, 'write');
 
     const decision = this.decisions.watch(request.key, (event) => decisionOn(event, id, messages));
     try {
@@ -59,7 +61,7 @@ export class ChatHandler {
       // companion lags agent.inputs slightly, so two retries racing each other may both get
       // past it and both produce; the worker answers an id once, and both get that answer.
       const earlier = clientId === undefined ? null : await this.companion.input(request.key, id);
-      if (earlier !== null) return await this.again(request.key, earlier, messages, status, decision.result);
+      if (earlier !== null) return await this.again(request.key, earlier, messages, decision.result);
 
       const input: ChatInput = {
         v: 1,
@@ -76,7 +78,7 @@ export class ChatHandler {
       // Decided in the last minute (a retry racing the companion's lag): nothing to send again.
       if (decision.seen === undefined) await this.publisher.publish(input);
       const decided = await this.decisions.within(decision.result, (seconds) => late(id, seconds));
-      return await this.answer(request.key, id, decided, status, inputsAhead(status));
+      return await this.answer(request.key, id, decided);
     } finally {
       decision.cancel();
     }
@@ -87,22 +89,21 @@ export class ChatHandler {
     key: string,
     earlier: CompanionInput,
     messages: string[],
-    status: CompanionStatus | null,
     decision: Promise<ChatDecision>,
   ): Promise<ChatAccepted> {
     if (!sameMessages(earlier, messages)) throw reused(earlier.id);
-    if (earlier.state !== 'rejected') return { id: earlier.id, turn: null, position: positionOf(earlier.id, status) };
+    if (earlier.state !== 'rejected') return { id: earlier.id, turn: null, position: positionOf(earlier.id, await this.access.status(key)) };
     const { rejection } = earlier;
     const decided: ChatDecision = rejection
       ? { rejection: { code: rejection.code, message: rejection.message } }
       : await this.decisions.within(decision, (seconds) => late(earlier.id, seconds));
-    return this.answer(key, earlier.id, decided, status, 0);
+    return this.answer(key, earlier.id, decided);
   }
 
-  private async answer(key: string, id: string, decided: ChatDecision, status: CompanionStatus | null, position: number): Promise<ChatAccepted> {
+  private async answer(key: string, id: string, decided: ChatDecision): Promise<ChatAccepted> {
     if ('reused' in decided) throw reused(id);
-    if ('rejection' in decided) throw await this.decisions.rejected(key, { id, kind: 'chat' }, decided.rejection, status);
-    return { id, turn: null, position };
+    if ('rejection' in decided) throw await this.decisions.rejected(key, { id, kind: 'chat' }, decided.rejection);
+    return { id, turn: null, position: decided.accepted.ahead };
   }
 }
 
@@ -110,7 +111,8 @@ export class ChatHandler {
 function decisionOn(event: ConversationEvent, id: string, messages: string[]): ChatDecision | undefined {
   if (event.type === 'input.accepted' && event.data.input.id === id) {
     const same = event.data.input.kind === 'chat' && sameList(event.data.input.messages, messages);
-    return same ? { accepted: true } : { reused: true };
+    // `ahead` is absent only on events stored before the worker recorded it.
+    return same ? { accepted: { ahead: event.data.ahead ?? 0 } } : { reused: true };
   }
   if (event.type === 'input.rejected' && event.data.input.id === id) {
     const same = event.data.input.kind === 'chat' && event.data.input.text === inputText(messages);
@@ -129,16 +131,6 @@ const late = (id: string, seconds: number) =>
       `retry with the same id (${id}) to get its answer: it will not be sent twice`,
     { id },
   );
-
-/**
- * `position` of a new input: how many inputs are ahead of it in the companion's status at
- * acceptance — the pending follow-ups plus the running turn, if any. 0 means it starts next.
- * The companion lags agent.inputs a little, so under a burst this is a lower bound.
- */
-export function inputsAhead(status: CompanionStatus | null): number {
-  if (status === null) return 0;
-  return status.queue.length + (status.running === null ? 0 : 1);
-}
 
 /**
  * `position` of an input sent again: how many are ahead of it now — its place in the queue

@@ -68,17 +68,14 @@ describe('POST /v1/conversations/{key}/chat', () => {
     await h.inputArrived('hdr-2');
   });
 
-  it('position is the number of inputs ahead at acceptance: pending follow-ups plus the running turn', async () => {
-    const key = uniqueKey('position');
-    h.companion.setStatus(key, {
-      running: { turn: 't-1', startedAt: new Date().toISOString() },
-      queue: [
-        { id: 'q-1', kind: 'chat', text: 'one' },
-        { id: 'q-2', kind: 'chat', text: 'two' },
-      ],
-    });
-    const answer = await h.call(chatPath(key), { body: { text: 'third' } });
-    expect(answer.body).toMatchObject({ turn: null, position: 3 });
+  it("position is the worker's count of inputs ahead at acceptance (pending follow-ups plus the running turn)", async () => {
+    const key = manualKey('position');
+    const id = uniqueId('third');
+    const pending = h.call(chatPath(key), { body: { text: 'third', id } });
+    await h.inputArrived(id);
+    await h.publishEvents([inputAccepted(key, { id, messages: ['third'] }, 3)]);
+    const answer = await pending;
+    expect({ status: answer.status, body: answer.body }).toEqual({ status: 202, body: { id, turn: null, position: 3 } });
   });
 
   it('the answer waits for the worker: 202 only once input.accepted for that id in that conversation is published', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CompanionStatus } from '../companion-client';
-import { inputsAhead, positionOf } from './chat-handler';
+import { positionOf } from './chat-handler';
 
 const status = (running: boolean, queue: string[]): CompanionStatus => ({
   key: 'k',
@@ -13,14 +13,7 @@ const status = (running: boolean, queue: string[]): CompanionStatus => ({
   owner: null,
 });
 
-describe('position of a chat', () => {
-  it('a new input has the pending follow-ups and the running turn ahead of it', () => {
-    expect(inputsAhead(null)).toBe(0);
-    expect(inputsAhead(status(false, []))).toBe(0);
-    expect(inputsAhead(status(true, []))).toBe(1);
-    expect(inputsAhead(status(true, ['a', 'b']))).toBe(3);
-  });
-
+describe('position of a chat sent again', () => {
   it('an input sent again has what is ahead of it now, and 0 once it is no longer pending', () => {
     expect(positionOf('b', status(true, ['a', 'b']))).toBe(2);
     expect(positionOf('a', status(false, ['a', 'b']))).toBe(0);

@@ -15,7 +15,7 @@ export class StatusController {
   @Get()
   async status(@Param('key') rawKey: string, @Subject() subject: string): Promise<ConversationStatus> {
     const key = conversationKeyOf(rawKey);
-    const status = await this.access.require(key, subject, 'read');
+    const status = await this.access.statusFor(key, subject, 'read');
     if (!status) throw new GatewayError('not_found', `no conversation ${key}`);
     return publicStatus(status, subject);
   }

@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { SteerBody, type ConversationEvent, type SteerAnswer, type SteerInput } from '@rudder/contracts';
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient, type CompanionInput, type CompanionStatus, type Rejection } from '../companion-client';
+import { CompanionClient, type CompanionInput, type Rejection } from '../companion-client';
 import { Decisions } from '../decisions';
 import { checkTextLength, clientIdOf, parseEdge, requireJsonBody } from '../edge';
 import { GatewayError } from '../errors/gateway-error';
@@ -50,7 +50,7 @@ export class SteerHandler {
     const clientId = clientIdOf(body.id, request.idempotencyKey);
     const id = clientId ?? randomUUID();
 
-    const status = await this.access.require(request.key, request.subject, 'write');
+    await this.access.require(request.key, request.subject, 'write');
 
     const decision = this.decisions.watch(request.key, (event) => decisionOn(event, id));
     try {
@@ -70,7 +70,7 @@ export class SteerHandler {
         decided = await this.known(request.key, earlier);
       }
       decided ??= await this.decisions.within(decision.result, (seconds) => late(id, seconds));
-      return await this.answer(request.key, id, decided, status);
+      return await this.answer(request.key, id, decided);
     } finally {
       decision.cancel();
     }
@@ -96,8 +96,8 @@ export class SteerHandler {
     return undefined;
   }
 
-  private async answer(key: string, id: string, decided: SteerDecision, status: CompanionStatus | null): Promise<SteerAnswer> {
-    if ('rejection' in decided) throw await this.decisions.rejected(key, { id, kind: 'steer' }, decided.rejection, status);
+  private async answer(key: string, id: string, decided: SteerDecision): Promise<SteerAnswer> {
+    if ('rejection' in decided) throw await this.decisions.rejected(key, { id, kind: 'steer' }, decided.rejection);
     return decided.answer;
   }
 }
