@@ -21,6 +21,8 @@ export default defineConfig({
           hookTimeout: 120_000,
           // Two cores: spec files that start services run one at a time.
           fileParallelism: false,
+          // The services' logs as JSON lines, which specs read (a terminal would make them pretty).
+          env: { LOG_FORMAT: 'json' },
         },
       },
     ],

@@ -39,6 +39,8 @@ const env: Record<string, string> = {
   ...(process.env as Record<string, string>),
   KAFKA_BROKERS: infrastructure.kafkaBrokers,
   DATABASE_URL: infrastructure.databaseUrl,
+  // The services log JSON lines on a pipe; on a terminal, this one shows them readable (libs/runtime/src/log.ts).
+  ...(process.stderr.isTTY && !process.env.LOG_FORMAT ? { LOG_FORMAT: 'pretty', FORCE_COLOR: '1' } : {}),
 };
 const config = readConfig(env);
 await ensureTopics(createKafka(config.KAFKA_BROKERS, 'start'), topicNames(config.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);

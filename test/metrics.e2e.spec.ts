@@ -11,7 +11,8 @@ let workerMetrics: string;
 beforeAll(async () => {
   stack = await startStack({ script: testScript, workers: 0 });
   worker = await stack.startWorker({ METRICS_PORT: '0' });
-  workerMetrics = /metrics served.*?"url":"([^"]+)"/.exec(worker.output())![1]!;
+  const served = worker.output().split('\n').find((line) => line.includes('"metrics served"'))!;
+  workerMetrics = (JSON.parse(served) as { url: string }).url;
 });
 afterAll(() => stack?.stop());
 

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { NestFactory } from '@nestjs/core';
-import { createKafka, createLog, createPool, ensureTopics, migrate, topicNames, type Config, type Log } from '@rudder/runtime';
+import { createKafka, createLog, createPool, ensureTopics, migrate, nestLogger, topicNames, type Config, type Log } from '@rudder/runtime';
 import { AppModule } from './app.module';
 import { DatabaseOutage } from './http/database-outage';
 import { ErrorFilter } from './http/errors';
@@ -40,12 +40,12 @@ export async function startCompanion(config: Config, options: CompanionOptions =
     await migrate(pool, SCHEMA, migrations);
 
     const consume = options.consume !== false;
-    const app = await NestFactory.create(AppModule.forRoot(pool, log, consume), { logger: ['error', 'warn'], abortOnError: false });
+    const app = await NestFactory.create(AppModule.forRoot(pool, log, consume), { logger: nestLogger(log), abortOnError: false });
     const outage = new DatabaseOutage(pool, log);
     app.useGlobalFilters(new ErrorFilter(log, outage));
     closers = [() => app.close(), async () => outage.stop()];
     if (consume) {
-      await ensureTopics(createKafka(config.KAFKA_BROKERS, 'companion'), topicNames(config.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);
+      await ensureTopics(createKafka(config.KAFKA_BROKERS, 'companion', log), topicNames(config.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);
       app.connectMicroservice({ strategy: companionTransport(config, log) });
       await app.startAllMicroservices();
     }

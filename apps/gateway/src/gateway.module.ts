@@ -1,4 +1,4 @@
-import { Module, type DynamicModule, type LoggerService } from '@nestjs/common';
+import { Module, type DynamicModule } from '@nestjs/common';
 import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { PositionInterceptor } from './consistency/position.interceptor';
 import { Positions } from './consistency/positions';
@@ -67,7 +67,7 @@ export class GatewayModule {
         { provide: CONFIG, useValue: config },
         { provide: LOG, useValue: log },
         { provide: OPTIONS, useValue: options },
-        { provide: KAFKA, useValue: createKafka(config.KAFKA_BROKERS, 'gateway') },
+        { provide: KAFKA, useValue: createKafka(config.KAFKA_BROKERS, 'gateway', log) },
         { provide: Authenticator, useValue: Authenticator.fromConfig(config) },
         { provide: Positions, useValue: positions },
         { provide: GatewayMetrics, useValue: new GatewayMetrics() },
@@ -93,10 +93,3 @@ export class GatewayModule {
     };
   }
 }
-
-/** Nest's own messages through the service log; its per-route start-up chatter is dropped. */
-export const nestLog = (log: Log): LoggerService => ({
-  log: () => undefined,
-  warn: (message: unknown) => log.warn(String(message)),
-  error: (message: unknown, trace?: unknown) => log.error(String(message), trace === undefined ? undefined : { trace }),
-});

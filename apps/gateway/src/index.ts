@@ -2,8 +2,8 @@ import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { createLog, type Config } from '@rudder/runtime';
-import { GatewayModule, nestLog } from './gateway.module';
+import { createLog, nestLogger, type Config } from '@rudder/runtime';
+import { GatewayModule } from './gateway.module';
 import { answerClientErrorsAsJson, checkParsedBody, checkRequestHead, verifyJsonDepth } from './hostile-input/request-checks';
 import { readMinPosition } from './consistency/positions';
 import type { GatewayOptions } from './tokens';
@@ -41,7 +41,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const app = await NestFactory.create<NestExpressApplication>(GatewayModule.forConfig(config, log, options), {
     bodyParser: false,
     abortOnError: false,
-    logger: nestLog(log),
+    logger: nestLogger(log),
   });
   app.disable('x-powered-by');
   app.use(app.get(GatewayMetrics).timeRequests);

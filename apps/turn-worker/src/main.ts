@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { closeOnSignals, createLog } from '@rudder/runtime';
+import { closeOnSignals, createLog, nestLogger } from '@rudder/runtime';
 import { defaultAgent } from './agents/default-agent';
 import { turnWorkerTransport } from './transport';
 import { TurnWorkerModule } from './turn-worker.module';
@@ -10,6 +10,7 @@ import { TurnWorkerModule } from './turn-worker.module';
 @Module({ imports: [TurnWorkerModule.forRoot({ agents: [defaultAgent] })] })
 class DefaultWorkerModule {}
 
-const app = await NestFactory.createMicroservice(DefaultWorkerModule, { strategy: turnWorkerTransport(), logger: ['error', 'warn'] });
+const log = createLog('turn-worker');
+const app = await NestFactory.createMicroservice(DefaultWorkerModule, { strategy: turnWorkerTransport(undefined, log), logger: nestLogger(log) });
 await app.listen();
-closeOnSignals(() => app.close(), createLog('turn-worker'));
+closeOnSignals(() => app.close(), log);

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import type { Config } from '@rudder/runtime';
+import { createLog, nestLogger, type Config } from '@rudder/runtime';
 import { defaultAgent } from './agents/default-agent';
 import { turnWorkerTransport } from './transport';
 import { TurnWorkerModule } from './turn-worker.module';
@@ -13,7 +13,8 @@ export type RunningTurnWorker = { stop(): Promise<void> };
 export async function startTurnWorker(config: Config, options: Partial<TurnWorkerOptions> = {}): Promise<RunningTurnWorker> {
   @Module({ imports: [TurnWorkerModule.forRoot({ agents: [defaultAgent], ...options, config })] })
   class InProcessWorkerModule {}
-  const app = await NestFactory.createMicroservice(InProcessWorkerModule, { strategy: turnWorkerTransport(config), logger: ['error', 'warn'] });
+  const log = createLog('turn-worker');
+  const app = await NestFactory.createMicroservice(InProcessWorkerModule, { strategy: turnWorkerTransport(config, log), logger: nestLogger(log) });
   await app.listen();
   return { stop: () => app.close() };
 }

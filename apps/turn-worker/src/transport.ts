@@ -7,9 +7,9 @@ import { createKafka, createLog, KafkaBatchServer, readConfig, type Config } fro
  * handler only ingests (short transactions), never runs a turn, so heartbeats keep flowing
  * while turns last minutes.
  */
-export function turnWorkerTransport(config: Config = readConfig()): KafkaBatchServer {
+export function turnWorkerTransport(config: Config = readConfig(), log = createLog('turn-worker')): KafkaBatchServer {
   return new KafkaBatchServer({
-    kafka: createKafka(config.KAFKA_BROKERS, 'turn-worker'),
+    kafka: createKafka(config.KAFKA_BROKERS, 'turn-worker', log),
     topics: [Topics.inputs],
     namespace: config.KAFKA_NAMESPACE,
     consumer: {
@@ -21,6 +21,6 @@ export function turnWorkerTransport(config: Config = readConfig()): KafkaBatchSe
     },
     // Partitions are ingested side by side: each batch is one short transaction of its own.
     partitionsAtOnce: config.KAFKA_PARTITIONS,
-    log: createLog('turn-worker'),
+    log,
   });
 }

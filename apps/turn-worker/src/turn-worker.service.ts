@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { conversationsWithOpenWork, createOutboxRelay, EVENT_STORE_SCHEMA, eventStoreMigrations, PartitionBusyError, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
-import { createKafka, createLog, createPool, ensureTopics, migrate, serveMetrics, topicNames, type Config, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
+import { createKafka, createLog, createPool, ensureTopics, migrate, serveMetrics, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
+import type { ConversationEvent } from '@rudder/contracts';
 import { AgentRegistry } from './agents/agents';
 import { faultPoints } from './fault-points';
 import { ingestInputs } from './ingest/ingest-inputs';
@@ -47,12 +48,12 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     this.fault = faultPoints({ crashAt: config.CRASH_AT, pauseAt: config.PAUSE_AT });
     const topics = topicNames(config.KAFKA_NAMESPACE);
     await migrate(this.pool, EVENT_STORE_SCHEMA, eventStoreMigrations);
-    const kafka = createKafka(config.KAFKA_BROKERS, 'turn-worker');
+    const kafka = createKafka(config.KAFKA_BROKERS, 'turn-worker', log);
     await ensureTopics(kafka, topics, config.KAFKA_PARTITIONS);
     this.publishing = await connectPublishing(kafka, topics);
     this.relay = createOutboxRelay({
       pool: this.pool,
-      publish: (events) => this.publishing.publishEvents(events).then(() => this.metrics.published(events)),
+      publish: (events) => this.publishing.publishEvents(events).then(() => logOutcomes(log, this.metrics.published(events))),
       ownedPartitions: () => [...this.owned],
       afterPublish: () => this.fault('after-publish'),
       log,
@@ -131,5 +132,15 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     await this.publishing?.disconnect().catch(() => undefined);
     await this.metricsServer?.stop();
     if (!this.options.pool) await this.pool.end();
+  }
+}
+
+/** A line per turn started and ended, and per input refused, once each (as published): what "what became of my message" is answered from. */
+function logOutcomes(log: Log, events: readonly ConversationEvent[]): void {
+  for (const event of events) {
+    const { conversation } = event;
+    if (event.type === 'turn.started') log.info('turn started', { conversation, turn: event.data.turn, input: event.data.prompt.id });
+    else if (event.type === 'turn.ended') log.info('turn ended', { conversation, turn: event.data.turn, status: event.data.status, steered: event.data.steered.map((s) => s.id) });
+    else if (event.type === 'input.rejected') log.info('input refused', { conversation, input: event.data.input.id, code: event.data.code });
   }
 }

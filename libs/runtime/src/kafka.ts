@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kafka, logLevel, type Consumer, type ITopicConfig } from 'kafkajs';
-import type { Log } from './log';
+import { Kafka, type Consumer, type ITopicConfig } from 'kafkajs';
+import { createLog, kafkaLogCreator, kafkaLogLevel, type Log } from './log';
 import { Topics } from '@rudder/contracts';
 
 // Every producer here uses kafkajs' default partitioner, which is Java's murmur2: a service
@@ -8,11 +8,13 @@ import { Topics } from '@rudder/contracts';
 // Its "switched default partitioner" notice is about kafkajs 1.x migrations, so silence it.
 process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
 
-export function createKafka(brokers: string, clientId: string): Kafka {
+/** A Kafka client whose logs go through `log` (default: a log of its own, named `clientId`). */
+export function createKafka(brokers: string, clientId: string, log: Log = createLog(clientId)): Kafka {
   return new Kafka({
     clientId,
     brokers: brokers.split(',').map((b) => b.trim()),
-    logLevel: logLevel.WARN,
+    logLevel: kafkaLogLevel(),
+    logCreator: kafkaLogCreator(log),
     retry: { initialRetryTime: 100, retries: 10 },
   });
 }

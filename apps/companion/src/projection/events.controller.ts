@@ -25,7 +25,7 @@ export const LOG = Symbol('companion.log');
  */
 export const companionTransport = (config: Config, log: Log): KafkaBatchServer =>
   new KafkaBatchServer({
-    kafka: createKafka(config.KAFKA_BROKERS, 'companion'),
+    kafka: createKafka(config.KAFKA_BROKERS, 'companion', log),
     topics: [Topics.events],
     namespace: config.KAFKA_NAMESPACE,
     consumer: { groupId: `${config.KAFKA_NAMESPACE}companion`, ...READER_SESSION },

@@ -30,7 +30,9 @@ export class ErrorFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const response = host.switchToHttp().getResponse<ServerResponse>();
-    const { status, body, headers } = this.answer(exception);
+    // Express's request: its route's `key` is the conversation a failure concerns.
+    const request = host.switchToHttp().getRequest<{ method?: string; originalUrl?: string; params?: { key?: string } }>();
+    const { status, body, headers } = this.answer(exception, { method: request.method, path: request.originalUrl, conversation: request.params?.key });
     if (response.headersSent) {
       // A stream (SSE) already answered 200; the only honest thing left is to end it.
       response.end();
@@ -43,13 +45,14 @@ export class ErrorFilter implements ExceptionFilter {
     response.end(JSON.stringify(body));
   }
 
-  private answer(exception: unknown): { status: number; body: AnyErrorBody; headers: Readonly<Record<string, string>> } {
+  private answer(exception: unknown, about: Record<string, string | undefined>): { status: number; body: AnyErrorBody; headers: Readonly<Record<string, string>> } {
     const known = this.toGatewayError(exception);
     if (known) {
       const error = { code: known.code, message: known.message, ...(known.details === undefined ? {} : { details: known.details }) };
       return { status: known.status, body: { error }, headers: known.headers };
     }
     this.log.error('unexpected error', {
+      ...about,
       error: exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
     });
     return { status: INTERNAL.status, body: { error: { code: INTERNAL.code, message: 'internal error' } }, headers: {} };

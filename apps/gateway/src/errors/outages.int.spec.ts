@@ -16,7 +16,7 @@ let companion: Server;
 let h: Harness;
 const lines: string[] = [];
 const line = (level: string) => (message: string, fields?: Record<string, unknown>) => lines.push(`${level} ${message} ${JSON.stringify(fields ?? {})}`) > 0;
-const log = { info: line('info'), warn: line('warn'), error: line('error') };
+const log = { debug: line('debug'), info: line('info'), warn: line('warn'), error: line('error'), child: () => log };
 
 beforeAll(async () => {
   companion = createServer((request, response) => {

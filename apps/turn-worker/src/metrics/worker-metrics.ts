@@ -91,13 +91,16 @@ export class WorkerMetrics {
       .finally(() => setTimeout(() => (this.reading = undefined), 0)));
   }
 
-  /** The events the relay published: each id counted once. */
-  published(events: readonly ConversationEvent[]): void {
+  /** The events the relay published: each id counted once. Answers those it had not seen. */
+  published(events: readonly ConversationEvent[]): ConversationEvent[] {
+    const fresh: ConversationEvent[] = [];
     for (const event of events) {
       if (this.seen.has(event.id)) continue;
       remember(this.seen, event.id, REMEMBERED_EVENTS);
       this.count(event);
+      fresh.push(event);
     }
+    return fresh;
   }
 
   /** A rebalance gave this worker `owned` partitions. */
