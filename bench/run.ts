@@ -8,7 +8,9 @@ import { startInfrastructure } from '@rudder/dev-services';
 import { chatLatency } from './chat-latency';
 import { dbCost } from './db-cost';
 import { recovery, TOOL_MS, type RecoveryResult } from './recovery';
+import { longConversation, workerMemory } from './growth';
 import { steerLatency } from './steer-latency';
+import { throughput } from './throughput';
 import { ms, table } from './stats';
 
 /**
@@ -47,6 +49,10 @@ try {
   for (const sessionTimeoutMs of [6000, 3000]) {
     recoveries.push(await step(`4. recovery, session timeout ${sessionTimeoutMs} ms`, () => recovery(infra, { sessionTimeoutMs, runs: 3 })));
   }
+
+  const load = await step('5. throughput at saturation with 1, 2, 3 workers', () => throughput(infra, { workers: [1, 2, 3], conversations: 16, seconds: 10 }));
+  const memory = await step('6a. worker memory after 1,000 conversations', () => workerMemory(infra, { conversations: 1000, forgetMs: [1000, 3_600_000] }));
+  const long = await step('6b. first turn after a restart in a long conversation', () => longConversation(infra, { earlierTurns: 500, runs: 3 }));
 
   const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}×`;
   const base = chat[0];
@@ -106,6 +112,25 @@ try {
     'The successor boots while the dead member\'s session runs out (the group drops it one session timeout after its last ' +
       'heartbeat, WORKER_HEARTBEAT_MS = 500), so failover ≈ the session timeout as long as that exceeds the boot; then the ' +
       `interrupted tool runs again from the start (${TOOL_MS} ms) before its result is committed.`,
+    '## 5. Throughput at saturation: 16 conversations, one-tool turns (`wait 0`), closed loop, 10 s per level',
+    table(
+      ['worker processes', 'turns', 'turns/s', 'vs 1 worker', 'p50 ms', 'worker CPU-ms / turn (all)', 'bench process CPU-ms / turn'],
+      load.map((l) => [l.workers, l.turns, l.turnsPerSecond.toFixed(1), ratio(l.turnsPerSecond, load[0].turnsPerSecond), ms(l.p50), l.cpuMsPerTurn.workers.toFixed(1), l.cpuMsPerTurn.benchProcess.toFixed(1)]),
+    ),
+    'The bench process holds the gateway, the companion, the scripted model and the load generator; Kafka and PostgreSQL ' +
+      'share the same two cores and are not counted here (see docs/performance.md for a per-process breakdown of `npm start`).',
+    '## 6. Cost as work grows',
+    table(
+      ['idle conversations let go after', 'conversations answered', 'worker RSS before MB', 'after MB', 'kB per conversation'],
+      memory.map((m) => [m.forgetMs >= 3_600_000 ? 'never (1 h)' : `${m.forgetMs} ms`, m.conversations, m.rssBeforeMb.toFixed(0), m.rssAfterMb.toFixed(0), m.kbPerConversation.toFixed(1)]),
+    ),
+    table(
+      ['first turn after a worker restart', 'ms (median of 3)', 'vs new'],
+      [
+        ['in a new conversation', ms(long.newConversationMs), '1.0×'],
+        [`in a conversation with ${long.earlierTurns} earlier turns`, ms(long.longConversationMs), ratio(long.longConversationMs, long.newConversationMs)],
+      ],
+    ),
   ];
   const cpu = os.cpus();
   const header = [

@@ -69,7 +69,9 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       fault: this.fault,
       log,
       retryMs: 1000,
+      idleForgetMs: config.WORKER_IDLE_FORGET_MS,
     });
+    this.metrics.countHeld(() => this.scheduler.held());
     if (config.METRICS_PORT !== undefined) {
       this.metricsServer = await serveMetrics(this.metrics.registry, config.METRICS_PORT);
       log.info('metrics served', { url: this.metricsServer.url });

@@ -61,6 +61,8 @@ const Env = z.object({
    */
   WORKER_SESSION_TIMEOUT_MS: z.coerce.number().int().positive().default(6000),
   WORKER_HEARTBEAT_MS: z.coerce.number().int().positive().default(1000),
+  /** A conversation with nothing running or waiting is forgotten (its fold let go) after this long; read from the log again on its next input. */
+  WORKER_IDLE_FORGET_MS: z.coerce.number().int().positive().default(60_000),
   /** Names a point at which the worker kills itself, for crash tests (see apps/turn-worker/src/fault-points.ts). */
   CRASH_AT: z.string().optional(),
   /** Names a point at which the worker pauses itself with SIGSTOP, for fencing tests (same file). */

@@ -124,6 +124,8 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     const firstFetch = new Promise<void>((resolve) => (positioned = resolve));
     // Offsets are committed (in this process's own group) so that a consumer kafkajs had to
     // replace resumes where the last one stopped instead of at the end, losing nothing between.
+    // At most once a second, not after every batch (a request per batch): a replacement then
+    // reads up to a second again, which the streams drop by position and decisions ignore.
     this.consumer = await keepConsuming({
       log: this.log,
       create: () =>
@@ -142,7 +144,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
         });
         await consumer.connect();
         await consumer.subscribe({ topics: [this.topics.events, this.topics.tokens], fromBeginning: false });
-        await consumer.run({ eachMessage: async ({ topic, message }) => this.dispatch(topic, message) });
+        await consumer.run({ autoCommitInterval: 1000, eachMessage: async ({ topic, message }) => this.dispatch(topic, message) });
       },
     });
     let timer: NodeJS.Timeout | undefined;

@@ -66,4 +66,16 @@ describe('ingesting a batch', () => {
     await ingestInputs(db.pool(), 3, epochs, [misrouted[0].message], agents);
     expect(await ids('m')).toEqual(['m-1', 'm-2']);
   });
+
+  it('an idle conversation starts its next turn in the ingest\'s own transaction; a chat behind a running turn waits', async () => {
+    const epochs = await takePartitions(db.pool(), [5], 'worker-a');
+    const { stored } = await ingestInputs(db.pool(), 5, epochs, [record(chat('t', 't-1', 'first')), record(chat('t', 't-2', 'second'))], agents);
+    expect(stored.map((e) => e.type)).toEqual(['conversation.opened', 'input.accepted', 'input.accepted', 'turn.started', 'input.delivered']);
+    const started = stored.find((e) => e.type === 'turn.started');
+    expect(started?.data).toMatchObject({ prompt: { id: 't-1' } });
+    // One transaction: one commit time for all of them.
+    expect(new Set(stored.map((e) => e.at)).size).toBe(1);
+    const again = await ingestInputs(db.pool(), 5, epochs, [record(chat('t', 't-3', 'third'))], agents);
+    expect(again.stored.map((e) => e.type)).toEqual(['input.accepted']);
+  });
 });

@@ -1,6 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
 import { InputRecord, inputText, type ConversationEvent } from '@rudder/contracts';
-import { conversationRules, decideInputs, receiptKeys } from '@rudder/conversation';
+import { conversationRules, decideInputs, evolve, receiptKeys, startNextTurn } from '@rudder/conversation';
 import { appendToConversations, readStates, type Epochs } from '@rudder/event-store';
 import { isRefusedByDatabase, type Pool } from '@rudder/runtime';
 import type { AgentRegistry } from '../agents/agents';
@@ -42,7 +43,9 @@ export function parseInput(message: KafkaMessage): { input: InputRecord } | { re
 /**
  * Ingests one batch of a partition: every valid input goes into its conversation's log in ONE
  * transaction (an input seen before is skipped; a steer is decided against the running turn),
- * so a long turn never holds up the inputs of other conversations. Returns what was newly
+ * so a long turn never holds up the inputs of other conversations. A conversation with no turn
+ * running starts the next one in that same transaction (`turn.started`, `input.delivered`);
+ * the caller's poke makes its runner read and run it. Returns what was newly
  * stored and what could not be ingested; the caller dead-letters the rejected records before
  * it commits the offsets.
  *
@@ -109,7 +112,11 @@ function appendInputs(pool: Pool, partition: number, epochs: Epochs, inputs: rea
     partition,
     epochs,
     [...byConversation].map(([conversation, of]) => ({ conversation, probe: of.flatMap(receiptKeys) })),
-    (conversation, state, alreadyStored) => decideInputs(state, byConversation.get(conversation)!, alreadyStored, agents, refusals),
+    (conversation, state, alreadyStored) => {
+      const decided = decideInputs(state, byConversation.get(conversation)!, alreadyStored, agents, refusals);
+      // An idle conversation's next turn starts in the same transaction: one commit less per turn.
+      return [...decided, ...startNextTurn(decided.reduce(evolve, state), randomUUID())];
+    },
   );
 }
 

@@ -73,6 +73,19 @@ export class WorkerMetrics {
   private readonly oldest: Gauge;
 
   /** Where the outbox gauges are read from when scraped (the worker's pool). */
+  private heldNow: () => number = () => 0;
+  private readonly held: Gauge = new Gauge({
+    name: 'rudder_conversations_held',
+    help: 'Conversations this worker holds folded in memory (idle ones are let go after WORKER_IDLE_FORGET_MS)',
+    registers: [this.registry],
+    collect: (): void => this.held.set(this.heldNow()),
+  });
+
+  /** `held` counts the conversations in memory when scraped. */
+  countHeld(held: () => number): void {
+    this.heldNow = held;
+  }
+
   readOutboxFrom(pool: Pool): void {
     this.pool = pool;
   }

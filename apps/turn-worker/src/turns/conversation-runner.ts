@@ -30,6 +30,8 @@ export type ConversationRunner = {
   stopTurn(): void;
   /** Stops the turn in flight without storing anything more (the partition moved, or shutdown). */
   abort(): Promise<void>;
+  /** Nothing runs or waits, and nothing is being read: forgetting it loses nothing the log does not hold. */
+  idle(): boolean;
 };
 
 /**
@@ -158,6 +160,9 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
     async abort() {
       controller.abort(new Error('conversation released'));
       await loop;
+    },
+    idle() {
+      return loop === null && !wanted && conversation !== null && conversation.running === null && conversation.state.queue.length === 0;
     },
   };
 }

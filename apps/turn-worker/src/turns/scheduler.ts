@@ -3,14 +3,24 @@ import { createConversationRunner, type ConversationRunner, type RunnerDeps } fr
 /**
  * The conversations this worker runs. Each has one runner, so turns of one conversation run
  * strictly in order while different conversations run side by side.
+ *
+ * A runner keeps its conversation folded in memory; one that has been idle (nothing running or
+ * waiting) for `idleForgetMs` is let go, so memory follows the conversations in use, not every
+ * one ever seen. Its next input reads its log again.
  */
-export function createScheduler(deps: RunnerDeps) {
-  const runners = new Map<string, { partition: number; runner: ConversationRunner }>();
+export function createScheduler(deps: RunnerDeps & { idleForgetMs: number }) {
+  const runners = new Map<string, { partition: number; runner: ConversationRunner; pokedAt: number }>();
+  const forget = setInterval(() => {
+    const before = Date.now() - deps.idleForgetMs;
+    for (const [key, entry] of runners) if (entry.pokedAt < before && entry.runner.idle()) runners.delete(key);
+  }, Math.min(deps.idleForgetMs, 10_000));
+  forget.unref();
   return {
     poke(conversations: Iterable<{ conversation: string; partition: number }>) {
       for (const { conversation, partition } of conversations) {
         let entry = runners.get(conversation);
-        if (!entry) runners.set(conversation, (entry = { partition, runner: createConversationRunner(conversation, deps) }));
+        if (!entry) runners.set(conversation, (entry = { partition, runner: createConversationRunner(conversation, deps), pokedAt: 0 }));
+        entry.pokedAt = Date.now();
         entry.runner.poke();
       }
     },
@@ -25,7 +35,10 @@ export function createScheduler(deps: RunnerDeps) {
       for (const [key] of released) runners.delete(key);
       await Promise.all(released.map(([, entry]) => entry.runner.abort()));
     },
+    /** How many conversations are held in memory now. */
+    held: () => runners.size,
     async stop() {
+      clearInterval(forget);
       const all = [...runners.values()];
       runners.clear();
       await Promise.all(all.map((entry) => entry.runner.abort()));
