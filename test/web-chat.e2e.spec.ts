@@ -65,7 +65,7 @@ const type = async (text: string, button: 'Send' | 'Steer') => {
 };
 
 describe('the web chat', () => {
-  it('chats, steers while the tool runs (the steer marked, the turn speaking twice), retracts a queued message and stops a turn', async () => {
+  it('chats, steers while the tool runs (the steer marked, the turn speaking twice), retracts a queued message and stops a turn', { timeout: 120_000 }, async () => {
     const key = `web/${Math.random().toString(36).slice(2, 8)}`;
     await page.goto(stack.gatewayUrl);
     // AUTH_TOKENS is set: the page asks for a token.
