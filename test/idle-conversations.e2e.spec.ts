@@ -11,7 +11,8 @@ let metricsUrl: string;
 beforeAll(async () => {
   stack = await startStack({ script: testScript, workers: 0 });
   const worker = await stack.startWorker({ METRICS_PORT: '0', WORKER_IDLE_FORGET_MS: '200' });
-  metricsUrl = /metrics served.*?"url":"([^"]+)"/.exec(worker.output())![1]!;
+  const served = worker.output().split('\n').find((line) => line.includes('"metrics served"'))!;
+  metricsUrl = (JSON.parse(served) as { url: string }).url;
 });
 afterAll(() => stack?.stop());
 
