@@ -1,18 +1,20 @@
 import { Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
-import type { Log, Pool } from '@rudder/runtime';
+import type { Log } from '@rudder/runtime';
+import type { DataSource } from 'typeorm';
 import { APP_INTERCEPTOR } from '@nestjs/core';
-import { CompanionController, POOL } from './http/companion.controller';
+import { CompanionController } from './http/companion.controller';
+import { READ_MODELS } from './read-models/data-source';
 import { ReadFloorInterceptor } from './http/read-floor.interceptor';
 import { EventsController, LOG } from './projection/events.controller';
 import { CompanionMetrics } from './metrics/companion-metrics';
 import { MetricsController } from './metrics/metrics.controller';
 
-/** The pool closes with the application, after the transport and the HTTP server. */
+/** The read models' connections close with the application, after the transport and the HTTP server. */
 @Injectable()
-class PoolLifecycle implements OnApplicationShutdown {
-  constructor(@Inject(POOL) private readonly pool: Pool) {}
+class ReadModelsLifecycle implements OnApplicationShutdown {
+  constructor(@Inject(READ_MODELS) private readonly readModels: DataSource) {}
   onApplicationShutdown(): Promise<void> {
-    return this.pool.end();
+    return this.readModels.destroy();
   }
 }
 
@@ -22,15 +24,15 @@ class PoolLifecycle implements OnApplicationShutdown {
  */
 @Module({})
 export class AppModule {
-  static forRoot(pool: Pool, log: Log, consume: boolean): DynamicModule {
+  static forRoot(readModels: DataSource, log: Log, consume: boolean): DynamicModule {
     return {
       module: AppModule,
       controllers: [CompanionController, MetricsController, ...(consume ? [EventsController] : [])],
       providers: [
-        { provide: POOL, useValue: pool },
+        { provide: READ_MODELS, useValue: readModels },
         { provide: LOG, useValue: log },
         { provide: CompanionMetrics, useValue: new CompanionMetrics() },
-        PoolLifecycle,
+        ReadModelsLifecycle,
         { provide: APP_INTERCEPTOR, useClass: ReadFloorInterceptor },
       ],
     };

@@ -2,17 +2,17 @@ import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { NestFactory } from '@nestjs/core';
-import { createKafka, createLog, createPool, ensureTopics, migrate, nestLogger, topicNames, type Config, type Log } from '@rudder/runtime';
+import { createKafka, createLog, ensureTopics, nestLogger, topicNames, type Config, type Log } from '@rudder/runtime';
 import { AppModule } from './app.module';
 import { DatabaseOutage } from './http/database-outage';
 import { ErrorFilter } from './http/errors';
 import { companionTransport } from './projection/events.controller';
-import { migrations, SCHEMA } from './schema';
+import { openReadModels } from './read-models/data-source';
 
 export type Companion = {
   /** The port the HTTP API listens on (the real one when COMPANION_PORT is 0). */
   port: number;
-  /** Stops consuming, then closes the HTTP API, then the pool. Safe to call twice. */
+  /** Stops consuming, then closes the HTTP API, then the read models' connections. Safe to call twice. */
   stop(): Promise<void>;
 };
 
@@ -30,18 +30,18 @@ export type CompanionOptions = {
  */
 export async function startCompanion(config: Config, options: CompanionOptions = {}): Promise<Companion> {
   const log = options.log ?? createLog('companion');
-  const pool = createPool(config.DATABASE_URL);
-  // Until the application owns the pool (and closes it on shutdown), closing is ours.
-  let closers: (() => Promise<void>)[] = [() => pool.end()];
+  // Until the application owns the read models (and closes them on shutdown), closing is ours.
+  let closers: (() => Promise<void>)[] = [];
   const closeAll = async () => {
     for (const close of closers.splice(0).reverse()) await close().catch((error) => log.warn('closing failed', { error: String(error) }));
   };
   try {
-    await migrate(pool, SCHEMA, migrations);
+    const readModels = await openReadModels(config.DATABASE_URL);
+    closers = [() => readModels.destroy()];
 
     const consume = options.consume !== false;
-    const app = await NestFactory.create(AppModule.forRoot(pool, log, consume), { logger: nestLogger(log), abortOnError: false });
-    const outage = new DatabaseOutage(pool, log);
+    const app = await NestFactory.create(AppModule.forRoot(readModels, log, consume), { logger: nestLogger(log), abortOnError: false });
+    const outage = new DatabaseOutage(readModels, log);
     app.useGlobalFilters(new ErrorFilter(log, outage));
     closers = [() => app.close(), async () => outage.stop()];
     if (consume) {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, inject } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '@rudder/dev-services';
-import { createPool, migrate, type Pool } from '@rudder/runtime';
+import { createPool, type Pool } from '@rudder/runtime';
 import type { StreamRules } from './append';
-import { EVENT_STORE_SCHEMA, eventStoreMigrations } from './schema';
+import { migrateEventStore } from './schema';
 
 /**
  * For a spec file: a fresh database on the run's PostgreSQL with the event store migrated,
@@ -13,8 +13,8 @@ export function useEventStoreDatabase(): { pool(): Pool } {
   let pool: Pool;
   beforeAll(async () => {
     database = await createTestDatabase(inject('databaseUrl'));
+    await migrateEventStore(database.url);
     pool = createPool(database.url);
-    await migrate(pool, EVENT_STORE_SCHEMA, eventStoreMigrations);
   });
   afterAll(async () => {
     await pool.end();

@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { DataSource, MigrationExecutor, type EntitySchema, type MigrationInterface, type QueryRunner } from 'typeorm';
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -10,39 +11,70 @@ export function createPool(databaseUrl: string, max = 10): pg.Pool {
   return pool;
 }
 
-export type Migration = { id: string; sql: string };
+/**
+ * A TypeORM DataSource on the one PostgreSQL schema a service owns: its tables, and its ledger
+ * of migrations `<schema>.typeorm_migrations`. Not initialized yet: `openSchema` does that.
+ */
+export function schemaDataSource(
+  databaseUrl: string,
+  schema: string,
+  options: { migrations: (new () => MigrationInterface)[]; entities?: EntitySchema[]; poolSize?: number },
+): DataSource {
+  return new DataSource({
+    type: 'postgres',
+    url: databaseUrl,
+    schema,
+    entities: options.entities ?? [],
+    migrations: options.migrations,
+    migrationsTableName: 'typeorm_migrations',
+    poolSize: options.poolSize ?? 10,
+  });
+}
 
 /**
- * Applies the migrations of one PostgreSQL schema that a service owns, in order, once each.
- * Several processes may start at once: an advisory lock per schema serializes them.
+ * Initializes the DataSource and applies its pending migrations in order, once each, each in
+ * a transaction of its own. Several processes may start at once: an advisory lock per schema,
+ * held by the session that migrates, serializes them. On failure the DataSource is closed.
  */
-export async function migrate(pool: pg.Pool, schema: string, migrations: readonly Migration[]): Promise<void> {
-  const client = await pool.connect();
+export async function openSchema(dataSource: DataSource): Promise<DataSource> {
+  const { schema } = dataSource.options as { schema?: string };
+  if (!schema) throw new Error('openSchema needs a DataSource with a schema');
+  await dataSource.initialize();
+  const runner = dataSource.createQueryRunner();
   try {
-    await client.query('SELECT pg_advisory_lock(hashtext($1))', [`rudder-migrate:${schema}`]);
-    await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS ${schema}.migrations (id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    const { rows } = await client.query<{ id: string }>(`SELECT id FROM ${schema}.migrations`);
-    const applied = new Set(rows.map((r) => r.id));
-    for (const m of migrations) {
-      if (applied.has(m.id)) continue;
-      await client.query('BEGIN');
-      try {
-        await client.query(`SET LOCAL search_path TO ${schema}`);
-        await client.query(m.sql);
-        await client.query(`INSERT INTO ${schema}.migrations (id) VALUES ($1)`, [m.id]);
-        await client.query('COMMIT');
-      } catch (error) {
-        await client.query('ROLLBACK');
-        throw error;
-      }
+    await runner.connect();
+    await runner.query('SELECT pg_advisory_lock(hashtext($1))', [`rudder-migrate:${schema}`]);
+    try {
+      await runner.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+      const executor = new MigrationExecutor(dataSource, runner);
+      executor.transaction = 'each';
+      await executor.executePendingMigrations();
+    } finally {
+      await runner.query('SELECT pg_advisory_unlock(hashtext($1))', [`rudder-migrate:${schema}`]).catch(() => undefined);
     }
-  } finally {
-    await client.query('SELECT pg_advisory_unlock(hashtext($1))', [`rudder-migrate:${schema}`]).catch(() => undefined);
-    client.release();
+  } catch (error) {
+    await runner.release().catch(() => undefined);
+    await dataSource.destroy().catch(() => undefined);
+    throw error;
   }
+  await runner.release();
+  return dataSource;
+}
+
+/**
+ * For a schema's first TypeORM migration: whether the schema is there already, made by the
+ * hand-written migrations that came before TypeORM (ledger `<schema>.migrations`). Complete
+ * (its last step is `lastId`): that ledger is dropped and the tables are kept, being what the
+ * first migration creates. There but older: this throws, saying so.
+ */
+export async function adoptHandWrittenSchema(runner: QueryRunner, schema: string, lastId: string): Promise<boolean> {
+  const [ledger] = (await runner.query('SELECT to_regclass($1) IS NOT NULL AS present', [`${schema}.migrations`])) as { present: boolean }[];
+  if (!ledger.present) return false;
+  const applied = (await runner.query(`SELECT id FROM ${schema}.migrations`)) as { id: string }[];
+  if (!applied.some((row) => row.id === lastId))
+    throw new Error(`the ${schema} schema was made by an older version (its last migration is not ${lastId}): run that version once to bring it up to date, or drop the schema`);
+  await runner.query(`DROP TABLE ${schema}.migrations`);
+  return true;
 }
 
 /**

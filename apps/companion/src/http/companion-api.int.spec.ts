@@ -1,14 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPool, readConfig, type Pool } from '@rudder/runtime';
+import { readConfig } from '@rudder/runtime';
+import type { DataSource } from 'typeorm';
 import { startCompanion, type Companion } from '../start-companion';
 import { foldEvents } from '../projection/fold-events';
+import { openReadModels } from '../read-models/data-source';
 import { createFreshDatabase } from '../../../../test/support/companion/test-database';
 import { chatWithToolCall, conversationLog } from '../../../../test/support/companion/conversation-log';
 import { quietLog } from '../../../../test/support/companion/quiet-log';
 
 let database: Awaited<ReturnType<typeof createFreshDatabase>>;
 let companion: Companion;
-let pool: Pool;
+let readModels: DataSource;
 
 const KEY = 'user-42/trip';
 const STEERED = 'user-42/steered';
@@ -26,9 +28,9 @@ beforeAll(async () => {
     readConfig({ KAFKA_BROKERS: '127.0.0.1:9', DATABASE_URL: database.url, COMPANION_PORT: '0' }),
     { consume: false, log: quietLog() },
   );
-  pool = createPool(database.url);
+  readModels = await openReadModels(database.url);
   const log = conversationLog('user-42/later');
-  await foldEvents(pool, [
+  await foldEvents(readModels, [
     ...chatWithToolCall(KEY),
     log.accepted('m', ['one', 'two']),
     log.started('tm', { id: 'm', text: 'one\n\ntwo' }),
@@ -37,7 +39,7 @@ beforeAll(async () => {
   ]);
   const steered = conversationLog(STEERED);
   const steer = { id: 'fix', text: 'Make it Porto' };
-  await foldEvents(pool, [
+  await foldEvents(readModels, [
     steered.accepted('go', 'Plan a trip'),
     steered.started('ts', { id: 'go', text: 'Plan a trip' }),
     steered.replied('ts', 0, 'Checking.'),
@@ -51,7 +53,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await pool?.end();
+  await readModels?.destroy();
   await companion?.stop();
   await database?.drop();
 });

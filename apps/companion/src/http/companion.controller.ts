@@ -1,18 +1,16 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
-import type { ConversationEvent, TranscriptPage, TurnView } from '@rudder/contracts';
-import type { Pool } from '@rudder/runtime';
-import { readConversationStatus, type CompanionConversationStatus } from '../queries/conversation-status';
+import type { CompanionInput, CompanionStatus, ConversationEvent, TranscriptPage, TurnView } from '@rudder/contracts';
+import type { DataSource } from 'typeorm';
+import { READ_MODELS } from '../read-models/data-source';
+import { readConversationStatus } from '../queries/conversation-status';
 import { readEventsAfter } from '../queries/event-replay';
 import { databaseAnswers } from '../queries/health';
-import { readInput, type InputView } from '../queries/input-view';
+import { readInput } from '../queries/input-view';
 import { readTranscriptPage } from '../queries/transcript-page';
 import { readTurnOfInput } from '../queries/turn-of-input';
 import { readTurn } from '../queries/turn-view';
 import { CompanionError, databaseUnavailable } from './errors';
 import { conversationKey, eventsQuery, inputId, transcriptQuery, turnId, turnsQuery } from './params';
-
-/** The pool the queries read from (Nest token). */
-export const POOL = Symbol('companion.pool');
 
 /**
  * The companion's internal read API, for the gateway only: no authentication here, the gateway
@@ -21,31 +19,31 @@ export const POOL = Symbol('companion.pool');
  */
 @Controller()
 export class CompanionController {
-  constructor(@Inject(POOL) private readonly pool: Pool) {}
+  constructor(@Inject(READ_MODELS) private readonly readModels: DataSource) {}
 
   @Get('healthz')
   async health(): Promise<{ ok: true }> {
-    if (!(await databaseAnswers(this.pool))) throw databaseUnavailable();
+    if (!(await databaseAnswers(this.readModels))) throw databaseUnavailable();
     return { ok: true };
   }
 
   @Get('conversations/:key')
-  status(@Param('key') key: string): Promise<CompanionConversationStatus> {
-    return readConversationStatus(this.pool, conversationKey(key));
+  status(@Param('key') key: string): Promise<CompanionStatus> {
+    return readConversationStatus(this.readModels, conversationKey(key));
   }
 
   @Get('conversations/:key/messages')
   messages(@Param('key') key: string, @Query() query: unknown): Promise<TranscriptPage> {
     const conversation = conversationKey(key);
     const { after, limit } = transcriptQuery(query);
-    return readTranscriptPage(this.pool, conversation, { after: after ?? null, limit });
+    return readTranscriptPage(this.readModels, conversation, { after: after ?? null, limit });
   }
 
   @Get('conversations/:key/turns')
   async turnOfInput(@Param('key') key: string, @Query() query: unknown): Promise<TurnView> {
     const conversation = conversationKey(key);
     const { input } = turnsQuery(query);
-    const turn = await readTurnOfInput(this.pool, conversation, input);
+    const turn = await readTurnOfInput(this.readModels, conversation, input);
     if (!turn) throw new CompanionError('not_found', `no turn has answered or taken input ${input} yet`);
     return turn;
   }
@@ -53,15 +51,15 @@ export class CompanionController {
   @Get('conversations/:key/turns/:turn')
   async turn(@Param('key') key: string, @Param('turn') id: string): Promise<TurnView> {
     const conversation = conversationKey(key);
-    const turn = await readTurn(this.pool, conversation, turnId(id));
+    const turn = await readTurn(this.readModels, conversation, turnId(id));
     if (!turn) throw new CompanionError('not_found', `conversation ${conversation} has no turn ${id}`);
     return turn;
   }
 
   @Get('conversations/:key/inputs/:id')
-  async input(@Param('key') key: string, @Param('id') id: string): Promise<InputView> {
+  async input(@Param('key') key: string, @Param('id') id: string): Promise<CompanionInput> {
     const conversation = conversationKey(key);
-    const input = await readInput(this.pool, conversation, inputId(id));
+    const input = await readInput(this.readModels, conversation, inputId(id));
     if (!input) throw new CompanionError('not_found', `conversation ${conversation} has no input ${id}`);
     return input;
   }
@@ -70,6 +68,6 @@ export class CompanionController {
   events(@Param('key') key: string, @Query() query: unknown): Promise<{ items: ConversationEvent[] }> {
     const conversation = conversationKey(key);
     const { after, limit } = eventsQuery(query);
-    return readEventsAfter(this.pool, conversation, { after: after ?? null, limit });
+    return readEventsAfter(this.readModels, conversation, { after: after ?? null, limit });
   }
 }

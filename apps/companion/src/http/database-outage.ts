@@ -1,4 +1,5 @@
-import type { Log, Pool } from '@rudder/runtime';
+import type { Log } from '@rudder/runtime';
+import type { DataSource } from 'typeorm';
 
 /** How often an outage is probed for its end. */
 const PROBE_MS = 1000;
@@ -31,7 +32,7 @@ export class DatabaseOutage {
   private probe: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly pool: Pool,
+    private readonly readModels: DataSource,
     private readonly log: Log,
   ) {}
 
@@ -55,7 +56,7 @@ export class DatabaseOutage {
 
   private async check(): Promise<void> {
     try {
-      await this.pool.query('SELECT 1');
+      await this.readModels.query('SELECT 1');
     } catch {
       return;
     }

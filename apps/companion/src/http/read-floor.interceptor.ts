@@ -1,8 +1,9 @@
 import { Inject, Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Observable } from 'rxjs';
-import type { Pool } from '@rudder/runtime';
-import { POOL } from './companion.controller';
+import type { DataSource } from 'typeorm';
+import { READ_MODELS } from '../read-models/data-source';
+import { Conversations } from '../read-models/entities';
 import { CompanionError } from './errors';
 
 /** How long a read waits for the view to reach the position asked for, and how often it looks. */
@@ -19,7 +20,7 @@ type Request = { headers: Record<string, string | string[] | undefined>; params?
  */
 @Injectable()
 export class ReadFloorInterceptor implements NestInterceptor {
-  constructor(@Inject(POOL) private readonly pool: Pool) {}
+  constructor(@Inject(READ_MODELS) private readonly readModels: DataSource) {}
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
     const request = context.switchToHttp().getRequest<Request>();
@@ -36,8 +37,8 @@ export class ReadFloorInterceptor implements NestInterceptor {
   private async reached(key: string, min: number): Promise<void> {
     const deadline = Date.now() + WAIT_MS;
     for (;;) {
-      const { rows } = await this.pool.query<{ position: string }>('SELECT position FROM companion.conversations WHERE key = $1', [key]);
-      const position = Number(rows[0]?.position ?? 0);
+      const row = await this.readModels.manager.findOne(Conversations, { select: { position: true }, where: { key } });
+      const position = row?.position ?? 0;
       if (position >= min) return;
       if (Date.now() > deadline) throw new CompanionError('unavailable', `the read view of ${key} is at position ${position}, not yet at ${min}; try again`);
       await sleep(POLL_MS);

@@ -2,8 +2,9 @@ import { Controller, Inject } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import type { KafkaMessage } from 'kafkajs';
 import { Topics, type ConversationEvent } from '@rudder/contracts';
-import { createKafka, isRefusedByDatabase, KafkaBatchServer, READER_SESSION, type Config, type Log, type PartitionBatch, type Pool } from '@rudder/runtime';
-import { POOL } from '../http/companion.controller';
+import { createKafka, isRefusedByDatabase, KafkaBatchServer, READER_SESSION, type Config, type Log, type PartitionBatch } from '@rudder/runtime';
+import type { DataSource } from 'typeorm';
+import { READ_MODELS } from '../read-models/data-source';
 import { performance } from 'node:perf_hooks';
 import { CompanionMetrics } from '../metrics/companion-metrics';
 import { foldEvents, type FoldResult } from './fold-events';
@@ -37,7 +38,7 @@ export const companionTransport = (config: Config, log: Log): KafkaBatchServer =
 @Controller()
 export class EventsController {
   constructor(
-    @Inject(POOL) private readonly pool: Pool,
+    @Inject(READ_MODELS) private readonly readModels: DataSource,
     @Inject(LOG) private readonly log: Log,
     @Inject(CompanionMetrics) private readonly metrics: CompanionMetrics,
   ) {}
@@ -46,7 +47,7 @@ export class EventsController {
   async fold(@Payload() batch: PartitionBatch): Promise<void> {
     const start = performance.now();
     const events = readEvents(batch.messages, batch, this.log);
-    const result = await foldOrSkip(this.pool, events, this.log);
+    const result = await foldOrSkip(this.readModels, events, this.log);
     this.metrics.batchFolded(events, result, (performance.now() - start) / 1000);
   }
 }
@@ -74,16 +75,16 @@ function readEvents(messages: KafkaMessage[], where: { topic: string; partition:
  * error, its events are folded one by one and the ones refused are logged and skipped.
  * Any other failure (the database is down) is thrown: kafkajs retries the batch, unresolved.
  */
-async function foldOrSkip(pool: Pool, events: ConversationEvent[], log: Log): Promise<FoldResult> {
+async function foldOrSkip(readModels: DataSource, events: ConversationEvent[], log: Log): Promise<FoldResult> {
   try {
-    return await foldEvents(pool, events);
+    return await foldEvents(readModels, events);
   } catch (error) {
     if (!isRefusedByDatabase(error)) throw error;
   }
   const total: FoldResult = { applied: 0, duplicates: 0 };
   for (const event of events) {
     try {
-      const one = await foldEvents(pool, [event]);
+      const one = await foldEvents(readModels, [event]);
       total.applied += one.applied;
       total.duplicates += one.duplicates;
     } catch (error) {

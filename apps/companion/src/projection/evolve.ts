@@ -1,91 +1,11 @@
-import type { ConversationEvent, EventDataOf, TurnStatus, Usage } from '@rudder/contracts';
+import type { ConversationEvent, InputState } from '@rudder/contracts';
+import type { ConversationRow, InputRow, TranscriptRow, TurnRow } from '../read-models/entities';
 
 /**
- * The read models as rows, and the pure fold of a batch of events over them.
+ * The pure fold of a batch of events over the read models' rows (`read-models/entities.ts`).
  * `fold-events.ts` loads the rows a batch touches, calls `evolve`, and writes back what changed;
  * this file does no I/O, so the projection rules are tested without a database.
- * Timestamps are ISO strings.
  */
-
-export type ConversationRow = {
-  key: string;
-  owner: string | null;
-  /** The agent that answers it (`conversation.opened`); null before, and in logs older than agents. */
-  agent: string | null;
-  /** Access its owner gave other subjects (`access.granted`). */
-  grants: Record<string, 'read' | 'write'>;
-  /** The position of the last of its events folded: reads that must reflect a write wait for it. */
-  position: number;
-  lastInputId: string | null;
-  lastInputPosition: number | null;
-  runningTurn: string | null;
-  runningStartedAt: string | null;
-};
-
-/**
- * Where an input stands: `pending` from `input.accepted` until one of the others, which are
- * final (the first one stands). `rejected` inputs were never accepted nor pending.
- */
-export type InputState = 'pending' | 'delivered' | 'retracted' | 'discarded' | 'rejected';
-export type RejectionCode = EventDataOf<'input.rejected'>['code'];
-
-export type InputRow = {
-  conversation: string;
-  id: string;
-  kind: 'chat' | 'steer';
-  text: string;
-  /** Null for a rejected input: the refusal names only the joined text. */
-  messages: string[] | null;
-  /** Null for a rejected input. */
-  subject: string | null;
-  /** When it was accepted (or, for a rejected input, refused). */
-  acceptedAt: string;
-  /** The position of its `input.accepted` (or `input.rejected`): the acceptance order. */
-  position: number;
-  state: InputState;
-  /** Why it was rejected; null unless `state` is `rejected`. */
-  rejectionCode: RejectionCode | null;
-  rejectionMessage: string | null;
-  /**
-   * The position of the `stop.requested` by which this pending chat interrupted (or rolled
-   * back) the running turn: it runs next, so the queue shows it first (the latest asker first,
-   * as the worker orders them). Null for every other input.
-   */
-  runsNext: number | null;
-  /** The worker's decision on a steer (`steer.accepted`): null until it is made, and for chats. */
-  steerTurn: string | null;
-  steerLanded: boolean | null;
-};
-
-export type TurnRow = {
-  conversation: string;
-  id: string;
-  promptId: string;
-  promptText: string;
-  status: 'running' | TurnStatus;
-  outcome: string | null;
-  content: string;
-  steered: { id: string; text: string }[];
-  /** The conversation's agent when the turn started. */
-  agent: string | null;
-  /** The replies' usage, summed as they are stored; the turn's end states the total. */
-  usage: Usage | null;
-  startedAt: string;
-  endedAt: string | null;
-};
-
-export type TranscriptRow = {
-  conversation: string;
-  /** Sort key: the position of the event that delivered the message, then its index within it. */
-  position: number;
-  part: number;
-  id: string;
-  role: 'user' | 'assistant';
-  text: string;
-  turn: string | null;
-  steered: boolean;
-  at: string;
-};
 
 /** The rows a batch may read or change, as they were before it. */
 export type Rows = { conversations: ConversationRow[]; inputs: InputRow[]; turns: TurnRow[] };

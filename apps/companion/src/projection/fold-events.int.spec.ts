@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPool, migrate, type Pool } from '@rudder/runtime';
-import { migrations, SCHEMA } from '../schema';
+import type { DataSource } from 'typeorm';
+import { openReadModels } from '../read-models/data-source';
 import { readConversationStatus } from '../queries/conversation-status';
 import { parseCursor, readTranscriptPage, type TranscriptCursor } from '../queries/transcript-page';
 import { readTurn } from '../queries/turn-view';
@@ -12,22 +12,21 @@ import { chatWithToolCall, conversationLog } from '../../../../test/support/comp
 import { foldEvents } from './fold-events';
 
 let database: Awaited<ReturnType<typeof createFreshDatabase>>;
-let pool: Pool;
+let readModels: DataSource;
 
 beforeAll(async () => {
   database = await createFreshDatabase();
-  pool = createPool(database.url);
-  await migrate(pool, SCHEMA, migrations);
+  readModels = await openReadModels(database.url);
 });
 
 afterAll(async () => {
-  await pool?.end();
+  await readModels?.destroy();
   await database?.drop();
 });
 
 /** Every projection row of a conversation, without the key, in a stable order. */
 async function projections(conversation: string) {
-  const read = async (sql: string) => (await pool.query(sql, [conversation])).rows;
+  const read = async (sql: string) => await readModels.query(sql, [conversation]);
   return {
     conversations: await read(`SELECT owner, last_input_id, running_turn, running_started_at FROM companion.conversations WHERE key = $1`),
     inputs: await read(`SELECT id, kind, text, messages, subject, accepted_at, position, state, rejection_code, rejection_message, runs_next, steer_turn, steer_landed FROM companion.inputs WHERE conversation = $1 ORDER BY id`),
@@ -60,7 +59,7 @@ function steeredTurn(key: string) {
   ];
 }
 
-const allMessages = async (conversation: string) => (await readTranscriptPage(pool, conversation, { after: null, limit: 200 })).items;
+const allMessages = async (conversation: string) => (await readTranscriptPage(readModels, conversation, { after: null, limit: 200 })).items;
 
 describe('foldEvents', () => {
   it('shows a chat queued when accepted, running once its turn starts, and the conversation idle when the turn ends', async () => {
@@ -68,8 +67,8 @@ describe('foldEvents', () => {
     const [accepted, started, ...rest] = chatWithToolCall(key);
     const ended = rest.pop()!;
 
-    await foldEvents(pool, [accepted]);
-    expect(await readConversationStatus(pool, key)).toEqual({
+    await foldEvents(readModels, [accepted]);
+    expect(await readConversationStatus(readModels, key)).toEqual({
       key,
       running: null,
       steering: [],
@@ -81,13 +80,13 @@ describe('foldEvents', () => {
     });
     expect(await allMessages(key)).toEqual([]);
 
-    await foldEvents(pool, [started, ...rest]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({
+    await foldEvents(readModels, [started, ...rest]);
+    expect(await readConversationStatus(readModels, key)).toMatchObject({
       running: { turn: 't1', startedAt: started.at },
       queue: [],
       lastInputId: 'i1',
     });
-    expect(await readTurn(pool, key, 't1')).toEqual({
+    expect(await readTurn(readModels, key, 't1')).toEqual({
       id: 't1',
       prompt: { id: 'i1', text: 'Plan a trip to Lisbon' },
       status: 'running',
@@ -100,9 +99,9 @@ describe('foldEvents', () => {
       endedAt: null,
     });
 
-    await foldEvents(pool, [ended]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({ running: null, queue: [], lastInputId: 'i1', owner: 'alice' });
-    expect(await readTurn(pool, key, 't1')).toMatchObject({
+    await foldEvents(readModels, [ended]);
+    expect(await readConversationStatus(readModels, key)).toMatchObject({ running: null, queue: [], lastInputId: 'i1', owner: 'alice' });
+    expect(await readTurn(readModels, key, 't1')).toMatchObject({
       status: 'completed',
       outcome: null,
       content: 'Let me check the weather.\n\nLisbon is sunny: go in May.',
@@ -115,7 +114,7 @@ describe('foldEvents', () => {
       { id: 't1/0', role: 'assistant', text: 'Let me check the weather.', turn: 't1', steered: false, at: rest[0].at },
       { id: 't1/1', role: 'assistant', text: 'Lisbon is sunny: go in May.', turn: 't1', steered: false, at: rest[3].at },
     ]);
-    expect(await readInput(pool, key, 'i1')).toEqual({
+    expect(await readInput(readModels, key, 'i1')).toEqual({
       id: 'i1',
       kind: 'chat',
       text: 'Plan a trip to Lisbon',
@@ -125,20 +124,20 @@ describe('foldEvents', () => {
       state: 'delivered',
       rejection: null,
     });
-    expect((await readEventsAfter(pool, key, { after: null, limit: 500 })).items).toEqual(chatWithToolCall(key));
-    expect((await readEventsAfter(pool, key, { after: 5, limit: 500 })).items.map((e) => e.position)).toEqual([6, 7]);
+    expect((await readEventsAfter(readModels, key, { after: null, limit: 500 })).items).toEqual(chatWithToolCall(key));
+    expect((await readEventsAfter(readModels, key, { after: 5, limit: 500 })).items.map((e) => e.position)).toEqual([6, 7]);
   });
 
   it('answers follow-ups in order: the second chat waits in the queue while the first turn runs', async () => {
     const key = 'queue-order';
     const log = conversationLog(key);
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.accepted('a', 'first', 'bob'),
       log.accepted('b', 'second', 'carol'),
       log.started('t-a', { id: 'a', text: 'first' }),
       log.accepted('c', 'third', 'bob'),
     ]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({
+    expect(await readConversationStatus(readModels, key)).toMatchObject({
       running: { turn: 't-a' },
       queue: [
         { id: 'b', kind: 'chat', text: 'second' },
@@ -154,9 +153,9 @@ describe('foldEvents', () => {
   it('changes nothing when the same batch is folded twice', async () => {
     const key = 'twice';
     const batch = chatWithToolCall(key);
-    expect(await foldEvents(pool, batch)).toEqual({ applied: 7, duplicates: 0 });
+    expect(await foldEvents(readModels, batch)).toEqual({ applied: 7, duplicates: 0 });
     const once = await projections(key);
-    expect(await foldEvents(pool, batch)).toEqual({ applied: 0, duplicates: 7 });
+    expect(await foldEvents(readModels, batch)).toEqual({ applied: 0, duplicates: 7 });
     expect(await projections(key)).toEqual(once);
     expect(once.transcript).toHaveLength(3);
   });
@@ -164,16 +163,16 @@ describe('foldEvents', () => {
   it('changes nothing when an event comes again in a later batch', async () => {
     const events = (key: string) => chatWithToolCall(key);
     const clean = events('redelivered-reference');
-    for (const e of clean) await foldEvents(pool, [e]);
+    for (const e of clean) await foldEvents(readModels, [e]);
 
     const key = 'redelivered';
     const [accepted, started, reply, toolStarted, toolEnded, finalReply, ended] = events(key);
-    await foldEvents(pool, [accepted, started, reply]);
+    await foldEvents(readModels, [accepted, started, reply]);
     // The relay published the reply twice; Kafka redelivered the start with it.
-    expect(await foldEvents(pool, [started, reply, toolStarted])).toEqual({ applied: 1, duplicates: 2 });
-    expect(await foldEvents(pool, [toolEnded, reply, finalReply])).toEqual({ applied: 2, duplicates: 1 });
-    expect((await readTurn(pool, key, 't1'))?.content).toBe('Let me check the weather.\n\nLisbon is sunny: go in May.');
-    await foldEvents(pool, [ended, accepted, finalReply]);
+    expect(await foldEvents(readModels, [started, reply, toolStarted])).toEqual({ applied: 1, duplicates: 2 });
+    expect(await foldEvents(readModels, [toolEnded, reply, finalReply])).toEqual({ applied: 2, duplicates: 1 });
+    expect((await readTurn(readModels, key, 't1'))?.content).toBe('Let me check the weather.\n\nLisbon is sunny: go in May.');
+    await foldEvents(readModels, [ended, accepted, finalReply]);
 
     expect(await projections(key)).toEqual(await projections('redelivered-reference'));
   });
@@ -181,16 +180,16 @@ describe('foldEvents', () => {
   it('folds an event repeated within one batch once', async () => {
     const key = 'repeated-in-batch';
     const [accepted, started, reply] = chatWithToolCall(key);
-    expect(await foldEvents(pool, [accepted, started, reply, reply, started])).toEqual({ applied: 3, duplicates: 2 });
-    expect((await readTurn(pool, key, 't1'))?.content).toBe('Let me check the weather.');
+    expect(await foldEvents(readModels, [accepted, started, reply, reply, started])).toEqual({ applied: 3, duplicates: 2 });
+    expect((await readTurn(readModels, key, 't1'))?.content).toBe('Let me check the weather.');
   });
 
   it('folds each event once when two consumers fold overlapping batches at the same time', async () => {
     const key = 'rebalance';
     const batch = chatWithToolCall(key);
-    const results = await Promise.all([foldEvents(pool, batch.slice(0, 6)), foldEvents(pool, batch.slice(2))]);
+    const results = await Promise.all([foldEvents(readModels, batch.slice(0, 6)), foldEvents(readModels, batch.slice(2))]);
     expect(results.reduce((sum, r) => sum + r.applied, 0)).toBe(7);
-    expect(await readTurn(pool, key, 't1')).toMatchObject({ status: 'completed' });
+    expect(await readTurn(readModels, key, 't1')).toMatchObject({ status: 'completed' });
     expect((await allMessages(key)).map((m) => m.id)).toEqual(['i1', 't1/0', 't1/1']);
   });
 
@@ -198,8 +197,8 @@ describe('foldEvents', () => {
     const key = 'concurrent';
     const log = conversationLog(key);
     const accepted = Array.from({ length: 12 }, (_, i) => log.accepted(`c${i + 1}`, `chat ${i + 1}`));
-    await Promise.all(accepted.reverse().map((e) => foldEvents(pool, [e])));
-    const status = await readConversationStatus(pool, key);
+    await Promise.all(accepted.reverse().map((e) => foldEvents(readModels, [e])));
+    const status = await readConversationStatus(readModels, key);
     expect(status.queue.map((q) => q.id)).toEqual(Array.from({ length: 12 }, (_, i) => `c${i + 1}`));
     expect(status.lastInputId).toBe('c12');
   });
@@ -207,7 +206,7 @@ describe('foldEvents', () => {
   it('pages the transcript oldest first with a cursor until next is null', async () => {
     const key = 'pages';
     const log = conversationLog(key);
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.accepted('p1', 'one'),
       log.started('t1', { id: 'p1', text: 'one' }),
       log.replied('t1', 0, 'two'),
@@ -223,7 +222,7 @@ describe('foldEvents', () => {
     const cursors: (string | null)[] = [];
     let after: TranscriptCursor | null = null;
     do {
-      const page = await readTranscriptPage(pool, key, { after, limit: 2 });
+      const page = await readTranscriptPage(readModels, key, { after, limit: 2 });
       texts.push(...page.items.map((m) => m.text));
       cursors.push(page.next);
       after = page.next === null ? null : parseCursor(page.next);
@@ -232,7 +231,7 @@ describe('foldEvents', () => {
     expect(texts).toEqual(['one', 'two', 'three', 'four', 'five']);
     expect(cursors).toHaveLength(3);
     expect(cursors[2]).toBeNull();
-    expect(await readTranscriptPage(pool, key, { after: parseCursor(cursors[1]!), limit: 2 })).toMatchObject({
+    expect(await readTranscriptPage(readModels, key, { after: parseCursor(cursors[1]!), limit: 2 })).toMatchObject({
       items: [{ text: 'five' }],
       next: null,
     });
@@ -241,7 +240,7 @@ describe('foldEvents', () => {
   it('enters a chat of several messages as one user row per message, under <input>#<n>', async () => {
     const key = 'several';
     const log = conversationLog(key);
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.accepted('multi', ['Flights to Lisbon?', 'And hotels?', 'Budget 800 EUR.']),
       log.started('t1', { id: 'multi', text: 'Flights to Lisbon?\n\nAnd hotels?\n\nBudget 800 EUR.' }),
       log.replied('t1', 0, 'Here is a plan.'),
@@ -252,8 +251,8 @@ describe('foldEvents', () => {
       { id: 'multi#3', role: 'user', text: 'Budget 800 EUR.' },
       { id: 't1/0', role: 'assistant', text: 'Here is a plan.' },
     ]);
-    expect(await readTurnOfInput(pool, key, 'multi')).toMatchObject({ id: 't1', prompt: { id: 'multi' } });
-    expect(await readInput(pool, key, 'multi')).toMatchObject({
+    expect(await readTurnOfInput(readModels, key, 'multi')).toMatchObject({ id: 't1', prompt: { id: 'multi' } });
+    expect(await readInput(readModels, key, 'multi')).toMatchObject({
       text: 'Flights to Lisbon?\n\nAnd hotels?\n\nBudget 800 EUR.',
       messages: ['Flights to Lisbon?', 'And hotels?', 'Budget 800 EUR.'],
     });
@@ -262,20 +261,20 @@ describe('foldEvents', () => {
   it('keeps how a turn ended and the steered messages it took, and finds the turn by a taken input', async () => {
     const key = 'stopped';
     const log = conversationLog(key);
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.accepted('s1', 'go'),
       log.started('t1', { id: 's1', text: 'go' }),
       log.replied('t1', 0, 'Going.'),
       log.ended('t1', 'Going.', { status: 'stopped', outcome: 'stopped by alice', steered: [{ id: 'steer-1', text: 'faster' }] }),
     ]);
-    expect(await readTurn(pool, key, 't1')).toMatchObject({
+    expect(await readTurn(readModels, key, 't1')).toMatchObject({
       status: 'stopped',
       outcome: 'stopped by alice',
       steered: [{ id: 'steer-1', text: 'faster' }],
     });
-    expect(await readTurnOfInput(pool, key, 'steer-1')).toMatchObject({ id: 't1' });
-    expect(await readTurnOfInput(pool, key, 'never-sent')).toBeNull();
-    expect(await readConversationStatus(pool, key)).toMatchObject({ running: null });
+    expect(await readTurnOfInput(readModels, key, 'steer-1')).toMatchObject({ id: 't1' });
+    expect(await readTurnOfInput(readModels, key, 'never-sent')).toBeNull();
+    expect(await readConversationStatus(readModels, key)).toMatchObject({ running: null });
   });
 
   it('shows a steer taken mid-turn in steering, then as a steered user row between the two answers, and in the turn it joined', async () => {
@@ -283,23 +282,23 @@ describe('foldEvents', () => {
     const events = steeredTurn(key);
     const [accepted, started, reply, toolStarted, steer, decided, followUp, toolEnded, taken, finalReply, ended] = events;
 
-    await foldEvents(pool, [accepted, started, reply, toolStarted, steer]);
+    await foldEvents(readModels, [accepted, started, reply, toolStarted, steer]);
     // Accepted, not yet decided: it waits for the running turn.
-    expect(await readConversationStatus(pool, key)).toMatchObject({
+    expect(await readConversationStatus(readModels, key)).toMatchObject({
       running: { turn: 't1' },
       steering: [{ id: 's1', text: 'Make it Porto instead' }],
       queue: [],
       lastInputId: 's1',
     });
-    expect(await readInput(pool, key, 's1')).toMatchObject({ kind: 'steer', state: 'pending', steer: null });
+    expect(await readInput(readModels, key, 's1')).toMatchObject({ kind: 'steer', state: 'pending', steer: null });
 
-    await foldEvents(pool, [decided, followUp, toolEnded]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({
+    await foldEvents(readModels, [decided, followUp, toolEnded]);
+    expect(await readConversationStatus(readModels, key)).toMatchObject({
       steering: [{ id: 's1', text: 'Make it Porto instead' }],
       queue: [{ id: 'c2', kind: 'chat', text: 'And hotels?' }],
       lastInputId: 'c2',
     });
-    expect(await readInput(pool, key, 's1')).toEqual({
+    expect(await readInput(readModels, key, 's1')).toEqual({
       id: 's1',
       kind: 'steer',
       text: 'Make it Porto instead',
@@ -310,44 +309,44 @@ describe('foldEvents', () => {
       rejection: null,
     });
 
-    await foldEvents(pool, [taken]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({
+    await foldEvents(readModels, [taken]);
+    expect(await readConversationStatus(readModels, key)).toMatchObject({
       running: { turn: 't1' },
       steering: [],
       queue: [{ id: 'c2', kind: 'chat', text: 'And hotels?' }],
     });
-    expect(await readTurn(pool, key, 't1')).toMatchObject({ status: 'running', steered: [{ id: 's1', text: 'Make it Porto instead' }] });
-    expect(await readTurnOfInput(pool, key, 's1')).toMatchObject({ id: 't1', prompt: { id: 'i1' } });
-    expect(await readInput(pool, key, 's1')).toMatchObject({ state: 'delivered', steer: { turn: 't1', landed: true } });
+    expect(await readTurn(readModels, key, 't1')).toMatchObject({ status: 'running', steered: [{ id: 's1', text: 'Make it Porto instead' }] });
+    expect(await readTurnOfInput(readModels, key, 's1')).toMatchObject({ id: 't1', prompt: { id: 'i1' } });
+    expect(await readInput(readModels, key, 's1')).toMatchObject({ state: 'delivered', steer: { turn: 't1', landed: true } });
 
-    await foldEvents(pool, [finalReply, ended]);
-    expect(await readTurn(pool, key, 't1')).toMatchObject({
+    await foldEvents(readModels, [finalReply, ended]);
+    expect(await readTurn(readModels, key, 't1')).toMatchObject({
       status: 'completed',
       steered: [{ id: 's1', text: 'Make it Porto instead' }],
       content: 'Let me check the weather.\n\nPorto is sunny: go in May.',
     });
-    expect(await readTurnOfInput(pool, key, 's1')).toMatchObject({ id: 't1' });
+    expect(await readTurnOfInput(readModels, key, 's1')).toMatchObject({ id: 't1' });
     expect(await allMessages(key)).toEqual([
       { id: 'i1', role: 'user', text: 'Plan a trip to Lisbon', turn: 't1', steered: false, at: accepted.at },
       { id: 't1/0', role: 'assistant', text: 'Let me check the weather.', turn: 't1', steered: false, at: reply.at },
       { id: 's1', role: 'user', text: 'Make it Porto instead', turn: 't1', steered: true, at: steer.at },
       { id: 't1/1', role: 'assistant', text: 'Porto is sunny: go in May.', turn: 't1', steered: false, at: finalReply.at },
     ]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({ running: null, steering: [], queue: [{ id: 'c2' }] });
+    expect(await readConversationStatus(readModels, key)).toMatchObject({ running: null, steering: [], queue: [{ id: 'c2' }] });
   });
 
   it('queues a steer that did not land with kind steer, in order, until it is answered as a turn of its own', async () => {
     const key = 'not-landed';
     const log = conversationLog(key);
     const steer = { id: 's1', text: 'Also look at Porto' };
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.accepted('i1', 'Plan a trip to Lisbon'),
       log.started('t1', { id: 'i1', text: 'Plan a trip to Lisbon' }),
       log.steer(steer.id, steer.text),
       log.decided(steer, null),
       log.accepted('c2', 'And hotels?'),
     ]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({
+    expect(await readConversationStatus(readModels, key)).toMatchObject({
       running: { turn: 't1' },
       steering: [],
       queue: [
@@ -355,23 +354,23 @@ describe('foldEvents', () => {
         { id: 'c2', kind: 'chat', text: 'And hotels?' },
       ],
     });
-    expect(await readInput(pool, key, 's1')).toMatchObject({ state: 'pending', steer: { turn: null, landed: false } });
-    expect(await readTurnOfInput(pool, key, 's1')).toBeNull();
+    expect(await readInput(readModels, key, 's1')).toMatchObject({ state: 'pending', steer: { turn: null, landed: false } });
+    expect(await readTurnOfInput(readModels, key, 's1')).toBeNull();
 
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.replied('t1', 0, 'Lisbon it is.'),
       log.ended('t1', 'Lisbon it is.'),
       log.started('t2', steer),
       log.replied('t2', 0, 'Porto too.'),
     ]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({
+    expect(await readConversationStatus(readModels, key)).toMatchObject({
       running: { turn: 't2' },
       steering: [],
       queue: [{ id: 'c2', kind: 'chat', text: 'And hotels?' }],
     });
-    expect(await readTurnOfInput(pool, key, 's1')).toMatchObject({ id: 't2', prompt: steer, steered: [] });
-    expect(await readTurn(pool, key, 't1')).toMatchObject({ steered: [] });
-    expect(await readInput(pool, key, 's1')).toMatchObject({ state: 'delivered', steer: { turn: null, landed: false } });
+    expect(await readTurnOfInput(readModels, key, 's1')).toMatchObject({ id: 't2', prompt: steer, steered: [] });
+    expect(await readTurn(readModels, key, 't1')).toMatchObject({ steered: [] });
+    expect(await readInput(readModels, key, 's1')).toMatchObject({ state: 'delivered', steer: { turn: null, landed: false } });
     expect((await allMessages(key)).map(({ id, role, turn, steered }) => ({ id, role, turn, steered }))).toEqual([
       { id: 'i1', role: 'user', turn: 't1', steered: false },
       { id: 't1/0', role: 'assistant', turn: 't1', steered: false },
@@ -386,7 +385,7 @@ describe('foldEvents', () => {
     const s0 = { id: 's0', text: 'taken before the stop' };
     const s1 = { id: 's1', text: 'first untaken' };
     const s2 = { id: 's2', text: 'second untaken' };
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.accepted('a', 'go'),
       log.started('t1', { id: 'a', text: 'go' }),
       log.steer(s0.id, s0.text),
@@ -399,15 +398,15 @@ describe('foldEvents', () => {
       log.steer(s2.id, s2.text),
       log.decided(s2, 't1'),
     ]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({
+    expect(await readConversationStatus(readModels, key)).toMatchObject({
       running: { turn: 't1' },
       steering: [s1, s2],
       queue: [{ id: 'c2', kind: 'chat', text: 'a follow-up' }],
     });
 
     const stopped = [log.stopRequested('stop-1', 't1'), log.ended('t1', 'Going.', { status: 'stopped', outcome: 'stopped', steered: [s0] })];
-    await foldEvents(pool, stopped);
-    expect(await readConversationStatus(pool, key)).toMatchObject({
+    await foldEvents(readModels, stopped);
+    expect(await readConversationStatus(readModels, key)).toMatchObject({
       running: null,
       steering: [],
       queue: [
@@ -416,28 +415,28 @@ describe('foldEvents', () => {
         { id: 's2', kind: 'steer', text: 'second untaken' },
       ],
     });
-    expect(await readTurn(pool, key, 't1')).toMatchObject({ status: 'stopped', steered: [s0] });
-    expect(await readTurnOfInput(pool, key, 's0')).toMatchObject({ id: 't1' });
+    expect(await readTurn(readModels, key, 't1')).toMatchObject({ status: 'stopped', steered: [s0] });
+    expect(await readTurnOfInput(readModels, key, 's0')).toMatchObject({ id: 't1' });
     // The decision stays what the worker said, so a repeated steer id gets the same answer.
-    expect(await readInput(pool, key, 's1')).toMatchObject({ state: 'pending', steer: { turn: 't1', landed: true } });
+    expect(await readInput(readModels, key, 's1')).toMatchObject({ state: 'pending', steer: { turn: 't1', landed: true } });
 
     // The worker answers them as turns of their own, in order.
-    await foldEvents(pool, [log.started('t2', s1)]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({
+    await foldEvents(readModels, [log.started('t2', s1)]);
+    expect(await readConversationStatus(readModels, key)).toMatchObject({
       running: { turn: 't2' },
       steering: [],
       queue: [{ id: 'c2' }, { id: 's2', kind: 'steer' }],
     });
-    expect(await readTurnOfInput(pool, key, 's1')).toMatchObject({ id: 't2', prompt: s1 });
+    expect(await readTurnOfInput(readModels, key, 's1')).toMatchObject({ id: 't2', prompt: s1 });
   });
 
   it('changes nothing when a batch with steers is folded twice, whole or in parts', async () => {
     const key = 'steered-twice';
     const batch = steeredTurn(key);
-    expect(await foldEvents(pool, batch)).toEqual({ applied: batch.length, duplicates: 0 });
+    expect(await foldEvents(readModels, batch)).toEqual({ applied: batch.length, duplicates: 0 });
     const once = await projections(key);
-    expect(await foldEvents(pool, batch)).toEqual({ applied: 0, duplicates: batch.length });
-    expect(await foldEvents(pool, batch.slice(4, 9))).toEqual({ applied: 0, duplicates: 5 });
+    expect(await foldEvents(readModels, batch)).toEqual({ applied: 0, duplicates: batch.length });
+    expect(await foldEvents(readModels, batch.slice(4, 9))).toEqual({ applied: 0, duplicates: 5 });
     expect(await projections(key)).toEqual(once);
     expect(once.transcript.map((m: { id: string }) => m.id)).toEqual(['i1', 't1/0', 's1', 't1/1']);
     expect(once.turns).toMatchObject([{ steered: [{ id: 's1', text: 'Make it Porto instead' }] }]);
@@ -445,8 +444,8 @@ describe('foldEvents', () => {
     // The same events one by one, each delivered twice, give the same projections.
     const reference = 'steered-one-by-one';
     for (const e of steeredTurn(reference)) {
-      await foldEvents(pool, [e]);
-      await foldEvents(pool, [e]);
+      await foldEvents(readModels, [e]);
+      await foldEvents(readModels, [e]);
     }
     expect(await projections(reference)).toEqual(once);
   });
@@ -455,7 +454,7 @@ describe('foldEvents', () => {
     const key = 'retracted-discarded';
     const log = conversationLog(key);
     const s1 = { id: 's1', text: 'faster' };
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.accepted('a', 'go'),
       log.started('t1', { id: 'a', text: 'go' }),
       log.delivered({ id: 'a', kind: 'chat' }, 't1'),
@@ -465,24 +464,24 @@ describe('foldEvents', () => {
       log.accepted('c3', 'third'),
       log.accepted('c4', 'fourth'),
     ]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({
+    expect(await readConversationStatus(readModels, key)).toMatchObject({
       steering: [s1],
       queue: [{ id: 'c2' }, { id: 'c3' }, { id: 'c4' }],
       lastInputId: 'c4',
     });
 
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.retracted({ id: 'c2', kind: 'chat', text: 'second' }, 'retract-1'),
       log.retracted({ id: 's1', kind: 'steer', text: 'faster' }, 'retract-2'),
       log.retractRefused('retract-3', 'a'),
     ]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({
+    expect(await readConversationStatus(readModels, key)).toMatchObject({
       running: { turn: 't1' },
       steering: [],
       queue: [{ id: 'c3' }, { id: 'c4' }],
       lastInputId: 'c4',
     });
-    expect(await readInput(pool, key, 'c2')).toEqual({
+    expect(await readInput(readModels, key, 'c2')).toEqual({
       id: 'c2',
       kind: 'chat',
       text: 'second',
@@ -492,17 +491,17 @@ describe('foldEvents', () => {
       state: 'retracted',
       rejection: null,
     });
-    expect(await readInput(pool, key, 's1')).toMatchObject({ state: 'retracted', steer: { turn: 't1', landed: true } });
+    expect(await readInput(readModels, key, 's1')).toMatchObject({ state: 'retracted', steer: { turn: 't1', landed: true } });
     // A refused retraction changes nothing: the input it named was delivered already.
-    expect(await readInput(pool, key, 'a')).toMatchObject({ state: 'delivered' });
+    expect(await readInput(readModels, key, 'a')).toMatchObject({ state: 'delivered' });
 
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.stopRequested('stop-1', 't1'),
       log.discarded({ id: 'c3', kind: 'chat', text: 'third' }, 'stop-1'),
       log.discarded({ id: 'c4', kind: 'chat', text: 'fourth' }, 'stop-1'),
       log.ended('t1', '', { status: 'stopped', outcome: 'stopped' }),
     ]);
-    expect(await readConversationStatus(pool, key)).toEqual({
+    expect(await readConversationStatus(readModels, key)).toEqual({
       key,
       running: null,
       steering: [],
@@ -512,18 +511,18 @@ describe('foldEvents', () => {
       owner: 'alice',
       grants: [],
     });
-    expect(await readInput(pool, key, 'c3')).toMatchObject({ state: 'discarded', rejection: null });
-    expect(await readInput(pool, key, 'c4')).toMatchObject({ state: 'discarded' });
+    expect(await readInput(readModels, key, 'c3')).toMatchObject({ state: 'discarded', rejection: null });
+    expect(await readInput(readModels, key, 'c4')).toMatchObject({ state: 'discarded' });
     // Neither the retraction nor the discard entered the transcript; their events are there for replay.
     expect((await allMessages(key)).map((m) => m.id)).toEqual(['a']);
-    expect((await readEventsAfter(pool, key, { after: null, limit: 500 })).items.map((e) => e.type)).toContain('retract.refused');
+    expect((await readEventsAfter(readModels, key, { after: null, limit: 500 })).items.map((e) => e.type)).toContain('retract.refused');
   });
 
   it('keeps the first final state: a discard after a retraction, or a late delivery, changes nothing', async () => {
     const key = 'first-state-stands';
     const log = conversationLog(key);
     const c2 = { id: 'c2', kind: 'chat' as const, text: 'second' };
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.accepted('a', 'go'),
       log.started('t1', { id: 'a', text: 'go' }),
       log.accepted(c2.id, c2.text),
@@ -531,8 +530,8 @@ describe('foldEvents', () => {
       log.discarded(c2, 'stop-1'),
       log.discarded({ id: 'a', kind: 'chat', text: 'go' }, 'stop-1'),
     ]);
-    expect(await readInput(pool, key, 'c2')).toMatchObject({ state: 'retracted' });
-    expect(await readInput(pool, key, 'a')).toMatchObject({ state: 'delivered' });
+    expect(await readInput(readModels, key, 'c2')).toMatchObject({ state: 'retracted' });
+    expect(await readInput(readModels, key, 'a')).toMatchObject({ state: 'delivered' });
   });
 
   it('records a rejected input as refused with its code and message: never pending, and not the last input', async () => {
@@ -540,7 +539,7 @@ describe('foldEvents', () => {
     const log = conversationLog(key);
     const tooMuch = { id: 'r1', kind: 'chat' as const, text: 'one more\n\nand another' };
     const stale = { id: 'r2', kind: 'steer' as const, text: 'change course' };
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.rejected({ id: 'r0', kind: 'chat', text: 'hello?' }, 'precondition_failed', 'the last accepted input is none, not x'),
       log.accepted('a', 'go', 'bob'),
       log.started('t1', { id: 'a', text: 'go' }),
@@ -549,7 +548,7 @@ describe('foldEvents', () => {
       log.rejected(stale, 'precondition_failed', 'the last accepted input is c2, not a'),
       log.rejected({ id: 'r3', kind: 'chat', text: 'now!' }, 'busy', 'a turn is running (t1) and onBusy is reject'),
     ]);
-    expect(await readConversationStatus(pool, key)).toEqual({
+    expect(await readConversationStatus(readModels, key)).toEqual({
       key,
       running: { turn: 't1', startedAt: expect.any(String) },
       steering: [],
@@ -560,7 +559,7 @@ describe('foldEvents', () => {
       owner: 'bob',
       grants: [],
     });
-    expect(await readInput(pool, key, 'r1')).toEqual({
+    expect(await readInput(readModels, key, 'r1')).toEqual({
       id: 'r1',
       kind: 'chat',
       text: 'one more\n\nand another',
@@ -569,17 +568,17 @@ describe('foldEvents', () => {
       state: 'rejected',
       rejection: { code: 'queue_full', message: 'the follow-up queue is full (0 steering, 4 queued; at most 4)' },
     });
-    expect(await readInput(pool, key, 'r2')).toMatchObject({
+    expect(await readInput(readModels, key, 'r2')).toMatchObject({
       kind: 'steer',
       state: 'rejected',
       rejection: { code: 'precondition_failed', message: 'the last accepted input is c2, not a' },
     });
-    expect(await readInput(pool, key, 'r3')).toMatchObject({ state: 'rejected', rejection: { code: 'busy' } });
+    expect(await readInput(readModels, key, 'r3')).toMatchObject({ state: 'rejected', rejection: { code: 'busy' } });
 
     // The same id refused again (the client retried) keeps the first refusal.
-    await foldEvents(pool, [log.rejected({ ...tooMuch, text: 'other' }, 'busy', 'other')]);
-    expect(await readInput(pool, key, 'r1')).toMatchObject({ text: 'one more\n\nand another', rejection: { code: 'queue_full' } });
-    expect(await readTurnOfInput(pool, key, 'r1')).toBeNull();
+    await foldEvents(readModels, [log.rejected({ ...tooMuch, text: 'other' }, 'busy', 'other')]);
+    expect(await readInput(readModels, key, 'r1')).toMatchObject({ text: 'one more\n\nand another', rejection: { code: 'queue_full' } });
+    expect(await readTurnOfInput(readModels, key, 'r1')).toBeNull();
     expect((await allMessages(key)).map((m) => m.id)).toEqual(['a']);
   });
 
@@ -587,7 +586,7 @@ describe('foldEvents', () => {
     const key = 'interrupt';
     const log = conversationLog(key);
     const late = { id: 'late', text: 'also Porto' };
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.accepted('a', 'go'),
       log.started('t1', { id: 'a', text: 'go' }),
       log.accepted('c2', 'second'),
@@ -597,7 +596,7 @@ describe('foldEvents', () => {
       log.steer(late.id, late.text),
       log.decided(late, null),
     ]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({
+    expect(await readConversationStatus(readModels, key)).toMatchObject({
       running: { turn: 't1' },
       steering: [],
       queue: [
@@ -609,7 +608,7 @@ describe('foldEvents', () => {
       lastInputId: 'late',
     });
 
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.ended('t1', '', { status: 'superseded', outcome: 'interrupted by a newer input at a step' }),
       log.started('t2', { id: 'now', text: 'forget that, plan Rome' }),
       log.delivered({ id: 'now', kind: 'chat' }, 't2'),
@@ -618,15 +617,15 @@ describe('foldEvents', () => {
       // A plain stop names no input: the queue keeps its order.
       log.stopRequested('stop-1', 't2'),
     ]);
-    expect(await readInput(pool, key, 'now')).toMatchObject({ state: 'delivered' });
-    expect((await readConversationStatus(pool, key)).queue.map((q) => q.id)).toEqual(['undo', 'c2', 'c3', 'late']);
-    expect(await readTurn(pool, key, 't1')).toMatchObject({ status: 'superseded' });
+    expect(await readInput(readModels, key, 'now')).toMatchObject({ state: 'delivered' });
+    expect((await readConversationStatus(readModels, key)).queue.map((q) => q.id)).toEqual(['undo', 'c2', 'c3', 'late']);
+    expect(await readTurn(readModels, key, 't1')).toMatchObject({ status: 'superseded' });
   });
 
   it('shows a promoted follow-up as a steer: landed, it moves to steering; not landed, it stays in the queue', async () => {
     const key = 'promoted';
     const log = conversationLog(key);
-    await foldEvents(pool, [
+    await foldEvents(readModels, [
       log.accepted('a', 'go'),
       log.started('t1', { id: 'a', text: 'go' }),
       log.accepted('c2', 'second'),
@@ -635,11 +634,11 @@ describe('foldEvents', () => {
       log.decided({ id: 'c2', text: 'second' }, null),
       log.promoteRefused('promote-3', 'a'),
     ]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({
+    expect(await readConversationStatus(readModels, key)).toMatchObject({
       steering: [{ id: 'c3', text: 'third' }],
       queue: [{ id: 'c2', kind: 'steer', text: 'second' }],
     });
-    expect(await readInput(pool, key, 'c3')).toMatchObject({ kind: 'chat', state: 'pending', steer: { turn: 't1', landed: true } });
+    expect(await readInput(readModels, key, 'c3')).toMatchObject({ kind: 'chat', state: 'pending', steer: { turn: 't1', landed: true } });
   });
 
   it('changes nothing when queue-control events come again, whole or one by one', async () => {
@@ -668,10 +667,10 @@ describe('foldEvents', () => {
     };
     const key = 'controls-twice';
     const batch = controls(key);
-    expect(await foldEvents(pool, batch)).toEqual({ applied: batch.length, duplicates: 0 });
+    expect(await foldEvents(readModels, batch)).toEqual({ applied: batch.length, duplicates: 0 });
     const once = await projections(key);
-    expect(await foldEvents(pool, batch)).toEqual({ applied: 0, duplicates: batch.length });
-    expect(await foldEvents(pool, batch.slice(5, 12))).toEqual({ applied: 0, duplicates: 7 });
+    expect(await foldEvents(readModels, batch)).toEqual({ applied: 0, duplicates: batch.length });
+    expect(await foldEvents(readModels, batch.slice(5, 12))).toEqual({ applied: 0, duplicates: 7 });
     expect(await projections(key)).toEqual(once);
     expect(once.inputs.map((i: { id: string; state: string }) => [i.id, i.state])).toEqual([
       ['a', 'delivered'],
@@ -682,21 +681,21 @@ describe('foldEvents', () => {
       ['r0', 'rejected'],
       ['r1', 'rejected'],
     ]);
-    expect(await readConversationStatus(pool, key)).toMatchObject({ steering: [], queue: [], lastInputId: 'c4' });
+    expect(await readConversationStatus(readModels, key)).toMatchObject({ steering: [], queue: [], lastInputId: 'c4' });
 
     const reference = 'controls-one-by-one';
     for (const e of controls(reference)) {
-      await foldEvents(pool, [e]);
-      await foldEvents(pool, [e]);
+      await foldEvents(readModels, [e]);
+      await foldEvents(readModels, [e]);
     }
     expect(await projections(reference)).toEqual(once);
   });
 
   it('keeps conversations apart even when they use the same input and turn ids', async () => {
-    await foldEvents(pool, [...chatWithToolCall('alice/one'), ...chatWithToolCall('bob/one').slice(0, 2)]);
-    expect(await readTurn(pool, 'alice/one', 't1')).toMatchObject({ status: 'completed' });
-    expect(await readTurn(pool, 'bob/one', 't1')).toMatchObject({ status: 'running', content: '' });
-    expect(await readConversationStatus(pool, 'nobody/here')).toEqual({
+    await foldEvents(readModels, [...chatWithToolCall('alice/one'), ...chatWithToolCall('bob/one').slice(0, 2)]);
+    expect(await readTurn(readModels, 'alice/one', 't1')).toMatchObject({ status: 'completed' });
+    expect(await readTurn(readModels, 'bob/one', 't1')).toMatchObject({ status: 'running', content: '' });
+    expect(await readConversationStatus(readModels, 'nobody/here')).toEqual({
       key: 'nobody/here',
       running: null,
       steering: [],

@@ -1,12 +1,12 @@
-import type { Pool } from '@rudder/runtime';
+import type { DataSource } from 'typeorm';
 
 /** True when the database answers within the time allowed. */
-export async function databaseAnswers(pool: Pool, withinMs = 2000): Promise<boolean> {
+export async function databaseAnswers(readModels: DataSource, withinMs = 2000): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(false), withinMs);
   });
-  const ping = pool.query('SELECT 1').then(
+  const ping = readModels.query('SELECT 1').then(
     () => true,
     () => false,
   );

@@ -1,38 +1,30 @@
 import type { TranscriptPage } from '@rudder/contracts';
-import type { Pool } from '@rudder/runtime';
+import type { DataSource } from 'typeorm';
+import { Transcript } from '../read-models/entities';
 
 /**
  * A page of the transcript, oldest first, after a cursor. The cursor is `<position>.<part>`,
  * the sort key of the last message of the previous page; clients treat it as opaque.
  */
 export async function readTranscriptPage(
-  pool: Pool,
+  readModels: DataSource,
   key: string,
   page: { after: TranscriptCursor | null; limit: number },
 ): Promise<TranscriptPage> {
   const after = page.after ?? { position: Number.MIN_SAFE_INTEGER, part: 0 };
-  const { rows } = await pool.query<{
-    position: string;
-    part: number;
-    id: string;
-    role: 'user' | 'assistant';
-    text: string;
-    turn: string | null;
-    steered: boolean;
-    at: Date;
-  }>(
-    `SELECT position, part, id, role, text, turn, steered, at
-       FROM companion.transcript
-      WHERE conversation = $1 AND (position, part) > ($2::bigint, $3::integer)
-      ORDER BY position, part
-      LIMIT $4`,
-    [key, after.position, after.part, page.limit + 1],
-  );
+  const rows = await readModels.manager
+    .createQueryBuilder(Transcript, 'm')
+    .where('m.conversation = :key', { key })
+    .andWhere('(m.position, m.part) > (CAST(:position AS bigint), CAST(:part AS integer))', after)
+    .orderBy('m.position', 'ASC')
+    .addOrderBy('m.part', 'ASC')
+    .limit(page.limit + 1)
+    .getMany();
   const items = rows.slice(0, page.limit);
   const last = items[items.length - 1];
   return {
-    items: items.map((r) => ({ id: r.id, role: r.role, text: r.text, turn: r.turn, steered: r.steered, at: r.at.toISOString() })),
-    next: rows.length > page.limit ? formatCursor({ position: Number(last.position), part: last.part }) : null,
+    items: items.map(({ id, role, text, turn, steered, at }) => ({ id, role, text, turn, steered, at })),
+    next: rows.length > page.limit ? formatCursor(last) : null,
   };
 }
 

@@ -1,0 +1,187 @@
+import { EntitySchema, type EntitySchemaColumnOptions, type ValueTransformer } from 'typeorm';
+import type { ConversationEvent, InputState, Rejection, TurnStatus, Usage } from '@rudder/contracts';
+
+/**
+ * The read models: each row type as the fold (`projection/fold.ts`) and the queries use it, and
+ * its table as a TypeORM `EntitySchema` (plain objects, no decorators). Properties are camelCase,
+ * columns snake_case; positions are numbers and times ISO strings on this side of the mapping.
+ * Every table is keyed by conversation first: input ids are the clients' idempotency keys, so
+ * two conversations may use the same one, and every query is scoped to the conversation the
+ * gateway authorized. The tables are made by `migrations/`.
+ */
+
+export type ConversationRow = {
+  key: string;
+  owner: string | null;
+  /** The agent that answers it (`conversation.opened`); null before, and in logs older than agents. */
+  agent: string | null;
+  /** Access its owner gave other subjects (`access.granted`). */
+  grants: Record<string, 'read' | 'write'>;
+  /** The position of the last of its events folded: reads that must reflect a write wait for it. */
+  position: number;
+  lastInputId: string | null;
+  lastInputPosition: number | null;
+  runningTurn: string | null;
+  runningStartedAt: string | null;
+};
+
+export type InputRow = {
+  conversation: string;
+  id: string;
+  kind: 'chat' | 'steer';
+  text: string;
+  /** Null for a rejected input: the refusal names only the joined text. */
+  messages: string[] | null;
+  /** Null for a rejected input. */
+  subject: string | null;
+  /** When it was accepted (or, for a rejected input, refused). */
+  acceptedAt: string;
+  /** The position of its `input.accepted` (or `input.rejected`): the acceptance order. */
+  position: number;
+  /** `pending` from `input.accepted` until one of the others, which are final (the first one stands); `rejected` was never pending. */
+  state: InputState;
+  /** Why it was rejected; null unless `state` is `rejected`. */
+  rejectionCode: Rejection['code'] | null;
+  rejectionMessage: string | null;
+  /**
+   * The position of the `stop.requested` by which this pending chat interrupted (or rolled
+   * back) the running turn: it runs next, so the queue shows it first (the latest asker first,
+   * as the worker orders them). Null for every other input.
+   */
+  runsNext: number | null;
+  /** The worker's decision on a steer (`steer.accepted`): null until it is made, and for chats. */
+  steerTurn: string | null;
+  steerLanded: boolean | null;
+};
+
+export type TurnRow = {
+  conversation: string;
+  id: string;
+  promptId: string;
+  promptText: string;
+  status: 'running' | TurnStatus;
+  outcome: string | null;
+  content: string;
+  steered: { id: string; text: string }[];
+  /** The conversation's agent when the turn started. */
+  agent: string | null;
+  /** The replies' usage, summed as they are stored; the turn's end states the total. */
+  usage: Usage | null;
+  startedAt: string;
+  endedAt: string | null;
+};
+
+/** A delivered message. */
+export type TranscriptRow = {
+  conversation: string;
+  /** Sort key and cursor: the position of the event that delivered the message, then its index within it. */
+  position: number;
+  part: number;
+  id: string;
+  role: 'user' | 'assistant';
+  text: string;
+  turn: string | null;
+  steered: boolean;
+  at: string;
+};
+
+/** A copy of an event, for SSE replay after Last-Event-ID (it was parsed as a `ConversationEvent` before it was stored). */
+export type EventCopyRow = Omit<ConversationEvent, 'v' | 'type' | 'data'> & { type: ConversationEvent['type']; data: unknown };
+
+/** bigint columns hold positions, all below 2^53. */
+const asNumber: ValueTransformer = { to: (value: unknown) => value, from: (value: string | number | null) => (value === null ? null : Number(value)) };
+/** Times come as a Date from a row, as a string from JSON (`read-models/recordsets.ts`). */
+const asIsoTime: ValueTransformer = { to: (value: unknown) => value, from: (value: Date | string | null) => (value === null ? null : new Date(value).toISOString()) };
+
+const text = (name?: string, nullable = false): EntitySchemaColumnOptions => ({ type: 'text', name, nullable });
+const key = (name?: string): EntitySchemaColumnOptions => ({ type: 'text', name, primary: true });
+const position = (name?: string, nullable = false): EntitySchemaColumnOptions => ({ type: 'bigint', name, nullable, transformer: asNumber });
+const time = (name: string, nullable = false): EntitySchemaColumnOptions => ({ type: 'timestamptz', name, nullable, transformer: asIsoTime });
+const json = (nullable = false): EntitySchemaColumnOptions => ({ type: 'jsonb', nullable });
+
+export const Conversations = new EntitySchema<ConversationRow>({
+  name: 'Conversation',
+  tableName: 'conversations',
+  columns: {
+    key: key(),
+    owner: text(undefined, true),
+    agent: text(undefined, true),
+    grants: json(),
+    position: position(),
+    lastInputId: text('last_input_id', true),
+    lastInputPosition: position('last_input_position', true),
+    runningTurn: text('running_turn', true),
+    runningStartedAt: time('running_started_at', true),
+  },
+});
+
+export const Inputs = new EntitySchema<InputRow>({
+  name: 'Input',
+  tableName: 'inputs',
+  columns: {
+    conversation: key(),
+    id: key(),
+    kind: text(),
+    text: text(),
+    messages: json(true),
+    subject: text(undefined, true),
+    acceptedAt: time('accepted_at'),
+    position: position(),
+    state: text(),
+    rejectionCode: text('rejection_code', true),
+    rejectionMessage: text('rejection_message', true),
+    runsNext: position('runs_next', true),
+    steerTurn: text('steer_turn', true),
+    steerLanded: { type: 'boolean', name: 'steer_landed', nullable: true },
+  },
+});
+
+export const Turns = new EntitySchema<TurnRow>({
+  name: 'Turn',
+  tableName: 'turns',
+  columns: {
+    conversation: key(),
+    id: key(),
+    promptId: text('prompt_id'),
+    promptText: text('prompt_text'),
+    status: text(),
+    outcome: text(undefined, true),
+    content: text(),
+    steered: json(),
+    agent: text(undefined, true),
+    usage: json(true),
+    startedAt: time('started_at'),
+    endedAt: time('ended_at', true),
+  },
+});
+
+export const Transcript = new EntitySchema<TranscriptRow>({
+  name: 'TranscriptMessage',
+  tableName: 'transcript',
+  columns: {
+    conversation: key(),
+    position: { ...position(), primary: true },
+    part: { type: 'integer', primary: true },
+    id: text(),
+    role: text(),
+    text: text(),
+    turn: text(undefined, true),
+    steered: { type: 'boolean' },
+    at: time('at'),
+  },
+});
+
+export const EventCopies = new EntitySchema<EventCopyRow>({
+  name: 'EventCopy',
+  tableName: 'events',
+  columns: {
+    conversation: key(),
+    position: { ...position(), primary: true },
+    id: text(),
+    type: text(),
+    data: json(),
+    at: time('at'),
+  },
+});
+
+export const readModelEntities = [Conversations, Inputs, Turns, Transcript, EventCopies];

@@ -1,0 +1,65 @@
+import { storableJson } from '@rudder/contracts';
+import type { EntityManager, EntityMetadata, EntitySchema, ObjectLiteral } from 'typeorm';
+
+/**
+ * The fold's set-based statements: many rows of an entity read or written in one statement,
+ * as JSON — written with one parameter unpacked by `jsonb_to_recordset`, read as one
+ * `json_agg` of objects named by the entity's properties. Each statement is made from the
+ * entity's metadata (columns, their types, the key, the transformers), so no column list or
+ * snake/camel mapping is written out by hand. The fold does not use TypeORM's
+ * `insert().values(rows)` or its entity hydration on this path: binding every value as a
+ * parameter of its own cost it four times the CPU per event, hydrating a third more
+ * (`bench/companion-fold.ts`); the HTTP queries, a row or a page at a time, do use them.
+ * Strings PostgreSQL cannot store are replaced on the way in (`storableJson`).
+ */
+
+/** Inserts the rows, or replaces every column but the key of the row with the same key: rows written whole. */
+export async function upsertRows<T extends ObjectLiteral>(manager: EntityManager, entity: EntitySchema<T>, rows: readonly T[]): Promise<void> {
+  if (rows.length > 0) await manager.query(statementsOf(manager, entity).upsert, [storableJson(rows)]);
+}
+
+/** Inserts the rows that are new: a row whose key (or another unique column) is there already is left as it was. */
+export async function insertNewRows<T extends ObjectLiteral>(manager: EntityManager, entity: EntitySchema<T>, rows: readonly T[]): Promise<void> {
+  if (rows.length > 0) await manager.query(statementsOf(manager, entity).insertNew, [storableJson(rows)]);
+}
+
+/** A subquery whose value is a JSON array of the entity's rows that match `where` (over alias `t`), `[]` for none. */
+export const rowsAsJson = (manager: EntityManager, entity: EntitySchema, where: string): string =>
+  `(SELECT coalesce(json_agg(${statementsOf(manager, entity).object}), '[]') FROM ${manager.connection.getMetadata(entity).tablePath} AS t WHERE ${where})`;
+
+/** Rows as `rowsAsJson` gave them, with the columns' transformers applied (positions as numbers, times as ISO strings). */
+export function rowsFromJson<T extends ObjectLiteral>(manager: EntityManager, entity: EntitySchema<T>, rows: T[]): T[] {
+  const transformed = manager.connection.getMetadata(entity).columns.filter((c) => c.transformer && !Array.isArray(c.transformer));
+  for (const row of rows as Record<string, unknown>[])
+    for (const column of transformed) row[column.propertyName] = (column.transformer as { from(value: unknown): unknown }).from(row[column.propertyName]);
+  return rows;
+}
+
+type Statements = { upsert: string; insertNew: string; object: string };
+const made = new WeakMap<EntityMetadata, Statements>();
+
+function statementsOf(manager: EntityManager, entity: EntitySchema): Statements {
+  const metadata = manager.connection.getMetadata(entity);
+  let statements = made.get(metadata);
+  if (!statements) {
+    statements = make(metadata);
+    made.set(metadata, statements);
+  }
+  return statements;
+}
+
+function make(metadata: EntityMetadata): Statements {
+  const q = (name: string) => `"${name}"`;
+  const columns = metadata.columns.map((c) => ({ column: q(c.databaseName), property: q(c.propertyName), name: c.propertyName, type: String(c.type), primary: c.isPrimary }));
+  const insert =
+    `INSERT INTO ${metadata.tablePath} (${columns.map((c) => c.column).join(', ')}) ` +
+    `SELECT ${columns.map((c) => c.property).join(', ')} ` +
+    `FROM jsonb_to_recordset($1::jsonb) AS r(${columns.map((c) => `${c.property} ${c.type}`).join(', ')})`;
+  const key = columns.filter((c) => c.primary).map((c) => c.column);
+  const rest = columns.filter((c) => !c.primary).map((c) => `${c.column} = excluded.${c.column}`);
+  return {
+    upsert: `${insert} ON CONFLICT (${key.join(', ')}) DO UPDATE SET ${rest.join(', ')}`,
+    insertNew: `${insert} ON CONFLICT DO NOTHING`,
+    object: `json_build_object(${columns.map((c) => `'${c.name}', t.${c.column}`).join(', ')})`,
+  };
+}
