@@ -6,7 +6,10 @@ import { createTestDatabase } from '@rudder/dev-services';
 import { startGateway } from '@rudder/gateway';
 import { createKafka, ensureTopics, readConfig, topicNames } from '@rudder/runtime';
 import { startScriptedModel, type ScriptedModel } from '@rudder/scripted-model';
-import { soakScript } from './script';
+import { soakScript } from './traffic';
+import type { Infra } from '../test/system';
+
+export type { Infra };
 
 /**
  * The system for one soak run, as test/stack.ts builds it but without vitest: a fresh
@@ -16,7 +19,6 @@ import { soakScript } from './script';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const OUTPUT_TAIL = 200_000;
 
-export type Infra = { kafkaBrokers: string; databaseUrl: string };
 
 export type WorkerState = 'starting' | 'running' | 'paused' | 'stopping' | 'exited';
 

@@ -5,7 +5,7 @@ import { APP_INTERCEPTOR } from '@nestjs/core';
 import { CompanionController } from './http/companion.controller';
 import { READ_MODELS } from './read-models/data-source';
 import { ReadFloorInterceptor } from './http/read-floor.interceptor';
-import { EventsController, LOG } from './projection/events.controller';
+import { FoldController, LOG } from './projection/fold.controller';
 import { CompanionMetrics } from './metrics/companion-metrics';
 import { MetricsController } from './metrics/metrics.controller';
 
@@ -27,7 +27,7 @@ export class AppModule {
   static forRoot(readModels: DataSource, log: Log, consume: boolean): DynamicModule {
     return {
       module: AppModule,
-      controllers: [CompanionController, MetricsController, ...(consume ? [EventsController] : [])],
+      controllers: [CompanionController, MetricsController, ...(consume ? [FoldController] : [])],
       providers: [
         { provide: READ_MODELS, useValue: readModels },
         { provide: LOG, useValue: log },

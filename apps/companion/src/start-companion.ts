@@ -5,8 +5,8 @@ import { NestFactory } from '@nestjs/core';
 import { createKafka, createLog, ensureTopics, nestLogger, topicNames, type Config, type Log } from '@rudder/runtime';
 import { AppModule } from './app.module';
 import { DatabaseOutage } from './http/database-outage';
-import { ErrorFilter } from './http/errors';
-import { companionTransport } from './projection/events.controller';
+import { CompanionErrorFilter } from './http/errors';
+import { companionTransport } from './projection/fold.controller';
 import { openReadModels } from './read-models/data-source';
 
 export type Companion = {
@@ -42,7 +42,7 @@ export async function startCompanion(config: Config, options: CompanionOptions =
     const consume = options.consume !== false;
     const app = await NestFactory.create(AppModule.forRoot(readModels, log, consume), { logger: nestLogger(log), abortOnError: false });
     const outage = new DatabaseOutage(readModels, log);
-    app.useGlobalFilters(new ErrorFilter(log, outage));
+    app.useGlobalFilters(new CompanionErrorFilter(log, outage));
     closers = [() => app.close(), async () => outage.stop()];
     if (consume) {
       await ensureTopics(createKafka(config.KAFKA_BROKERS, 'companion', log), topicNames(config.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);

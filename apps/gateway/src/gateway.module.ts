@@ -12,7 +12,7 @@ import { ChatController } from './chat/chat.controller';
 import { ChatHandler } from './chat/chat-handler';
 import { CompanionClient } from './companion-client';
 import { Decisions } from './decisions';
-import { ErrorFilter } from './errors/error-filter';
+import { GatewayErrorFilter } from './errors/error-filter';
 import { EventsController } from './events/events.controller';
 import { EventsHandler } from './events/events-handler';
 import { LiveEvents } from './events/live-events';
@@ -73,7 +73,7 @@ export class GatewayModule {
         { provide: GatewayMetrics, useValue: new GatewayMetrics() },
         { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log, positions) },
         { provide: APP_INTERCEPTOR, useClass: PositionInterceptor },
-        { provide: APP_FILTER, useClass: ErrorFilter },
+        { provide: APP_FILTER, useClass: GatewayErrorFilter },
         { provide: SubjectLimits, useValue: new SubjectLimits(config) },
         AuthGuard,
         InputRateGuard,

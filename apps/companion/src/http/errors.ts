@@ -6,7 +6,7 @@ import { isDatabaseUnavailable, type DatabaseOutage } from './database-outage';
 /** The part of Express's response the filter uses (no @types/express in this repository). */
 type Response = { status(code: number): { json(body: unknown): unknown } };
 
-/** A named error with a stable code; `ErrorFilter` maps it to its HTTP status, once. */
+/** A named error with a stable code; `CompanionErrorFilter` maps it to its HTTP status, once. */
 export class CompanionError extends Error {
   constructor(
     readonly code: ErrorCode,
@@ -33,7 +33,7 @@ export const databaseUnavailable = () =>
  * with a stack per request.
  */
 @Catch()
-export class ErrorFilter implements ExceptionFilter {
+export class CompanionErrorFilter implements ExceptionFilter {
   constructor(
     private readonly log: Log,
     private readonly outage?: DatabaseOutage,

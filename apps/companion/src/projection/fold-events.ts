@@ -2,7 +2,7 @@ import type { ConversationEvent } from '@rudder/contracts';
 import type { DataSource, EntityManager } from 'typeorm';
 import { Conversations, EventCopies, Inputs, Transcript, Turns } from '../read-models/entities';
 import { insertNewRows, rowsAsJson, rowsFromJson, upsertRows } from '../read-models/recordsets';
-import { evolve, rowsNeeded, type Needed, type Rows } from './evolve';
+import { foldRows, rowsNeeded, type Needed, type Rows } from './fold-rows';
 
 export type FoldResult = {
   /** Events folded by this call. */
@@ -17,7 +17,7 @@ export type FoldResult = {
  * One transaction per batch, with a number of round trips that does not grow with its size: lock the
  * batch's conversations, record the event ids in `applied_events` (the ids already there are
  * dropped: the relay may publish twice, Kafka may redeliver), load the rows the new events
- * touch, fold them in memory (`evolve`), write back what changed (one statement per table:
+ * touch, fold them in memory (`foldRows`), write back what changed (one statement per table:
  * `read-models/recordsets.ts`) and copy the events. Either all of it commits or none of it does, so a crash anywhere leaves no
  * half-applied event.
  *
@@ -49,7 +49,7 @@ export async function foldEvents(readModels: DataSource, events: readonly Conver
       .filter((e) => fresh.has(e.id))
       .sort((a, b) => (a.conversation === b.conversation ? a.position - b.position : a.conversation < b.conversation ? -1 : 1));
     if (news.length > 0) {
-      const changes = evolve(await loadRows(manager, rowsNeeded(news)), news);
+      const changes = foldRows(await loadRows(manager, rowsNeeded(news)), news);
       await upsertRows(manager, Conversations, changes.conversations);
       await upsertRows(manager, Inputs, changes.inputs);
       await upsertRows(manager, Turns, changes.turns);

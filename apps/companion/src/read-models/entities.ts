@@ -2,7 +2,7 @@ import { EntitySchema, type EntitySchemaColumnOptions, type ValueTransformer } f
 import type { ConversationEvent, InputState, Rejection, TurnStatus, Usage } from '@rudder/contracts';
 
 /**
- * The read models: each row type as the fold (`projection/fold.ts`) and the queries use it, and
+ * The read models: each row type as the fold (`projection/fold-rows.ts`) and the queries use it, and
  * its table as a TypeORM `EntitySchema` (plain objects, no decorators). Properties are camelCase,
  * columns snake_case; positions are numbers and times ISO strings on this side of the mapping.
  * Every table is keyed by conversation first: input ids are the clients' idempotency keys, so

@@ -25,7 +25,7 @@ const codeOfStatus = new Map<number, ErrorCode>(
  * (the body parser), unknown routes (Nest's not-found handler), a bad percent-encoding.
  */
 @Catch()
-export class ErrorFilter implements ExceptionFilter {
+export class GatewayErrorFilter implements ExceptionFilter {
   constructor(@Inject(LOG) private readonly log: Log) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {

@@ -3,7 +3,7 @@ import type { ConversationRow, InputRow, TranscriptRow, TurnRow } from '../read-
 
 /**
  * The pure fold of a batch of events over the read models' rows (`read-models/entities.ts`).
- * `fold-events.ts` loads the rows a batch touches, calls `evolve`, and writes back what changed;
+ * `fold-events.ts` loads the rows a batch touches, calls `foldRows`, and writes back what changed;
  * this file does no I/O, so the projection rules are tested without a database.
  */
 
@@ -110,7 +110,7 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
  * `turn.started` for a known turn, or an input accepted (or rejected) twice under other event
  * ids, changes nothing.
  */
-export function evolve(before: Rows, events: readonly ConversationEvent[]): Changes {
+export function foldRows(before: Rows, events: readonly ConversationEvent[]): Changes {
   const conversations = new Map(before.conversations.map((r) => [r.key, { ...r }]));
   const inputs = new Map(before.inputs.map((r) => [rowKey(r.conversation, r.id), { ...r }]));
   const turns = new Map(before.turns.map((r) => [rowKey(r.conversation, r.id), { ...r, steered: [...r.steered] }]));

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { chatWithToolCall, conversationLog } from '../../../../test/support/companion/conversation-log';
-import { evolve, rowsNeeded, type Rows } from './evolve';
+import { foldRows, rowsNeeded, type Rows } from './fold-rows';
 
 const nothing: Rows = { conversations: [], inputs: [], turns: [] };
 
-describe('evolve', () => {
+describe('foldRows', () => {
   it('makes the first subject the owner and the latest accepted input the last one', () => {
     const log = conversationLog('c');
-    const changes = evolve(nothing, [log.accepted('a', 'hi', 'alice'), log.accepted('b', 'hello', 'bob')]);
+    const changes = foldRows(nothing, [log.accepted('a', 'hi', 'alice'), log.accepted('b', 'hello', 'bob')]);
     expect(changes.conversations).toEqual([
       { key: 'c', owner: 'alice', agent: null, grants: {}, position: 2, lastInputId: 'b', lastInputPosition: 2, runningTurn: null, runningStartedAt: null },
     ]);
@@ -21,7 +21,7 @@ describe('evolve', () => {
   it('takes owner and agent from conversation.opened, and gives each turn the agent and its summed usage', () => {
     const log = conversationLog('c');
     const usage = { promptTokens: 10, completionTokens: 2, totalTokens: 12 };
-    const changes = evolve(nothing, [
+    const changes = foldRows(nothing, [
       log.event({ type: 'conversation.opened', data: { owner: 'bob', agent: 'trip-planner' } }),
       log.accepted('a', 'hi', 'bob'),
       log.event({ type: 'turn.started', data: { turn: 't1', prompt: { id: 'a', text: 'hi' } } }),
@@ -34,9 +34,9 @@ describe('evolve', () => {
 
   it('delivers the prompt input of a started turn, loaded from before the batch', () => {
     const log = conversationLog('c');
-    const accepted = evolve(nothing, [log.accepted('a', ['x', 'y'])]);
+    const accepted = foldRows(nothing, [log.accepted('a', ['x', 'y'])]);
     const started = log.started('t', { id: 'a', text: 'x\n\ny' });
-    const changes = evolve(accepted, [started]);
+    const changes = foldRows(accepted, [started]);
     expect(changes.inputs).toMatchObject([{ id: 'a', state: 'delivered' }]);
     expect(changes.conversations).toMatchObject([{ runningTurn: 't', runningStartedAt: started.at }]);
     expect(changes.transcript.map((m) => [m.id, m.part, m.text])).toEqual([
@@ -47,24 +47,24 @@ describe('evolve', () => {
 
   it('shows a prompt it never saw accepted as the prompt text, under the prompt id', () => {
     const log = conversationLog('c');
-    const changes = evolve(nothing, [log.started('t', { id: 'elsewhere', text: 'from another service' })]);
+    const changes = foldRows(nothing, [log.started('t', { id: 'elsewhere', text: 'from another service' })]);
     expect(changes.transcript).toMatchObject([{ id: 'elsewhere', role: 'user', text: 'from another service' }]);
     expect(changes.inputs).toEqual([]);
   });
 
   it('gives a running turn the replies so far and an ended turn its final content', () => {
     const events = chatWithToolCall('c');
-    const running = evolve(nothing, events.slice(0, 6));
+    const running = foldRows(nothing, events.slice(0, 6));
     expect(running.turns).toMatchObject([{ status: 'running', content: 'Let me check the weather.\n\nLisbon is sunny: go in May.' }]);
-    const ended = evolve(running, events.slice(6));
+    const ended = foldRows(running, events.slice(6));
     expect(ended.turns).toMatchObject([{ status: 'completed', content: 'Let me check the weather.\n\nLisbon is sunny: go in May.' }]);
     expect(ended.conversations).toMatchObject([{ runningTurn: null, runningStartedAt: null }]);
   });
 
   it('leaves a newer running turn running when an older one ends', () => {
     const log = conversationLog('c');
-    const before = evolve(nothing, [log.started('t1', { id: 'a', text: 'a' }), log.started('t2', { id: 'b', text: 'b' })]);
-    const after = evolve(before, [log.ended('t1', '')]);
+    const before = foldRows(nothing, [log.started('t1', { id: 'a', text: 'a' }), log.started('t2', { id: 'b', text: 'b' })]);
+    const after = foldRows(before, [log.ended('t1', '')]);
     // Only the folded position moves (reads waiting for it see the end); t2 still runs.
     expect(after.conversations).toMatchObject([{ runningTurn: 't2', position: 3 }]);
     expect(before.conversations).toMatchObject([{ runningTurn: 't2' }]);
@@ -72,23 +72,23 @@ describe('evolve', () => {
 
   it('records the decision on a steer and keeps it pending until a turn takes it', () => {
     const log = conversationLog('c');
-    const before = evolve(nothing, [log.accepted('a', 'go'), log.started('t', { id: 'a', text: 'go' }), log.steer('s', 'faster')]);
-    const decided = evolve(before, [log.decided({ id: 's', text: 'faster' }, 't')]);
+    const before = foldRows(nothing, [log.accepted('a', 'go'), log.started('t', { id: 'a', text: 'go' }), log.steer('s', 'faster')]);
+    const decided = foldRows(before, [log.decided({ id: 's', text: 'faster' }, 't')]);
     expect(decided.inputs).toMatchObject([{ id: 's', kind: 'steer', state: 'pending', steerTurn: 't', steerLanded: true }]);
     // A second decision on the same steer does not replace the first.
-    expect(evolve(decided, [log.decided({ id: 's', text: 'faster' }, null)]).inputs).toEqual([]);
+    expect(foldRows(decided, [log.decided({ id: 's', text: 'faster' }, null)]).inputs).toEqual([]);
   });
 
   it('delivers a taken steer, enters it as a steered user row at its position and adds it to the running turn', () => {
     const log = conversationLog('c');
-    const before = evolve(nothing, [
+    const before = foldRows(nothing, [
       log.accepted('a', 'go'),
       log.started('t', { id: 'a', text: 'go' }),
       log.steer('s', 'faster'),
       log.decided({ id: 's', text: 'faster' }, 't'),
     ]);
     const taken = log.taken('t', 0, { id: 's', text: 'faster' });
-    const changes = evolve(before, [taken]);
+    const changes = foldRows(before, [taken]);
     expect(changes.inputs).toMatchObject([{ id: 's', state: 'delivered', steerTurn: 't', steerLanded: true }]);
     expect(changes.turns).toMatchObject([{ id: 't', status: 'running', steered: [{ id: 's', text: 'faster' }] }]);
     expect(changes.transcript).toEqual([
@@ -108,18 +108,18 @@ describe('evolve', () => {
 
   it('moves a chat to the front only when it stops the turn running now, and only while it is pending', () => {
     const log = conversationLog('c');
-    const before = evolve(nothing, [log.accepted('a', 'go'), log.started('t1', { id: 'a', text: 'go' }), log.accepted('b', 'now')]);
+    const before = foldRows(nothing, [log.accepted('a', 'go'), log.started('t1', { id: 'a', text: 'go' }), log.accepted('b', 'now')]);
     const other = log.stopRequested('b', 't0', 'interrupt');
-    expect(evolve(before, [other]).inputs).toEqual([]);
+    expect(foldRows(before, [other]).inputs).toEqual([]);
     const asked = log.stopRequested('b', 't1', 'interrupt');
-    expect(evolve(before, [asked]).inputs).toMatchObject([{ id: 'b', state: 'pending', runsNext: asked.position }]);
-    const retracted = evolve(before, [log.retracted({ id: 'b', kind: 'chat', text: 'now' }, 'r')]);
-    expect(evolve(retracted, [log.stopRequested('b', 't1', 'rollback')]).inputs).toEqual([]);
+    expect(foldRows(before, [asked]).inputs).toMatchObject([{ id: 'b', state: 'pending', runsNext: asked.position }]);
+    const retracted = foldRows(before, [log.retracted({ id: 'b', kind: 'chat', text: 'now' }, 'r')]);
+    expect(foldRows(retracted, [log.stopRequested('b', 't1', 'rollback')]).inputs).toEqual([]);
   });
 
   it('records a rejected input without touching the owner or the last input', () => {
     const log = conversationLog('c');
-    const changes = evolve(nothing, [log.rejected({ id: 'r', kind: 'steer', text: 'x' }, 'busy', 'busy')]);
+    const changes = foldRows(nothing, [log.rejected({ id: 'r', kind: 'steer', text: 'x' }, 'busy', 'busy')]);
     expect(changes.inputs).toMatchObject([{ id: 'r', state: 'rejected', rejectionCode: 'busy', messages: null, subject: null }]);
     expect(changes.conversations).toMatchObject([{ owner: null, lastInputId: null }]);
   });

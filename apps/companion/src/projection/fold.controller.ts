@@ -36,7 +36,7 @@ export const companionTransport = (config: Config, log: Log): KafkaBatchServer =
 
 /** Folds each batch of agent.events into the projections. */
 @Controller()
-export class EventsController {
+export class FoldController {
   constructor(
     @Inject(READ_MODELS) private readonly readModels: DataSource,
     @Inject(LOG) private readonly log: Log,
