@@ -1,5 +1,5 @@
 import { EntitySchema, type EntitySchemaColumnOptions, type ValueTransformer } from 'typeorm';
-import type { ConversationEvent, InputState, Rejection, TurnStatus, Usage } from '@rudder/contracts';
+import type { ConversationEvent, InputState, Rejection, TranscriptItem, TurnStatus, Usage } from '@rudder/contracts';
 
 /**
  * The read models: each row type as the fold (`projection/fold-rows.ts`) and the queries use it, and
@@ -71,18 +71,12 @@ export type TurnRow = {
   endedAt: string | null;
 };
 
-/** A delivered message. */
-export type TranscriptRow = {
+/** A delivered message: the transcript's item, and where it sorts. */
+export type TranscriptRow = TranscriptItem & {
   conversation: string;
   /** Sort key and cursor: the position of the event that delivered the message, then its index within it. */
   position: number;
   part: number;
-  id: string;
-  role: 'user' | 'assistant';
-  text: string;
-  turn: string | null;
-  steered: boolean;
-  at: string;
 };
 
 /** A copy of an event, for SSE replay after Last-Event-ID (it was parsed as a `ConversationEvent` before it was stored). */
@@ -97,6 +91,8 @@ const text = (name?: string, nullable = false): EntitySchemaColumnOptions => ({ 
 const key = (name?: string): EntitySchemaColumnOptions => ({ type: 'text', name, primary: true });
 const position = (name?: string, nullable = false): EntitySchemaColumnOptions => ({ type: 'bigint', name, nullable, transformer: asNumber });
 const time = (name: string, nullable = false): EntitySchemaColumnOptions => ({ type: 'timestamptz', name, nullable, transformer: asIsoTime });
+/** The key of a conversation's rows in log order: its key, then an event's position. */
+const atPosition = (): Record<'conversation' | 'position', EntitySchemaColumnOptions> => ({ conversation: key(), position: { ...position(), primary: true } });
 const json = (nullable = false): EntitySchemaColumnOptions => ({ type: 'jsonb', nullable });
 
 export const Conversations = new EntitySchema<ConversationRow>({
@@ -159,8 +155,7 @@ export const Transcript = new EntitySchema<TranscriptRow>({
   name: 'TranscriptMessage',
   tableName: 'transcript',
   columns: {
-    conversation: key(),
-    position: { ...position(), primary: true },
+    ...atPosition(),
     part: { type: 'integer', primary: true },
     id: text(),
     role: text(),
@@ -175,8 +170,7 @@ export const EventCopies = new EntitySchema<EventCopyRow>({
   name: 'EventCopy',
   tableName: 'events',
   columns: {
-    conversation: key(),
-    position: { ...position(), primary: true },
+    ...atPosition(),
     id: text(),
     type: text(),
     data: json(),
