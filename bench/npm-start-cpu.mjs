@@ -1,0 +1,44 @@
+// `node bench/npm-start-cpu.mjs <checkout> [seconds] [conversations]`: M4-shaped load (the anchors' model and `npm start`
+// adapter from ../shared/anchors) on a checkout's `npm start`; prints turns/s, p50 and CPU-ms per turn of each process of
+// that tree (read from /proc). Run two checkouts alternately to compare. See docs/performance.md.
+import fs from 'node:fs'; import os from 'node:os'; import path from 'node:path'; import { execSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { startFakeModel } from '../../shared/anchors/lib/model.mjs';
+import { startSystemB } from '../../shared/anchors/lib/systems.mjs';
+const [dir, secs = '10', nconv = '16'] = process.argv.slice(2);
+const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'prof-'));
+const model = await startFakeModel();
+const modelUrl = model.url ?? `http://127.0.0.1:${model.port}/v1`;
+delete process.env.KAFKA_BROKERS; delete process.env.DATABASE_URL;
+const t0 = Date.now();
+const sys = await startSystemB({ modelUrl, workDir, rudderDir: dir });
+console.error(`up in ${Date.now() - t0} ms; log ${workDir}/rudder.log`);
+const HZ = 100;
+const procs = () => {
+  const out = execSync(`ps -eo pid,ppid,comm,args --no-headers`).toString().trim().split('\n').map((l) => {
+    const m = /^\s*(\d+)\s+(\d+)\s+(\S+)\s+(.*)$/.exec(l); return { pid: +m[1], ppid: +m[2], comm: m[3], args: m[4] };
+  });
+  const name = (p) => /gateway\/src\/main/.test(p.args) ? 'gateway' : /turn-worker\/src\/main/.test(p.args) ? 'worker'
+    : /companion\/src\/main/.test(p.args) ? 'companion' : /java/.test(p.comm) ? 'kafka'
+    : p.comm === 'postgres' ? 'postgres' : /scripts\/start/.test(p.args) ? 'start(model)' : null;
+  const mine = new Set([process.pid]); let grew = true;
+  while (grew) { grew = false; for (const p of out) if (!mine.has(p.pid) && mine.has(p.ppid)) { mine.add(p.pid); grew = true; } }
+  return out.filter((p) => mine.has(p.pid)).map((p) => ({ ...p, name: name(p) })).filter((p) => p.name);
+};
+const cpu = () => { const acc = {}; for (const p of procs()) { try { const f = fs.readFileSync(`/proc/${p.pid}/stat`, 'utf8').split(') ')[1].split(' '); acc[p.name] = (acc[p.name] ?? 0) + (+f[11] + +f[12]) * 1000 / HZ; } catch {} } acc.driver = process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000; return acc; };
+const convs = await Promise.all(Array.from({ length: +nconv }, (_, w) => sys.open(`p-${randomUUID().slice(0, 6)}-${w}`)));
+// warm-up
+await Promise.all(convs.map(async (c) => { for (let i = 0; i < 3; i++) { const { id } = await c.chat('wait:0 warm'); await c.turnEnded(id); } }));
+const before = cpu(); const start = Date.now(); const deadline = start + +secs * 1000; let turns = 0; const lat = [];
+await Promise.all(convs.map(async (c, w) => { while (Date.now() < deadline) { const a = Date.now(); const { id } = await c.chat(`wait:0 m4 ${w}`); await c.turnEnded(id); lat.push(Date.now() - a); turns++; } }));
+const el = (Date.now() - start) / 1000; const after = cpu();
+lat.sort((a, b) => a - b);
+console.log(`turns ${turns} in ${el.toFixed(1)} s = ${(turns / el).toFixed(1)} turns/s; turn p50 ${lat[lat.length >> 1]} ms p99 ${lat[Math.floor(lat.length * 0.99)]} ms`);
+let tot = 0; for (const k of Object.keys(after)) { const d = after[k] - (before[k] ?? 0); tot += d; console.log(`${k.padEnd(14)} ${(d / turns).toFixed(2)} CPU-ms/turn  ${(d / el / 10).toFixed(0)}%`); }
+console.log(`total          ${(tot / turns).toFixed(2)} CPU-ms/turn`);
+for (const c of convs) c.close();
+if (process.env.HOLD) await new Promise((r) => setTimeout(r, +process.env.HOLD));
+const svc = procs().filter((p) => ['gateway', 'worker', 'companion'].includes(p.name));
+for (const p of svc) { try { process.kill(p.pid, 'SIGTERM'); } catch {} }
+for (let i = 0; i < 300 && svc.some((p) => { try { process.kill(p.pid, 0); return true; } catch { return false; } }); i++) await new Promise((r) => setTimeout(r, 100));
+await sys.stop(); await model.stop?.(); process.exit(0);
