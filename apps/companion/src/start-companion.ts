@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { NestFactory } from '@nestjs/core';
-import { createKafka, createLog, ensureTopics, nestLogger, topicNames, type Config, type Log } from '@rudder/runtime';
+import { createKafka, createLog, ensureTopics, nestLogger, startTracing, topicNames, type Config, type Log } from '@rudder/runtime';
 import { AppModule } from './app.module';
 import { DatabaseOutage } from './http/database-outage';
 import { CompanionErrorFilter } from './http/errors';
@@ -30,6 +30,7 @@ export type CompanionOptions = {
  */
 export async function startCompanion(config: Config, options: CompanionOptions = {}): Promise<Companion> {
   const log = options.log ?? createLog('companion');
+  startTracing('companion');
   // Until the application owns the read models (and closes them on shutdown), closing is ours.
   let closers: (() => Promise<void>)[] = [];
   const closeAll = async () => {

@@ -2,8 +2,9 @@ import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { createLog, nestLogger, type Config } from '@rudder/runtime';
+import { createLog, nestLogger, startTracing, type Config } from '@rudder/runtime';
 import { GatewayModule } from './gateway.module';
+import { traceRequests } from './tracing/trace-requests';
 import { answerClientErrorsAsJson, checkParsedBody, checkRequestHead, verifyJsonDepth } from './hostile-input/request-checks';
 import { readMinPosition } from './consistency/positions';
 import type { GatewayOptions } from './tokens';
@@ -32,6 +33,7 @@ const bodyLimit = (config: Config): number => Math.max(100_000, 32 * config.MAX_
  */
 export async function startGateway(config: Config, options: GatewayOptions = {}): Promise<RunningGateway> {
   const log = options.log ?? createLog('gateway');
+  startTracing('gateway');
   const authConfigured = (config.AUTH_TOKENS ?? '').trim() !== '' || config.AUTH_JWT_SECRET !== undefined || config.AUTH_JWKS_URL !== undefined;
   if (!authConfigured) {
     log.warn(
@@ -51,6 +53,8 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   app.useBodyParser('json', { limit: bodyLimit(config), verify: verifyJsonDepth });
   app.use(checkParsedBody);
   app.use(readMinPosition);
+  // Last, after the body is read (its stream's callbacks would not run in the span's context).
+  app.use(traceRequests);
   answerClientErrorsAsJson(app.getHttpServer());
   try {
     await app.listen(config.GATEWAY_PORT);

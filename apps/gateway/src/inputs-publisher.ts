@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { InputRecord } from '@rudder/contracts';
-import { topicNames, type Config, type Log } from '@rudder/runtime';
+import { topicNames, traceparent, type Config, type Log } from '@rudder/runtime';
 import type { Kafka, Producer } from 'kafkajs';
 import { GatewayError } from './errors/gateway-error';
 import { OutageLog } from './errors/outage-log';
@@ -10,7 +10,7 @@ import { CONFIG, KAFKA, LOG } from './tokens';
 const MAX_RECORDS_PER_SEND = 500;
 const MAX_BYTES_PER_SEND = 512 * 1024;
 
-type Waiting = { record: InputRecord; value: string; bytes: number; sent: { resolve(): void; reject(error: unknown): void } };
+type Waiting = { record: InputRecord; value: string; bytes: number; trace: string | null; sent: { resolve(): void; reject(error: unknown): void } };
 
 /**
  * Produces inputs to `agent.inputs` (key = conversation key, so a conversation's inputs stay
@@ -55,7 +55,8 @@ export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
     try {
       await new Promise<void>((resolve, reject) => {
         const value = JSON.stringify(record);
-        this.waiting.push({ record, value, bytes: Buffer.byteLength(value), sent: { resolve, reject } });
+        // The request's trace goes with the record (null when tracing is off).
+        this.waiting.push({ record, value, bytes: Buffer.byteLength(value), trace: traceparent(), sent: { resolve, reject } });
         void this.sendWaiting();
       });
     } catch (error) {
@@ -78,7 +79,7 @@ export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
           await this.producer.send({
             topic: this.topic,
             acks: -1,
-            messages: batch.map((w) => ({ key: w.record.conversation, value: w.value })),
+            messages: batch.map((w) => ({ key: w.record.conversation, value: w.value, ...(w.trace ? { headers: { traceparent: w.trace } } : {}) })),
           });
           this.outage.answered();
           for (const w of batch) w.sent.resolve();

@@ -1,6 +1,6 @@
 import type { Kafka, Message, Producer } from 'kafkajs';
 import type { ConversationEvent, TokenRecord } from '@rudder/contracts';
-import type { TopicNames } from '@rudder/runtime';
+import { contextOf, otelTrace, SpanKind, traceparent, tracerOf, tracing, type TopicNames } from '@rudder/runtime';
 import type { Misrouted, Rejected } from './ingest/ingest-inputs';
 
 /** A dead letter's reason header is cut to this many characters (it names at most a few issues). */
@@ -44,20 +44,28 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
      * sequence; what the failed send may have written is published again by the relay, and
      * consumers deduplicate by event id.
      */
-    async publishEvents(events: readonly ConversationEvent[]) {
+    async publishEvents(events: readonly ConversationEvent[], traces: readonly (string | null)[] = []) {
       if (replaceReliable) {
         await reliable.disconnect().catch(() => undefined);
         reliable = newReliable();
         await reliable.connect();
         replaceReliable = false;
       }
+      // The publication joins the trace each event was stored in (a span per trace), and each
+      // record carries that span as its traceparent, for the companion's fold.
+      const publication = publicationSpans(traces);
       try {
         await reliable.send({
           topic: topics.events,
           acks: -1,
-          messages: events.map((e) => ({ key: e.conversation, value: JSON.stringify(e), headers: { 'event-id': e.id } })),
+          messages: events.map((e, i) => {
+            const parent = publication.parentOf(traces[i]);
+            return { key: e.conversation, value: JSON.stringify(e), headers: parent ? { 'event-id': e.id, traceparent: parent } : { 'event-id': e.id } };
+          }),
         });
+        publication.end();
       } catch (error) {
+        publication.end(error);
         replaceReliable = true;
         throw error;
       }
@@ -126,3 +134,28 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
   };
 }
 export type Publishing = Awaited<ReturnType<typeof connectPublishing>>;
+
+const tracer = tracerOf('turn-worker');
+const NO_PUBLICATION = { parentOf: (_trace: string | null | undefined): string | null => null, end: (_error?: unknown) => undefined };
+
+/** An `outbox publish` span for each distinct trace among the events' (none when tracing is off or none was stored). */
+function publicationSpans(traces: readonly (string | null)[]) {
+  if (!tracing() || !traces.some(Boolean)) return NO_PUBLICATION;
+  const spans = new Map<string, { span: ReturnType<typeof tracer.startSpan>; header: string | null }>();
+  for (const trace of new Set(traces)) {
+    if (!trace) continue;
+    const parent = contextOf(trace);
+    const span = tracer.startSpan('outbox publish', { kind: SpanKind.PRODUCER, attributes: { 'messaging.system': 'kafka' } }, parent);
+    spans.set(trace, { span, header: traceparent(otelTrace.setSpan(parent, span)) });
+  }
+  return {
+    parentOf: (trace: string | null | undefined) => (trace ? (spans.get(trace)?.header ?? null) : null),
+    end: (error?: unknown) => {
+      for (const { span } of spans.values()) {
+        if (error !== undefined) span.recordException(error as Error);
+        span.end();
+      }
+    },
+  };
+}
+

@@ -3,10 +3,11 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { conversationsWithOpenWork, createOutboxRelay, migrateEventStore, PartitionBusyError, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
-import { createKafka, createLog, createPool, ensureTopics, serveMetrics, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
+import { createKafka, createLog, createPool, ensureTopics, serveMetrics, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
 import type { ConversationEvent } from '@rudder/contracts';
 import { AgentRegistry } from './agents/agents';
 import { faultPoints } from './fault-points';
+import { rememberInputTraces } from './tracing/input-traces';
 import { ingestInputs } from './ingest/ingest-inputs';
 import { connectPublishing, type Publishing } from './publishing';
 import { createScheduler, type Scheduler } from './turns/scheduler';
@@ -45,6 +46,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
 
   async onApplicationBootstrap(): Promise<void> {
     const { config, log } = this;
+    startTracing('turn-worker');
     this.fault = faultPoints({ crashAt: config.CRASH_AT, pauseAt: config.PAUSE_AT });
     const topics = topicNames(config.KAFKA_NAMESPACE);
     await migrateEventStore(config.DATABASE_URL);
@@ -53,7 +55,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     this.publishing = await connectPublishing(kafka, topics);
     this.relay = createOutboxRelay({
       pool: this.pool,
-      publish: (events) => this.publishing.publishEvents(events).then(() => logOutcomes(log, this.metrics.published(events))),
+      publish: (events, traces) => this.publishing.publishEvents(events, traces).then(() => logOutcomes(log, this.metrics.published(events))),
       ownedPartitions: () => [...this.owned],
       afterPublish: () => this.fault('after-publish'),
       log,
@@ -81,6 +83,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
 
   /** A batch of agent.inputs: stored durably before the transport commits its offsets. */
   async ingest({ partition, messages }: PartitionBatch): Promise<void> {
+    rememberInputTraces(messages);
     const { stored, conversations, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents);
     this.relay.enqueue(stored);
     // A conversation stays on the partition where it was first seen: its records that came
@@ -134,6 +137,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     await this.publishing?.disconnect().catch(() => undefined);
     await this.metricsServer?.stop();
     if (!this.options.pool) await this.pool.end();
+    await stopTracing();
   }
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { storableJson, type ConversationEvent, type DomainEvent } from '@rudder/contracts';
-import { isSessionLost, type Pool, type PoolClient } from '@rudder/runtime';
+import { isSessionLost, traceparent, type Pool, type PoolClient } from '@rudder/runtime';
 import { FencedError, type Epochs } from './fencing';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 
@@ -145,8 +145,8 @@ async function writeEvents<S>(
   });
   const { rows } = await client.query<EventRow & { earlier: boolean }>(
     `WITH inserted AS (
-       INSERT INTO event_store.events (id, conversation, type, data, once_key)
-       SELECT e.id, e.conversation, e.type, e.data, e.once_key
+       INSERT INTO event_store.events (id, conversation, type, data, once_key, trace)
+       SELECT e.id, e.conversation, e.type, e.data, e.once_key, $11::text
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::text[]) WITH ORDINALITY AS e(id, conversation, type, data, once_key, n)
         ORDER BY e.n
        RETURNING ${EVENT_COLUMNS}
@@ -170,6 +170,8 @@ async function writeEvents<S>(
       states.map((s) => s.open),
       earlier?.conversation ?? null,
       earlier?.after ?? Number.MAX_SAFE_INTEGER,
+      // The writer's trace, if it runs in one (a turn's span); null when tracing is off.
+      traceparent(),
     ],
   );
   const inOrder = rows.sort((a, b) => Number(a.position) - Number(b.position));

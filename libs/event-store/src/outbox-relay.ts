@@ -4,8 +4,11 @@ import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-even
 
 export type OutboxRelayOptions = {
   pool: Pool;
-  /** Sends events to the bus in the order given; resolves once the bus has them. */
-  publish(events: readonly ConversationEvent[]): Promise<void>;
+  /**
+   * Sends events to the bus in the order given; resolves once the bus has them. `traces[i]`:
+   * the W3C traceparent stored with `events[i]` (null without), for the publication to join it.
+   */
+  publish(events: readonly ConversationEvent[], traces: readonly (string | null)[]): Promise<void>;
   /** The partitions whose conversations this process owns; a sweep publishes only those. */
   ownedPartitions(): readonly number[];
   /** Called between publishing and marking (the crash tests kill the process here). */
@@ -54,9 +57,10 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   /** A sweep is on the chain and has not started yet: what is committed now, it will see. */
   let sweepWaiting = false;
 
-  const publishAndMark = async (events: readonly ConversationEvent[]) => {
-    if (events.length === 0) return;
-    await publish(events);
+  const publishAndMark = async (rows: readonly EventRow[]) => {
+    if (rows.length === 0) return;
+    const events = rows.map(toConversationEvent);
+    await publish(events, rows.map((r) => r.trace));
     options.afterPublish?.();
     await pool.query('UPDATE event_store.events SET published_at = now() WHERE position = ANY($1::bigint[])', [
       events.map((e) => e.position),
@@ -72,7 +76,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
           ORDER BY e.position LIMIT $2`,
         [options.ownedPartitions(), batchSize],
       );
-      await publishAndMark(rows.map(toConversationEvent));
+      await publishAndMark(rows);
       if (rows.length < batchSize) break;
     }
   };

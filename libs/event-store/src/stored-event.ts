@@ -7,6 +7,8 @@ export type EventRow = {
   type: string;
   data: unknown;
   at: Date;
+  /** The W3C traceparent of the write that stored it; null when tracing was off. */
+  trace: string | null;
 };
 
 /**
@@ -25,4 +27,4 @@ export function toConversationEvent(row: EventRow): ConversationEvent {
   } as ConversationEvent;
 }
 
-export const EVENT_COLUMNS = 'position, id, conversation, type, data, at';
+export const EVENT_COLUMNS = 'position, id, conversation, type, data, at, trace';

@@ -4,3 +4,4 @@ export * from './log';
 export * from './postgres';
 export * from './kafka-batch-server';
 export * from './metrics';
+export * from './tracing';

@@ -2,7 +2,7 @@ import { Controller, Inject } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import type { KafkaMessage } from 'kafkajs';
 import { Topics, type ConversationEvent } from '@rudder/contracts';
-import { createKafka, isRefusedByDatabase, KafkaBatchServer, READER_SESSION, type Config, type Log, type PartitionBatch } from '@rudder/runtime';
+import { contextOf, createKafka, isRefusedByDatabase, KafkaBatchServer, READER_SESSION, SpanKind, tracerOf, tracing, type Config, type Log, type PartitionBatch } from '@rudder/runtime';
 import type { DataSource } from 'typeorm';
 import { READ_MODELS } from '../read-models/data-source';
 import { performance } from 'node:perf_hooks';
@@ -47,8 +47,13 @@ export class FoldController {
   async fold(@Payload() batch: PartitionBatch): Promise<void> {
     const start = performance.now();
     const events = readEvents(batch.messages, batch, this.log);
-    const result = await foldOrSkip(this.readModels, events, this.log);
-    this.metrics.batchFolded(events, result, (performance.now() - start) / 1000);
+    const spans = foldSpans(batch.messages);
+    try {
+      const result = await foldOrSkip(this.readModels, events, this.log);
+      this.metrics.batchFolded(events, result, (performance.now() - start) / 1000);
+    } finally {
+      for (const span of spans) span.end();
+    }
   }
 }
 
@@ -100,3 +105,13 @@ async function foldOrSkip(readModels: DataSource, events: ConversationEvent[], l
   }
   return total;
 }
+
+const tracer = tracerOf('companion');
+
+/** A `fold` span in each trace the batch's records carry (`traceparent`, from the outbox publication); none when tracing is off. */
+function foldSpans(messages: readonly KafkaMessage[]) {
+  if (!tracing()) return [];
+  const parents = new Set(messages.map((m) => m.headers?.traceparent?.toString()).filter((t): t is string => Boolean(t)));
+  return [...parents].map((parent) => tracer.startSpan('fold', { kind: SpanKind.CONSUMER, attributes: { 'messaging.system': 'kafka', 'rudder.events': messages.length } }, contextOf(parent)));
+}
+

@@ -8,6 +8,7 @@ import { AGENT_TOOL, type AgentToolOptions } from './agent-tool.decorator';
 import type { AgentDefinition, GuardInput, GuardVerdict, ModelSettings } from './agent-definition';
 import { TURN_WORKER_OPTIONS, type TurnWorkerOptions } from '../turn-worker.options';
 import { WorkerMetrics } from '../metrics/worker-metrics';
+import { tracedModel, tracedTool } from '../tracing/traced';
 import type { z } from 'zod';
 
 /** An agent as the worker runs it. */
@@ -74,8 +75,8 @@ export class AgentRegistry implements Agents, OnModuleInit {
     return {
       name: definition.name,
       systemPrompt: async (conversation) => (typeof instructions === 'string' ? instructions : instructions({ conversation })),
-      loop: { tools, maxSteps: definition.maxSteps ?? 32 },
-      model: this.metrics.timed(isModelClient(definition.model) ? definition.model : modelOf(definition.model ?? {}, config)),
+      loop: { tools: tools.map(tracedTool), maxSteps: definition.maxSteps ?? 32 },
+      model: tracedModel(this.metrics.timed(isModelClient(definition.model) ? definition.model : modelOf(definition.model ?? {}, config)), definition.name),
       policy: {
         maxTaken: definition.steering?.maxTaken ?? config.STEERS_PER_TURN,
         bounds: {

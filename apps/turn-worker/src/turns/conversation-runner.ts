@@ -3,9 +3,12 @@ import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { runTurn } from '@rudder/agent';
 import { conversationRules, decideTurnCommit, emptyConversation, evolveConversation, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
 import { AlreadyStoredError, appendToConversation, FencedError, readConversation, type Epochs, type OutboxRelay } from '@rudder/event-store';
-import type { Log, Pool } from '@rudder/runtime';
+import { inSpan, tracerOf, type Log, type Pool } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
 import type { FaultPoint } from '../fault-points';
+import { inputTraceContext } from '../tracing/input-traces';
+
+const tracer = tracerOf('turn-worker');
 
 export type RunnerDeps = {
   pool: Pool;
@@ -102,16 +105,22 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
           if (!agent) throw new Error(`this worker has no agent named ${current.state.agent}`);
           turnController = new AbortController();
           try {
-            await runTurn({
-              conversation: key,
-              agent: { ...agent.loop, systemPrompt: await agent.systemPrompt(key) },
-              model: agent.model,
-              history: current.history,
-              turn,
-              commit,
-              signal: AbortSignal.any([controller.signal, turnController.signal]),
-              onToken: (step, text) => deps.onToken({ conversation: key, turn: turn.id, step, text }),
-            });
+            const signal = AbortSignal.any([controller.signal, turnController.signal]);
+            const systemPrompt = await agent.systemPrompt(key);
+            // A span of the prompt's trace (see tracing/input-traces.ts); its commits store its context with their rows.
+            const about = { parent: inputTraceContext(turn.prompt.id), attributes: { 'rudder.conversation': key, 'rudder.turn': turn.id, 'rudder.input': turn.prompt.id } };
+            await inSpan(tracer, 'turn', about, () =>
+              runTurn({
+                conversation: key,
+                agent: { ...agent.loop, systemPrompt },
+                model: agent.model,
+                history: current.history,
+                turn,
+                commit,
+                signal,
+                onToken: (step, text) => deps.onToken({ conversation: key, turn: turn.id, step, text }),
+              }),
+            );
           } catch (error) {
             // A stop aborted the turn: read the stop from the log; the turn then ends `stopped`.
             if (!turnController.signal.aborted || controller.signal.aborted) throw error;
