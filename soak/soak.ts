@@ -122,7 +122,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   if (options.infraFaults) {
     // Faults kill these: always processes of our own.
     const infraLog = (line: string) => log(`[infra] ${line}`);
-    const [kafka, postgres] = await Promise.all([startLocalKafka({ log: infraLog, brokers }), startLocalPostgres({ log: infraLog })]);
+    const [kafka, postgres] = await Promise.all([startLocalKafka({ log: infraLog, brokers, readyTimeoutMs: 120_000 }), startLocalPostgres({ log: infraLog })]);
     own = { kafka, postgres };
     infra = { kafkaBrokers: kafka.brokers, databaseUrl: postgres.databaseUrl };
     stopInfra = () => Promise.all([kafka.stop(), postgres.stop()]);
@@ -313,10 +313,15 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
 
   const running = () => stack.workers.filter((w) => w.state === 'running');
   const live = () => stack.workers.filter((w) => w.state !== 'exited' && w.state !== 'stopping');
+  /** A worker started during a database or broker outage may exit before it gets partitions: tried again, thrice. */
   const startOne = async () => {
-    const worker = await stack.startWorker();
-    if (worker.state !== 'running') problems.push(`worker ${worker.name} was not assigned partitions within 60 s (${worker.state})`);
-    else log(`worker ${worker.name} started`);
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const worker = await stack.startWorker();
+      if (worker.state === 'running') return void log(`worker ${worker.name} started`);
+      log(`worker ${worker.name} was not assigned partitions (${worker.state})${attempt < 3 ? '; another' : ''}`);
+      if (worker.state !== 'exited') await stopWorker(worker, 'SIGKILL', 10_000);
+    }
+    problems.push('three workers in a row were not assigned partitions within 60 s');
   };
   /** Another running worker besides the victim, so at least one always runs. */
   const ensureSpare = async () => {
@@ -406,23 +411,48 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
       }
     }
   };
-  /** One broker of three SIGKILLed (or the only one), down for a moment, started again. */
+  /**
+   * One broker of three SIGKILLed (or the only one), down for a moment, started again — and the
+   * next only once every replica is back in sync, so never two down at once.
+   */
   const brokerFaults = async (kafka: LocalKafka) => {
-    for (let n = 0; n < 100_000; n++) {
-      await sleep(rng.int(1000, 4000));
-      if (!windowOpen()) return;
-      const node = rng.pick(kafka.nodes);
-      faults.broker!++;
-      log(`fault: SIGKILL Kafka broker ${node.nodeId} (${node.brokers})`);
-      await node.kill();
-      await sleep(rng.int(500, 4000));
-      await node.restart().catch((error) => void problems.push(`broker ${node.nodeId} did not start again: ${String(error)}`));
-      log(`Kafka broker ${node.nodeId} up again`);
+    const admin = createKafka(kafka.brokers, 'soak-faults').admin();
+    await admin.connect();
+    const healed = async () => {
+      for (let i = 0; i < 240; i++) {
+        const metadata = await admin.fetchTopicMetadata({ topics: [...Object.values(topics), '__consumer_offsets'] }).catch(() => null);
+        if (metadata?.topics.every((t) => t.partitions.every((p) => p.isr.length === kafka.nodes.length))) return true;
+        await sleep(500);
+      }
+      return false;
+    };
+    try {
+      for (let n = 0; n < 100_000; n++) {
+        await sleep(rng.int(2000, 6000));
+        if (!windowOpen()) return;
+        if (!(await healed())) problems.push('the cluster did not heal (every replica in sync) within 120 s');
+        const node = rng.pick(kafka.nodes);
+        faults.broker!++;
+        log(`fault: SIGKILL Kafka broker ${node.nodeId} (${node.brokers})`);
+        await node.kill();
+        await sleep(rng.int(500, 4000));
+        for (let attempt = 1; attempt <= 3; attempt++) {
+          const up = await node.restart().then(
+            () => true,
+            (error) => (log(`broker ${node.nodeId} did not start (${String(error).split('\n')[0]})`), false),
+          );
+          if (up) break;
+          if (attempt === 3) problems.push(`broker ${node.nodeId} did not start again, three times`);
+        }
+        log(`Kafka broker ${node.nodeId} up again`);
+      }
+    } finally {
+      await admin.disconnect().catch(() => undefined);
     }
   };
   const postgresFaults = async (postgres: LocalPostgres) => {
     for (let n = 0; n < 100_000; n++) {
-      await sleep(rng.int(3000, 8000));
+      await sleep(rng.int(8000, 20_000));
       if (!windowOpen()) return;
       faults.postgres!++;
       log('fault: SIGKILL PostgreSQL (postmaster and backends)');
