@@ -47,7 +47,7 @@ export type SoakStack = {
 };
 
 /** Worker log lines the report counts. */
-export const WATCHED_LINES = ['fenced', 'a write was already stored', 'conversation failed', 'dead-lettered', 'partitions assigned'] as const;
+export const WATCHED_LINES = ['fenced', 'a write was already stored', 'conversation failed', 'dead-lettered', 'partitions assigned', 'crashing at after-publish'] as const;
 
 export async function startSoakStack(infra: Infra, options: { workers: number; sessionTimeoutMs: number }): Promise<SoakStack> {
   const database = await createTestDatabase(infra.databaseUrl);
