@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startInfrastructure, startLocalKafka, startLocalPostgres, type LocalKafka, type LocalPostgres } from '@rudder/dev-services';
+import { Partitioners } from 'kafkajs';
 import { createKafka, topicNames } from '@rudder/runtime';
 import { checkConversation, checkModelRequests, turnStatuses, type Category, type ConversationViews, type Finding, type SentInput } from './check';
 import { startSoakStack, type Infra, type SoakStack, type SoakWorker } from './harness';
@@ -167,7 +168,7 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
   const poisoner = await createPoisoner(createKafka(stack.env.KAFKA_BROKERS, 'soak-poison'), topics);
   const conversations: Conversation[] = Array.from({ length: settings.conversationsCount }, (_, index) => ({
     index,
-    key: `soak-${settings.seed}/c${index}`,
+    key: keyOn(`soak-${settings.seed}/c${index}`, index % Number(stack.env.KAFKA_PARTITIONS), Number(stack.env.KAFKA_PARTITIONS)),
     busy: false,
     inputs: [],
     made: 0,
@@ -344,12 +345,12 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
   const relayCrash = async () => {
     const worker = await stack.startWorker({ CRASH_AT: 'after-publish' });
     log(`fault: ${worker.name} started with CRASH_AT=after-publish`);
-    const crashed = await Promise.race([worker.exited.then(() => true), sleep(60_000).then(() => false)]);
+    const crashed = await Promise.race([worker.exited.then(() => true), sleep(30_000).then(() => false)]);
     if (crashed && worker.count('crashing at after-publish') > 0) {
       faults['relay-crash']!++;
       log(`${worker.name} crashed after publishing, before marking`);
     } else {
-      log(`${worker.name} did not crash at after-publish (${crashed ? 'exited' : 'still running after 60 s'}): not counted`);
+      log(`${worker.name} did not crash at after-publish (${crashed ? 'exited' : 'still running after 30 s'}): not counted`);
       if (!crashed) await stopWorker(worker, 'SIGTERM', 30_000);
     }
   };
@@ -509,7 +510,7 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
   const poisonCheck = await poisoner.check(60_000);
   await poisoner.stop();
   findings.push(...poisonCheck.findings);
-  findings.push(...checkModelRequests(stack.model.requests, (text) => `soak-${settings.seed}/${/^soak (c\d+) /.exec(text)?.[1] ?? '?'}`));
+  findings.push(...checkModelRequests(stack.model.requests, (text) => conversations[Number(/^soak c(\d+) /.exec(text)?.[1] ?? -1)]?.key ?? '?'));
   const all = conversations.flatMap((c) => c.inputs);
   const steers = all.filter((i) => i.kind === 'steer' && i.outcome === 'accepted' && i.decision);
   const count = (category: Category) => findings.filter((f) => f.category === category).length;
@@ -551,6 +552,21 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
   };
   report.ok = findings.length === 0 && problems.length === 0;
   return report;
+}
+
+/**
+ * `base`, or `base-<n>` for the first n that puts it on `partition` of `partitions` (kafkajs'
+ * default partitioner, murmur2, as every producer here uses): conversation i on partition
+ * i mod P, so every partition carries traffic — a worker started with CRASH_AT=after-publish
+ * publishes whichever partition it gets.
+ */
+function keyOn(base: string, partition: number, partitions: number): string {
+  const partitioner = Partitioners.DefaultPartitioner();
+  const partitionMetadata = Array.from({ length: partitions }, (_, id) => ({ partitionId: id, leader: 0, replicas: [0], isr: [0], partitionErrorCode: 0 }));
+  for (let n = 0; ; n++) {
+    const key = n === 0 ? base : `${base}-${n}`;
+    if (partitioner({ topic: 'any', partitionMetadata, message: { key, value: null } }) === partition) return key;
+  }
 }
 
 /** Every conversation idle (nothing running, queued or steering) and its last input surely accepted in, twice in a row. */
