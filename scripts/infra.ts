@@ -3,14 +3,24 @@
  *   KAFKA_BROKERS=<brokers>
  *   DATABASE_URL=<url>
  * on stdout (everything else goes to stderr), so `npm run -s infra > .env` or `eval` works, and
- * stays up until SIGINT/SIGTERM, then stops what it started.
+ * stays up until SIGINT/SIGTERM, then stops what it started. `npm run infra -- --brokers 3`
+ * starts a three-broker Kafka cluster (local processes; topics replicated three times with
+ * `min.insync.replicas` 2) instead of one broker.
  */
+import { parseArgs } from 'node:util';
 import { DevServicesError, startInfrastructure } from '@rudder/dev-services';
 import { createKafka, ensureTopics, topicNames } from '@rudder/runtime';
 
 const log = (line: string) => void process.stderr.write(`infra ${line}\n`);
 
-const infra = await startInfrastructure({ log }).catch((error: unknown) => {
+const { values } = parseArgs({ options: { brokers: { type: 'string', default: '1' } } });
+const brokerCount = Number(values.brokers);
+if (brokerCount !== 1 && brokerCount !== 3) {
+  log(`--brokers is 1 or 3, not ${values.brokers}`);
+  process.exit(2);
+}
+
+const infra = await startInfrastructure({ log, brokerCount }).catch((error: unknown) => {
   // Its message says what to do; its stack helps nobody.
   if (!(error instanceof DevServicesError)) throw error;
   log(error.message);

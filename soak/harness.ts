@@ -41,13 +41,13 @@ export type SoakStack = {
   gatewayUrl: string;
   model: ScriptedModel;
   workers: SoakWorker[];
-  /** Spawns a worker and waits (at most 60 s) until it owns partitions. */
-  startWorker(): Promise<SoakWorker>;
+  /** Spawns a worker (with `extraEnv`: CRASH_AT, say) and waits (at most 60 s) until it owns partitions. */
+  startWorker(extraEnv?: Record<string, string>): Promise<SoakWorker>;
   stop(): Promise<void>;
 };
 
 /** Worker log lines the report counts. */
-export const WATCHED_LINES = ['fenced', 'a write was already stored', 'conversation failed', 'dead-lettered', 'partitions assigned'] as const;
+export const WATCHED_LINES = ['fenced', 'a write was already stored', 'conversation failed', 'dead-lettered', 'partitions assigned', 'crashing at after-publish'] as const;
 
 export async function startSoakStack(infra: Infra, options: { workers: number; sessionTimeoutMs: number }): Promise<SoakStack> {
   const database = await createTestDatabase(infra.databaseUrl);
@@ -62,6 +62,8 @@ export async function startSoakStack(infra: Infra, options: { workers: number; s
     OPENAI_MODEL: 'scripted',
     WORKER_SESSION_TIMEOUT_MS: String(options.sessionTimeoutMs),
     WORKER_HEARTBEAT_MS: String(Math.max(200, Math.floor(options.sessionTimeoutMs / 8))),
+    // One anonymous subject sends everything: no rate limit per subject.
+    LIMIT_INPUTS_PER_SECOND: '0',
   };
   const stops: (() => Promise<unknown>)[] = [() => database.drop(), () => model.stop()];
   const workers: SoakWorker[] = [];
@@ -78,8 +80,8 @@ export async function startSoakStack(infra: Infra, options: { workers: number; s
     stops.push(() => gateway.stop());
 
     let made = 0;
-    const startWorker = async () => {
-      const worker = spawnWorker(`w${++made}`, env);
+    const startWorker = async (extraEnv: Record<string, string> = {}) => {
+      const worker = spawnWorker(`w${++made}`, { ...env, ...extraEnv });
       workers.push(worker);
       await worker.ready;
       return worker;

@@ -1,8 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startInfrastructure } from '@rudder/dev-services';
+import { startInfrastructure, startLocalKafka, startLocalPostgres, type LocalKafka, type LocalPostgres } from '@rudder/dev-services';
+import { Partitioners } from 'kafkajs';
+import { createKafka, topicNames } from '@rudder/runtime';
 import { checkConversation, checkModelRequests, turnStatuses, type Category, type ConversationViews, type Finding, type SentInput } from './check';
 import { startSoakStack, type Infra, type SoakStack, type SoakWorker } from './harness';
 import { createSoakClient, type SoakClient } from './http';
+import { createPoisoner, type PoisonKind } from './poison';
 import { createRng, type Rng } from './rng';
 
 export type SoakOptions = {
@@ -18,10 +21,34 @@ export type SoakOptions = {
   sessionTimeoutMs?: number;
   /** How long to wait for the system to go quiet after the last input. Default 120 s. */
   quietTimeoutMs?: number;
+  /**
+   * Also kill Kafka brokers and PostgreSQL (and start them again). They are then always local
+   * processes of the soak's own (never KAFKA_BROKERS / DATABASE_URL: those are shared).
+   */
+  infraFaults?: boolean;
+  /** Brokers of a Kafka the soak starts: 1 (default) or 3 (a broker fault then kills one node at a time). */
+  brokers?: number;
+  /** Keep sending and injecting past `seconds` until every kind of fault was injected this often (default 1)… */
+  minFaults?: number;
+  /** …and this many inputs were sent (default 0)… */
+  minInputs?: number;
+  /** …but no longer than this in all. Default `seconds` + 60. */
+  maxSeconds?: number;
+  /** Milliseconds between two actions, at most (at random from a tenth of it). Default 250. */
+  paceMs?: number;
   log?: (line: string) => void;
 };
 
-export type FaultKind = 'kill' | 'pause' | 'term';
+/**
+ * kill, pause, term: a worker SIGKILLed, SIGSTOPped past its session timeout, SIGTERMed;
+ * relay-crash: a worker started with CRASH_AT=after-publish, dead after publishing events and
+ * before marking them; poison: a record produced straight to agent.inputs that must be
+ * dead-lettered (unparseable, huge, NUL text); broker: a Kafka broker SIGKILLed and started
+ * again (one of three, or the only one); postgres: PostgreSQL SIGKILLed (postmaster and
+ * backends) and started again.
+ */
+export type FaultKind = 'kill' | 'pause' | 'term' | 'relay-crash' | 'poison' | 'broker' | 'postgres';
+const WORKER_FAULTS: FaultKind[] = ['kill', 'pause', 'term', 'relay-crash'];
 
 export type SoakReport = {
   ok: boolean;
@@ -56,7 +83,10 @@ export type SoakReport = {
   duplicated: number;
   reordered: number;
   inconsistent: number;
-  faults: Record<FaultKind, number>;
+  /** Injected faults by kind (infrastructure kinds only with `infraFaults`). */
+  faults: Partial<Record<FaultKind, number>>;
+  poison: Record<PoisonKind, number> & { deadLetters: number };
+  brokers: number;
   /** Lines of the workers' logs: fenced zombies, collisions, retried conversations. */
   workerLog: { fenced: number; alreadyStored: number; conversationFailed: number; deadLettered: number };
   /** From the last input sent until every conversation was quiet. */
@@ -87,10 +117,19 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const rng = createRng(seed);
 
   let infra: Infra;
+  let own: OwnInfra | undefined;
   let stopInfra = async () => undefined as unknown;
-  if (options.kafkaBrokers && options.databaseUrl) infra = { kafkaBrokers: options.kafkaBrokers, databaseUrl: options.databaseUrl };
+  const brokers = options.brokers ?? 1;
+  if (options.infraFaults) {
+    // Faults kill these: always processes of our own.
+    const infraLog = (line: string) => log(`[infra] ${line}`);
+    const [kafka, postgres] = await Promise.all([startLocalKafka({ log: infraLog, brokers, readyTimeoutMs: 120_000 }), startLocalPostgres({ log: infraLog })]);
+    own = { kafka, postgres };
+    infra = { kafkaBrokers: kafka.brokers, databaseUrl: postgres.databaseUrl };
+    stopInfra = () => Promise.all([kafka.stop(), postgres.stop()]);
+  } else if (options.kafkaBrokers && options.databaseUrl) infra = { kafkaBrokers: options.kafkaBrokers, databaseUrl: options.databaseUrl };
   else {
-    const infrastructure = await startInfrastructure({ log: (line) => log(`[infra] ${line}`) });
+    const infrastructure = await startInfrastructure({ log: (line) => log(`[infra] ${line}`), brokerCount: brokers });
     infra = infrastructure;
     stopInfra = () => infrastructure.stop();
   }
@@ -99,33 +138,50 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     log(`seed ${seed}: starting the system with ${workersCount} worker(s)`);
     stack = await startSoakStack(infra, { workers: workersCount, sessionTimeoutMs });
     const client = createSoakClient(stack.gatewayUrl);
-    return await soak(stack, client, rng, { ...options, seed, conversationsCount, workersCount, sessionTimeoutMs, log, started });
+    return await soak(stack, client, rng, { ...options, seed, conversationsCount, workersCount, sessionTimeoutMs, log, started, own, brokers });
   } finally {
     await stack?.stop().catch(() => undefined);
     await stopInfra().catch(() => undefined);
   }
 }
 
-type Settings = SoakOptions & { seed: number; conversationsCount: number; workersCount: number; sessionTimeoutMs: number; log: (line: string) => void; started: number };
+type OwnInfra = { kafka: LocalKafka; postgres: LocalPostgres };
+type Settings = SoakOptions & {
+  seed: number;
+  conversationsCount: number;
+  workersCount: number;
+  sessionTimeoutMs: number;
+  log: (line: string) => void;
+  started: number;
+  own: OwnInfra | undefined;
+  brokers: number;
+};
 
 async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Settings): Promise<SoakReport> {
   const { log } = settings;
   const problems: string[] = [];
   const edgeFindings: Finding[] = [];
   const sent = { inputs: 0, chats: 0, steers: 0, withWait: 0, duplicates: 0, retries: 0 };
-  const faults: Record<FaultKind, number> = { kill: 0, pause: 0, term: 0 };
+  const kinds: FaultKind[] = [...WORKER_FAULTS, 'poison', ...(settings.own ? (['broker', 'postgres'] as const) : [])];
+  const faults: Partial<Record<FaultKind, number>> = Object.fromEntries(kinds.map((k) => [k, 0]));
+  const topics = topicNames(stack.env.KAFKA_NAMESPACE);
+  const poisoner = await createPoisoner(createKafka(stack.env.KAFKA_BROKERS, 'soak-poison'), topics);
   const conversations: Conversation[] = Array.from({ length: settings.conversationsCount }, (_, index) => ({
     index,
-    key: `soak-${settings.seed}/c${index}`,
+    key: keyOn(`soak-${settings.seed}/c${index}`, index % Number(stack.env.KAFKA_PARTITIONS), Number(stack.env.KAFKA_PARTITIONS)),
     busy: false,
     inputs: [],
     made: 0,
   }));
-  // The window: `seconds`, stretched (by at most 60 s) until each kind of fault was injected once.
+  // The window: `seconds`, stretched (to `maxSeconds` at most) until each kind of fault was
+  // injected `minFaults` times and `minInputs` inputs were sent.
   const trafficStart = Date.now();
   const trafficEnd = trafficStart + settings.seconds * 1000;
-  const firstFaults: FaultKind[] = rng.shuffle(['kill', 'pause', 'term']);
-  const windowOpen = () => Date.now() < trafficEnd || (firstFaults.length > 0 && Date.now() < trafficEnd + 60_000);
+  const hardEnd = trafficStart + (settings.maxSeconds ?? settings.seconds + 60) * 1000;
+  const minFaults = settings.minFaults ?? 1;
+  const targetsMet = () => kinds.every((k) => (faults[k] ?? 0) >= minFaults) && sent.inputs >= (settings.minInputs ?? 0);
+  const windowOpen = () => Date.now() < trafficEnd || (!targetsMet() && Date.now() < hardEnd);
+  const paceMs = settings.paceMs ?? 250;
 
   // ---- sending -------------------------------------------------------------------------
 
@@ -136,10 +192,11 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
    */
   type Delivery = 'accepted' | 'rejected' | 'sent' | 'uncertain' | 'refused';
   const deliver = async (input: SentInput, repeat: boolean): Promise<Delivery> => {
-    for (let attempt = 1; attempt <= 4; attempt++) {
+    // Patient enough for a database or broker outage of a few seconds.
+    for (let attempt = 1; attempt <= 8; attempt++) {
       if (attempt > 1) {
         sent.retries++;
-        await sleep(250 * attempt);
+        await sleep(Math.min(250 * attempt, 2000));
       }
       const answer = input.kind === 'chat' ? await client.chat(input.key, input.id, input.text) : await client.steer(input.key, input.id, input.text);
       const details = answer.error?.details as { id?: string; reason?: string } | undefined;
@@ -234,9 +291,9 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
 
   const traffic = async () => {
     const inflight = new Set<Promise<void>>();
-    const maxActions = Math.ceil((settings.seconds + 60) * 50);
+    const maxActions = Math.ceil(((hardEnd - trafficStart) / 1000) * 50);
     for (let actions = 0; actions < maxActions && windowOpen(); ) {
-      await sleep(rng.int(20, 250));
+      await sleep(rng.int(Math.max(1, Math.floor(paceMs / 10)), paceMs));
       const idle = conversations.filter((c) => !c.busy);
       if (idle.length === 0) continue;
       const conversation = rng.pick(idle);
@@ -257,10 +314,15 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
 
   const running = () => stack.workers.filter((w) => w.state === 'running');
   const live = () => stack.workers.filter((w) => w.state !== 'exited' && w.state !== 'stopping');
+  /** A worker started during a database or broker outage may exit before it gets partitions: tried again, thrice. */
   const startOne = async () => {
-    const worker = await stack.startWorker();
-    if (worker.state !== 'running') problems.push(`worker ${worker.name} was not assigned partitions within 60 s (${worker.state})`);
-    else log(`worker ${worker.name} started`);
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const worker = await stack.startWorker();
+      if (worker.state === 'running') return void log(`worker ${worker.name} started`);
+      log(`worker ${worker.name} was not assigned partitions (${worker.state})${attempt < 3 ? '; another' : ''}`);
+      if (worker.state !== 'exited') await stopWorker(worker, 'SIGKILL', 10_000);
+    }
+    problems.push('three workers in a row were not assigned partitions within 60 s');
   };
   /** Another running worker besides the victim, so at least one always runs. */
   const ensureSpare = async () => {
@@ -279,7 +341,25 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
       await worker.exited;
     }
   };
+  /** A worker that kills itself after publishing events, before marking them (CRASH_AT=after-publish). */
+  const relayCrash = async () => {
+    const worker = await stack.startWorker({ CRASH_AT: 'after-publish' });
+    log(`fault: ${worker.name} started with CRASH_AT=after-publish`);
+    const crashed = await Promise.race([worker.exited.then(() => true), sleep(30_000).then(() => false)]);
+    if (crashed && worker.count('crashing at after-publish') > 0) {
+      faults['relay-crash']!++;
+      log(`${worker.name} crashed after publishing, before marking`);
+    } else {
+      log(`${worker.name} did not crash at after-publish (${crashed ? 'exited' : 'still running after 30 s'}): not counted`);
+      if (!crashed) await stopWorker(worker, 'SIGTERM', 30_000);
+    }
+  };
   const inject = async (kind: FaultKind) => {
+    if (kind === 'relay-crash') {
+      await relayCrash();
+      await topUp();
+      return;
+    }
     await ensureSpare();
     const candidates = running();
     if (candidates.length < 2) {
@@ -287,7 +367,7 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
       return;
     }
     const victim = rng.pick(candidates);
-    faults[kind]++;
+    faults[kind] = (faults[kind] ?? 0) + 1;
     if (kind === 'kill') {
       log(`fault: SIGKILL ${victim.name}`);
       await stopWorker(victim, 'SIGKILL', 10_000);
@@ -305,21 +385,95 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
     }
     await topUp();
   };
-  const faultLoop = async () => {
-    // Each kind once first (in a random order), then at random.
-    for (let n = 0; n < 1000; n++) {
+  /** The kind of `among` injected least so far (ties at random): every kind reaches `minFaults`. */
+  const leastInjected = (among: FaultKind[]) => {
+    const fewest = Math.min(...among.map((k) => faults[k] ?? 0));
+    return rng.pick(among.filter((k) => (faults[k] ?? 0) === fewest));
+  };
+  /** Worker faults one at a time, always leaving a worker running. */
+  const workerFaults = async () => {
+    for (let n = 0; n < 100_000; n++) {
       await sleep(Math.min(rng.int(500, 2500), Math.max(trafficEnd - Date.now(), 200)));
       if (!windowOpen()) return;
-      const kind = firstFaults[0] ?? rng.pick<FaultKind>(['kill', 'pause', 'term']);
-      await inject(kind);
-      if (firstFaults[0] === kind && faults[kind] > 0) firstFaults.shift();
+      await inject(leastInjected(WORKER_FAULTS));
     }
   };
+  const poisonFaults = async () => {
+    for (let n = 0; n < 100_000; n++) {
+      await sleep(rng.int(200, 3000));
+      if (!windowOpen()) return;
+      const conversation = rng.pick(conversations);
+      try {
+        const kind = await poisoner.inject(rng, conversation.key);
+        faults.poison!++;
+        log(`fault: poison (${kind}) on ${conversation.key}`);
+      } catch (error) {
+        log(`poison not produced (${String(error)}); again later`); // a broker outage: not injected
+      }
+    }
+  };
+  /**
+   * One broker of three SIGKILLed (or the only one), down for a moment, started again — and the
+   * next only once every replica is back in sync, so never two down at once.
+   */
+  const brokerFaults = async (kafka: LocalKafka) => {
+    const admin = createKafka(kafka.brokers, 'soak-faults').admin();
+    await admin.connect();
+    const healed = async () => {
+      for (let i = 0; i < 240; i++) {
+        const metadata = await admin.fetchTopicMetadata({ topics: [...Object.values(topics), '__consumer_offsets'] }).catch(() => null);
+        if (metadata?.topics.every((t) => t.partitions.every((p) => p.isr.length === kafka.nodes.length))) return true;
+        await sleep(500);
+      }
+      return false;
+    };
+    try {
+      for (let n = 0; n < 100_000; n++) {
+        await sleep(rng.int(2000, 6000));
+        if (!windowOpen()) return;
+        if (!(await healed())) problems.push('the cluster did not heal (every replica in sync) within 120 s');
+        const node = rng.pick(kafka.nodes);
+        faults.broker!++;
+        log(`fault: SIGKILL Kafka broker ${node.nodeId} (${node.brokers})`);
+        await node.kill();
+        await sleep(rng.int(500, 4000));
+        for (let attempt = 1; attempt <= 3; attempt++) {
+          const up = await node.restart().then(
+            () => true,
+            (error) => (log(`broker ${node.nodeId} did not start (${String(error).split('\n')[0]})`), false),
+          );
+          if (up) break;
+          if (attempt === 3) problems.push(`broker ${node.nodeId} did not start again, three times`);
+        }
+        log(`Kafka broker ${node.nodeId} up again`);
+      }
+    } finally {
+      await admin.disconnect().catch(() => undefined);
+    }
+  };
+  const postgresFaults = async (postgres: LocalPostgres) => {
+    for (let n = 0; n < 100_000; n++) {
+      await sleep(rng.int(8000, 20_000));
+      if (!windowOpen()) return;
+      faults.postgres!++;
+      log('fault: SIGKILL PostgreSQL (postmaster and backends)');
+      await postgres.kill();
+      await sleep(rng.int(200, 2000));
+      await postgres.restart().catch((error) => void problems.push(`PostgreSQL did not start again: ${String(error)}`));
+      log('PostgreSQL up again');
+    }
+  };
+  const faultLoops = () =>
+    Promise.all([
+      workerFaults(),
+      poisonFaults(),
+      ...(settings.own ? [brokerFaults(settings.own.kafka), postgresFaults(settings.own.postgres)] : []),
+    ]);
 
   // ---- run, then wait for quiet and check ----------------------------------------------
 
   log(`seed ${settings.seed}: sending for ${settings.seconds} s over ${conversations.length} conversation(s), injecting faults`);
-  await Promise.all([traffic(), faultLoop()]);
+  await Promise.all([traffic(), faultLoops()]);
   const lastSent = Date.now();
   const trafficSeconds = Math.round((lastSent - trafficStart) / 100) / 10;
   log(`sent ${sent.inputs} inputs (${sent.duplicates} duplicates); faults ${JSON.stringify(faults)}; waiting for quiet`);
@@ -353,7 +507,10 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
     for (const { data } of views.stream) eventCounts[data.type] = (eventCounts[data.type] ?? 0) + 1;
   }
 
-  findings.push(...checkModelRequests(stack.model.requests, (text) => `soak-${settings.seed}/${/^soak (c\d+) /.exec(text)?.[1] ?? '?'}`));
+  const poisonCheck = await poisoner.check(60_000);
+  await poisoner.stop();
+  findings.push(...poisonCheck.findings);
+  findings.push(...checkModelRequests(stack.model.requests, (text) => conversations[Number(/^soak c(\d+) /.exec(text)?.[1] ?? -1)]?.key ?? '?'));
   const all = conversations.flatMap((c) => c.inputs);
   const steers = all.filter((i) => i.kind === 'steer' && i.outcome === 'accepted' && i.decision);
   const count = (category: Category) => findings.filter((f) => f.category === category).length;
@@ -385,6 +542,8 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
     reordered: count('reordered'),
     inconsistent: count('inconsistent'),
     faults,
+    poison: { ...poisoner.byKind, deadLetters: poisonCheck.deadLetters },
+    brokers: settings.brokers,
     workerLog,
     quietAfterMs,
     durationMs: Date.now() - settings.started,
@@ -393,6 +552,21 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
   };
   report.ok = findings.length === 0 && problems.length === 0;
   return report;
+}
+
+/**
+ * `base`, or `base-<n>` for the first n that puts it on `partition` of `partitions` (kafkajs'
+ * default partitioner, murmur2, as every producer here uses): conversation i on partition
+ * i mod P, so every partition carries traffic — a worker started with CRASH_AT=after-publish
+ * publishes whichever partition it gets.
+ */
+function keyOn(base: string, partition: number, partitions: number): string {
+  const partitioner = Partitioners.DefaultPartitioner();
+  const partitionMetadata = Array.from({ length: partitions }, (_, id) => ({ partitionId: id, leader: 0, replicas: [0], isr: [0], partitionErrorCode: 0 }));
+  for (let n = 0; ; n++) {
+    const key = n === 0 ? base : `${base}-${n}`;
+    if (partitioner({ topic: 'any', partitionMetadata, message: { key, value: null } }) === partition) return key;
+  }
 }
 
 /** Every conversation idle (nothing running, queued or steering) and its last input surely accepted in, twice in a row. */
@@ -437,6 +611,16 @@ async function gatherViews(client: SoakClient, conversation: Conversation): Prom
   return { key: conversation.key, status: status.body ?? null, stream, transcript, turns, turnOfInput };
 }
 
+const FAULT_NAMES: Record<FaultKind, string> = {
+  kill: 'worker SIGKILL',
+  pause: 'worker SIGSTOP',
+  term: 'worker SIGTERM',
+  'relay-crash': 'relay crash after publish',
+  poison: 'poison records',
+  broker: 'Kafka broker SIGKILL',
+  postgres: 'PostgreSQL SIGKILL',
+};
+
 /** The report as a few lines for people. */
 export function formatReport(report: SoakReport): string {
   const lines = [
@@ -450,7 +634,9 @@ export function formatReport(report: SoakReport): string {
     `  duplicated:       ${report.duplicated}`,
     `  reordered:        ${report.reordered}`,
     `  inconsistent:     ${report.inconsistent}`,
-    `  faults injected:  SIGKILL ${report.faults.kill}, SIGSTOP ${report.faults.pause}, SIGTERM ${report.faults.term}`,
+    `  faults injected:  ${Object.entries(report.faults).map(([kind, n]) => `${FAULT_NAMES[kind as FaultKind]} ${n}`).join(', ')}`,
+    `  poison:           ${report.poison.unparseable} unparseable, ${report.poison.huge} huge, ${report.poison.nul} with NUL; ${report.poison.deadLetters} records on agent.inputs.dlq`,
+    `  Kafka:            ${report.brokers} broker(s)`,
     `  worker logs:      fenced ${report.workerLog.fenced}, write already stored ${report.workerLog.alreadyStored}, conversation retried ${report.workerLog.conversationFailed}, dead-lettered ${report.workerLog.deadLettered}`,
   ];
   for (const problem of report.problems) lines.push(`  PROBLEM: ${problem}`);

@@ -7,7 +7,7 @@ import { createKafka, topicNames } from '@rudder/runtime';
 import { toolResults } from '@rudder/scripted-model';
 import { startOwnInfrastructure, startStackOn, type OwnInfrastructure } from './own-infrastructure';
 import type { Stack as OwnStack } from './system';
-import { requestsAbout, testScript } from './scripts';
+import { gateName, requestsAbout, testScript } from './scripts';
 import { readEvents, type SseMessage } from './sse';
 import { WAIT } from './system';
 
@@ -23,9 +23,11 @@ import { WAIT } from './system';
  * own (test/own-infrastructure.ts), never on the run's shared ones. A failing test logs what
  * the worker said, where the consumer groups stand and what the event log holds (`diagnose`).
  *
- * The faults are timed against `wait` tool calls (`wait 4000`, `wait 2000`, `wait 1500`): the
- * fault must land while the tool runs. Those windows need a gated tool in the worker; until
- * then they are long. An outage itself is detected, not slept for (`untilRefused`).
+ * The workers are the test worker app (test/agents/worker.ts): a fault that must land while a
+ * tool runs lands while its `hold` tool waits at a gate of the scripted model
+ * (`tool-gate:<name>`), and the test opens the gate only once the fault is in place (the
+ * server refuses connections, the companion is dead): true by construction, under any load.
+ * An outage itself is detected, not slept for (`untilRefused`).
  */
 let infra: OwnInfrastructure;
 beforeAll(async () => {
@@ -36,6 +38,15 @@ afterAll(() => infra?.stop());
 type Chat = { id: string; text: string };
 const key = (name: string) => `faults/${name}-${Math.random().toString(36).slice(2, 8)}`;
 const waitMs = (text: string) => /wait (\d+)/.exec(text)?.[1];
+const toolGate = (text: string) => /tool-gate:([\w.-]+)/.exec(text)?.[1];
+/** What the tool a chat calls answers (`wait <ms>` or the `hold` tool at `tool-gate:<name>`), if it calls one. */
+const toolResult = (text: string) => {
+  const gate = toolGate(text);
+  if (gate) return `held at ${gate}`;
+  const ms = waitMs(text);
+  return ms ? `waited ${ms} ms` : undefined;
+};
+const workerEntry = 'test/agents/worker.ts';
 const log = (line: string) => process.stderr.write(`[infrastructure-faults] ${line}\n`);
 
 /** Resolves once nothing accepts connections at `host:port` any more: the server is down (an event, not a time). */
@@ -61,18 +72,18 @@ function tracked(restart: Promise<unknown>): { over: boolean; at: number; done: 
 }
 
 const expectedContent = (text: string) => {
-  const ms = waitMs(text);
-  return ms ? `waiting for ${text}\n\nafter waited ${ms} ms: ${text}` : `answer to ${text}`;
+  const result = toolResult(text);
+  return result ? `waiting for ${text}\n\nafter ${result}: ${text}` : `answer to ${text}`;
 };
 const expectedRows = ({ text }: Chat) => {
-  const ms = waitMs(text);
-  return ms
-    ? [`user: ${text}`, `assistant: waiting for ${text}`, `assistant: after waited ${ms} ms: ${text}`]
+  const result = toolResult(text);
+  return result
+    ? [`user: ${text}`, `assistant: waiting for ${text}`, `assistant: after ${result}: ${text}`]
     : [`user: ${text}`, `assistant: answer to ${text}`];
 };
 /** How many events of each type answering `chats` once each makes. */
 const expectedTypes = (chats: Chat[]) => {
-  const waits = chats.filter((c) => waitMs(c.text)).length;
+  const waits = chats.filter((c) => toolResult(c.text)).length;
   const counts: Record<string, number> = {
     'conversation.opened': 1,
     'input.accepted': chats.length,
@@ -180,7 +191,7 @@ function expectOnceEach(events: ConversationEvent[], chats: Chat[], what: string
   expect(started, `${what}: turns in the order sent`).toEqual(chats.map((c) => c.id));
 }
 
-/** The model was asked for a wait chat's first step, and every request after its result holds the result once. */
+/** The model was asked for a tool chat's first step, and every request after its result holds the result once. */
 function expectToolResultNeverRepeated(stack: OwnStack, text: string) {
   const asked = requestsAbout(stack.model.requests, text);
   const firstSteps = asked.filter((r) => toolResults(r).length === 0);
@@ -275,12 +286,14 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
    * (tulios/kafkajs#1630); `keepConsuming` (libs/runtime/src/kafka.ts) replaces them.
    */
   it('the Kafka broker restarted while a turn waits in a tool and more chats are sent: every chat is answered once, in order', { timeout: 120_000 }, async () => {
-    const stack = await startStackOn(on(), { script: testScript, workers: 1 });
+    const stack = await startStackOn(on(), { script: testScript, workers: 1, workerEntry });
     const a = key('kafka-a');
     const b = key('kafka-b');
+    const gate = gateName('kafka-restart');
+    const held = `kafka a one tool-gate:${gate}`;
     try {
       await diagnosed(stack, [a, b], async () => {
-        const before = { a: [{ id: 'a-1', text: 'wait 4000' }, { id: 'a-2', text: 'kafka a two' }], b: [{ id: 'b-1', text: 'kafka b one' }] };
+        const before = { a: [{ id: 'a-1', text: held }, { id: 'a-2', text: 'kafka a two' }], b: [{ id: 'b-1', text: 'kafka b one' }] };
         const during = { a: [{ id: 'a-3', text: 'kafka a three' }, { id: 'a-4', text: 'wait 300' }], b: [{ id: 'b-2', text: 'wait 301' }, { id: 'b-3', text: 'kafka b three' }] };
         const after = { a: [{ id: 'a-5', text: 'kafka a five' }], b: [{ id: 'b-4', text: 'kafka b four' }] };
         const chatsA = [...before.a, ...during.a, ...after.a];
@@ -293,13 +306,15 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
 
         await sendSurely(stack, a, before.a[0]);
         await stack.client.started(a, 'a-1');
-        await vi.waitFor(() => expect(requestsAbout(stack.model.requests, 'wait 4000'), 'the tool call').toHaveLength(1), WAIT);
+        await stack.model.gate(gate).reached(); // a-1's tool runs, held at the gate
         await sendSurely(stack, a, before.a[1]);
         await sendSurely(stack, b, before.b[0]);
 
         const t0 = Date.now();
         const restart = tracked(infra.kafka.restart().then(() => log(`kafka restarted in ${Date.now() - t0} ms`)));
         await untilRefused(infra.kafka.brokers);
+        // The tool ends while the broker is away: its result is stored, published once it is back.
+        stack.model.gate(gate).open();
         // Sent while the broker is away: the first try of each of these begins before it is back.
         expect(restart.over, 'the broker is still away when the chats are sent').toBe(false);
         const [triesA, triesB] = await Promise.all([sendAll(stack, a, during.a), sendAll(stack, b, during.b), restart.done]);
@@ -310,7 +325,7 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
         await expectAnsweredOnceInOrder(stack, a, chatsA);
         await expectAnsweredOnceInOrder(stack, b, chatsB);
         log(`everything answered ${Date.now() - t0} ms after the restart began`);
-        for (const text of ['wait 4000', 'wait 300', 'wait 301']) log(`model asked about "${text}": ${JSON.stringify(expectToolResultNeverRepeated(stack, text))}`);
+        for (const text of [held, 'wait 300', 'wait 301']) log(`model asked about "${text}": ${JSON.stringify(expectToolResultNeverRepeated(stack, text))}`);
 
         // The stream that stayed open: every event of a once, nothing missing.
         expectOnceEach((await streaming).map((m) => m.data as ConversationEvent), chatsA, 'the stream open across the restart');
@@ -321,37 +336,44 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
   });
 
   it('PostgreSQL stopped the immediate way and started again while a turn waits in a tool: the turn completes once, later chats are answered', { timeout: 120_000 }, async () => {
-    const stack = await startStackOn(on(), { script: testScript, workers: 1 });
+    const stack = await startStackOn(on(), { script: testScript, workers: 1, workerEntry });
     const p = key('pg-p');
     const q = key('pg-q');
+    const gate = gateName('pg-stop');
     try {
       await diagnosed(stack, [p, q], async () => {
-        const first: Chat = { id: 'p-1', text: 'wait 2000' };
+        const first: Chat = { id: 'p-1', text: `pg p one tool-gate:${gate}` };
         const later = { p: [{ id: 'p-2', text: 'pg p two' }, { id: 'p-3', text: 'wait 200' }], q: [{ id: 'q-1', text: 'pg q one' }] };
 
         await sendSurely(stack, p, first);
         await stack.client.started(p, 'p-1');
-        await vi.waitFor(() => expect(requestsAbout(stack.model.requests, 'wait 2000'), 'the tool call').toHaveLength(1), WAIT);
+        await stack.model.gate(gate).reached(); // p-1's tool runs, held at the gate
 
-        // The tool ends while the server is down (some 5 s): its result cannot be stored then.
         const t0 = Date.now();
-        const restart = tracked(infra.restartPostgresImmediately().then(() => log(`postgres restarted (immediate) in ${Date.now() - t0} ms`)));
+        await infra.stopPostgresImmediately();
         await untilRefused(new URL(infra.postgres.databaseUrl).host);
-        // Sent while the database is away: 503 until it is back (the gateway asks the companion first).
-        expect(restart.over, 'the database is still away when the chats are sent').toBe(false);
+        log(`postgres stopped (immediate) in ${Date.now() - t0} ms`);
+        // Sent while the database is away: the gateway cannot check a chat without it (it asks
+        // the companion first), so it refuses with 503 and sends nothing.
+        for (const [conversation, chat] of [[p, later.p[0]], [q, later.q[0]]] as const) {
+          const refused = await stack.client.chat(conversation, chat);
+          expect(refused.status, `${chat.id} sent while the database is down`).toBe(503);
+        }
+        // The tool ends while the server is down: its result cannot be stored until it is back.
+        stack.model.gate(gate).open();
+        const restartBegan = Date.now();
+        const restart = tracked(infra.postgres.restart().then(() => log(`postgres started again in ${Date.now() - restartBegan} ms`)));
         const [triesP, triesQ] = await Promise.all([sendAll(stack, p, later.p), sendAll(stack, q, later.q), restart.done]);
-        log(`chats sent during the outage took tries p=${triesP} q=${triesQ}; accepted ${Date.now() - t0} ms after the stop`);
-        // The gateway cannot check a chat without its database: the first try of each was refused.
-        expect([triesP[0], triesQ[0]].every((tries) => tries > 1), 'the first chats sent during the outage were refused at first').toBe(true);
+        log(`chats sent again after the outage took tries p=${triesP} q=${triesQ}; accepted ${Date.now() - t0} ms after the stop`);
 
         await expectAnsweredOnceInOrder(stack, p, [first, ...later.p]);
         await expectAnsweredOnceInOrder(stack, q, later.q);
         log(`everything answered ${Date.now() - t0} ms after the stop`);
-        log(`model asked about "wait 2000": ${JSON.stringify(expectToolResultNeverRepeated(stack, 'wait 2000'))}`);
+        log(`model asked about "${first.text}": ${JSON.stringify(expectToolResultNeverRepeated(stack, first.text))}`);
         // Its result was stored once the database was back: the request after it came after the outage.
-        const afterTool = requestsAbout(stack.model.requests, 'wait 2000').filter((r) => toolResults(r).length > 0);
+        const afterTool = requestsAbout(stack.model.requests, first.text).filter((r) => toolResults(r).length > 0);
         expect(afterTool.length).toBeGreaterThan(0);
-        for (const request of afterTool) expect(request.receivedAt).toBeGreaterThanOrEqual(restart.at);
+        for (const request of afterTool) expect(request.receivedAt).toBeGreaterThanOrEqual(restartBegan);
       });
     } finally {
       await stack.stop();
@@ -359,14 +381,15 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
   });
 
   it('the companion SIGKILLed while turns run and started again: its views catch up with nothing lost or doubled', { timeout: 120_000 }, async () => {
-    const stack = await startStackOn(on(), { script: testScript, workers: 1, companion: 'process' });
+    const stack = await startStackOn(on(), { script: testScript, workers: 1, companion: 'process', workerEntry });
     const companion = stack.companionProcess!;
     const c = key('companion-c');
     const d = key('companion-d');
+    const gate = gateName('companion-kill');
     try {
       await diagnosed(stack, [c, d], async () => {
         const chatsC: Chat[] = [
-          { id: 'c-1', text: 'wait 1500' },
+          { id: 'c-1', text: `companion c one tool-gate:${gate}` },
           { id: 'c-2', text: 'companion c two' },
           { id: 'c-3', text: 'wait 200' },
         ];
@@ -382,18 +405,21 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
         await sendAll(stack, c, chatsC);
         await sendAll(stack, d, chatsD);
         await stack.client.started(c, 'c-1');
-        // Mid-stream: the companion has folded the start of c's first turn, and more is on the way.
+        await stack.model.gate(gate).reached();
+        // Mid-stream: the companion has folded the start of c's first turn, and the rest of c
+        // comes only once the gate opens, after the kill.
         const t0 = Date.now();
         await companion.kill('SIGKILL');
         log('companion killed');
+        stack.model.gate(gate).open();
 
         // While it is away the gateway refuses what it cannot check, and sends nothing for it.
         const refused = await stack.client.chat(c, whileDown);
         expect(refused.status).toBe(503);
         expect(refused.body.error?.code).toBe('unavailable');
-        // The turns go on without it.
+        // The turns go on without it: c's last turn reaches its last step.
         await vi.waitFor(
-          () => expect(requestsAbout(stack.model.requests, 'wait 300').some((r) => toolResults(r).length > 0), 'the last turn to reach its last step').toBe(true),
+          () => expect(requestsAbout(stack.model.requests, 'wait 200').some((r) => toolResults(r).length > 0), "c's last turn to reach its last step").toBe(true),
           WAIT,
         );
 
@@ -407,7 +433,7 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
 
         expectOnceEach((await streaming).map((m) => m.data as ConversationEvent), [...chatsC, whileDown], 'the stream open across the kill');
         for (const chat of [...chatsC, ...chatsD, whileDown]) {
-          expect(requestsAbout(stack.model.requests, chat.text), `model requests about ${chat.text}`).toHaveLength(waitMs(chat.text) ? 2 : 1);
+          expect(requestsAbout(stack.model.requests, chat.text), `model requests about ${chat.text}`).toHaveLength(toolResult(chat.text) ? 2 : 1);
         }
       });
     } finally {
@@ -424,11 +450,13 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
  */
 describe('the Kafka broker killed (SIGKILL)', () => {
   it('killed while a tool ends and a turn is answered, started again: every view, and a stream open across the kill, holds each chat once, in order', { timeout: 150_000 }, async () => {
-    const stack = await startStackOn(on(), { script: testScript, workers: 1 });
+    const stack = await startStackOn(on(), { script: testScript, workers: 1, workerEntry });
     const k = key('kafka-kill');
+    const gate = gateName('kafka-kill');
+    const held = `killed broker one tool-gate:${gate}`;
     try {
       await diagnosed(stack, [k], async () => {
-        const before: Chat[] = [{ id: 'k-1', text: 'wait 1500' }, { id: 'k-2', text: 'killed broker two' }];
+        const before: Chat[] = [{ id: 'k-1', text: held }, { id: 'k-2', text: 'killed broker two' }];
         const after: Chat[] = [{ id: 'k-3', text: 'wait 200' }];
         const last: Chat = { id: 'k-4', text: 'killed broker four' };
         const chats = [...before, ...after, last];
@@ -439,10 +467,13 @@ describe('the Kafka broker killed (SIGKILL)', () => {
 
         await sendAll(stack, k, before);
         await stack.client.started(k, 'k-1');
-        await vi.waitFor(() => expect(requestsAbout(stack.model.requests, 'wait 1500'), 'the tool call').toHaveLength(1), WAIT);
+        await stack.model.gate(gate).reached(); // k-1's tool runs, held at the gate
+        // k-2 is ingested (queued behind k-1) before the broker goes.
+        await vi.waitFor(async () => expect((await stack.client.status(k)).body.queue?.map((i) => i.id), 'k-2 queued').toContain('k-2'), WAIT);
         const t0 = Date.now();
         await infra.kafka.kill();
         log('kafka killed');
+        stack.model.gate(gate).open();
         // The tool ends and k-2 is answered while the broker is away: stored, published later.
         await vi.waitFor(() => expect(requestsAbout(stack.model.requests, 'killed broker two'), 'k-2 to be answered while Kafka is down').toHaveLength(1), WAIT);
         await infra.kafka.restart();
@@ -450,7 +481,7 @@ describe('the Kafka broker killed (SIGKILL)', () => {
         log(`k-3 took ${await sendAll(stack, k, after)} tries; accepted ${Date.now() - t0} ms after the kill`);
         await expectAnsweredOnceInOrder(stack, k, chats.slice(0, 3));
         log(`k-1..k-3 answered ${Date.now() - t0} ms after the kill`);
-        expectToolResultNeverRepeated(stack, 'wait 1500');
+        expectToolResultNeverRepeated(stack, held);
 
         // Once the gateway's live consumer is back (a fresh stream sees a fresh chat), one more chat.
         const back = await vi.waitFor(

@@ -15,17 +15,13 @@ export type OwnInfrastructure = {
   kafka: LocalKafka;
   postgres: LocalPostgres;
   /**
-   * `pg_ctl stop -m immediate`, then start again on the same data dir and port: SIGQUIT to the
-   * postmaster (no checkpoint, every backend dropped at once; the next start runs crash
-   * recovery), waits until it is gone, keeps it down for `POSTGRES_OUTAGE_MS`, then `restart()`.
-   * Resolves when it accepts connections again.
+   * `pg_ctl stop -m immediate`: SIGQUIT to the postmaster (no checkpoint, every backend dropped
+   * at once; the next start runs crash recovery). Resolves once it is gone; `postgres.restart()`
+   * starts it again on the same data dir and port.
    */
-  restartPostgresImmediately(): Promise<void>;
+  stopPostgresImmediately(): Promise<void>;
   stop(): Promise<void>;
 };
-
-/** How long restartPostgresImmediately() keeps the server down: a tool of 2 s begun just before ends during it. */
-const POSTGRES_OUTAGE_MS = 5000;
 
 export async function startOwnInfrastructure(log: (line: string) => void = () => undefined): Promise<OwnInfrastructure> {
   // Only RUDDER_CACHE_DIR is read from `env` (where the Kafka jars are cached); the broker is
@@ -43,12 +39,10 @@ export async function startOwnInfrastructure(log: (line: string) => void = () =>
   return {
     kafka: kafka.value,
     postgres: postgres.value,
-    async restartPostgresImmediately() {
+    async stopPostgresImmediately() {
       const pid = await postmasterPid(postgres.value.databaseUrl);
       process.kill(pid, 'SIGQUIT');
       while (isAlive(pid)) await sleep(50);
-      await sleep(POSTGRES_OUTAGE_MS);
-      await postgres.value.restart();
     },
     async stop() {
       await Promise.all([kafka.value.stop(), postgres.value.stop()]);

@@ -166,4 +166,39 @@ describe('poison never stops a partition', () => {
       ]),
     );
   });
+
+  it('records produced straight to agent.events that no reader can fold go to agent.events.dlq unchanged, with reason and source; the conversation goes on', async () => {
+    const conversation = `poison/events-${Date.now()}`;
+    expect((await stack.client.chat(conversation, { text: 'before the poison', id: 'v-1' })).status).toBe(202);
+    await stack.client.answered(conversation, 'v-1');
+    const topics = topicNames(stack.env.KAFKA_NAMESPACE);
+    const poison = ['not json {', JSON.stringify({ v: 1, type: 'turn.ended', conversation })];
+    const producer = createKafka(stack.env.KAFKA_BROKERS, 'a-stranger').producer();
+    await producer.connect();
+    const [sent] = await producer.send({ topic: topics.events, acks: -1, messages: poison.map((value) => ({ key: conversation, value })) }).finally(() => producer.disconnect());
+
+    // The companion moved past them: a later chat is answered and its views hold it.
+    expect((await stack.client.chat(conversation, { text: 'after the poison', id: 'v-2' })).status).toBe(202);
+    expect((await stack.client.answered(conversation, 'v-2')).content).toBe('answer to after the poison');
+    expect((await stack.client.status(conversation)).body).toMatchObject({ running: null, queue: [], lastInputId: 'v-2' });
+
+    const letters: KafkaMessage[] = [];
+    const reader = createKafka(stack.env.KAFKA_BROKERS, 'events-dlq-reader').consumer({ groupId: `events-dlq-reader-${Date.now()}` });
+    await reader.connect();
+    try {
+      await reader.subscribe({ topic: topics.eventsDlq, fromBeginning: true });
+      await reader.run({ eachMessage: async ({ message }) => void (message.key?.toString() === conversation && letters.push(message)) });
+      await vi.waitFor(() => expect(new Set(letters.map((m) => m.headers?.['source-offset']?.toString())).size).toBeGreaterThanOrEqual(poison.length), WAIT);
+    } finally {
+      await reader.disconnect();
+    }
+    for (const [i, value] of poison.entries()) {
+      const offset = String(Number(sent.baseOffset) + i);
+      const letter = letters.find((m) => m.headers?.['source-offset']?.toString() === offset);
+      expect(letter?.value?.toString(), `poison ${i}`).toBe(value);
+      expect(letter?.headers?.['source-topic']?.toString()).toBe(topics.events);
+      expect(letter?.headers?.['source-partition']?.toString()).toBe(String(sent.partition));
+      expect(letter?.headers?.reason?.toString()).toMatch(/not JSON|not a conversation event/);
+    }
+  });
 });

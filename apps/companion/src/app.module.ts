@@ -5,6 +5,7 @@ import { APP_INTERCEPTOR } from '@nestjs/core';
 import { CompanionController } from './http/companion.controller';
 import { READ_MODELS } from './read-models/data-source';
 import { ReadFloorInterceptor } from './http/read-floor.interceptor';
+import { DEAD_LETTERS, type EventDeadLetters } from './projection/dead-letters';
 import { FoldController, LOG } from './projection/fold.controller';
 import { CompanionMetrics } from './metrics/companion-metrics';
 import { MetricsController } from './metrics/metrics.controller';
@@ -19,16 +20,17 @@ class ReadModelsLifecycle implements OnApplicationShutdown {
 }
 
 /**
- * The companion: its read API over HTTP for the gateway, and (with `consume`) the handler of
- * agent.events batches on its microservice transport.
+ * The companion: its read API over HTTP for the gateway, and (given `deadLetters`, when it
+ * consumes) the handler of agent.events batches on its microservice transport.
  */
 @Module({})
 export class AppModule {
-  static forRoot(readModels: DataSource, log: Log, consume: boolean): DynamicModule {
+  static forRoot(readModels: DataSource, log: Log, deadLetters: EventDeadLetters | null): DynamicModule {
     return {
       module: AppModule,
-      controllers: [CompanionController, MetricsController, ...(consume ? [FoldController] : [])],
+      controllers: [CompanionController, MetricsController, ...(deadLetters ? [FoldController] : [])],
       providers: [
+        ...(deadLetters ? [{ provide: DEAD_LETTERS, useValue: deadLetters }] : []),
         { provide: READ_MODELS, useValue: readModels },
         { provide: LOG, useValue: log },
         { provide: CompanionMetrics, useValue: new CompanionMetrics() },

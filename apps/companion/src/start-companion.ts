@@ -6,6 +6,7 @@ import { createKafka, createLog, ensureTopics, nestLogger, startTracing, topicNa
 import { AppModule } from './app.module';
 import { DatabaseOutage } from './http/database-outage';
 import { CompanionErrorFilter } from './http/errors';
+import { connectEventDeadLetters } from './projection/dead-letters';
 import { companionTransport } from './projection/fold.controller';
 import { openReadModels } from './read-models/data-source';
 
@@ -41,12 +42,15 @@ export async function startCompanion(config: Config, options: CompanionOptions =
     closers = [() => readModels.destroy()];
 
     const consume = options.consume !== false;
-    const app = await NestFactory.create(AppModule.forRoot(readModels, log, consume), { logger: nestLogger(log), abortOnError: false });
+    if (consume) await ensureTopics(createKafka(config.KAFKA_BROKERS, 'companion', log), topicNames(config.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);
+    const deadLetters = consume ? await connectEventDeadLetters(config) : null;
+    if (deadLetters) closers.push(() => deadLetters.close());
+    const app = await NestFactory.create(AppModule.forRoot(readModels, log, deadLetters), { logger: nestLogger(log), abortOnError: false });
     const outage = new DatabaseOutage(readModels, log);
     app.useGlobalFilters(new CompanionErrorFilter(log, outage));
-    closers = [() => app.close(), async () => outage.stop()];
+    // Closed in reverse: the outage watch, the application (transport, HTTP, pool), the dead letters' producer.
+    closers = [...(deadLetters ? [() => deadLetters.close()] : []), () => app.close(), async () => outage.stop()];
     if (consume) {
-      await ensureTopics(createKafka(config.KAFKA_BROKERS, 'companion', log), topicNames(config.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);
       app.connectMicroservice({ strategy: companionTransport(config, log) });
       await app.startAllMicroservices();
     }

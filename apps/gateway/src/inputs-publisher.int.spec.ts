@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import type { ChatInput } from '@rudder/contracts';
 import { createKafka, createLog, ensureTopics, readConfig, topicNames } from '@rudder/runtime';
+import { deafeningKafka } from '../../../test/support/deafening-kafka';
 import { readTopic } from '../../../test/topic-reader';
 import { InputsPublisher } from './inputs-publisher';
 
@@ -45,6 +46,30 @@ describe('producing inputs', () => {
         const inSendOrder = order.filter((input) => input.conversation === conversation).map((input) => input.id);
         expect(ids).toEqual(inSendOrder);
       }
+    } finally {
+      await publisher.onApplicationShutdown();
+    }
+  });
+
+  it('after a send whose answers were lost (503), the next input is written, not acknowledged as a duplicate and lost', async () => {
+    const brokers = inject('kafkaBrokers');
+    const namespace = `inputs-publisher-${randomUUID().slice(0, 8)}.`;
+    const topics = topicNames(namespace);
+    await ensureTopics(createKafka(brokers, 'inputs-publisher-admin'), topics, 1);
+    const network = deafeningKafka(brokers, 'inputs-publisher-spec');
+    const publisher = new InputsPublisher(network.kafka, readConfig({ KAFKA_BROKERS: brokers, KAFKA_NAMESPACE: namespace, DATABASE_URL: '-' }), createLog('publisher-spec'));
+    await publisher.onModuleInit();
+    try {
+      const conversation = 'c-inputs';
+      await publisher.publish(chat(conversation, 1));
+      // The broker writes the second (and each retry of it, as a duplicate), but its answers never come.
+      network.deafen();
+      await expect(publisher.publish(chat(conversation, 2))).rejects.toMatchObject({ code: 'unavailable' });
+      network.hear();
+      // The client's next input: acknowledged means written.
+      await publisher.publish(chat(conversation, 3));
+      const records = await readTopic(brokers, topics.inputs, conversation, (read) => read.some((r) => (JSON.parse(r.value) as ChatInput).id === `${conversation}-3`));
+      expect(records.map((r) => (JSON.parse(r.value) as ChatInput).id)).toContain(`${conversation}-3`);
     } finally {
       await publisher.onApplicationShutdown();
     }

@@ -27,12 +27,18 @@ type Waiting = { record: InputRecord; value: string; bytes: number; trace: strin
  * so a request does not hang while Kafka is away: a send that gives up answers 503 even if
  * the record made it, and the client's retry with the same id is answered once by the worker.
  *
- * It connects at boot (the gateway does not start without Kafka) and again on the next send
- * after a failed one.
+ * It connects at boot (the gateway does not start without Kafka). After a failed send the
+ * producer is replaced (a new producer id and sequence) before the next: kafkajs does not
+ * advance an idempotent producer's sequence for a send whose retries ran out, though the broker
+ * may have written it, so the next records through the same producer could be acknowledged as
+ * that duplicate and never written — a 202 (or a 503 naming the id) for a lost input; the soak
+ * found it with brokers killed (the worker's events producer does the same, #9 hole 9;
+ * inputs-publisher.int.spec.ts).
  */
 @Injectable()
 export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
-  private readonly producer: Producer;
+  private producer: Producer;
+  private readonly newProducer: () => Producer;
   private readonly topic: string;
   private connected: Promise<void> | null = null;
   private readonly outage: OutageLog;
@@ -41,7 +47,8 @@ export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
 
   constructor(@Inject(KAFKA) kafka: Kafka, @Inject(CONFIG) config: Config, @Inject(LOG) log: Log) {
     this.outage = new OutageLog(log, 'Kafka');
-    this.producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    this.newProducer = () => kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false });
+    this.producer = this.newProducer();
     this.topic = topicNames(config.KAFKA_NAMESPACE).inputs;
   }
 
@@ -84,7 +91,11 @@ export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
           this.outage.answered();
           for (const w of batch) w.sent.resolve();
         } catch (error) {
+          // Sends are one at a time (this chain), so no other send is using the failed producer.
+          const failed = this.producer;
+          this.producer = this.newProducer();
           this.connected = null;
+          void failed.disconnect().catch(() => undefined);
           for (const w of batch) w.sent.reject(error);
         }
       }

@@ -1,48 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import net from 'node:net';
-import { Kafka, logLevel, type KafkaMessage } from 'kafkajs';
+import type { KafkaMessage } from 'kafkajs';
 import { describe, expect, inject, it } from 'vitest';
 import type { ConversationEvent } from '@rudder/contracts';
 import { createKafka, ensureTopics, topicNames } from '@rudder/runtime';
+import { deafeningKafka } from '../../../test/support/deafening-kafka';
 import { readTopic } from '../../../test/topic-reader';
 import { connectPublishing } from './publishing';
-
-/**
- * A Kafka client whose connections can stop hearing the broker: while `deaf`, what the broker
- * sends is held back (the requests still reach it and are written), and handed over late, in
- * order, once it hears again — a network that drops answers, as a broker failover can.
- */
-function deafeningKafka(brokers: string) {
-  const state = { deaf: false };
-  const held: { socket: net.Socket; chunk: unknown }[] = [];
-  const kafka = new Kafka({
-    clientId: 'publishing-spec',
-    brokers: brokers.split(','),
-    logLevel: logLevel.NOTHING,
-    requestTimeout: 1000,
-    retry: { initialRetryTime: 100, retries: 2 },
-    socketFactory: ({ host, port, onConnect }) => {
-      const socket = net.connect({ host, port }, onConnect);
-      const emit = socket.emit.bind(socket);
-      socket.emit = (event: string | symbol, ...args: unknown[]) => {
-        if (event === 'data' && state.deaf) {
-          held.push({ socket, chunk: args[0] });
-          return true;
-        }
-        return emit(event, ...args);
-      };
-      return socket;
-    },
-  });
-  return {
-    kafka,
-    deafen: () => void (state.deaf = true),
-    hear: () => {
-      state.deaf = false;
-      for (const { socket, chunk } of held.splice(0)) if (!socket.destroyed) socket.emit('data', chunk);
-    },
-  };
-}
 
 const event = (conversation: string, position: number): ConversationEvent => ({
   v: 1,

@@ -1,12 +1,7 @@
-import type { Kafka, Message, Producer } from 'kafkajs';
+import type { Kafka, Producer } from 'kafkajs';
 import type { ConversationEvent, TokenRecord } from '@rudder/contracts';
-import { contextOf, otelTrace, SpanKind, traceparent, tracerOf, tracing, type TopicNames } from '@rudder/runtime';
+import { contextOf, otelTrace, SpanKind, traceparent, tracerOf, tracing, deadLetter, type TopicNames } from '@rudder/runtime';
 import type { Misrouted, Rejected } from './ingest/ingest-inputs';
-
-/** A dead letter's reason header is cut to this many characters (it names at most a few issues). */
-const MAX_REASON_CHARS = 2000;
-/** A record dead-lettered without its value keeps its key up to this size. */
-const MAX_DROPPED_KEY_BYTES = 1024;
 
 /**
  * The worker's producers. Events go through an idempotent producer (acks=all, one request
@@ -71,28 +66,12 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
       }
     },
     /**
-     * Dead-letters the records that could not be ingested, one record each, through a producer
-     * of their own (a refused dead letter must not touch the events' idempotent sequence). A
-     * record the broker refuses whole (too large once the headers are added) goes again
-     * without its value, saying so; only an outage, which a redelivery survives, throws.
+     * Dead-letters the records that could not be ingested to agent.inputs.dlq (`deadLetter` in
+     * libs/runtime: unchanged, bounded reason, source headers), through a producer of their own
+     * (a refused dead letter must not touch the events' idempotent sequence).
      */
-    async deadLetter(sourcePartition: number, rejected: readonly Rejected[]) {
-      for (const { message, reason } of rejected) {
-        const headers = {
-          reason: reason.slice(0, MAX_REASON_CHARS),
-          'source-topic': topics.inputs,
-          'source-partition': String(sourcePartition),
-          'source-offset': message.offset,
-        };
-        const send = (record: Message) => deadLetters.send({ topic: topics.inputsDlq, acks: -1, messages: [record] });
-        await send({ key: message.key, value: message.value, headers }).catch(() =>
-          send({
-            key: message.key && message.key.length <= MAX_DROPPED_KEY_BYTES ? message.key : null,
-            value: null,
-            headers: { ...headers, dropped: `the record (${message.value?.length ?? 0} bytes of value, ${message.key?.length ?? 0} of key) was too large to dead-letter whole` },
-          }),
-        );
-      }
+    deadLetter(sourcePartition: number, rejected: readonly Rejected[]) {
+      return deadLetter(deadLetters, topics.inputsDlq, { topic: topics.inputs, partition: sourcePartition }, rejected);
     },
     /**
      * Sends records of agent.inputs that arrived on the wrong partition to the partition of

@@ -8,6 +8,8 @@ export const Topics = {
   tokens: 'agent.tokens',
   /** Records of agent.inputs that did not parse or validate, with the reason in headers. */
   inputsDlq: 'agent.inputs.dlq',
+  /** Records of agent.events that the companion could not read, with the reason in headers. */
+  eventsDlq: 'agent.events.dlq',
 } as const;
 
 export type TopicName = (typeof Topics)[keyof typeof Topics];

@@ -15,6 +15,7 @@ export type DevServicesErrorCode =
   | 'KAFKA_NOT_READY'
   /** A method was called on a broker that was stopped for good. */
   | 'KAFKA_STOPPED'
+  | 'KAFKA_BROKERS_COUNT'
   /** initdb or postgres failed, or there are no PostgreSQL binaries for this platform. */
   | 'POSTGRES_START_FAILED'
   /** As root, with no `postgres` user to run PostgreSQL as, and none could be created. */

@@ -3,7 +3,7 @@
  * or as local processes. See `startInfrastructure`.
  */
 export { startInfrastructure, type Infrastructure, type InfrastructureOptions, type InfrastructureSource } from './infrastructure';
-export { startLocalKafka, type LocalKafka, type LocalKafkaOptions } from './kafka';
+export { startLocalKafka, type LocalKafka, type LocalKafkaNode, type LocalKafkaOptions } from './kafka';
 export { startLocalPostgres, type LocalPostgres, type LocalPostgresOptions } from './postgres';
 export { createTestDatabase, type TestDatabase } from './test-database';
 export { dockerAnswers } from './docker';

@@ -20,6 +20,11 @@ export type InfrastructureOptions = {
   /** `num.partitions` of a broker we start: the count of topics created without one. Default 1. */
   kafkaPartitions?: number;
   /**
+   * Brokers of a Kafka we start: 1 (default) or 3 (a local three-node KRaft cluster, topics
+   * replicated three times, `min.insync.replicas` 2; never a container).
+   */
+  brokerCount?: number;
+  /**
    * Where KAFKA_BROKERS, DATABASE_URL, DOCKER_HOST, RUDDER_DOCKER and RUDDER_CACHE_DIR are read
    * from. Default `process.env`; tests pass their own to force local processes.
    */
@@ -43,7 +48,7 @@ export async function startInfrastructure(options: InfrastructureOptions = {}): 
   if (needed) log(docker ? 'a Docker engine answers: starting containers' : 'no Docker engine: starting local processes');
 
   const [kafka, postgres] = await Promise.allSettled([
-    kafkaService(env, docker, log, options.kafkaPartitions),
+    kafkaService(env, docker, log, options.kafkaPartitions, options.brokerCount ?? 1),
     postgresService(env, docker, log),
   ]);
   if (kafka.status === 'rejected' || postgres.status === 'rejected') {
@@ -64,16 +69,17 @@ export async function startInfrastructure(options: InfrastructureOptions = {}): 
 
 const fromEnv = (url: string): Service => ({ url, source: 'env', stop: async () => undefined });
 
-async function kafkaService(env: NodeJS.ProcessEnv, docker: boolean, log: (line: string) => void, partitions?: number): Promise<Service> {
+async function kafkaService(env: NodeJS.ProcessEnv, docker: boolean, log: (line: string) => void, partitions: number | undefined, brokers: number): Promise<Service> {
   if (env.KAFKA_BROKERS) return fromEnv(env.KAFKA_BROKERS);
-  if (docker) {
+  if (docker && brokers > 1) log(`${brokers} brokers: local processes, not a container`);
+  else if (docker) {
     try {
       return { ...(await startDockerKafka({ partitions })), source: 'docker' };
     } catch (error) {
       log(`${error instanceof Error ? error.message : String(error)}; falling back to a local broker`);
     }
   }
-  const kafka = await startLocalKafka({ log, partitions, env });
+  const kafka = await startLocalKafka({ log, partitions, env, brokers });
   return { url: kafka.brokers, source: 'local', stop: () => kafka.stop() };
 }
 

@@ -1,5 +1,5 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { chmod, chown, copyFile, link, lstat, mkdir, mkdtemp, readdir, readlink, rm, symlink, unlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, copyFile, link, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { arch, platform, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -34,6 +34,13 @@ export type LocalPostgres = {
   stop(): Promise<void>;
   /** Fast shutdown, then starts again on the same data dir and port. Committed data survives. */
   restart(): Promise<void>;
+  /**
+   * SIGKILL to the postmaster and its backends at once, as a crash of the server would (no
+   * checkpoint, no goodbye to any client); resolves once they are gone. `restart()` starts it
+   * again, with crash recovery. The backends are found in /proc (Linux; elsewhere only the
+   * postmaster is killed and its backends exit when they notice).
+   */
+  kill(): Promise<void>;
 };
 
 const USER = 'postgres';
@@ -186,7 +193,39 @@ export async function startLocalPostgres(options: LocalPostgresOptions = {}): Pr
       await halt();
       await launch();
     },
+    async kill() {
+      if (stopped || !server) return;
+      const { child, exited } = server;
+      if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+      const backends = await childrenOf(child.pid);
+      for (const pid of [child.pid, ...backends]) signalQuietly(pid, 'SIGKILL');
+      await exited;
+      for (let i = 0; i < 100 && backends.some(isAlive); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    },
   };
+}
+
+/** The pids whose parent is `pid` (Linux /proc; none elsewhere). */
+async function childrenOf(pid: number): Promise<number[]> {
+  const entries = await readdir('/proc').catch(() => [] as string[]);
+  const children: number[] = [];
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(join('/proc', entry, 'stat'), 'utf8').catch(() => '');
+    // pid (comm) state ppid …: comm may hold spaces and parentheses, so read after the last ')'.
+    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    if (ppid === pid) children.push(Number(entry));
+  }
+  return children;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const executable = (bin: string, name: string) => join(bin, platform() === 'win32' ? `${name}.exe` : name);

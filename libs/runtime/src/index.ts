@@ -5,3 +5,4 @@ export * from './postgres';
 export * from './kafka-batch-server';
 export * from './metrics';
 export * from './tracing';
+export * from './dead-letters';

@@ -19,11 +19,6 @@ export function createKafka(brokers: string, clientId: string, log: Log = create
   });
 }
 
-/**
- * Creates the contract's topics when they are missing. `agent.inputs`, `agent.events` and
- * `agent.tokens` share the partition count, so a conversation lands on the same partition
- * number of each.
- */
 export type TopicNames = { [K in keyof typeof Topics]: string };
 
 /** The contract's topic names under a namespace (empty in production). */
@@ -32,17 +27,41 @@ export const topicNames = (namespace: string): TopicNames => ({
   events: namespace + Topics.events,
   tokens: namespace + Topics.tokens,
   inputsDlq: namespace + Topics.inputsDlq,
+  eventsDlq: namespace + Topics.eventsDlq,
 });
 
+/**
+ * Creates the contract's topics when they are missing. `agent.inputs`, `agent.events` and
+ * `agent.tokens` share the partition count, so a conversation lands on the same partition
+ * number of each. On a cluster of three brokers or more each topic has three replicas and
+ * `min.insync.replicas` 2 (every producer here but the tokens' sends with acks=all, so an
+ * acknowledged record is on two brokers and one broker may be down); on fewer, the brokers'
+ * defaults.
+ */
 export async function ensureTopics(kafka: Kafka, topics: TopicNames, partitions: number): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const existing = new Set(await admin.listTopics());
-    const wanted: ITopicConfig[] = Object.values(topics)
-      .filter((topic) => !existing.has(topic))
-      .map((topic) => ({ topic, numPartitions: partitions, replicationFactor: -1 }));
-    if (wanted.length > 0) await admin.createTopics({ topics: wanted, waitForLeaders: true });
+    // Right after a cluster starts (or a topic is created) a broker may not know of a topic yet
+    // ("does not host this topic-partition"): retried until every partition has a leader.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const existing = new Set(await admin.listTopics());
+        const { brokers } = await admin.describeCluster();
+        const replication: Pick<ITopicConfig, 'replicationFactor' | 'configEntries'> =
+          brokers.length >= 3 ? { replicationFactor: 3, configEntries: [{ name: 'min.insync.replicas', value: '2' }] } : { replicationFactor: -1 };
+        const wanted: ITopicConfig[] = Object.values(topics)
+          .filter((topic) => !existing.has(topic))
+          .map((topic) => ({ topic, numPartitions: partitions, ...replication }));
+        if (wanted.length > 0) await admin.createTopics({ topics: wanted, waitForLeaders: true });
+        const metadata = await admin.fetchTopicMetadata({ topics: Object.values(topics) });
+        if (metadata.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
+        throw Object.assign(new Error('a topic has partitions without a leader yet'), { retriable: true });
+      } catch (error) {
+        if (attempt >= 40 || (error as { retriable?: boolean }).retriable !== true) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    }
   } finally {
     await admin.disconnect();
   }

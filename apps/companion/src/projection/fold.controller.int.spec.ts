@@ -85,8 +85,8 @@ describe.skipIf(brokers === undefined)('the companion on agent.events', () => {
     // Distinct lines: a rebalance right after joining the group may fetch the same records again
     // (nothing was committed yet), and each time they are logged again, with the same offset.
     const logged = (prefix: string) => new Set(log.lines.filter((w) => w.startsWith(prefix)));
-    expect(logged('warn skipped a record of agent.events that does not parse')).toHaveProperty('size', 2);
-    expect(logged('error skipped an event the projections cannot hold')).toHaveProperty('size', 1);
+    expect(logged('warn dead-lettered a record of agent.events that does not parse')).toHaveProperty('size', 2);
+    expect(logged('error dead-lettered an event the projections cannot hold')).toHaveProperty('size', 1);
   });
 
   it('commits offsets only for what it folded, and after a restart folds only what is new', async () => {
@@ -123,5 +123,61 @@ describe.skipIf(brokers === undefined)('the companion on agent.events', () => {
     } finally {
       await admin.disconnect();
     }
+  });
+
+  it('dead-letters what it cannot fold to agent.events.dlq, unchanged, with its reason and source; moves on; later events fold', async () => {
+    companion ??= await startCompanion(config, { log });
+    const key = 'poison/events-dlq';
+    const events = conversationLog(key);
+    const poison = [
+      'not json {',
+      JSON.stringify({ v: 1, type: 'turn.started' }),
+      // Large and wrong: its reason stays bounded.
+      JSON.stringify({ v: 1, type: 'input.accepted', conversation: key, data: Array.from({ length: 20_000 }, (_, i) => i) }),
+      // Parses, but PostgreSQL cannot hold its time (before 4713 BC).
+      JSON.stringify({ ...events.accepted('too-early', 'a time timestamptz cannot hold'), at: '-010000-01-01T00:00:00.000Z' }),
+    ];
+    const [first] = await publish([asRecord(events.accepted('e1', 'one'))]);
+    const [sent] = await publish(poison.map((value) => ({ key, value })));
+    await publish([asRecord(events.accepted('e2', 'two'))]);
+    const offsets = poison.map((_, i) => String(Number(sent.baseOffset) + i));
+    expect(sent.partition).toBe(first.partition);
+
+    // The companion moved on: what came after the poison is folded.
+    const status = await vi.waitFor(async () => {
+      const s = await get(`/conversations/${encodeURIComponent(key)}`);
+      expect(s.lastInputId).toBe('e2');
+      return s;
+    }, WAIT);
+    expect(status.queue.map((i: { id: string }) => i.id)).toEqual(['e1', 'e2']);
+
+    // Each poison record is on the dead-letter topic, as it was, saying where it came from and why.
+    const letters = new Map<string, { key: string | null; value: string | null; headers: Record<string, string> }>();
+    const consumer = kafka.consumer({ groupId: `${config.KAFKA_NAMESPACE}dlq-reader` });
+    await consumer.connect();
+    try {
+      await consumer.subscribe({ topic: topicNames(config.KAFKA_NAMESPACE).eventsDlq, fromBeginning: true });
+      await consumer.run({
+        eachMessage: async ({ message }) => {
+          const headers = Object.fromEntries(Object.entries(message.headers ?? {}).map(([name, value]) => [name, String(value)]));
+          // A redelivery (a rebalance before the commit) may dead-letter a record again: one entry per source offset.
+          if (message.key?.toString() === key) letters.set(headers['source-offset'], { key: message.key.toString(), value: message.value?.toString() ?? null, headers });
+        },
+      });
+      await vi.waitFor(() => expect(letters.size).toBeGreaterThanOrEqual(poison.length), WAIT);
+    } finally {
+      await consumer.disconnect();
+    }
+    expect([...letters.keys()].sort()).toEqual([...offsets].sort());
+    for (const [i, offset] of offsets.entries()) {
+      const letter = letters.get(offset)!;
+      expect({ key: letter.key, value: letter.value }, `poison ${i}`).toEqual({ key, value: poison[i] });
+      expect(letter.headers).toMatchObject({ 'source-topic': topic(), 'source-partition': String(sent.partition), 'source-offset': offset });
+      expect(letter.headers.reason.length, `poison ${i}'s reason`).toBeGreaterThan(0);
+      expect(letter.headers.reason.length).toBeLessThanOrEqual(2000);
+      expect(letter.headers.dropped).toBeUndefined();
+    }
+    expect(letters.get(offsets[0])!.headers.reason).toMatch(/not JSON/);
+    expect(letters.get(offsets[3])!.headers.reason).toMatch(/projections cannot hold/);
   });
 });

@@ -2,11 +2,12 @@ import { Controller, Inject } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import type { KafkaMessage } from 'kafkajs';
 import { Topics, type ConversationEvent } from '@rudder/contracts';
-import { contextOf, createKafka, isRefusedByDatabase, KafkaBatchServer, READER_SESSION, SpanKind, tracerOf, tracing, type Config, type Log, type PartitionBatch } from '@rudder/runtime';
+import { contextOf, createKafka, isRefusedByDatabase, KafkaBatchServer, READER_SESSION, SpanKind, tracerOf, tracing, type Config, type Log, type PartitionBatch, type Rejected } from '@rudder/runtime';
 import type { DataSource } from 'typeorm';
 import { READ_MODELS } from '../read-models/data-source';
 import { performance } from 'node:perf_hooks';
 import { CompanionMetrics } from '../metrics/companion-metrics';
+import { DEAD_LETTERS, type EventDeadLetters } from './dead-letters';
 import { foldEvents, type FoldResult } from './fold-events';
 import { readEventRecord } from './read-event-record';
 
@@ -23,6 +24,8 @@ export const LOG = Symbol('companion.log');
  * batch instead of per event; its offsets are committed only after that transaction has
  * committed. A crash between the two redelivers records whose ids are already in
  * `applied_events`, which change nothing. Nothing is ever committed ahead of the database.
+ * A record that does not parse, or an event the projections cannot hold, is dead-lettered to
+ * `agent.events.dlq` before the offsets are committed, and the partition moves on.
  */
 export const companionTransport = (config: Config, log: Log): KafkaBatchServer =>
   new KafkaBatchServer({
@@ -41,60 +44,75 @@ export class FoldController {
     @Inject(READ_MODELS) private readonly readModels: DataSource,
     @Inject(LOG) private readonly log: Log,
     @Inject(CompanionMetrics) private readonly metrics: CompanionMetrics,
+    @Inject(DEAD_LETTERS) private readonly deadLetters: EventDeadLetters,
   ) {}
 
   @EventPattern(Topics.events)
   async fold(@Payload() batch: PartitionBatch): Promise<void> {
     const start = performance.now();
-    const events = readEvents(batch.messages, batch, this.log);
+    const { read, unreadable } = readEvents(batch.messages, batch, this.log);
     const spans = foldSpans(batch.messages);
     try {
-      const result = await foldOrSkip(this.readModels, events, this.log);
-      this.metrics.batchFolded(events, result, (performance.now() - start) / 1000);
+      await this.deadLetters.send(batch.partition, unreadable);
+      const { result, refused } = await foldOrSkip(this.readModels, read, this.log);
+      await this.deadLetters.send(batch.partition, refused);
+      this.metrics.batchFolded(
+        read.map((r) => r.event),
+        result,
+        (performance.now() - start) / 1000,
+      );
     } finally {
       for (const span of spans) span.end();
     }
   }
 }
 
-function readEvents(messages: KafkaMessage[], where: { topic: string; partition: number }, log: Log): ConversationEvent[] {
-  const events: ConversationEvent[] = [];
+type Read = { event: ConversationEvent; message: KafkaMessage };
+
+function readEvents(messages: KafkaMessage[], where: { topic: string; partition: number }, log: Log): { read: Read[]; unreadable: Rejected[] } {
+  const read: Read[] = [];
+  const unreadable: Rejected[] = [];
   for (const message of messages) {
-    const read = readEventRecord(message.value);
-    if (read.ok) events.push(read.event);
-    else
-      log.warn('skipped a record of agent.events that does not parse', {
+    const record = readEventRecord(message.value);
+    if (record.ok) read.push({ event: record.event, message });
+    else {
+      unreadable.push({ message, reason: record.reason });
+      log.warn('dead-lettered a record of agent.events that does not parse', {
         ...where,
         offset: message.offset,
         key: message.key?.toString('utf8') ?? null,
-        reason: read.reason,
+        reason: record.reason.slice(0, 500),
       });
+    }
   }
-  return events;
+  return { read, unreadable };
 }
 
 /**
  * An event that parses but that the database refuses (texts are made storable, so this is a
  * backstop for what nobody foresaw) would fail its batch on every redelivery and block the
  * partition. When a batch fails with such an
- * error, its events are folded one by one and the ones refused are logged and skipped.
+ * error, its events are folded one by one and the ones refused are logged and returned, to be
+ * dead-lettered.
  * Any other failure (the database is down) is thrown: kafkajs retries the batch, unresolved.
  */
-async function foldOrSkip(readModels: DataSource, events: ConversationEvent[], log: Log): Promise<FoldResult> {
+async function foldOrSkip(readModels: DataSource, read: Read[], log: Log): Promise<{ result: FoldResult; refused: Rejected[] }> {
   try {
-    return await foldEvents(readModels, events);
+    return { result: await foldEvents(readModels, read.map((r) => r.event)), refused: [] };
   } catch (error) {
     if (!isRefusedByDatabase(error)) throw error;
   }
   const total: FoldResult = { applied: 0, duplicates: 0 };
-  for (const event of events) {
+  const refused: Rejected[] = [];
+  for (const { event, message } of read) {
     try {
       const one = await foldEvents(readModels, [event]);
       total.applied += one.applied;
       total.duplicates += one.duplicates;
     } catch (error) {
       if (!isRefusedByDatabase(error)) throw error;
-      log.error('skipped an event the projections cannot hold', {
+      refused.push({ message, reason: `the projections cannot hold the event: ${String(error)}` });
+      log.error('dead-lettered an event the projections cannot hold', {
         id: event.id,
         conversation: event.conversation,
         position: event.position,
@@ -103,7 +121,7 @@ async function foldOrSkip(readModels: DataSource, events: ConversationEvent[], l
       });
     }
   }
-  return total;
+  return { result: total, refused };
 }
 
 const tracer = tracerOf('companion');

@@ -3,13 +3,13 @@ import type { KafkaMessage } from 'kafkajs';
 import { InputRecord, inputText, type ConversationEvent } from '@rudder/contracts';
 import { conversationRules, decideInputs, evolve, receiptKeys, startNextTurn } from '@rudder/conversation';
 import { appendToConversations, readStates, type Epochs } from '@rudder/event-store';
-import { isRefusedByDatabase, type Pool } from '@rudder/runtime';
+import { isRefusedByDatabase, type Pool, type Rejected } from '@rudder/runtime';
 import type { AgentRegistry } from '../agents/agents';
 
 /** What ingesting needs of the deployment's agents. */
 export type IngestAgents = Pick<AgentRegistry, 'defaultAgent' | 'policyOf' | 'get' | 'anyGuard'>;
 
-export type Rejected = { message: KafkaMessage; reason: string };
+export type { Rejected };
 
 /** A dead letter's reason names at most this many schema issues, each cut to ISSUE_CHARS. */
 const MAX_ISSUES = 5;
