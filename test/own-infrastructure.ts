@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
-import { startLocalKafka, startLocalPostgres, type LocalKafka, type LocalPostgres } from '@rudder/dev-services';
+import { isAlive, startLocalKafka, startLocalPostgres, type LocalKafka, type LocalPostgres } from '@rudder/dev-services';
 import { startSystem, type Stack, type StackOptions } from './system';
 
 /**
@@ -50,14 +50,6 @@ export async function startOwnInfrastructure(log: (line: string) => void = () =>
   };
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The postmaster's pid: the first line of postmaster.pid in the server's data directory. */
 async function postmasterPid(serverUrl: string): Promise<number> {

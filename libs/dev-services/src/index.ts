@@ -9,3 +9,4 @@ export { createTestDatabase, type TestDatabase } from './test-database';
 export { dockerAnswers } from './docker';
 export { ensureKafkaJars, kafkaCacheDir, KAFKA_VERSION } from './kafka-jars';
 export { DevServicesError, type DevServicesErrorCode } from './errors';
+export { isAlive } from './processes';

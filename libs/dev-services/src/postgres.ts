@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { DevServicesError } from './errors';
 import { freePort } from './ports';
-import { armWatchdog, onProcessExit, signalQuietly, stoppedOrKilled, type Watchdog } from './processes';
+import { armWatchdog, isAlive, onProcessExit, signalQuietly, stoppedOrKilled, type Watchdog } from './processes';
 
 export type LocalPostgresOptions = {
   log?: (line: string) => void;
@@ -219,14 +219,6 @@ async function childrenOf(pid: number): Promise<number[]> {
   return children;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const executable = (bin: string, name: string) => join(bin, platform() === 'win32' ? `${name}.exe` : name);
 
