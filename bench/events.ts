@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { ConversationEvent } from '@rudder/contracts';
-import { readEvents } from '../test/sse';
-import type { Client } from '../test/client';
+import type { RudderClient } from '@rudder/client';
 
 /** A conversation event as it arrived on the SSE stream, `arrived` on performance.now(). */
 export type Arrival = { event: ConversationEvent; arrived: number };
@@ -13,27 +12,26 @@ export type EventWatch = {
 };
 
 /**
- * Keeps a conversation's live SSE stream open and timestamps each event as it arrives, so a
- * benchmark can wait for "the turn.ended of turn X" and know when it came. Token messages
+ * Keeps a conversation's live event stream open (`RudderClient.events`) and timestamps each
+ * event as it arrives, so a benchmark can wait for "the turn.ended of turn X" and know when it
+ * came. Answers once the stream is open, so the events of what is sent next all arrive. Tokens
  * are skipped.
  */
-export async function watchEvents(client: Client, key: string): Promise<EventWatch> {
+export async function watchEvents(client: RudderClient, key: string): Promise<EventWatch> {
   const abort = new AbortController();
-  const response = await client.events(key, {}, abort.signal);
-  if (response.status !== 200) throw new Error(`events of ${key}: HTTP ${response.status}`);
   const arrived: Arrival[] = [];
   let waiters: { match: (event: ConversationEvent) => boolean; resolve(arrival: Arrival): void }[] = [];
-  void readEvents(
-    response,
-    (message) => {
-      if (message.event === 'token') return false;
-      const arrival = { event: message.data as ConversationEvent, arrived: performance.now() };
-      arrived.push(arrival);
-      waiters = waiters.filter((w) => !(w.match(arrival.event) && (w.resolve(arrival), true)));
-      return false;
-    },
-    10 * 60_000,
-  ).catch(() => undefined); // ends when aborted
+  await new Promise<void>((open, fail) => {
+    const watching = async () => {
+      for await (const event of client.events(key, { signal: abort.signal, onOpen: open })) {
+        if (event.type === 'token') continue;
+        const arrival = { event, arrived: performance.now() };
+        arrived.push(arrival);
+        waiters = waiters.filter((w) => !(w.match(arrival.event) && (w.resolve(arrival), true)));
+      }
+    };
+    watching().catch(fail); // ends when closed; an error before the stream opened fails the watch
+  });
   return {
     next(match, timeoutMs = 60_000) {
       const seen = arrived.find((a) => match(a.event));

@@ -4,6 +4,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { startInfrastructure } from '@rudder/dev-services';
 import { chatLatency } from './chat-latency';
 import { dbCost } from './db-cost';
@@ -14,11 +15,29 @@ import { throughput } from './throughput';
 import { ms, table } from './stats';
 
 /**
- * `npm run bench`: the real system (Kafka and PostgreSQL from dev-services, the scripted model
- * over HTTP, companion and gateway in this process, turn workers as child processes), measured
- * four ways; prints markdown tables and writes them to bench/results.md. The services' own log
- * lines go to a file, not the terminal.
+ * `npm run bench [-- --quick]`: the real system (Kafka and PostgreSQL from dev-services, the
+ * scripted model over HTTP, companion and gateway in this process, turn workers as child
+ * processes), measured six ways; prints markdown tables and writes them to bench/results.md.
+ * The services' own log lines go to a file, not the terminal.
  */
+const USAGE = `npm run bench [-- --quick]
+
+  Runs the six benchmarks on the real system (Kafka and PostgreSQL: KAFKA_BROKERS / DATABASE_URL,
+  else started like npm start does), prints markdown tables and writes them to bench/results.md.
+  --quick  every benchmark once, with few turns (a few minutes): checks the benchmarks run;
+           the tables are printed, bench/results.md is left as it is
+  --help   this text
+`;
+const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } });
+if (args.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+/** How much each benchmark does: the full run, or `--quick`'s few turns. */
+const size = args.quick
+  ? { chat: { levels: [1, 4], turns: 8 }, steerRuns: 2, costRuns: 1, recoveryRuns: 1, load: { workers: [1, 2], conversations: 4, seconds: 3 }, memory: { conversations: 40, forgetMs: [1000] }, long: { earlierTurns: 20, runs: 1 } }
+  : { chat: { levels: [1, 4, 16], turns: 30 }, steerRuns: 15, costRuns: 3, recoveryRuns: 3, load: { workers: [1, 2, 3], conversations: 16, seconds: 10 }, memory: { conversations: 1000, forgetMs: [1000, 3_600_000] }, long: { earlierTurns: 500, runs: 3 } };
+
 const LOG_FILE = join(os.tmpdir(), `rudder-bench-${process.pid}.log`);
 const RESULTS = fileURLToPath(new URL('results.md', import.meta.url));
 
@@ -42,17 +61,17 @@ const step = async <T>(name: string, run: () => Promise<T>): Promise<T> => {
 const infra = await step('Kafka and PostgreSQL', () => startInfrastructure({ log: (line) => log.write(`dev-services ${line}\n`) }));
 let report = '';
 try {
-  const chat = await step('1. chat latency at 1, 4, 16 conversations', () => chatLatency(infra, { levels: [1, 4, 16], turns: 30 }));
-  const steer = await step('2. steer latency', () => steerLatency(infra, { runs: 15 }));
-  const cost = await step('3. cost per turn', () => dbCost(infra, { runs: 3 }));
+  const chat = await step(`1. chat latency at ${size.chat.levels.join(', ')} conversations`, () => chatLatency(infra, size.chat));
+  const steer = await step('2. steer latency', () => steerLatency(infra, { runs: size.steerRuns }));
+  const cost = await step('3. cost per turn', () => dbCost(infra, { runs: size.costRuns }));
   const recoveries: RecoveryResult[] = [];
   for (const sessionTimeoutMs of [6000, 3000]) {
-    recoveries.push(await step(`4. recovery, session timeout ${sessionTimeoutMs} ms`, () => recovery(infra, { sessionTimeoutMs, runs: 3 })));
+    recoveries.push(await step(`4. recovery, session timeout ${sessionTimeoutMs} ms`, () => recovery(infra, { sessionTimeoutMs, runs: size.recoveryRuns })));
   }
 
-  const load = await step('5. throughput at saturation with 1, 2, 3 workers', () => throughput(infra, { workers: [1, 2, 3], conversations: 16, seconds: 10 }));
-  const memory = await step('6a. worker memory after 1,000 conversations', () => workerMemory(infra, { conversations: 1000, forgetMs: [1000, 3_600_000] }));
-  const long = await step('6b. first turn after a restart in a long conversation', () => longConversation(infra, { earlierTurns: 500, runs: 3 }));
+  const load = await step(`5. throughput at saturation with ${size.load.workers.join(', ')} workers`, () => throughput(infra, size.load));
+  const memory = await step(`6a. worker memory after ${size.memory.conversations.toLocaleString('en')} conversations`, () => workerMemory(infra, size.memory));
+  const long = await step('6b. first turn after a restart in a long conversation', () => longConversation(infra, size.long));
 
   const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}×`;
   const base = chat[0];
@@ -112,7 +131,7 @@ try {
     'The successor boots while the dead member\'s session runs out (the group drops it one session timeout after its last ' +
       'heartbeat, WORKER_HEARTBEAT_MS = 500), so failover ≈ the session timeout as long as that exceeds the boot; then the ' +
       `interrupted tool runs again from the start (${TOOL_MS} ms) before its result is committed.`,
-    '## 5. Throughput at saturation: 16 conversations, one-tool turns (`wait 0`), closed loop, 10 s per level',
+    `## 5. Throughput at saturation: ${size.load.conversations} conversations, one-tool turns (\`wait 0\`), closed loop, ${size.load.seconds} s per level`,
     table(
       ['worker processes', 'turns', 'turns/s', 'vs 1 worker', 'p50 ms', 'worker CPU-ms / turn (all)', 'bench process CPU-ms / turn'],
       load.map((l) => [l.workers, l.turns, l.turnsPerSecond.toFixed(1), ratio(l.turnsPerSecond, load[0].turnsPerSecond), ms(l.p50), l.cpuMsPerTurn.workers.toFixed(1), l.cpuMsPerTurn.benchProcess.toFixed(1)]),
@@ -125,7 +144,7 @@ try {
       memory.map((m) => [m.forgetMs >= 3_600_000 ? 'never (1 h)' : `${m.forgetMs} ms`, m.conversations, m.rssBeforeMb.toFixed(0), m.rssAfterMb.toFixed(0), m.kbPerConversation.toFixed(1)]),
     ),
     table(
-      ['first turn after a worker restart', 'ms (median of 3)', 'vs new'],
+      ['first turn after a worker restart', `ms (median of ${size.long.runs})`, 'vs new'],
       [
         ['in a new conversation', ms(long.newConversationMs), '1.0×'],
         [`in a conversation with ${long.earlierTurns} earlier turns`, ms(long.longConversationMs), ratio(long.longConversationMs, long.newConversationMs)],
@@ -137,7 +156,7 @@ try {
     '# Benchmarks',
     `${new Date().toISOString().slice(0, 10)} — ${cpu.length} × ${cpu[0]?.model.trim() ?? 'cpu'}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; ` +
       `Kafka ${infra.source.kafka}, PostgreSQL ${infra.source.postgres}; everything on loopback on this one machine (Kafka, PostgreSQL, ` +
-      `the scripted model, companion, gateway, workers and the load generator share the cores). Run: \`npm run bench\`, ` +
+      `the scripted model, companion, gateway, workers and the load generator share the cores). Run: \`npm run bench${args.quick ? ' -- --quick' : ''}\`, ` +
       `${((performance.now() - began) / 1000).toFixed(0)} s in all; 1-minute load average ${loadAtStart.toFixed(1)} at the start ` +
       `(other work on the machine shows up most in benchmark 1).`,
   ];
@@ -151,7 +170,10 @@ try {
 if (process.exitCode) process.exit();
 say('');
 say(report);
-await writeFile(RESULTS, report);
-say(`written to bench/results.md; service logs in ${LOG_FILE}`);
+if (args.quick) say(`--quick: bench/results.md left as it is; service logs in ${LOG_FILE}`);
+else {
+  await writeFile(RESULTS, report);
+  say(`written to bench/results.md; service logs in ${LOG_FILE}`);
+}
 log.end();
 process.exit(0);

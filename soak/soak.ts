@@ -2,11 +2,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startInfrastructure, startLocalKafka, startLocalPostgres, type LocalKafka, type LocalPostgres } from '@rudder/dev-services';
 import { Partitioners } from 'kafkajs';
 import { createKafka, topicNames } from '@rudder/runtime';
+import { RudderClient, RudderError } from '@rudder/client';
+import type { TurnView } from '@rudder/contracts';
 import { checkConversation, checkModelRequests, turnStatuses, type Category, type ConversationViews, type Finding, type SentInput } from './check';
 import { startSoakStack, type Infra, type SoakStack, type SoakWorker } from './harness';
-import { createSoakClient, type SoakClient } from './http';
 import { createPoisoner, type PoisonKind } from './poison';
 import { createRng, type Rng } from './rng';
+import { READ_TIMEOUT_MS, replay, transcript, WRITE_TIMEOUT_MS } from './views';
 
 export type SoakOptions = {
   /** How long inputs are sent and faults injected. */
@@ -137,7 +139,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   try {
     log(`seed ${seed}: starting the system with ${workersCount} worker(s)`);
     stack = await startSoakStack(infra, { workers: workersCount, sessionTimeoutMs });
-    const client = createSoakClient(stack.gatewayUrl);
+    const client = new RudderClient({ baseUrl: stack.gatewayUrl });
     return await soak(stack, client, rng, { ...options, seed, conversationsCount, workersCount, sessionTimeoutMs, log, started, own, brokers });
   } finally {
     await stack?.stop().catch(() => undefined);
@@ -157,7 +159,7 @@ type Settings = SoakOptions & {
   brokers: number;
 };
 
-async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Settings): Promise<SoakReport> {
+async function soak(stack: SoakStack, client: RudderClient, rng: Rng, settings: Settings): Promise<SoakReport> {
   const { log } = settings;
   const problems: string[] = [];
   const edgeFindings: Finding[] = [];
@@ -198,29 +200,40 @@ async function soak(stack: SoakStack, client: SoakClient, rng: Rng, settings: Se
         sent.retries++;
         await sleep(Math.min(250 * attempt, 2000));
       }
-      const answer = input.kind === 'chat' ? await client.chat(input.key, input.id, input.text) : await client.steer(input.key, input.id, input.text);
-      const details = answer.error?.details as { id?: string; reason?: string } | undefined;
-      if (answer.status >= 200 && answer.status < 300 && answer.body) {
-        if (answer.body.id !== input.id) edgeFindings.push({ category: 'inconsistent', key: input.key, input: input.id, message: `answered with id ${answer.body.id}` });
-        if (input.outcome === 'rejected') edgeFindings.push({ category: 'inconsistent', key: input.key, input: input.id, message: `refused (${input.rejections}), then accepted when sent again` });
-        if (input.kind === 'steer') {
-          const { turn, landed } = answer.body as { turn: string | null; landed: boolean };
-          if (repeat || input.decision) input.repeatedDecisions.push({ turn, landed });
-          else input.decision = { turn, landed };
+      const body = { id: input.id, text: input.text };
+      const options = { signal: AbortSignal.timeout(WRITE_TIMEOUT_MS) };
+      let answer: { id: string; turn: string | null; landed?: boolean };
+      try {
+        answer = input.kind === 'chat' ? await client.chat(input.key, body, options) : await client.steer(input.key, body, options);
+      } catch (error) {
+        // No answer at all (refused connection, reset, our timeout): it said nothing.
+        if (!(error instanceof RudderError)) {
+          log(`${input.kind} ${input.id}: ${String(error)}; sending again`);
+          continue;
         }
-        return 'accepted';
+        const details = error.details as { id?: string; reason?: string } | undefined;
+        if (error.status === 503 && details?.id === input.id) return 'sent';
+        // The worker's refusal (a full queue, here): the input is answered by it, once.
+        if ([409, 412, 429].includes(error.status) && details?.reason !== undefined) {
+          input.rejections.push(error.code);
+          return 'rejected';
+        }
+        if (error.status >= 400 && error.status < 500) {
+          const said = JSON.stringify({ code: error.code, message: error.message, details: error.details });
+          edgeFindings.push({ category: 'inconsistent', key: input.key, input: input.id, message: `${repeat ? 'sent again' : 'sent'}: refused ${error.status} ${said}` });
+          return 'refused';
+        }
+        log(`${input.kind} ${input.id}: ${error.status}; sending again`);
+        continue;
       }
-      if (answer.status === 503 && details?.id === input.id) return 'sent';
-      // The worker's refusal (a full queue, here): the input is answered by it, once.
-      if ([409, 412, 429].includes(answer.status) && details?.reason !== undefined) {
-        input.rejections.push(answer.error!.code);
-        return 'rejected';
+      if (answer.id !== input.id) edgeFindings.push({ category: 'inconsistent', key: input.key, input: input.id, message: `answered with id ${answer.id}` });
+      if (input.outcome === 'rejected') edgeFindings.push({ category: 'inconsistent', key: input.key, input: input.id, message: `refused (${input.rejections}), then accepted when sent again` });
+      if (input.kind === 'steer') {
+        const decision = { turn: answer.turn, landed: answer.landed === true };
+        if (repeat || input.decision) input.repeatedDecisions.push(decision);
+        else input.decision = decision;
       }
-      if (answer.status >= 400 && answer.status < 500) {
-        edgeFindings.push({ category: 'inconsistent', key: input.key, input: input.id, message: `${repeat ? 'sent again' : 'sent'}: refused ${answer.status} ${JSON.stringify(answer.error)}` });
-        return 'refused';
-      }
-      log(`${input.kind} ${input.id}: ${answer.status || answer.failure}; sending again`);
+      return 'accepted';
     }
     return 'uncertain';
   };
@@ -570,15 +583,15 @@ function keyOn(base: string, partition: number, partitions: number): string {
 }
 
 /** Every conversation idle (nothing running, queued or steering) and its last input surely accepted in, twice in a row. */
-async function waitForQuiet(client: SoakClient, conversations: Conversation[], sure: (input: SentInput) => boolean, timeoutMs: number): Promise<boolean> {
+async function waitForQuiet(client: RudderClient, conversations: Conversation[], sure: (input: SentInput) => boolean, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   let quietPolls = 0;
   for (let poll = 0; poll < 10_000 && Date.now() < deadline; poll++) {
     let quiet = true;
     for (const conversation of conversations) {
       if (conversation.inputs.length === 0) continue;
-      const status = await client.status(conversation.key);
-      const s = status.body;
+      // No answer, or an error: not quiet yet.
+      const s = await client.status(conversation.key, { signal: AbortSignal.timeout(READ_TIMEOUT_MS) }).catch(() => undefined);
       const lastSure = conversation.inputs.findLastIndex(sure);
       const lastIn = s?.lastInputId ? conversation.inputs.findIndex((i) => i.id === s.lastInputId) : -1;
       if (!s || s.running || s.queue.length > 0 || s.steering.length > 0 || lastIn < lastSure) {
@@ -593,22 +606,21 @@ async function waitForQuiet(client: SoakClient, conversations: Conversation[], s
   return false;
 }
 
-async function gatherViews(client: SoakClient, conversation: Conversation): Promise<ConversationViews> {
-  const status = await client.status(conversation.key);
-  const stream = await client.replay(conversation.key, 0);
-  const transcript = await client.transcript(conversation.key);
-  const turns = new Map<string, import('@rudder/contracts').TurnView | null>();
+async function gatherViews(client: RudderClient, conversation: Conversation): Promise<ConversationViews> {
+  const { key } = conversation;
+  // A view that did not answer 200 (a 404, an error, no answer) is null: the checks say what it misses.
+  const read = <T>(view: (options: { signal: AbortSignal }) => Promise<T>) => view({ signal: AbortSignal.timeout(READ_TIMEOUT_MS) }).catch(() => null);
+  const status = await read((options) => client.status(key, options));
+  const stream = await replay(client, key, 0);
+  const rows = await transcript(client, key);
+  const turns = new Map<string, TurnView | null>();
   for (const { data } of stream) {
     if (data.type !== 'turn.started' || turns.has(data.data.turn)) continue;
-    const answer = await client.turn(conversation.key, data.data.turn);
-    turns.set(data.data.turn, answer.status === 200 ? answer.body! : null);
+    turns.set(data.data.turn, await read((options) => client.turn(key, data.data.turn, options)));
   }
-  const turnOfInput = new Map<string, import('@rudder/contracts').TurnView | null>();
-  for (const input of conversation.inputs) {
-    const answer = await client.turnOf(conversation.key, input.id);
-    turnOfInput.set(input.id, answer.status === 200 ? answer.body! : null);
-  }
-  return { key: conversation.key, status: status.body ?? null, stream, transcript, turns, turnOfInput };
+  const turnOfInput = new Map<string, TurnView | null>();
+  for (const input of conversation.inputs) turnOfInput.set(input.id, await read((options) => client.turnOf(key, input.id, options)));
+  return { key, status, stream, transcript: rows, turns, turnOfInput };
 }
 
 const FAULT_NAMES: Record<FaultKind, string> = {

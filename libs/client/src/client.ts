@@ -24,6 +24,8 @@ export type RudderClientOptions = {
 
 /** Per-request settings of a write. */
 export type WriteOptions = { signal?: AbortSignal };
+/** Per-request settings of a read (`signal`: e.g. `AbortSignal.timeout(ms)`). */
+export type ReadOptions = { signal?: AbortSignal };
 
 /**
  * Rudder's HTTP API, typed. Each method answers the 2xx body or throws a `RudderError` with
@@ -83,26 +85,26 @@ export class RudderClient {
     return this.write(key, 'DELETE', `/grants/${encodeURIComponent(subject)}`, undefined, options);
   }
 
-  status(key: string): Promise<ConversationStatus> {
-    return this.read(key, '');
+  status(key: string, options: ReadOptions = {}): Promise<ConversationStatus> {
+    return this.read(key, '', options);
   }
 
   /** One page of the transcript, oldest first; pass `next` as `after` for the following one. */
-  messages(key: string, page: { after?: string; limit?: number } = {}): Promise<TranscriptPage> {
+  messages(key: string, page: { after?: string; limit?: number } = {}, options: ReadOptions = {}): Promise<TranscriptPage> {
     const query = new URLSearchParams();
     if (page.after !== undefined) query.set('after', page.after);
     if (page.limit !== undefined) query.set('limit', String(page.limit));
     const text = query.toString();
-    return this.read(key, `/messages${text ? `?${text}` : ''}`);
+    return this.read(key, `/messages${text ? `?${text}` : ''}`, options);
   }
 
-  turn(key: string, turn: string): Promise<TurnView> {
-    return this.read(key, `/turns/${encodeURIComponent(turn)}`);
+  turn(key: string, turn: string, options: ReadOptions = {}): Promise<TurnView> {
+    return this.read(key, `/turns/${encodeURIComponent(turn)}`, options);
   }
 
   /** The turn that answered or took an input (404 `not_found` until one did). */
-  turnOf(key: string, input: string): Promise<TurnView> {
-    return this.read(key, `/turns?input=${encodeURIComponent(input)}`);
+  turnOf(key: string, input: string, options: ReadOptions = {}): Promise<TurnView> {
+    return this.read(key, `/turns?input=${encodeURIComponent(input)}`, options);
   }
 
   /**
@@ -154,10 +156,11 @@ export class RudderClient {
     return (await response.json()) as T;
   }
 
-  private async read<T>(key: string, rest: string): Promise<T> {
+  private async read<T>(key: string, rest: string, options: ReadOptions): Promise<T> {
     const position = this.positionOf(key);
     const response = await this.fetch(this.url(key, rest), {
       headers: { ...(await this.auth()), ...(position > 0 ? { 'rudder-min-position': String(position) } : {}) },
+      signal: options.signal,
     });
     if (!response.ok) throw await errorOf(response);
     return (await response.json()) as T;

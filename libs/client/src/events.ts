@@ -10,6 +10,8 @@ import { errorOf, RudderError } from './errors';
 export type TokenEvent = { type: 'token'; id?: string; data: { turn: string; step: number; text: string } };
 /** What `events()` yields: a stored event of the conversation (with its `position`), or a token. */
 export type StreamEvent = ConversationEvent | TokenEvent;
+/** An SSE message as the gateway sent it: `event` its name (`message` when it named none), `data` unparsed. */
+export type StreamMessage = { id: string | undefined; event: string; data: string };
 
 export type EventsOptions = {
   /**
@@ -22,6 +24,18 @@ export type EventsOptions = {
   signal?: AbortSignal;
   /** No byte for this long (the gateway sends a keep-alive every 15 s): the connection is taken for dead. Default 45 s. */
   idleTimeoutMs?: number;
+  /**
+   * Called each time a connection is open (the gateway answered 200 and subscribed it): from
+   * then on the stream is live, so the events of a write sent now reach this iteration — wait
+   * for it before writing when `after` is absent and the write's events matter.
+   */
+  onOpen?: () => void;
+  /**
+   * Every SSE message as it arrived, before anything is dropped (what a replay after a
+   * reconnect repeats, a token at or below the last offset): for logging, or for checking
+   * what the gateway sent.
+   */
+  onMessage?: (message: StreamMessage) => void;
 };
 
 export type Connect = (headers: Record<string, string>, signal: AbortSignal) => Promise<Response>;
@@ -64,6 +78,7 @@ export async function* eventStream(connect: Connect, options: EventsOptions = {}
         throw new RetryLater();
       }
       if (!response.body) throw new RetryLater();
+      options.onOpen?.();
       const messages: EventSourceMessage[] = [];
       const parser = createParser({ onEvent: (message) => messages.push(message) });
       const decoder = new TextDecoder();
@@ -76,6 +91,7 @@ export async function* eventStream(connect: Connect, options: EventsOptions = {}
           parser.feed(decoder.decode(value, { stream: true }));
           for (const message of messages.splice(0)) {
             delay = FIRST_DELAY_MS;
+            options.onMessage?.({ id: message.id, event: message.event ?? 'message', data: message.data });
             if (message.event === 'token') {
               const data = JSON.parse(message.data) as TokenEvent['data'];
               const at = message.id === undefined ? undefined : parseStreamId(message.id);

@@ -66,6 +66,34 @@ describe('eventStream', () => {
     expect(asked).toEqual([undefined, '7.21', '8.22']);
   });
 
+  it('tells when each connection is open, and shows every message as sent, the repeats it drops included', async () => {
+    const answers = [
+      () => answer([sse(1), sse(2)]),
+      () => new Response(JSON.stringify({ error: { code: 'unavailable', message: 'down' } }), { status: 503 }),
+      () => answer([sse(2), sse(3, 'turn.ended')], true),
+    ];
+    const log: string[] = [];
+    const stream = eventStream(async () => (answers.shift() ?? (() => answer([], true)))(), {
+      onOpen: () => log.push('open'),
+      onMessage: (message) => log.push(`message ${message.id} ${message.event} ${(JSON.parse(message.data) as { position: number }).position}`),
+    });
+    for await (const event of stream) {
+      log.push(`yield ${(event as { position: number }).position}`);
+      if (event.type === 'turn.ended') break;
+    }
+    expect(log).toEqual([
+      'open',
+      'message 1 turn.started 1',
+      'yield 1',
+      'message 2 turn.started 2',
+      'yield 2',
+      'open',
+      'message 2 turn.started 2',
+      'message 3 turn.ended 3',
+      'yield 3',
+    ]);
+  });
+
   it('ends with the error of an answer that retrying will not change', async () => {
     const stream = eventStream(async () => new Response(JSON.stringify({ error: { code: 'forbidden', message: 'no' } }), { status: 403 }));
     await expect(stream.next()).rejects.toMatchObject({ code: 'forbidden', status: 403, message: 'no' });

@@ -1,3 +1,3 @@
-export { RudderClient, createRudderClient, type RudderClientOptions, type WriteOptions } from './client';
+export { RudderClient, createRudderClient, type ReadOptions, type RudderClientOptions, type WriteOptions } from './client';
 export { RudderError, type RudderErrorCode } from './errors';
-export { eventStream, type EventsOptions, type StreamEvent, type TokenEvent } from './events';
+export { eventStream, type EventsOptions, type StreamEvent, type StreamMessage, type TokenEvent } from './events';
