@@ -112,7 +112,7 @@ async function sendSurely(stack: OwnStack, conversation: string, chat: Chat, tim
     if (answer.status === 202) return tries;
     if (answer.status !== 503 && answer.status !== 0) throw new Error(`chat ${chat.id} answered ${answer.status}: ${JSON.stringify(answer.body)}`);
     if (Date.now() > deadline) throw new Error(`chat ${chat.id} still refused after ${tries} tries: ${JSON.stringify(answer.body)}`);
-    await sleep(200);
+    await sleep(200); // a client's pause between retries, not a wait before asserting: the loop ends on the 202 itself
   }
 }
 

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Partitioners } from 'kafkajs';
+import { toolResults } from '@rudder/scripted-model';
 import { WAIT, startStack, type Stack, type WorkerProcess } from './stack';
-import { gateName, testScript } from './scripts';
+import { gateName, requestsAbout, testScript } from './scripts';
 
 /** Several turn workers in one consumer group: they share the partitions, and come and go. */
 let stack: Stack;
@@ -67,17 +68,24 @@ describe('several turn workers', () => {
   });
 
   it('a worker stopped with SIGTERM leaves the group at once: its running turn resumes on another worker, long before a session timeout', async () => {
-    const { client } = stack;
+    const { client, model } = stack;
     const leaving = stack.workers.find((w) => ownedBy(w).length > 0)!;
     const conversation = keyOn(ownedBy(leaving)[0], 'leave');
-    await client.chat(conversation, { text: 'wait 1000', id: 'l' });
-    await client.started(conversation, 'l');
+    const gate = gateName('resume');
+    const text = `wait 1 gate-after-tool:${gate}`;
+    await client.chat(conversation, { text, id: 'l' });
+    // The reply after the tool result is held: the turn is mid-step on the leaving worker when it stops.
+    await model.gate(gate).reached();
     // A clean shutdown: Nest's shutdown hooks close the application, then re-raise the signal.
     const code = await leaving.kill('SIGTERM');
     expect({ code, signal: leaving.child.signalCode }).toSatisfy(({ code, signal }: { code: number | null; signal: string | null }) => code === 0 || signal === 'SIGTERM');
+    model.gate(gate).open();
     // Waited for well under SESSION_TIMEOUT_MS: without LeaveGroup the partition would stay with the dead member.
     const turn = await client.answered(conversation, 'l', SESSION_TIMEOUT_MS / 4);
-    expect(turn).toMatchObject({ status: 'completed', content: 'waiting for wait 1000\n\nafter waited 1000 ms: wait 1000' });
+    expect(turn).toMatchObject({ status: 'completed', content: `waiting for ${text}\n\nafter waited 1 ms: ${text}` });
+    // The other worker asked again for the held reply, and only for it: the stored tool call was not asked for again.
+    expect(model.gate(gate).state().reached).toBe(2);
+    expect(requestsAbout(model.requests, text).map((r) => toolResults(r).length)).toEqual([0, 1, 1]);
     const transcript = (await client.messages(conversation)).body.items;
     expect(transcript).toHaveLength(3);
   });

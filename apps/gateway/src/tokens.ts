@@ -21,6 +21,12 @@ export type GatewayOptions = {
   decisionTimeoutMs?: number;
   /** Where the gateway logs; default stderr (`createLog('gateway')`). Tests pass one that keeps its lines. */
   log?: Log;
+  /**
+   * The clock (ms since the epoch) of what runs out on one: the refill of the input rate limit
+   * and the expiry of stream tokens. Default `Date.now`; tests pass a clock they move, so
+   * "after a second" is a step of the test, not a wait.
+   */
+  now?: () => number;
 };
 
 export const DEFAULT_DECISION_TIMEOUT_MS = 30_000;

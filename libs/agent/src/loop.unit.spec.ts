@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import type { DomainEvent } from '@rudder/contracts';
 import { reply, startScriptedModel, toolResults, type ScriptedModel } from '@rudder/scripted-model';
 import { runTurn, type Agent } from './loop';
 import { openAiModel } from './model';
-import { waitTool } from './tools';
+import { defineTool, waitTool } from './tools';
 import { evolveTurn, startTurn } from './turn';
 
 // The loop against the real `openai` client talking HTTP (streaming) to the scripted model.
@@ -112,23 +113,37 @@ describe('the agent loop', () => {
   });
 
   it('aborting during a tool call stores nothing more and rejects', async () => {
-    server.setScript(() => reply.tools([{ id: 'c1', name: 'wait', arguments: { ms: 10_000 } }]));
+    // A tool that says when it runs, and runs until the turn's signal aborts: the abort comes during the call by construction.
+    let running: () => void;
+    const toolRuns = new Promise<void>((resolve) => (running = resolve));
+    const held = defineTool({
+      name: 'held',
+      description: 'Runs until aborted.',
+      parameters: z.object({}),
+      run: (_, { signal }) =>
+        new Promise<string>((_resolve, reject) => {
+          running();
+          signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+        }),
+    });
+    server.setScript(() => reply.tools([{ id: 'c1', name: 'held', arguments: {} }]));
     const controller = new AbortController();
     const commits: DomainEvent[][] = [];
-    const running = runTurn({
+    const turn = runTurn({
       conversation: 'c',
-      agent,
+      agent: { ...agent, tools: [held] },
       model: model(),
       history: [],
       turn: startTurn('t1', prompt),
       commit: async (events) => {
         commits.push(events);
-        setTimeout(() => controller.abort(new Error('released')), 20);
         return events;
       },
       signal: controller.signal,
     });
-    await expect(running).rejects.toThrow('released');
+    await toolRuns;
+    controller.abort(new Error('released'));
+    await expect(turn).rejects.toThrow('released');
     expect(commits.map((c) => c.map((e) => e.type))).toEqual([['model.replied', 'tool.started']]);
   });
 

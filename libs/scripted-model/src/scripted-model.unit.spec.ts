@@ -179,15 +179,20 @@ describe('scripted model', () => {
     expect(next.choices[0].message.content).toBe('ok');
   });
 
-  it('delays the first byte by delayMs: a delayed reply asked first is answered after an undelayed one asked second', async () => {
-    model.setScript((request) => (lastUserText(request) === 'late' ? reply.text('late', { delayMs: 300 }) : reply.text('early')));
-    const order: string[] = [];
-    const ask = (content: string) =>
-      client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content }] }).then((a) => order.push(a.choices[0].message.content ?? ''));
-    const late = ask('late');
+  it('delays the first byte by delayMs: a reply delayed for long is unanswered when one asked after it is answered; a short delay answers', async () => {
+    const delays: Record<string, number> = { late: 600_000, soon: 1 };
+    model.setScript((request) => reply.text(lastUserText(request), { delayMs: delays[lastUserText(request)] }));
+    const ask = (content: string, signal?: AbortSignal) =>
+      client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content }] }, { signal }).then((a) => a.choices[0].message.content);
+    const controller = new AbortController();
+    let lateSettled = false;
+    const late = ask('late', controller.signal).finally(() => (lateSettled = true));
     await vi.waitFor(() => expect(model.requests).toHaveLength(1));
-    await Promise.all([late, ask('early')]);
-    expect(order).toEqual(['early', 'late']);
+    expect(await ask('early')).toBe('early');
+    expect(lateSettled).toBe(false);
+    controller.abort();
+    await expect(late).rejects.toBeInstanceOf(OpenAI.APIUserAbortError);
+    expect(await ask('soon')).toBe('soon');
   });
 });
 

@@ -28,6 +28,8 @@ export type Harness = {
   inputArrived(id: string, timeoutMs?: number): Promise<ProducedInput>;
   /** Waits until a record of this type is on `agent.inputs` for this conversation, and returns the first. */
   inputOf<T extends InputRecord['type']>(key: string, type: T, timeoutMs?: number): Promise<Extract<InputRecord, { type: T }>>;
+  /** Waits until a record on `agent.inputs` matches, and returns the first that does (`what` names it if none comes). */
+  inputWhere(matches: (record: ProducedInput) => boolean, what: string, timeoutMs?: number): Promise<ProducedInput>;
   /**
    * The records the gateway produces to `agent.inputs` while `block` runs, and nothing else:
    * a marker record produced by the test before and after it (one partition: total order)
@@ -90,21 +92,17 @@ export async function startHarness(env: Record<string, string> = {}, options: Ga
     topics,
     inputs,
     worker: undefined,
-    async inputArrived(id, timeoutMs = 15_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const found = inputs.find((record) => record.value.id === id);
-        if (found) return found;
-        if (Date.now() > deadline) throw new Error(`input ${id} did not arrive on ${topics.inputs}`);
-        await sleep(25);
-      }
+    inputArrived: (id, timeoutMs) => started.inputWhere((record) => record.value.id === id, `input ${id}`, timeoutMs),
+    async inputOf(key, type, timeoutMs) {
+      const found = await started.inputWhere((record) => record.key === key && record.value.type === type, `a ${type} of ${key}`, timeoutMs);
+      return found.value as Extract<InputRecord, { type: typeof type }>;
     },
-    async inputOf(key, type, timeoutMs = 15_000) {
+    async inputWhere(matches, what, timeoutMs = 15_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const found = inputs.find((record) => record.key === key && record.value.type === type);
-        if (found) return found.value as Extract<InputRecord, { type: typeof type }>;
-        if (Date.now() > deadline) throw new Error(`no ${type} of ${key} arrived on ${topics.inputs}`);
+        const found = inputs.find(matches);
+        if (found) return found;
+        if (Date.now() > deadline) throw new Error(`${what} did not arrive on ${topics.inputs}`);
         await sleep(25);
       }
     },

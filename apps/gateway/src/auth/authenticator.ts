@@ -30,8 +30,9 @@ export class Authenticator {
     readonly streamTokens: StreamTokens,
   ) {}
 
-  static fromConfig(settings: AuthSettings): Authenticator {
-    return new Authenticator(parseTokens(settings.AUTH_TOKENS), JwtVerifier.fromConfig(settings), StreamTokens.fromConfig(settings));
+  /** `now`: the clock stream tokens are issued and checked by (`GatewayOptions.now`). */
+  static fromConfig(settings: AuthSettings, now: () => number = Date.now): Authenticator {
+    return new Authenticator(parseTokens(settings.AUTH_TOKENS), JwtVerifier.fromConfig(settings), StreamTokens.fromConfig(settings, now));
   }
 
   get open(): boolean {

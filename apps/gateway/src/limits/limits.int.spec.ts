@@ -1,15 +1,19 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { acceptEverything, startHarness, type Harness } from '../../../../test/support/gateway/harness';
 
 let h: Harness;
+/** The gateway's clock (`GatewayOptions.now`): it moves only when a test moves it, so no bucket refills while a request is slow. */
+let now = Date.now();
 beforeAll(async () => {
-  h = await startHarness({
-    AUTH_TOKENS: 'tok-alice=alice,tok-bob=bob,tok-carol=carol',
-    LIMIT_INPUTS_PER_SECOND: '0.5',
-    LIMIT_INPUTS_BURST: '3',
-    LIMIT_STREAMS_PER_SUBJECT: '2',
-  });
+  h = await startHarness(
+    {
+      AUTH_TOKENS: 'tok-alice=alice,tok-bob=bob,tok-carol=carol',
+      LIMIT_INPUTS_PER_SECOND: '0.5',
+      LIMIT_INPUTS_BURST: '3',
+      LIMIT_STREAMS_PER_SUBJECT: '2',
+    },
+    { now: () => now },
+  );
   h.worker = acceptEverything;
 });
 afterAll(() => h?.stop());
@@ -28,9 +32,10 @@ describe('limits per subject', () => {
       }
       const over = await h.call(path(key, '/chat'), { body: { text: 'one too many', id: 'rate-4' }, headers: as('alice') });
       expect(over.status).toBe(429);
-      expect(over.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+      // The clock stood still: the bucket is empty, and one input comes back in 1 / 0.5 s.
+      expect(over.headers.get('retry-after')).toBe('2');
       expect(over.headers.get('content-type')).toMatch(/^application\/json/);
-      expect(over.body).toEqual({ error: { code: 'rate_limited', message: expect.stringMatching(/alice sends more than 0.5 inputs per second/), details: { limit: 'inputs', retryAfter: expect.any(Number) } } });
+      expect(over.body).toEqual({ error: { code: 'rate_limited', message: expect.stringMatching(/alice sends more than 0.5 inputs per second/), details: { limit: 'inputs', retryAfter: 2 } } });
       // Every kind of input counts against the same rate.
       expect((await h.call(path(key, '/steer'), { body: { text: 'steer', id: 'rate-5' }, headers: as('alice') })).status).toBe(429);
       expect((await h.call(path(key, '/stop'), { body: {}, headers: as('alice') })).status).toBe(429);
@@ -39,8 +44,9 @@ describe('limits per subject', () => {
       expect((await h.call(path(bobKey, '/chat'), { body: { text: 'bob is fine', id: 'bob-1' }, headers: as('bob') })).status).toBe(202);
     });
     expect(produced.map((record) => record.value.id)).toEqual(['rate-1', 'rate-2', 'rate-3', 'bob-1']);
-    await sleep(2100); // one input back at 0.5 per second
+    now += 2000; // one input back at 0.5 per second, and only one
     expect((await h.call(path(key, '/chat'), { body: { text: 'later', id: 'rate-6' }, headers: as('alice') })).status).toBe(202);
+    expect((await h.call(path(key, '/chat'), { body: { text: 'later again', id: 'rate-7' }, headers: as('alice') })).status).toBe(429);
   });
 
   it('a subject holding its most event streams gets 429 for one more; closing one frees its slot; others are unaffected', async () => {
@@ -67,7 +73,7 @@ describe('limits per subject', () => {
       if (opened.response.status !== 200) await opened.response.body?.cancel();
       expect(opened.response.status).toBe(200);
       return opened;
-    }, { timeout: 2000, interval: 50 });
+    }, { timeout: 15_000, interval: 50 });
     for (const stream of [second, bobs, again]) stream.close();
   });
 });

@@ -68,16 +68,7 @@ describe('POST /v1/conversations/{key}/inputs/{id}/promote', () => {
     h.companion.addInput(key, { id: known, messages: ['too late'], subject: 'alice' });
     const refuse = async (target: string): Promise<Answer> => {
       const pending = h.call(promotePath(key, target), { method: 'POST', headers: alice });
-      await new Promise<void>((resolve, reject) => {
-        const deadline = Date.now() + 15_000;
-        const poll = () => {
-          if (h.inputs.some((r) => r.key === key && r.value.type === 'promote' && r.value.target === target)) return resolve();
-          if (Date.now() > deadline) return reject(new Error(`no promotion of ${target}`));
-          setTimeout(poll, 25);
-        };
-        poll();
-      });
-      const record = h.inputs.find((r) => r.key === key && r.value.type === 'promote' && r.value.target === target)!.value;
+      const { value: record } = await h.inputWhere((r) => r.key === key && r.value.type === 'promote' && r.value.target === target, `the promotion of ${target}`);
       await h.publishEvents([conversationEvent(key, 'promote.refused', { promote: record.id, target, code: 'not_found' })]);
       return pending;
     };

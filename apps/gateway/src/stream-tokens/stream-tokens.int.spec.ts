@@ -1,11 +1,13 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { acceptEverything, startHarness, turnStarted, type Harness } from '../../../../test/support/gateway/harness';
 import { sseReader } from '../../../../test/support/gateway/sse-reader';
 
+const TTL_SECONDS = 60;
 let h: Harness;
+/** The gateway's clock (`GatewayOptions.now`): tokens expire when a test moves it past their lifetime, not after a wait. */
+let now = Date.now();
 beforeAll(async () => {
-  h = await startHarness({ AUTH_TOKENS: 'tok-alice=alice,tok-bob=bob', AUTH_STREAM_TOKEN_TTL_SECONDS: '2' });
+  h = await startHarness({ AUTH_TOKENS: 'tok-alice=alice,tok-bob=bob', AUTH_STREAM_TOKEN_TTL_SECONDS: String(TTL_SECONDS) }, { now: () => now });
   h.worker = acceptEverything;
 });
 afterAll(() => h?.stop());
@@ -30,9 +32,8 @@ describe('POST /v1/conversations/{key}/stream-tokens', () => {
     const answer = await h.call(path(key, '/stream-tokens'), { method: 'POST', headers: alice, body: {} });
     expect(answer.status).toBe(201);
     expect(answer.body).toEqual({ token: expect.any(String), expiresAt: expect.any(String) });
-    const lifetime = Date.parse(answer.body.expiresAt) - Date.now();
-    expect(lifetime).toBeGreaterThan(0);
-    expect(lifetime).toBeLessThanOrEqual(2000);
+    // Issued at the clock's whole second, valid for the TTL from there.
+    expect(answer.body.expiresAt).toBe(new Date((Math.floor(now / 1000) + TTL_SECONDS) * 1000).toISOString());
 
     const byQuery = await fetch(`${h.gateway.url}${path(key, '/events')}?access_token=${encodeURIComponent(answer.body.token)}`);
     expect(byQuery.status).toBe(200);
@@ -87,7 +88,7 @@ describe('POST /v1/conversations/{key}/stream-tokens', () => {
     expect((await events('access_token=tok-alice')).body.error.message).toMatch(/stream token only/);
     expect((await events(`access_token=${token}&access_token=${token}`)).status).toBe(401);
     expect((await events(`access_token=${token}`, alice)).status).toBe(400);
-    await sleep(2100);
+    now += TTL_SECONDS * 1000;
     const late = await events(`access_token=${token}`);
     expect({ status: late.status, message: late.body.error.message }).toEqual({ status: 401, message: expect.stringMatching(/expired/) });
   });
