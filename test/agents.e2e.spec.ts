@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lastMessage, lastUserText, reply, toolResults, type Script } from '@rudder/scripted-model';
 import { WAIT, startStack, type Stack } from './stack';
-import { requestsWith, testScript } from './scripts';
+import { gateName, requestsWith, testScript } from './scripts';
 
 /**
  * Agents as a team registers them (test/agents/worker.ts: `default` and `quiet`, whose turns
@@ -65,14 +65,21 @@ describe('agents of a deployment', () => {
   });
 
   it("an agent whose turns take no steers answers a steer as a turn of its own, after the running turn", async () => {
-    const { client } = stack;
+    const { client, model } = stack;
     const conversation = key('no-steers');
-    await client.chat(conversation, { text: 'wait 1500', id: 'w', agent: 'quiet' });
-    await client.started(conversation, 'w');
+    // The `hold` tool runs until the gate opens: the steer comes while the turn has a step ahead, by construction.
+    const gate = gateName('quiet');
+    const text = `look it up tool-gate:${gate}`;
+    await client.chat(conversation, { text, id: 'w', agent: 'quiet' });
+    await model.gate(gate).reached();
     const steer = await client.steer(conversation, { text: 'not now', id: 's' });
     expect(steer.body).toEqual({ id: 's', turn: null, landed: false });
-    expect(await client.answered(conversation, 'w')).toMatchObject({ steered: [], content: 'waiting for wait 1500\n\nafter waited 1500 ms: wait 1500' });
-    expect(await client.answered(conversation, 's')).toMatchObject({ agent: 'quiet', prompt: { id: 's', text: 'not now' } });
+    model.gate(gate).open();
+    const running = await client.answered(conversation, 'w');
+    expect(running).toMatchObject({ steered: [], content: `waiting for ${text}\n\nafter held at ${gate}: ${text}` });
+    const own = await client.answered(conversation, 's');
+    expect(own).toMatchObject({ agent: 'quiet', prompt: { id: 's', text: 'not now' } });
+    expect(Date.parse(own.startedAt)).toBeGreaterThanOrEqual(Date.parse(running.endedAt!));
   });
 
   it('an unknown agent is 400 unknown_agent, and nothing waits or runs in the conversation', async () => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lastUserText, type ModelRequest } from '@rudder/scripted-model';
 import { readEvents } from './sse';
-import { WAIT, startStack, type Stack } from './stack';
+import { WAIT, heldAt, holding, startStack, type Stack } from './stack';
 import { gateName, requestsAbout, requestsWith, testScript } from './scripts';
 
 /** SPEC "Queue controls", bullet by bullet, on the real stack. */
@@ -12,23 +12,6 @@ beforeAll(async () => {
 afterAll(() => stack?.stop());
 
 const key = (name: string) => `queue/${name}-${Math.random().toString(36).slice(2, 8)}`;
-
-/** Sends a chat whose reply the model holds at `gate` (its text names it), and resolves once it is held there. */
-async function heldAt(gate: string, conversation: string, id: string, text: string) {
-  const sent = await stack.client.chat(conversation, { text, id });
-  expect(sent.status).toBe(202);
-  const turn = await stack.client.started(conversation, id);
-  await stack.model.gate(gate).reached();
-  return turn;
-}
-
-/** A running turn whose model request is held until `open()`: every input sent meanwhile finds it running. */
-async function holding(conversation: string, id = 'p') {
-  const gate = gateName(conversation.replace(/\W/g, '-'));
-  const text = `hold gate:${gate}`;
-  const turn = await heldAt(gate, conversation, id, text);
-  return { turn, text, open: () => stack.model.gate(gate).open() };
-}
 
 /** Never answered: no turn has it as prompt or took it, even after the conversation went quiet. */
 async function neverAnswered(conversation: string, input: string) {
@@ -43,7 +26,7 @@ describe('pending inputs', () => {
   it("a chat's 202 gives its place: how many inputs are ahead of it (the running turn, the follow-ups waiting)", async () => {
     const { client } = stack;
     const conversation = key('position');
-    const held = await holding(conversation);
+    const held = await holding(stack, conversation);
     const second = await client.chat(conversation, { text: 'second', id: 'c2' });
     const third = await client.chat(conversation, { text: 'third', id: 'c3' });
     expect([second.body.position, third.body.position]).toEqual([1, 2]);
@@ -58,7 +41,7 @@ describe('pending inputs', () => {
     const { client } = stack;
     const conversation = key('pending');
     const stream = readEvents(await client.events(conversation), (m) => m.event === 'input.retracted');
-    const held = await holding(conversation);
+    const held = await holding(stack, conversation);
     await client.chat(conversation, { text: 'follow-up one', id: 'c1' });
     await client.steer(conversation, { text: 'a steer', id: 's1' });
     await client.chat(conversation, { text: 'follow-up two', id: 'c2' });
@@ -83,7 +66,7 @@ describe('retract', () => {
   it('takes back a pending input and answers its text; it is never answered', async () => {
     const { client, model } = stack;
     const conversation = key('retract');
-    const held = await holding(conversation);
+    const held = await holding(stack, conversation);
     await client.chat(conversation, { text: 'never mind this', id: 'c' });
     const retracted = await client.retract(conversation, 'c');
     expect(retracted.status).toBe(200);
@@ -98,7 +81,7 @@ describe('retract', () => {
   it('?latest=chat and ?latest=steer take back the most recent pending one of that queue', async () => {
     const { client } = stack;
     const conversation = key('latest');
-    const held = await holding(conversation);
+    const held = await holding(stack, conversation);
     await client.chat(conversation, { text: 'older', id: 'c1' });
     await client.chat(conversation, { text: 'newer', id: 'c2' });
     await client.steer(conversation, { text: 'steer me', id: 's' });
@@ -115,7 +98,7 @@ describe('retract', () => {
   it('refuses with 409 a running turn\'s prompt, and 404 for an unknown input', async () => {
     const { client } = stack;
     const conversation = key('delivered');
-    const held = await holding(conversation);
+    const held = await holding(stack, conversation);
     expect((await client.retract(conversation, 'p')).status).toBe(409);
     expect((await client.retract(conversation, 'no-such-input')).status).toBe(404);
     held.open();
@@ -127,7 +110,7 @@ describe('retract', () => {
     const conversation = key('taken');
     const first = gateName('taken-first');
     const second = gateName('taken-second');
-    const turn = await heldAt(first, conversation, 'p', `wait 1 gate:${first}`);
+    const turn = await heldAt(stack, first, conversation, 'p', `wait 1 gate:${first}`);
     expect((await client.steer(conversation, { text: `then hold gate:${second}`, id: 's' })).body).toEqual({ id: 's', turn: turn.id, landed: true });
     model.gate(first).open();
     // Held in the request that has it: the step took it.
@@ -145,7 +128,7 @@ describe('promote', () => {
   it('turns a pending follow-up into a steer of the running turn, taken at the next step without cancelling the request in flight', async () => {
     const { client, model } = stack;
     const conversation = key('promote');
-    const held = await holding(conversation);
+    const held = await holding(stack, conversation);
     await client.chat(conversation, { text: 'see this now', id: 'f' });
     const promoted = await client.promote(conversation, 'f');
     expect(promoted.status).toBe(200);
@@ -163,7 +146,7 @@ describe('promote', () => {
   it('refuses with 409 what is not a pending follow-up any more', async () => {
     const { client } = stack;
     const conversation = key('promote-late');
-    const held = await holding(conversation);
+    const held = await holding(stack, conversation);
     expect((await client.promote(conversation, 'p')).status).toBe(409);
     expect((await client.promote(conversation, 'unknown')).status).toBe(404);
     held.open();
@@ -187,8 +170,7 @@ describe('stop', () => {
     const conversation = key('stop-turn');
     await client.chat(conversation, { text: 'first', id: 'f1' });
     const first = await client.answered(conversation, 'f1');
-    await client.chat(conversation, { text: 'wait 20000', id: 'f2' });
-    const second = await client.started(conversation, 'f2');
+    const { turn: second } = await holding(stack, conversation, 'f2');
     const stale = await client.stop(conversation, { turn: first.id });
     expect({ status: stale.status, body: stale.body }).toEqual({ status: 202, body: { turn: null } });
     expect((await client.status(conversation)).body.running?.turn).toBe(second.id);
@@ -202,7 +184,7 @@ describe('onBusy', () => {
   it('reject answers 409 while a turn runs, and nothing is enqueued', async () => {
     const { client } = stack;
     const conversation = key('reject');
-    const held = await holding(conversation);
+    const held = await holding(stack, conversation);
     const refused = await client.chat(conversation, { text: 'not now', id: 'x', onBusy: 'reject' });
     expect(refused.status).toBe(409);
     expect(refused.body.error?.code).toBe('conflict');
@@ -216,7 +198,7 @@ describe('onBusy', () => {
     const conversation = key('interrupt');
     const gate = gateName('interrupt');
     const text = `wait 1 gate:${gate}`;
-    const turn = await heldAt(gate, conversation, 'p', text);
+    const turn = await heldAt(stack, gate, conversation, 'p', text);
     await client.chat(conversation, { text: 'queued before', id: 'q' });
     await client.chat(conversation, { text: 'do this instead', id: 'i', onBusy: 'interrupt' });
     model.gate(gate).open();
@@ -275,7 +257,7 @@ describe('preconditions, stop with discardPending, several messages', () => {
   it('stop with discardPending discards every pending input and reports each; none is answered', async () => {
     const { client } = stack;
     const conversation = key('discard');
-    await holding(conversation);
+    await holding(stack, conversation);
     await client.chat(conversation, { text: 'pending one', id: 'c1' });
     await client.steer(conversation, { text: 'pending steer', id: 's1' });
     const stream = readEvents(await client.events(conversation, { 'last-event-id': '0' }), (_, all) => all.filter((m) => m.event === 'input.discarded').length === 2);
@@ -308,7 +290,7 @@ describe('bounds (defaults: 4 steers, 4 follow-ups, 8,000 characters)', () => {
   it('a fifth pending follow-up answers 429 with the counts and a Retry-After; nothing accepted is lost', async () => {
     const { client } = stack;
     const conversation = key('bound-chats');
-    const held = await holding(conversation);
+    const held = await holding(stack, conversation);
     for (const n of [1, 2, 3, 4]) expect((await client.chat(conversation, { text: `f${n}`, id: `f${n}` })).status).toBe(202);
     const full = await client.chat(conversation, { text: 'f5', id: 'f5' });
     expect(full.status).toBe(429);
@@ -322,7 +304,7 @@ describe('bounds (defaults: 4 steers, 4 follow-ups, 8,000 characters)', () => {
   it('a fifth waiting steer answers 429; nothing accepted is lost, and the turn takes the four', async () => {
     const { client } = stack;
     const conversation = key('bound-steers');
-    const held = await holding(conversation);
+    const held = await holding(stack, conversation);
     for (const n of [1, 2, 3, 4]) expect((await client.steer(conversation, { text: `s${n}`, id: `s${n}` })).body.landed).toBe(true);
     const full = await client.steer(conversation, { text: 's5', id: 's5' });
     expect(full.status).toBe(429);
@@ -337,7 +319,7 @@ describe('bounds (defaults: 4 steers, 4 follow-ups, 8,000 characters)', () => {
   it('a chat or a steer past the characters bound answers 429, counting every pending text together', async () => {
     const { client } = stack;
     const conversation = key('bound-chars');
-    const held = await holding(conversation);
+    const held = await holding(stack, conversation);
     expect((await client.chat(conversation, { text: 'x'.repeat(4000), id: 'c1' })).status).toBe(202);
     expect((await client.steer(conversation, { text: 'y'.repeat(3990), id: 's1' })).body.landed).toBe(true);
     const chat = await client.chat(conversation, { text: 'one more chat', id: 'c2' });
@@ -359,7 +341,7 @@ describe('through a worker crash', () => {
   it('a retract and a promote stored by a worker that dies before committing its offsets are answered once, and hold', async () => {
     const { client } = stack;
     const conversation = key('crash');
-    const held = await holding(conversation);
+    const held = await holding(stack, conversation);
     await client.chat(conversation, { text: 'take me back', id: 'f1' });
     await client.chat(conversation, { text: 'promote me', id: 'f2' });
     for (const worker of [...stack.workers]) await worker.kill('SIGKILL');

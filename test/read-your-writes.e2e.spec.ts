@@ -3,7 +3,7 @@ import { startGateway, type RunningGateway } from '@rudder/gateway';
 import { readConfig } from '@rudder/runtime';
 import { createClient } from './client';
 import { testScript } from './scripts';
-import { startStack, type Stack } from './stack';
+import { holding, startStack, type Stack } from './stack';
 
 /**
  * SPEC "Access and consistency": every answer to a write carries the log position it
@@ -53,8 +53,7 @@ describe('read your writes', () => {
 
   it('right after a steer and a stop answered, the status and the turn show them', async () => {
     const conversation = key('steer');
-    await stack.client.chat(conversation, { text: 'wait 3000', id: 'p' });
-    const turn = await stack.client.started(conversation, 'p');
+    const { turn } = await holding(stack, conversation);
     const steer = await stack.client.steer(conversation, { text: 'use Celsius', id: 's' });
     expect(steer.body).toMatchObject({ landed: true });
     expect((await stack.client.status(conversation)).body.steering).toEqual([{ id: 's', text: 'use Celsius' }]);
@@ -66,8 +65,7 @@ describe('read your writes', () => {
   it('right after a retraction, a promotion and a grant answered, the status shows each (looped)', async () => {
     for (let round = 0; round < 5; round++) {
       const conversation = key(`controls-${round}`);
-      await stack.client.chat(conversation, { text: 'wait 2000', id: 'p' });
-      await stack.client.started(conversation, 'p');
+      const held = await holding(stack, conversation);
       await stack.client.chat(conversation, { text: 'later one', id: 'l1' });
       await stack.client.chat(conversation, { text: 'later two', id: 'l2' });
       expect((await stack.client.retract(conversation, 'l1')).status).toBe(200);
@@ -76,6 +74,7 @@ describe('read your writes', () => {
       expect((await stack.client.status(conversation)).body).toMatchObject({ queue: [], steering: [{ id: 'l2', text: 'later two' }] });
       expect((await stack.client.grant(conversation, 'carol', 'read')).status).toBe(200);
       expect((await stack.client.status(conversation)).body.grants).toEqual([{ subject: 'carol', access: 'read' }]);
+      held.open();
     }
   });
 

@@ -1,4 +1,5 @@
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
+import { gateName } from './scripts';
 import { startSystem, type Stack, type StackOptions } from './system';
 
 export * from './system';
@@ -6,3 +7,19 @@ export * from './system';
 /** The whole system (see system.ts) on the test run's Kafka and PostgreSQL (test/global-setup.ts). */
 export const startStack = (options: StackOptions = {}): Promise<Stack> =>
   startSystem({ kafkaBrokers: inject('kafkaBrokers'), databaseUrl: inject('databaseUrl') }, options);
+
+/** Sends a chat whose model reply is held at `gate` (its text names it), and resolves with its turn once the reply is held there. */
+export async function heldAt(stack: Stack, gate: string, conversation: string, id: string, text: string) {
+  expect((await stack.client.chat(conversation, { text, id })).status).toBe(202);
+  const turn = await stack.client.started(conversation, id);
+  await stack.model.gate(gate).reached();
+  return turn;
+}
+
+/** A running turn whose model reply is held at a gate of its own until `open()`: every input sent meanwhile finds it running. */
+export async function holding(stack: Stack, conversation: string, id = 'p') {
+  const gate = gateName('held');
+  const text = `hold gate:${gate}`;
+  const turn = await heldAt(stack, gate, conversation, id, text);
+  return { turn, text, open: () => stack.model.gate(gate).open() };
+}

@@ -1,18 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { WAIT, startStack, type Stack } from './stack';
-import { gateName, requestsAbout, requestsWith, testScript } from './scripts';
+import { WAIT, holding, startStack, type Stack } from './stack';
+import { requestsAbout, requestsWith, testScript } from './scripts';
 
 /** Rows of the SPEC's steering table that depend on the agent: the cap, and turns that take none. */
-
-/** A running turn whose model request is held at a gate until `open()`: every steer sent meanwhile finds it running. */
-async function holding(stack: Stack, conversation: string) {
-  const gate = gateName('policy');
-  const text = `hold gate:${gate}`;
-  expect((await stack.client.chat(conversation, { text, id: 'p' })).status).toBe(202);
-  const turn = await stack.client.started(conversation, 'p');
-  await stack.model.gate(gate).reached();
-  return { turn, text, open: () => stack.model.gate(gate).open() };
-}
 
 const key = (name: string) => `${name}/${Math.random().toString(36).slice(2, 8)}`;
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { toolResults, userTexts } from '@rudder/scripted-model';
 import { readEvents } from './sse';
-import { WAIT, startStack, type Stack } from './stack';
+import { WAIT, heldAt, startStack, type Stack } from './stack';
 import { gateName, requestsAbout, requestsWith, testScript } from './scripts';
 
 /** The SPEC's table "What happens to a steered message", row by row, on the real stack. */
@@ -13,14 +13,6 @@ beforeAll(async () => {
 afterAll(() => stack?.stop());
 
 const key = (name: string) => `steer/${name}-${Math.random().toString(36).slice(2, 8)}`;
-
-/** Sends a chat whose reply the model holds at `gate` (its text names it), and resolves once it is held there. */
-async function heldAt(gate: string, conversation: string, id: string, text: string) {
-  expect((await stack.client.chat(conversation, { text, id })).status).toBe(202);
-  const turn = await stack.client.started(conversation, id);
-  await stack.model.gate(gate).reached();
-  return turn;
-}
 
 /** Resolves once nothing runs and nothing waits in the conversation. */
 async function quiet(conversation: string) {
@@ -80,7 +72,7 @@ describe('a steered message', () => {
     const conversation = key('step-gated');
     const gate = gateName('step');
     const text = `wait 1 gate:${gate}`;
-    const turn = await heldAt(gate, conversation, 'p', text);
+    const turn = await heldAt(stack, gate, conversation, 'p', text);
     expect((await client.steer(conversation, { text: 'use Kelvin', id: 's' })).body).toEqual({ id: 's', turn: turn.id, landed: true });
     const status = await vi.waitFor(async () => {
       const s = (await client.status(conversation)).body;
@@ -109,7 +101,7 @@ describe('a steered message', () => {
     const conversation = key('late');
     const gate = gateName('late');
     const text = `hold gate:${gate}`;
-    const turn = await heldAt(gate, conversation, 'p', text);
+    const turn = await heldAt(stack, gate, conversation, 'p', text);
     const answer = await client.steer(conversation, { text: 'and in French', id: 's' });
     expect(answer.body).toEqual({ id: 's', turn: turn.id, landed: true });
     model.gate(gate).open();
@@ -131,7 +123,7 @@ describe('a steered message', () => {
     const conversation = key('history');
     const gate = gateName('history');
     const text = `hold gate:${gate}`;
-    await heldAt(gate, conversation, 'p', text);
+    await heldAt(stack, gate, conversation, 'p', text);
     expect((await client.steer(conversation, { text: 'steered in', id: 's' })).body.landed).toBe(true);
     model.gate(gate).open();
     await client.answered(conversation, 'p');
@@ -177,7 +169,7 @@ describe('a steered message', () => {
     const gate = gateName('stopped');
     const text = `wait 1 gate:${gate}`;
     const events = client.events(conversation, { 'last-event-id': '0' });
-    const turn = await heldAt(gate, conversation, 'p', text);
+    const turn = await heldAt(stack, gate, conversation, 'p', text);
     // Taken at the step after the first tool; its own request calls the tool again, for ten minutes.
     expect((await client.steer(conversation, { text: 'then wait 600000', id: 's1' })).body).toEqual({ id: 's1', turn: turn.id, landed: true });
     model.gate(gate).open();
@@ -206,7 +198,7 @@ describe('a steered message', () => {
     const { client, model } = stack;
     const conversation = key('failed');
     const gate = gateName('failed');
-    const turn = await heldAt(gate, conversation, 'p', `fail gate:${gate}`);
+    const turn = await heldAt(stack, gate, conversation, 'p', `fail gate:${gate}`);
     expect((await client.steer(conversation, { text: 'after the failure', id: 's' })).body).toEqual({ id: 's', turn: turn.id, landed: true });
     model.gate(gate).open();
     const failed = await client.answered(conversation, 'p', 60_000);
@@ -222,7 +214,7 @@ describe('a steered message', () => {
     const conversation = key('taken-failed');
     const gate = gateName('taken-failed');
     const text = `wait 1 gate:${gate}`;
-    const turn = await heldAt(gate, conversation, 'p', text);
+    const turn = await heldAt(stack, gate, conversation, 'p', text);
     expect((await client.steer(conversation, { text: 'then fail', id: 's' })).body).toEqual({ id: 's', turn: turn.id, landed: true });
     model.gate(gate).open();
     const failed = await client.answered(conversation, 'p', 60_000);
@@ -242,7 +234,7 @@ describe('a steered message', () => {
     const conversation = key('killed');
     const gate = gateName('killed');
     const text = `wait 1 gate:${gate}`;
-    const turn = await heldAt(gate, conversation, 'p', text);
+    const turn = await heldAt(stack, gate, conversation, 'p', text);
     expect((await client.steer(conversation, { text: 'outlive the worker', id: 's' })).body.landed).toBe(true);
     for (const worker of [...stack.workers]) await worker.kill('SIGKILL');
     stack.workers.length = 0;
@@ -260,7 +252,7 @@ describe('a steered message', () => {
     const { client, model } = stack;
     const conversation = key('again');
     const gate = gateName('again');
-    const turn = await heldAt(gate, conversation, 'p', `hold gate:${gate}`);
+    const turn = await heldAt(stack, gate, conversation, 'p', `hold gate:${gate}`);
     const first = await client.steer(conversation, { text: 'only once' }, { 'idempotency-key': 'same' });
     const again = await client.steer(conversation, { text: 'only once', id: 'same' });
     expect(again.status).toBe(200);
@@ -293,7 +285,7 @@ describe('a steered message', () => {
     const gate = gateName('sse');
     const stream = await client.events(conversation);
     const reading = readEvents(stream, (m) => m.event === 'turn.ended');
-    await heldAt(gate, conversation, 'p', `wait 1 gate:${gate}`);
+    await heldAt(stack, gate, conversation, 'p', `wait 1 gate:${gate}`);
     await client.steer(conversation, { text: 'streamed steer', id: 's' });
     model.gate(gate).open();
     const types = (await reading).map((m) => m.event).filter((t) => t !== 'token');
@@ -320,7 +312,7 @@ describe('a steered message', () => {
     const gate = gateName('crash');
     const doomed = await stack.startWorker({ CRASH_AT: 'after-steer-taken' });
     for (const worker of stack.workers.filter((w) => w !== doomed)) await worker.kill('SIGTERM');
-    await heldAt(gate, conversation, 'p', `wait 12 gate:${gate}`);
+    await heldAt(stack, gate, conversation, 'p', `wait 12 gate:${gate}`);
     await client.steer(conversation, { text: 'survive the crash', id: 's' });
     model.gate(gate).open();
     await doomed.exited;
