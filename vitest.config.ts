@@ -7,24 +7,43 @@ import { defineConfig } from 'vitest/config';
  * setup (see libs/dev-services); each spec file gets a topic namespace of its own, and the e2e specs and
  * the event store's and companion's int specs a fresh database (the gateway's int specs share the
  * run's). See docs/testing.md.
+ *
+ * The e2e specs that run alone: they kill or pause the infrastructure or many processes on
+ * purpose, or drive a browser, and want the machine's two cores to themselves.
  */
+const ALONE = [
+  'test/infrastructure-faults.e2e.spec.ts',
+  'test/soak.e2e.spec.ts',
+  'test/zombie-worker.e2e.spec.ts',
+  'test/web-chat.e2e.spec.ts',
+];
+
+/** A system tier on the run's one Kafka and one PostgreSQL (test/global-setup.ts). */
+const system = (name: string, include: string[], options: { exclude?: string[]; oneAtATime?: boolean }) => ({
+  test: {
+    name,
+    include,
+    exclude: [...(options.exclude ?? []), '**/node_modules/**'],
+    globalSetup: ['test/global-setup.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    fileParallelism: !options.oneAtATime,
+    // The services' logs as JSON lines, which specs read (a terminal would make them pretty).
+    env: { LOG_FORMAT: 'json' },
+  },
+});
+
 export default defineConfig({
   test: {
+    // Two cores: every spec file but the ALONE ones two at a time (each file has its own topics,
+    // database, services and worker processes); vitest runs a project whose files go one at a
+    // time after the others.
+    maxWorkers: 2,
     projects: [
       { test: { name: 'unit', include: ['{apps,libs,examples}/**/*.unit.spec.ts'] } },
-      {
-        test: {
-          name: 'system',
-          include: ['{apps,libs,examples,test}/**/*.{int,e2e}.spec.ts'],
-          globalSetup: ['test/global-setup.ts'],
-          testTimeout: 60_000,
-          hookTimeout: 120_000,
-          // Two cores: spec files that start services run one at a time.
-          fileParallelism: false,
-          // The services' logs as JSON lines, which specs read (a terminal would make them pretty).
-          env: { LOG_FORMAT: 'json' },
-        },
-      },
+      system('int', ['{apps,libs,examples,test}/**/*.int.spec.ts'], {}),
+      system('e2e', ['{apps,libs,examples,test}/**/*.e2e.spec.ts'], { exclude: ALONE }),
+      system('e2e-alone', ALONE, { oneAtATime: true }),
     ],
   },
 });

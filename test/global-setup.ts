@@ -9,11 +9,30 @@ import { ensureBrowser } from '../scripts/setup-browser';
  * drives Debian's chromium, installed here when it is missing (scripts/setup-browser.ts).
  */
 export default async function setup(project: TestProject) {
-  project.provide('chromiumPath', ensureBrowser());
-  const infrastructure = await startInfrastructure({ log: (line) => process.stderr.write(`[infra] ${line}\n`) });
+  const shared = (globalThis as { [SHARED]?: Shared })[SHARED] ??= { users: 0, infrastructure: start() };
+  shared.users += 1;
+  const { chromiumPath, infrastructure } = await shared.infrastructure;
+  project.provide('chromiumPath', chromiumPath);
   project.provide('kafkaBrokers', infrastructure.kafkaBrokers);
   project.provide('databaseUrl', infrastructure.databaseUrl);
-  return () => infrastructure.stop();
+  return async () => {
+    shared.users -= 1;
+    if (shared.users === 0) await infrastructure.stop();
+  };
+}
+
+/**
+ * The system tiers are two projects (int and e2e, run beside each other) with this one setup:
+ * vitest calls it once per project, in its own process, so the first call starts the
+ * infrastructure and the last teardown stops it.
+ */
+const SHARED = Symbol.for('rudder.test-infrastructure');
+type Shared = { users: number; infrastructure: ReturnType<typeof start> };
+
+async function start() {
+  const chromiumPath = ensureBrowser();
+  const infrastructure = await startInfrastructure({ log: (line) => process.stderr.write(`[infra] ${line}\n`) });
+  return { chromiumPath, infrastructure };
 }
 
 declare module 'vitest' {

@@ -77,11 +77,14 @@ async function expectAnsweredOnce(conversation: string, input: string, text: str
 
 async function crashAt(point: string, conversation: string, text: string) {
   const doomed = await stack.startWorker({ CRASH_AT: point });
-  await stack.client.chat(conversation, { text, id: `${point}-1` });
+  // Not awaited first: at `after-ingest` the worker dies before publishing the chat's decision,
+  // so the 202 comes from the successor, which publishes what its predecessor committed.
+  const accepted = stack.client.chat(conversation, { text, id: `${point}-1` });
   await doomed.exited;
   expect(doomed.child.signalCode).toBe('SIGKILL');
   expect(doomed.output()).toContain(`crashing at ${point}`);
   const successor = await stack.startWorker();
+  expect((await accepted).status).toBe(202);
   const asked = await expectAnsweredOnce(conversation, `${point}-1`, text, { first: 1, afterTool: 1 });
   await successor.kill('SIGTERM');
   return asked;

@@ -18,15 +18,26 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
   await Promise.all([reliable.connect(), bestEffort.connect(), deadLetters.connect()]);
 
   const pendingTokens = new Map<string, TokenRecord>();
-  const flushTokens = async () => {
-    if (pendingTokens.size === 0) return;
-    const records = [...pendingTokens.values()];
-    pendingTokens.clear();
-    await bestEffort
-      .send({ topic: topics.tokens, acks: 1, messages: records.map((r) => ({ key: r.conversation, value: JSON.stringify(r) })) })
-      .catch(() => undefined); // tokens are best effort: the stored reply is the truth
+  /** At most one token send in flight and one waiting (it takes whatever is pending when it starts). */
+  let tokenSends: Promise<void> = Promise.resolve();
+  let tokenSendWaiting = false;
+  const sendTokens = (): Promise<void> => {
+    if (tokenSendWaiting) return tokenSends;
+    tokenSendWaiting = true;
+    tokenSends = tokenSends.then(async () => {
+      tokenSendWaiting = false;
+      if (pendingTokens.size === 0) return;
+      const records = [...pendingTokens.values()];
+      pendingTokens.clear();
+      await bestEffort
+        .send({ topic: topics.tokens, acks: 1, messages: records.map((r) => ({ key: r.conversation, value: JSON.stringify(r) })) })
+        .catch(() => undefined); // tokens are best effort: the stored reply is the truth
+    });
+    return tokenSends;
   };
-  const tokenTimer = setInterval(() => void flushTokens(), 40);
+  const tokenTimer = setInterval(() => {
+    if (pendingTokens.size > 0) void sendTokens();
+  }, 40);
 
   return {
     /**
@@ -94,11 +105,13 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
       });
     },
     /**
-     * Sends the tokens still held back. The runner awaits it before it stores a reply, so a
-     * step's tokens reach Kafka before the events that store the step (two topics have no
-     * order between them, so a reader may still see them the other way round).
+     * Sends the tokens still held back; resolves once they are sent, or after `TOKEN_FLUSH_WAIT_MS`
+     * at most. The runner awaits it before it stores a reply, so a step's tokens reach Kafka
+     * before the events that store the step (two topics have no order between them, so a reader
+     * may still see them the other way round). Bounded: a broker that is away or slow must not
+     * hold the turn's steps (the send goes on, and its tokens may come late or not at all).
      */
-    flushTokens,
+    flushTokens: () => within(sendTokens(), TOKEN_FLUSH_WAIT_MS),
     /** Tokens of one step are coalesced for up to 40 ms into one record. */
     token(token: Omit<TokenRecord, 'v'>) {
       const id = `${token.conversation}\u0000${token.turn}\u0000${token.step}`;
@@ -107,12 +120,22 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
     },
     async disconnect() {
       clearInterval(tokenTimer);
-      await flushTokens();
+      await sendTokens();
       await Promise.all([reliable.disconnect(), bestEffort.disconnect(), deadLetters.disconnect()]);
     },
   };
 }
 export type Publishing = Awaited<ReturnType<typeof connectPublishing>>;
+
+/** How long a step waits for its tokens to be sent before it is stored anyway. */
+const TOKEN_FLUSH_WAIT_MS = 250;
+
+/** Resolves when `promise` settles or `ms` have passed, whichever comes first. */
+async function within(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
 
 const tracer = tracerOf('turn-worker');
 const NO_PUBLICATION = { parentOf: (_trace: string | null | undefined): string | null => null, end: (_error?: unknown) => undefined };

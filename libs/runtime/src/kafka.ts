@@ -69,9 +69,11 @@ export async function ensureTopics(kafka: Kafka, topics: TopicNames, partitions:
 
 /**
  * Session settings of the read side's consumers (companion, gateway): a member that died is
- * replaced after 6 s rather than kafkajs' default 30 s, during which the group would wait.
+ * replaced after 6 s rather than kafkajs' default 30 s, during which the group would wait. A
+ * fetch returns as soon as a record arrives; `maxWaitTimeInMs` only bounds an idle one, and so
+ * how long a stop waits for it (kafkajs' default of 5 s made every companion stop take seconds).
  */
-export const READER_SESSION = { sessionTimeout: 6000, heartbeatInterval: 500 } as const;
+export const READER_SESSION = { sessionTimeout: 6000, heartbeatInterval: 500, maxWaitTimeInMs: 500 } as const;
 
 export type KeptConsumer = { stop(): Promise<void> };
 

@@ -50,7 +50,7 @@ export class FoldController {
   @EventPattern(Topics.events)
   async fold(@Payload() batch: PartitionBatch): Promise<void> {
     const start = performance.now();
-    const { read, unreadable } = readEvents(batch.messages, batch, this.log);
+    const { read, unreadable } = readEvents(batch.messages, { topic: batch.topic, partition: batch.partition }, this.log);
     const spans = foldSpans(batch.messages);
     try {
       await this.deadLetters.send(batch.partition, unreadable);

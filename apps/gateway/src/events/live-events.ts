@@ -132,10 +132,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
         this.kafka.consumer({
           groupId: this.groupId,
           allowAutoTopicCreation: false,
-          ...READER_SESSION,
-          // A fetch returns as soon as a record arrives; this only bounds an idle fetch, and so
-          // how long boot waits for the first one.
-          maxWaitTimeInMs: 500,
+          ...READER_SESSION, // its maxWaitTimeInMs also bounds how long boot waits for the first fetch
         }),
       run: async (consumer) => {
         const off = consumer.on(consumer.events.FETCH, () => {
