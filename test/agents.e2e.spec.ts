@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lastMessage, lastUserText, reply, toolResults, type Script } from '@rudder/scripted-model';
-import { WAIT, startStack, type Stack } from './stack';
+import { answered, WAIT, startStack, type Stack } from './stack';
 import { gateName, requestsWith, testScript } from './scripts';
 
 /**
@@ -46,22 +46,22 @@ const toolRuns = () =>
 
 describe('agents of a deployment', () => {
   it('a conversation keeps the agent its first chat named; another conversation gets the default; naming another is 409', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const quiet = key('quiet');
     const plain = key('plain');
-    expect((await client.chat(quiet, { text: 'hello', id: 'q1', agent: 'quiet' })).status).toBe(202);
-    expect((await client.chat(plain, { text: 'hello', id: 'p1' })).status).toBe(202);
-    expect(await client.answered(quiet, 'q1')).toMatchObject({ agent: 'quiet', status: 'completed' });
-    expect(await client.answered(plain, 'p1')).toMatchObject({ agent: 'default', status: 'completed' });
+    expect((await http.post(quiet, '/chat', { text: 'hello', id: 'q1', agent: 'quiet' })).status).toBe(202);
+    expect((await http.post(plain, '/chat', { text: 'hello', id: 'p1' })).status).toBe(202);
+    expect(await answered(client, quiet, 'q1')).toMatchObject({ agent: 'quiet', status: 'completed' });
+    expect(await answered(client, plain, 'p1')).toMatchObject({ agent: 'default', status: 'completed' });
 
-    expect((await client.chat(quiet, { text: 'again', id: 'q2' })).status).toBe(202);
-    expect(await client.answered(quiet, 'q2')).toMatchObject({ agent: 'quiet' });
-    expect((await client.status(quiet)).body.agent).toBe('quiet');
+    expect((await http.post(quiet, '/chat', { text: 'again', id: 'q2' })).status).toBe(202);
+    expect(await answered(client, quiet, 'q2')).toMatchObject({ agent: 'quiet' });
+    expect((await client.status(quiet)).agent).toBe('quiet');
 
-    const other = await client.chat(quiet, { text: 'switch', id: 'q3', agent: 'default' });
+    const other = await http.post(quiet, '/chat', { text: 'switch', id: 'q3', agent: 'default' });
     expect(other.status).toBe(409);
     expect(other.body).toMatchObject({ error: { code: 'agent_mismatch' } });
-    expect((await client.status(quiet)).body).toMatchObject({ agent: 'quiet', queue: [], lastInputId: 'q2' });
+    expect(await client.status(quiet)).toMatchObject({ agent: 'quiet', queue: [], lastInputId: 'q2' });
   });
 
   it("an agent whose turns take no steers answers a steer as a turn of its own, after the running turn", async () => {
@@ -73,23 +73,23 @@ describe('agents of a deployment', () => {
     await client.chat(conversation, { text, id: 'w', agent: 'quiet' });
     await model.gate(gate).reached();
     const steer = await client.steer(conversation, { text: 'not now', id: 's' });
-    expect(steer.body).toEqual({ id: 's', turn: null, landed: false });
+    expect(steer).toEqual({ id: 's', turn: null, landed: false });
     model.gate(gate).open();
-    const running = await client.answered(conversation, 'w');
+    const running = await answered(client, conversation, 'w');
     expect(running).toMatchObject({ steered: [], content: `waiting for ${text}\n\nafter held at ${gate}: ${text}` });
-    const own = await client.answered(conversation, 's');
+    const own = await answered(client, conversation, 's');
     expect(own).toMatchObject({ agent: 'quiet', prompt: { id: 's', text: 'not now' } });
     expect(Date.parse(own.startedAt)).toBeGreaterThanOrEqual(Date.parse(running.endedAt!));
   });
 
   it('an unknown agent is 400 unknown_agent, and nothing waits or runs in the conversation', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const conversation = key('unknown');
-    const answer = await client.chat(conversation, { text: 'hello', id: 'u1', agent: 'nobody' });
+    const answer = await http.post(conversation, '/chat', { text: 'hello', id: 'u1', agent: 'nobody' });
     expect(answer.status).toBe(400);
     expect(answer.body).toMatchObject({ error: { code: 'unknown_agent', message: expect.stringContaining('nobody') } });
-    expect((await client.status(conversation)).body).toMatchObject({ running: null, queue: [], steering: [], lastInputId: null, agent: null });
-    expect((await client.turnOf(conversation, 'u1')).status).toBe(404);
+    expect(await client.status(conversation)).toMatchObject({ running: null, queue: [], steering: [], lastInputId: null, agent: null });
+    expect((await http.get(conversation, '/turns?input=u1')).status).toBe(404);
     expect(requestsWith(stack.model.requests, 'hello').filter((r) => JSON.stringify(r.body).includes('u1'))).toEqual([]);
   });
 
@@ -100,7 +100,7 @@ describe('agents of a deployment', () => {
     await stack.client.chat(conversation, { text: 'record 10', id: 'r1' });
     await doomed.exited;
     await stack.startWorker();
-    const turn = await stack.client.answered(conversation, 'r1');
+    const turn = await answered(stack.client, conversation, 'r1');
     const runs = toolRuns().filter((r) => r.conversation === conversation);
     expect(runs).toHaveLength(2);
     expect(runs[0].pid).not.toBe(runs[1].pid);
@@ -112,10 +112,10 @@ describe('agents of a deployment', () => {
   it('a model answering 429 twice, then succeeding, stores one reply; its usage is on the turn', async () => {
     const conversation = key('busy');
     await stack.client.chat(conversation, { text: 'busy twice b1', id: 'b1' });
-    const turn = await stack.client.answered(conversation, 'b1');
+    const turn = await answered(stack.client, conversation, 'b1');
     expect(turn).toMatchObject({ status: 'completed', content: 'answer to busy twice b1' });
     expect(stack.model.requests.filter((r) => lastUserText(r) === 'busy twice b1')).toHaveLength(3);
-    const replies = (await stack.client.messages(conversation)).body.items.filter((m) => m.role === 'assistant');
+    const replies = (await stack.client.messages(conversation)).items.filter((m) => m.role === 'assistant');
     expect(replies.map((m) => m.text)).toEqual(['answer to busy twice b1']);
     expect(turn.usage).toMatchObject({ promptTokens: expect.any(Number), completionTokens: expect.any(Number) });
     expect(turn.usage!.totalTokens).toBe(turn.usage!.promptTokens + turn.usage!.completionTokens);
@@ -124,7 +124,7 @@ describe('agents of a deployment', () => {
   it('a reply whose tool calls repeat an id runs each call once under an id of its own, and the turn answers', async () => {
     const conversation = key('same-ids');
     await stack.client.chat(conversation, { text: 'same ids', id: 'd1' });
-    const turn = await stack.client.answered(conversation, 'd1');
+    const turn = await answered(stack.client, conversation, 'd1');
     expect(turn.status).toBe('completed');
     const second = await vi.waitFor(() => {
       const requests = stack.model.requests.filter((r) => lastUserText(r) === 'same ids');

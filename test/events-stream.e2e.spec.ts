@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readEvents, type SseMessage } from './sse';
-import { startStack, type Stack } from './stack';
+import { answered, startStack, type Stack } from './stack';
 import { testScript } from './scripts';
 
 let stack: Stack;
@@ -11,9 +11,9 @@ afterAll(() => stack?.stop());
 
 describe('the event stream (SSE)', () => {
   it('streams a turn as it happens: started, tokens, the tool, ended — each stored event once, with its position as id', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const conversation = `sse/live-${Date.now()}`;
-    const stream = await client.events(conversation);
+    const stream = await http.events(conversation);
     expect(stream.status).toBe(200);
     expect(stream.headers.get('content-type')).toMatch(/text\/event-stream/);
     const reading = readEvents(stream, (m) => m.event === 'turn.ended');
@@ -31,23 +31,23 @@ describe('the event stream (SSE)', () => {
   });
 
   it('resumes after Last-Event-ID with exactly the events that came after it, and the tokens of a turn that ended moments ago', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const conversation = `sse/resume-${Date.now()}`;
     await client.chat(conversation, { text: 'resume me', id: 'sse-2' });
-    await client.answered(conversation, 'sse-2');
+    await answered(client, conversation, 'sse-2');
     // The gateway keeps a turn's tokens for a minute after it ended: a bare position resumes the
     // ones that followed it (read until they are all in: agent.tokens may reach the gateway
     // after agent.events, two topics have no order between them).
     const tokenText = (messages: SseMessage[]) => messages.filter((m) => m.event === 'token').map((m) => (m.data as { text: string }).text).join('');
     const all = await readEvents(
-      await client.events(conversation, { 'last-event-id': '0' }),
+      await http.events(conversation, { 'last-event-id': '0' }),
       (_, read) => read.some((m) => m.event === 'turn.ended') && tokenText(read) === 'answer to resume me',
     );
     const stored = all.filter((m) => m.event !== 'token');
     expect(stored.map((m) => m.event)).toEqual(['conversation.opened', 'input.accepted', 'turn.started', 'input.delivered', 'model.replied', 'turn.ended']);
     expect(tokenText(all)).toBe('answer to resume me');
 
-    const resumed = await readEvents(await client.events(conversation, { 'last-event-id': stored[1].id! }), (m) => m.event === 'turn.ended');
+    const resumed = await readEvents(await http.events(conversation, { 'last-event-id': stored[1].id! }), (m) => m.event === 'turn.ended');
     expect(resumed.filter((m) => m.event !== 'token').map((m) => m.id)).toEqual(stored.slice(2).map((m) => m.id));
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { requestsAbout, testScript } from './scripts';
-import { WAIT, startStack, type Stack } from './stack';
+import { answered, WAIT, startStack, type Stack } from './stack';
 
 /**
  * A worker's memory follows the conversations in use (#13): a conversation idle for
@@ -23,14 +23,14 @@ const held = async () => {
 
 describe('idle conversations', () => {
   it('an idle conversation is let go, and its next turn still sees every earlier one', async () => {
-    const { client, model } = stack;
+    const { client, http, model } = stack;
     const conversation = `idle/${Math.random().toString(36).slice(2, 8)}`;
-    expect((await client.chat(conversation, { text: 'first', id: 'i-1' })).status).toBe(202);
-    await client.answered(conversation, 'i-1');
+    expect((await http.post(conversation, '/chat', { text: 'first', id: 'i-1' })).status).toBe(202);
+    await answered(client, conversation, 'i-1');
     await vi.waitFor(async () => expect(await held()).toBe(0), WAIT);
 
-    expect((await client.chat(conversation, { text: 'second', id: 'i-2' })).status).toBe(202);
-    await client.answered(conversation, 'i-2');
+    expect((await http.post(conversation, '/chat', { text: 'second', id: 'i-2' })).status).toBe(202);
+    await answered(client, conversation, 'i-2');
     const [second] = requestsAbout(model.requests, 'second');
     expect(second.body.messages.slice(1)).toEqual([
       { role: 'user', content: 'first' },

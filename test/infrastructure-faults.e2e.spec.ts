@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { connect } from 'node:net';
 import pg from 'pg';
-import type { ConversationEvent, TurnView } from '@rudder/contracts';
+import type { ConversationEvent, TranscriptPage, TurnView } from '@rudder/contracts';
 import { createKafka, topicNames } from '@rudder/runtime';
 import { toolResults } from '@rudder/scripted-model';
 import { startOwnInfrastructure, startStackOn, type OwnInfrastructure } from './own-infrastructure';
@@ -10,6 +10,7 @@ import type { Stack as OwnStack } from './system';
 import { gateName, requestsAbout, testScript } from './scripts';
 import { readEvents, type SseMessage } from './sse';
 import { WAIT } from './system';
+import { answered, started } from './turns';
 
 /**
  * Infrastructure faults on the real system: the Kafka broker restarted (and, further down,
@@ -108,7 +109,7 @@ const countTypes = (types: string[]) => {
 async function sendSurely(stack: OwnStack, conversation: string, chat: Chat, timeoutMs = 90_000): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (let tries = 1; ; tries++) {
-    const answer = await stack.client.chat(conversation, chat).catch((error: unknown) => ({ status: 0, body: { error: String(error) } }));
+    const answer = await stack.http.post(conversation, '/chat', chat).catch((error: unknown) => ({ status: 0, body: { error: String(error) } }));
     if (answer.status === 202) return tries;
     if (answer.status !== 503 && answer.status !== 0) throw new Error(`chat ${chat.id} answered ${answer.status}: ${JSON.stringify(answer.body)}`);
     if (Date.now() > deadline) throw new Error(`chat ${chat.id} still refused after ${tries} tries: ${JSON.stringify(answer.body)}`);
@@ -129,10 +130,10 @@ async function sendAll(stack: OwnStack, conversation: string, chats: Chat[]): Pr
  * could hide a doubled row), the event log and its outbox.
  */
 async function expectAnsweredOnceInOrder(stack: OwnStack, conversation: string, chats: Chat[]) {
-  const { client } = stack;
+  const { client, http } = stack;
   const turns: TurnView[] = [];
   for (const chat of chats) {
-    const turn = await client.answered(conversation, chat.id, 60_000);
+    const turn = await answered(client, conversation, chat.id, 60_000);
     expect(turn, `the turn answering ${chat.id}`).toMatchObject({
       prompt: { id: chat.id, text: chat.text },
       status: 'completed',
@@ -146,18 +147,18 @@ async function expectAnsweredOnceInOrder(stack: OwnStack, conversation: string, 
     expect(Date.parse(turns[i].startedAt), `${chats[i].id} started after ${chats[i - 1].id} ended`).toBeGreaterThanOrEqual(Date.parse(turns[i - 1].endedAt!));
   }
 
-  const transcript = await client.messages(conversation, '?limit=200');
+  const transcript = await http.get<TranscriptPage>(conversation, '/messages?limit=200');
   expect(transcript.status).toBe(200);
   expect(transcript.body.items.map((m) => `${m.role}: ${m.text}`)).toEqual(chats.flatMap(expectedRows));
   expect(new Set(transcript.body.items.map((m) => m.id)).size).toBe(transcript.body.items.length);
   expect(transcript.body.next ?? null).toBeNull();
 
   const status = await client.status(conversation);
-  expect(status.body).toMatchObject({ running: null, steering: [], queue: [], lastInputId: chats.at(-1)!.id });
+  expect(status).toMatchObject({ running: null, steering: [], queue: [], lastInputId: chats.at(-1)!.id });
 
   const replay = (
     await readEvents(
-      await client.events(conversation, { 'last-event-id': '0' }),
+      await http.events(conversation, { 'last-event-id': '0' }),
       (_, all) => all.filter((m) => m.event === 'turn.ended').length >= chats.length,
     )
   ).filter((m) => m.event !== 'token');
@@ -300,12 +301,12 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
         const chatsB = [...before.b, ...during.b, ...after.b];
 
         // A stream of a open across the restart, from its start.
-        const live = await stack.client.events(a, { 'last-event-id': '0' });
+        const live = await stack.http.events(a, { 'last-event-id': '0' });
         const streaming = readTurns(live, chatsA.length, 80_000);
         streaming.catch(() => undefined); // awaited at the end; a failure before that must not go unhandled
 
         await sendSurely(stack, a, before.a[0]);
-        await stack.client.started(a, 'a-1');
+        await started(stack.client, a, 'a-1');
         await stack.model.gate(gate).reached(); // a-1's tool runs, held at the gate
         await sendSurely(stack, a, before.a[1]);
         await sendSurely(stack, b, before.b[0]);
@@ -346,7 +347,7 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
         const later = { p: [{ id: 'p-2', text: 'pg p two' }, { id: 'p-3', text: 'wait 200' }], q: [{ id: 'q-1', text: 'pg q one' }] };
 
         await sendSurely(stack, p, first);
-        await stack.client.started(p, 'p-1');
+        await started(stack.client, p, 'p-1');
         await stack.model.gate(gate).reached(); // p-1's tool runs, held at the gate
 
         const t0 = Date.now();
@@ -356,7 +357,7 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
         // Sent while the database is away: the gateway cannot check a chat without it (it asks
         // the companion first), so it refuses with 503 and sends nothing.
         for (const [conversation, chat] of [[p, later.p[0]], [q, later.q[0]]] as const) {
-          const refused = await stack.client.chat(conversation, chat);
+          const refused = await stack.http.post(conversation, '/chat', chat);
           expect(refused.status, `${chat.id} sent while the database is down`).toBe(503);
         }
         // The tool ends while the server is down: its result cannot be stored until it is back.
@@ -397,14 +398,14 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
         const whileDown: Chat = { id: 'c-4', text: 'companion c four' };
 
         // A stream of c open across the companion's death (the gateway's live part needs no companion).
-        const live = await stack.client.events(c, { 'last-event-id': '0' });
+        const live = await stack.http.events(c, { 'last-event-id': '0' });
         expect(live.status).toBe(200);
         const streaming = readTurns(live, chatsC.length + 1, 90_000);
         streaming.catch(() => undefined); // awaited at the end; a failure before that must not go unhandled
 
         await sendAll(stack, c, chatsC);
         await sendAll(stack, d, chatsD);
-        await stack.client.started(c, 'c-1');
+        await started(stack.client, c, 'c-1');
         await stack.model.gate(gate).reached();
         // Mid-stream: the companion has folded the start of c's first turn, and the rest of c
         // comes only once the gate opens, after the kill.
@@ -414,7 +415,7 @@ describe('infrastructure faults: nothing lost, nothing doubled', () => {
         stack.model.gate(gate).open();
 
         // While it is away the gateway refuses what it cannot check, and sends nothing for it.
-        const refused = await stack.client.chat(c, whileDown);
+        const refused = await stack.http.post(c, '/chat', whileDown);
         expect(refused.status).toBe(503);
         expect(refused.body.error?.code).toBe('unavailable');
         // The turns go on without it: c's last turn reaches its last step.
@@ -462,14 +463,14 @@ describe('the Kafka broker killed (SIGKILL)', () => {
         const chats = [...before, ...after, last];
         // A stream of k open across the kill: what it delivers, as it comes.
         const received: SseMessage[] = [];
-        const stream = await stack.client.events(k, { 'last-event-id': '0' });
+        const stream = await stack.http.events(k, { 'last-event-id': '0' });
         void readEvents(stream, (message) => { received.push(message); return false; }, 140_000).catch(() => undefined);
 
         await sendAll(stack, k, before);
-        await stack.client.started(k, 'k-1');
+        await started(stack.client, k, 'k-1');
         await stack.model.gate(gate).reached(); // k-1's tool runs, held at the gate
         // k-2 is ingested (queued behind k-1) before the broker goes.
-        await vi.waitFor(async () => expect((await stack.client.status(k)).body.queue?.map((i) => i.id), 'k-2 queued').toContain('k-2'), WAIT);
+        await vi.waitFor(async () => expect((await stack.client.status(k)).queue?.map((i) => i.id), 'k-2 queued').toContain('k-2'), WAIT);
         const t0 = Date.now();
         await infra.kafka.kill();
         log('kafka killed');
@@ -487,7 +488,7 @@ describe('the Kafka broker killed (SIGKILL)', () => {
         const back = await vi.waitFor(
           async () => {
             const probe = key('probe');
-            const seen = readEvents(await stack.client.events(probe), (m) => m.event === 'input.accepted', 3000).then(() => true, () => false);
+            const seen = readEvents(await stack.http.events(probe), (m) => m.event === 'input.accepted', 3000).then(() => true, () => false);
             await stack.client.chat(probe, { id: 'probe', text: 'probe' });
             expect(await seen, "the gateway's live consumer to deliver again").toBe(true);
             return Date.now() - t0;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatInput } from '@rudder/contracts';
 import { createKafka, topicNames } from '@rudder/runtime';
 import { readTopic } from './topic-reader';
-import { startStack, type Stack } from './stack';
+import { answered, startStack, type Stack } from './stack';
 import { testScript } from './scripts';
 
 let stack: Stack;
@@ -33,7 +33,7 @@ describe('the topics as an integration contract', () => {
   it('a chat another service produces to agent.inputs itself is answered', async () => {
     const conversation = `contract/direct-${Date.now()}`;
     await produce([{ key: conversation, value: JSON.stringify(chat(conversation, 'direct-1', 'from a service')) }]);
-    const turn = await stack.client.answered(conversation, 'direct-1');
+    const turn = await answered(stack.client, conversation, 'direct-1');
     expect(turn).toMatchObject({ status: 'completed', content: 'answer to from a service' });
   });
 
@@ -42,7 +42,7 @@ describe('the topics as an integration contract', () => {
     const wrongKey = chat(`${conversation}-other`, 'p-2', 'wrong key');
     const poison = ['{not json', JSON.stringify({ v: 1, type: 'chat', id: 'p-1', conversation, messages: [] }), JSON.stringify(wrongKey)];
     await produce([...poison.map((value) => ({ key: conversation, value })), { key: conversation, value: JSON.stringify(chat(conversation, 'p-3', 'after the poison')) }]);
-    const turn = await stack.client.answered(conversation, 'p-3');
+    const turn = await answered(stack.client, conversation, 'p-3');
     expect(turn.content).toBe('answer to after the poison');
 
     const topics = topicNames(stack.env.KAFKA_NAMESPACE);
@@ -54,8 +54,7 @@ describe('the topics as an integration contract', () => {
       poison.map((value, i) => ({ key: conversation, value, topic: topics.inputs, partition: String(sources[i].partition), offset: sources[i].offset })),
     );
     expect(sources.slice(0, 3).map((r) => r.value)).toEqual(poison);
-    const status = await stack.client.status(conversation);
-    expect(status.body).toMatchObject({ running: null, queue: [], lastInputId: 'p-3' });
-    expect((await stack.client.messages(conversation)).body.items.map((m) => m.text)).toEqual(['after the poison', 'answer to after the poison']);
+    expect(await stack.client.status(conversation)).toMatchObject({ running: null, queue: [], lastInputId: 'p-3' });
+    expect((await stack.client.messages(conversation)).items.map((m) => m.text)).toEqual(['after the poison', 'answer to after the poison']);
   });
 });

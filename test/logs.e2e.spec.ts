@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { RudderClient } from '@rudder/client';
 import { testScript } from './scripts';
 import { WAIT, startStack, type Stack, type WorkerProcess } from './stack';
 
@@ -20,7 +19,7 @@ const jsonLines = (output: string) =>
 
 describe('logs', () => {
   it("the worker writes JSON lines, a turn's with its conversation, turn and input, and kafkajs' start-up noise is not among its warnings and errors", async () => {
-    const client = new RudderClient({ baseUrl: stack.gatewayUrl });
+    const { client } = stack;
     const key = `logs/turn-${Date.now()}`;
     await client.chat(key, { text: 'hello', id: 'log-chat' });
     const started = await vi.waitFor(() => {

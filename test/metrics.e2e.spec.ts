@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { RudderClient } from '@rudder/client';
 import { openStreams, sample, scrape } from './prometheus';
 import { gateName, testScript } from './scripts';
 import { WAIT, startStack, type Stack, type WorkerProcess } from './stack';
@@ -19,7 +18,7 @@ afterAll(() => stack?.stop());
 
 describe('metrics', () => {
   it('the worker, the gateway and the companion count a steered turn, its inputs, model requests and streams', async () => {
-    const client = new RudderClient({ baseUrl: stack.gatewayUrl });
+    const { client } = stack;
     const key = `metrics/turn-${Date.now()}`;
     const gate = gateName('tool');
     const watching = new AbortController();

@@ -3,7 +3,7 @@ import type { Consumer, KafkaMessage } from 'kafkajs';
 import type { ChatInput } from '@rudder/contracts';
 import { createKafka, topicNames } from '@rudder/runtime';
 import { lastMessage, lastUserText, reply, type Script } from '@rudder/scripted-model';
-import { WAIT, startStack, type Stack } from './stack';
+import { answered, WAIT, startStack, type Stack } from './stack';
 
 /**
  * Poison: what a stranger can send (or a model can answer) that PostgreSQL or Kafka refuses.
@@ -74,14 +74,14 @@ describe('poison never stops a partition', () => {
       ['chat', { messages: ['fine', text] }],
       ['steer', { text }],
     ] as const) {
-      const answer = route === 'chat' ? await stack.client.chat(conversation, body) : await stack.client.steer(conversation, body);
+      const answer = await stack.http.post(conversation, `/${route}`, body);
       expect(answer.status, `${route} ${JSON.stringify(body)}`).toBe(400);
       expect(JSON.stringify(answer.body)).toMatch(/NUL characters \(U\+0000\) or lone surrogates/);
     }
-    const after = await stack.client.chat(conversation, { text: 'after the refused ones', id: 'e-1' });
+    const after = await stack.http.post(conversation, '/chat', { text: 'after the refused ones', id: 'e-1' });
     expect(after.status).toBe(202);
-    expect((await stack.client.answered(conversation, 'e-1')).content).toBe('answer to after the refused ones');
-    expect((await stack.client.messages(conversation)).body.items.map((m) => m.text)).toEqual([
+    expect((await answered(stack.client, conversation, 'e-1')).content).toBe('answer to after the refused ones');
+    expect((await stack.client.messages(conversation)).items.map((m) => m.text)).toEqual([
       'after the refused ones',
       'answer to after the refused ones',
     ]);
@@ -95,13 +95,13 @@ describe('poison never stops a partition', () => {
       { key: conversation, value: JSON.stringify(chat(conversation, 'd-3', ['fine'], 'sub\u0000ject')) },
       { key: conversation, value: JSON.stringify(chat(conversation, 'd-4', ['after the poison'])) },
     ]);
-    expect((await stack.client.answered(conversation, 'd-4')).content).toBe('answer to after the poison');
+    expect((await answered(stack.client, conversation, 'd-4')).content).toBe('answer to after the poison');
     const dead = await deadLettersOf(conversation, 3);
     expect(dead).toHaveLength(3);
     for (const [message, path] of dead.map((m, n) => [m, ['messages.0', 'messages.0', 'subject'][n]] as const)) {
       expect(message.headers?.reason?.toString()).toContain(`${path}: text must not hold NUL characters`);
     }
-    expect((await stack.client.status(conversation)).body).toMatchObject({ running: null, queue: [], lastInputId: 'd-4' });
+    expect(await stack.client.status(conversation)).toMatchObject({ running: null, queue: [], lastInputId: 'd-4' });
   });
 
   it('a huge record with thousands of schema issues is dead-lettered with a bounded reason', async () => {
@@ -113,7 +113,7 @@ describe('poison never stops a partition', () => {
       { key: conversation, value },
       { key: conversation, value: JSON.stringify(chat(conversation, 'h-2', ['after the huge one'])) },
     ]);
-    expect((await stack.client.answered(conversation, 'h-2')).content).toBe('answer to after the huge one');
+    expect((await answered(stack.client, conversation, 'h-2')).content).toBe('answer to after the huge one');
     const [dead] = await deadLettersOf(conversation, 1);
     const reason = dead.headers!.reason!.toString();
     expect(reason.length).toBeLessThanOrEqual(2000);
@@ -128,7 +128,7 @@ describe('poison never stops a partition', () => {
     const value = Buffer.alloc(1_048_588 - 120 - Buffer.byteLength(conversation), 'x');
     await produce([{ key: conversation, value }]); // alone: one record batch holds the whole send
     await produce([{ key: conversation, value: JSON.stringify(chat(conversation, 'l-2', ['after the large one'])) }]);
-    expect((await stack.client.answered(conversation, 'l-2')).content).toBe('answer to after the large one');
+    expect((await answered(stack.client, conversation, 'l-2')).content).toBe('answer to after the large one');
     const [dead] = await deadLettersOf(conversation, 1);
     expect(dead.headers!.reason!.toString()).toMatch(/not JSON/);
     expect(dead.headers!['source-topic']!.toString()).toBe(topicNames(stack.env.KAFKA_NAMESPACE).inputs);
@@ -138,17 +138,17 @@ describe('poison never stops a partition', () => {
 
   it('a model reply holding NUL and lone surrogates is stored with U+FFFD in their place and the turn completes', async () => {
     const conversation = `poison/reply-${Date.now()}`;
-    expect((await stack.client.chat(conversation, { text: 'reply with NUL', id: 'r-1' })).status).toBe(202);
-    const turn = await stack.client.answered(conversation, 'r-1');
+    expect((await stack.http.post(conversation, '/chat', { text: 'reply with NUL', id: 'r-1' })).status).toBe(202);
+    const turn = await answered(stack.client, conversation, 'r-1');
     expect(turn).toMatchObject({ status: 'completed', content: 'a\ufffdb \ufffd c \ufffd d 😀' });
-    expect((await stack.client.chat(conversation, { text: 'next', id: 'r-2' })).status).toBe(202);
-    expect((await stack.client.answered(conversation, 'r-2')).content).toBe('answer to next');
+    expect((await stack.http.post(conversation, '/chat', { text: 'next', id: 'r-2' })).status).toBe(202);
+    expect((await answered(stack.client, conversation, 'r-2')).content).toBe('answer to next');
   });
 
   it('tool calls whose ids and names hold NUL, and repeat, each get their own storable id and result, and the turn answers', async () => {
     const conversation = `poison/tool-${Date.now()}`;
-    expect((await stack.client.chat(conversation, { text: 'call with NUL', id: 't-1' })).status).toBe(202);
-    const turn = await stack.client.answered(conversation, 't-1');
+    expect((await stack.http.post(conversation, '/chat', { text: 'call with NUL', id: 't-1' })).status).toBe(202);
+    const turn = await answered(stack.client, conversation, 't-1');
     expect(turn).toMatchObject({ status: 'completed', content: 'after the tool: call with NUL' });
     const asked = stack.model.requests.filter((r) => lastUserText(r) === 'call with NUL');
     expect(asked).toHaveLength(2);
@@ -169,8 +169,8 @@ describe('poison never stops a partition', () => {
 
   it('records produced straight to agent.events that no reader can fold go to agent.events.dlq unchanged, with reason and source; the conversation goes on', async () => {
     const conversation = `poison/events-${Date.now()}`;
-    expect((await stack.client.chat(conversation, { text: 'before the poison', id: 'v-1' })).status).toBe(202);
-    await stack.client.answered(conversation, 'v-1');
+    expect((await stack.http.post(conversation, '/chat', { text: 'before the poison', id: 'v-1' })).status).toBe(202);
+    await answered(stack.client, conversation, 'v-1');
     const topics = topicNames(stack.env.KAFKA_NAMESPACE);
     const poison = ['not json {', JSON.stringify({ v: 1, type: 'turn.ended', conversation })];
     const producer = createKafka(stack.env.KAFKA_BROKERS, 'a-stranger').producer();
@@ -178,9 +178,9 @@ describe('poison never stops a partition', () => {
     const [sent] = await producer.send({ topic: topics.events, acks: -1, messages: poison.map((value) => ({ key: conversation, value })) }).finally(() => producer.disconnect());
 
     // The companion moved past them: a later chat is answered and its views hold it.
-    expect((await stack.client.chat(conversation, { text: 'after the poison', id: 'v-2' })).status).toBe(202);
-    expect((await stack.client.answered(conversation, 'v-2')).content).toBe('answer to after the poison');
-    expect((await stack.client.status(conversation)).body).toMatchObject({ running: null, queue: [], lastInputId: 'v-2' });
+    expect((await stack.http.post(conversation, '/chat', { text: 'after the poison', id: 'v-2' })).status).toBe(202);
+    expect((await answered(stack.client, conversation, 'v-2')).content).toBe('answer to after the poison');
+    expect(await stack.client.status(conversation)).toMatchObject({ running: null, queue: [], lastInputId: 'v-2' });
 
     const letters: KafkaMessage[] = [];
     const reader = createKafka(stack.env.KAFKA_BROKERS, 'events-dlq-reader').consumer({ groupId: `events-dlq-reader-${Date.now()}` });

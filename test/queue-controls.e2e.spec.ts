@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lastUserText, type ModelRequest } from '@rudder/scripted-model';
 import { readEvents } from './sse';
-import { WAIT, heldAt, holding, startStack, type Stack } from './stack';
+import { answered, WAIT, heldAt, holding, startStack, type Stack } from './stack';
 import { gateName, requestsAbout, requestsWith, testScript } from './scripts';
 
 /** SPEC "Queue controls", bullet by bullet, on the real stack. */
@@ -16,10 +16,10 @@ const key = (name: string) => `queue/${name}-${Math.random().toString(36).slice(
 /** Never answered: no turn has it as prompt or took it, even after the conversation went quiet. */
 async function neverAnswered(conversation: string, input: string) {
   await vi.waitFor(async () => {
-    const { body } = await stack.client.status(conversation);
+    const body = await stack.client.status(conversation);
     expect(body).toMatchObject({ running: null, queue: [] });
   }, WAIT);
-  expect((await stack.client.turnOf(conversation, input)).status).toBe(404);
+  expect((await stack.http.get(conversation, `/turns?input=${input}`)).status).toBe(404);
 }
 
 describe('pending inputs', () => {
@@ -29,24 +29,24 @@ describe('pending inputs', () => {
     const held = await holding(stack, conversation);
     const second = await client.chat(conversation, { text: 'second', id: 'c2' });
     const third = await client.chat(conversation, { text: 'third', id: 'c3' });
-    expect([second.body.position, third.body.position]).toEqual([1, 2]);
+    expect([second.position, third.position]).toEqual([1, 2]);
     // Sent again while it waits, a chat is told where it is now.
-    expect((await client.chat(conversation, { text: 'third', id: 'c3' })).body).toEqual({ id: 'c3', turn: null, position: 2 });
+    expect(await client.chat(conversation, { text: 'third', id: 'c3' })).toEqual({ id: 'c3', turn: null, position: 2 });
     await held.open();
-    await client.answered(conversation, 'c3');
-    expect((await client.chat(conversation, { text: 'fourth', id: 'c4' })).body).toEqual({ id: 'c4', turn: null, position: 0 });
+    await answered(client, conversation, 'c3');
+    expect(await client.chat(conversation, { text: 'fourth', id: 'c4' })).toEqual({ id: 'c4', turn: null, position: 0 });
   });
 
   it('status lists every pending input in order — steering for the running turn, queue behind it — and the stream reports them', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const conversation = key('pending');
-    const stream = readEvents(await client.events(conversation), (m) => m.event === 'input.retracted');
+    const stream = readEvents(await http.events(conversation), (m) => m.event === 'input.retracted');
     const held = await holding(stack, conversation);
     await client.chat(conversation, { text: 'follow-up one', id: 'c1' });
     await client.steer(conversation, { text: 'a steer', id: 's1' });
     await client.chat(conversation, { text: 'follow-up two', id: 'c2' });
     const status = await vi.waitFor(async () => {
-      const { body } = await client.status(conversation);
+      const body = await client.status(conversation);
       expect([body.queue.length, body.steering.length]).toEqual([2, 1]);
       return body;
     }, WAIT);
@@ -64,18 +64,18 @@ describe('pending inputs', () => {
 
 describe('retract', () => {
   it('takes back a pending input and answers its text; it is never answered', async () => {
-    const { client, model } = stack;
+    const { client, http, model } = stack;
     const conversation = key('retract');
     const held = await holding(stack, conversation);
     await client.chat(conversation, { text: 'never mind this', id: 'c' });
-    const retracted = await client.retract(conversation, 'c');
+    const retracted = await http.delete(conversation, '/inputs/c');
     expect(retracted.status).toBe(200);
     expect(retracted.body).toEqual({ id: 'c', text: 'never mind this' });
     held.open();
-    await client.answered(conversation, 'p');
+    await answered(client, conversation, 'p');
     await neverAnswered(conversation, 'c');
     expect(requestsWith(model.requests, 'never mind this')).toHaveLength(0);
-    expect((await client.messages(conversation)).body.items.map((m) => m.text)).toEqual([held.text, `answer to ${held.text}`]);
+    expect((await client.messages(conversation)).items.map((m) => m.text)).toEqual([held.text, `answer to ${held.text}`]);
   });
 
   it('?latest=chat and ?latest=steer take back the most recent pending one of that queue', async () => {
@@ -85,116 +85,116 @@ describe('retract', () => {
     await client.chat(conversation, { text: 'older', id: 'c1' });
     await client.chat(conversation, { text: 'newer', id: 'c2' });
     await client.steer(conversation, { text: 'steer me', id: 's' });
-    expect((await client.retractLatest(conversation, 'chat')).body).toEqual({ id: 'c2', text: 'newer' });
-    expect((await client.retractLatest(conversation, 'steer')).body).toEqual({ id: 's', text: 'steer me' });
+    expect(await client.retract(conversation, { latest: 'chat' })).toEqual({ id: 'c2', text: 'newer' });
+    expect(await client.retract(conversation, { latest: 'steer' })).toEqual({ id: 's', text: 'steer me' });
     held.open();
-    const first = await client.answered(conversation, 'p');
+    const first = await answered(client, conversation, 'p');
     expect(first.steered).toEqual([]);
-    await client.answered(conversation, 'c1');
+    await answered(client, conversation, 'c1');
     await neverAnswered(conversation, 'c2');
     await neverAnswered(conversation, 's');
   });
 
   it('refuses with 409 a running turn\'s prompt, and 404 for an unknown input', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const conversation = key('delivered');
     const held = await holding(stack, conversation);
-    expect((await client.retract(conversation, 'p')).status).toBe(409);
-    expect((await client.retract(conversation, 'no-such-input')).status).toBe(404);
+    expect((await http.delete(conversation, '/inputs/p')).status).toBe(409);
+    expect((await http.delete(conversation, '/inputs/no-such-input')).status).toBe(404);
     held.open();
-    expect((await client.answered(conversation, 'p')).status).toBe('completed');
+    expect((await answered(client, conversation, 'p')).status).toBe('completed');
   });
 
   it('refuses with 409 a steer the running turn has taken, and the turn keeps it', async () => {
-    const { client, model } = stack;
+    const { client, http, model } = stack;
     const conversation = key('taken');
     const first = gateName('taken-first');
     const second = gateName('taken-second');
     const turn = await heldAt(stack, first, conversation, 'p', `wait 1 gate:${first}`);
-    expect((await client.steer(conversation, { text: `then hold gate:${second}`, id: 's' })).body).toEqual({ id: 's', turn: turn.id, landed: true });
+    expect(await client.steer(conversation, { text: `then hold gate:${second}`, id: 's' })).toEqual({ id: 's', turn: turn.id, landed: true });
     model.gate(first).open();
     // Held in the request that has it: the step took it.
     await model.gate(second).reached();
-    const refused = await client.retract(conversation, 's');
+    const refused = await http.delete(conversation, '/inputs/s');
     expect(refused.status).toBe(409);
     expect(refused.body.error?.code).toBe('conflict');
     model.gate(second).open();
-    const ended = await client.answered(conversation, 'p');
+    const ended = await answered(client, conversation, 'p');
     expect(ended.steered).toEqual([{ id: 's', text: `then hold gate:${second}` }]);
   });
 });
 
 describe('promote', () => {
   it('turns a pending follow-up into a steer of the running turn, taken at the next step without cancelling the request in flight', async () => {
-    const { client, model } = stack;
+    const { client, http, model } = stack;
     const conversation = key('promote');
     const held = await holding(stack, conversation);
     await client.chat(conversation, { text: 'see this now', id: 'f' });
-    const promoted = await client.promote(conversation, 'f');
+    const promoted = await http.post(conversation, '/inputs/f/promote');
     expect(promoted.status).toBe(200);
     expect(promoted.body).toEqual({ id: 'f', turn: held.turn.id, landed: true });
     held.open();
-    const ended = await client.answered(conversation, 'p');
+    const ended = await answered(client, conversation, 'p');
     expect(ended.steered).toEqual([{ id: 'f', text: 'see this now' }]);
     expect(ended.content).toBe(`answer to ${held.text}\n\nanswer to see this now`);
     // The request in flight was not asked again: the promoted message came in the next one.
     expect(requestsAbout(model.requests, held.text)).toHaveLength(1);
     expect(requestsAbout(model.requests, 'see this now')).toHaveLength(1);
-    expect((await client.turnOf(conversation, 'f')).body.id).toBe(held.turn.id);
+    expect((await client.turnOf(conversation, 'f')).id).toBe(held.turn.id);
   });
 
   it('refuses with 409 what is not a pending follow-up any more', async () => {
-    const { client } = stack;
+    const { http } = stack;
     const conversation = key('promote-late');
     const held = await holding(stack, conversation);
-    expect((await client.promote(conversation, 'p')).status).toBe(409);
-    expect((await client.promote(conversation, 'unknown')).status).toBe(404);
+    expect((await http.post(conversation, '/inputs/p/promote')).status).toBe(409);
+    expect((await http.post(conversation, '/inputs/unknown/promote')).status).toBe(404);
     held.open();
   });
 });
 
 describe('stop', () => {
   it('answers turn: null when no turn runs, and stops nothing', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const conversation = key('stop-idle');
     await client.chat(conversation, { text: 'done already', id: 'p' });
-    await client.answered(conversation, 'p');
-    const stop = await client.stop(conversation);
+    await answered(client, conversation, 'p');
+    const stop = await http.post(conversation, '/stop', {});
     expect({ status: stop.status, body: stop.body }).toEqual({ status: 202, body: { turn: null } });
     await client.chat(conversation, { text: 'still answered', id: 'c' });
-    expect(await client.answered(conversation, 'c')).toMatchObject({ status: 'completed', content: 'answer to still answered' });
+    expect(await answered(client, conversation, 'c')).toMatchObject({ status: 'completed', content: 'answer to still answered' });
   });
 
   it('a stop naming a turn that is no longer running stops nothing; naming the running one stops it', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const conversation = key('stop-turn');
     await client.chat(conversation, { text: 'first', id: 'f1' });
-    const first = await client.answered(conversation, 'f1');
+    const first = await answered(client, conversation, 'f1');
     const { turn: second } = await holding(stack, conversation, 'f2');
-    const stale = await client.stop(conversation, { turn: first.id });
+    const stale = await http.post(conversation, '/stop', { turn: first.id });
     expect({ status: stale.status, body: stale.body }).toEqual({ status: 202, body: { turn: null } });
-    expect((await client.status(conversation)).body.running?.turn).toBe(second.id);
+    expect((await client.status(conversation)).running?.turn).toBe(second.id);
     const meant = await client.stop(conversation, { turn: second.id });
-    expect(meant.body).toEqual({ turn: second.id });
-    expect(await client.answered(conversation, 'f2')).toMatchObject({ status: 'stopped' });
+    expect(meant).toEqual({ turn: second.id });
+    expect(await answered(client, conversation, 'f2')).toMatchObject({ status: 'stopped' });
   });
 });
 
 describe('onBusy', () => {
   it('reject answers 409 while a turn runs, and nothing is enqueued', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const conversation = key('reject');
     const held = await holding(stack, conversation);
-    const refused = await client.chat(conversation, { text: 'not now', id: 'x', onBusy: 'reject' });
+    const refused = await http.post(conversation, '/chat', { text: 'not now', id: 'x', onBusy: 'reject' });
     expect(refused.status).toBe(409);
     expect(refused.body.error?.code).toBe('conflict');
     held.open();
-    await client.answered(conversation, 'p');
+    await answered(client, conversation, 'p');
     await neverAnswered(conversation, 'x');
   });
 
   it('interrupt while the turn has a step ahead: it ends superseded at that step, keeping what it did, then the new input runs', async () => {
-    const { client, model } = stack;
+    const { client, http, model } = stack;
     const conversation = key('interrupt');
     const gate = gateName('interrupt');
     const text = `wait 1 gate:${gate}`;
@@ -202,11 +202,11 @@ describe('onBusy', () => {
     await client.chat(conversation, { text: 'queued before', id: 'q' });
     await client.chat(conversation, { text: 'do this instead', id: 'i', onBusy: 'interrupt' });
     model.gate(gate).open();
-    const superseded = await client.answered(conversation, 'p');
+    const superseded = await answered(client, conversation, 'p');
     expect(superseded).toMatchObject({ id: turn.id, status: 'superseded', content: `waiting for ${text}` });
-    const next = await client.answered(conversation, 'i');
+    const next = await answered(client, conversation, 'i');
     expect(Date.parse(next.startedAt)).toBeGreaterThanOrEqual(Date.parse(superseded.endedAt!));
-    const queued = await client.answered(conversation, 'q');
+    const queued = await answered(client, conversation, 'q');
     expect(Date.parse(queued.startedAt)).toBeGreaterThanOrEqual(Date.parse(next.endedAt!));
     // What the superseded turn answered stays in the history (later turns see a turn as its
     // prompt, steers and answers, not its tool calls).
@@ -217,7 +217,7 @@ describe('onBusy', () => {
       { role: 'user', content: 'do this instead' },
     ]);
     // Its tool ran to the end and has a result: the turn ended at the step after it.
-    const events = await readEvents(await client.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
+    const events = await readEvents(await http.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
     expect(events.filter((m) => m.event === 'tool.ended').map((m) => (m.data as { data: { result: string } }).data.result)).toEqual(['waited 1 ms']);
     // It was not asked again after its tool's result: it ended at that step.
     expect(requestsWith(model.requests, text).filter((r) => lastUserTextIs(r, text))).toHaveLength(1);
@@ -231,9 +231,9 @@ describe('onBusy', () => {
     // Held after its tool result: the turn has stored a reply with a tool call and its result.
     await model.gate(gate).reached();
     await client.chat(conversation, { text: 'start over', id: 'r', onBusy: 'rollback' });
-    const stopped = await client.answered(conversation, 'p');
+    const stopped = await answered(client, conversation, 'p');
     expect(stopped.status).toBe('stopped');
-    await client.answered(conversation, 'r');
+    await answered(client, conversation, 'r');
     const request = requestsAbout(model.requests, 'start over')[0];
     expect(request.body.messages.slice(1)).toEqual([{ role: 'user', content: 'start over' }]);
   });
@@ -241,30 +241,30 @@ describe('onBusy', () => {
 
 describe('preconditions, stop with discardPending, several messages', () => {
   it('ifLastInputId: 412 when the last accepted input is another one', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const conversation = key('precondition');
     await client.chat(conversation, { text: 'one', id: 'a' });
     await client.chat(conversation, { text: 'two', id: 'b' });
-    const stale = await client.chat(conversation, { text: 'stale', id: 'c', ifLastInputId: 'a' });
+    const stale = await http.post(conversation, '/chat', { text: 'stale', id: 'c', ifLastInputId: 'a' });
     expect(stale.status).toBe(412);
-    expect((await client.steer(conversation, { text: 'stale steer', id: 'd', ifLastInputId: 'a' })).status).toBe(412);
-    expect((await client.chat(conversation, { text: 'fresh', id: 'e', ifLastInputId: 'b' })).status).toBe(202);
-    await client.answered(conversation, 'e');
+    expect((await http.post(conversation, '/steer', { text: 'stale steer', id: 'd', ifLastInputId: 'a' })).status).toBe(412);
+    expect((await http.post(conversation, '/chat', { text: 'fresh', id: 'e', ifLastInputId: 'b' })).status).toBe(202);
+    await answered(client, conversation, 'e');
     await neverAnswered(conversation, 'c');
     await neverAnswered(conversation, 'd');
   });
 
   it('stop with discardPending discards every pending input and reports each; none is answered', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const conversation = key('discard');
     await holding(stack, conversation);
     await client.chat(conversation, { text: 'pending one', id: 'c1' });
     await client.steer(conversation, { text: 'pending steer', id: 's1' });
-    const stream = readEvents(await client.events(conversation, { 'last-event-id': '0' }), (_, all) => all.filter((m) => m.event === 'input.discarded').length === 2);
-    expect((await client.stop(conversation, { discardPending: true })).status).toBe(202);
+    const stream = readEvents(await http.events(conversation, { 'last-event-id': '0' }), (_, all) => all.filter((m) => m.event === 'input.discarded').length === 2);
+    expect((await http.post(conversation, '/stop', { discardPending: true })).status).toBe(202);
     const discarded = (await stream).filter((m) => m.event === 'input.discarded').map((m) => (m.data as { data: { input: { id: string } } }).data.input.id);
     expect(discarded.sort()).toEqual(['c1', 's1']);
-    expect((await client.answered(conversation, 'p')).status).toBe('stopped');
+    expect((await answered(client, conversation, 'p')).status).toBe('stopped');
     await neverAnswered(conversation, 'c1');
     await neverAnswered(conversation, 's1');
   });
@@ -273,7 +273,7 @@ describe('preconditions, stop with discardPending, several messages', () => {
     const { client, model } = stack;
     const conversation = key('several');
     await client.chat(conversation, { messages: ['first part', 'second part'], id: 'm' });
-    const turn = await client.answered(conversation, 'm');
+    const turn = await answered(client, conversation, 'm');
     expect(turn.content).toBe('answer to second part');
     const asked = requestsAbout(model.requests, 'second part');
     expect(asked).toHaveLength(1);
@@ -281,57 +281,57 @@ describe('preconditions, stop with discardPending, several messages', () => {
       { role: 'user', content: 'first part' },
       { role: 'user', content: 'second part' },
     ]);
-    const rows = (await client.messages(conversation)).body.items.filter((m) => m.role === 'user');
+    const rows = (await client.messages(conversation)).items.filter((m) => m.role === 'user');
     expect(rows.map((r) => r.text)).toEqual(['first part', 'second part']);
   });
 });
 
 describe('bounds (defaults: 4 steers, 4 follow-ups, 8,000 characters)', () => {
   it('a fifth pending follow-up answers 429 with the counts and a Retry-After; nothing accepted is lost', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const conversation = key('bound-chats');
     const held = await holding(stack, conversation);
-    for (const n of [1, 2, 3, 4]) expect((await client.chat(conversation, { text: `f${n}`, id: `f${n}` })).status).toBe(202);
-    const full = await client.chat(conversation, { text: 'f5', id: 'f5' });
+    for (const n of [1, 2, 3, 4]) expect((await http.post(conversation, '/chat', { text: `f${n}`, id: `f${n}` })).status).toBe(202);
+    const full = await http.post(conversation, '/chat', { text: 'f5', id: 'f5' });
     expect(full.status).toBe(429);
     expect(full.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(full.body.error).toMatchObject({ code: 'queue_full', message: expect.stringContaining('4 queued') });
     held.open();
-    for (const n of [1, 2, 3, 4]) expect((await client.answered(conversation, `f${n}`)).status).toBe('completed');
+    for (const n of [1, 2, 3, 4]) expect((await answered(client, conversation, `f${n}`)).status).toBe('completed');
     await neverAnswered(conversation, 'f5');
   });
 
   it('a fifth waiting steer answers 429; nothing accepted is lost, and the turn takes the four', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const conversation = key('bound-steers');
     const held = await holding(stack, conversation);
-    for (const n of [1, 2, 3, 4]) expect((await client.steer(conversation, { text: `s${n}`, id: `s${n}` })).body.landed).toBe(true);
-    const full = await client.steer(conversation, { text: 's5', id: 's5' });
+    for (const n of [1, 2, 3, 4]) expect((await client.steer(conversation, { text: `s${n}`, id: `s${n}` })).landed).toBe(true);
+    const full = await http.post(conversation, '/steer', { text: 's5', id: 's5' });
     expect(full.status).toBe(429);
     expect(full.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(full.body.error).toMatchObject({ code: 'queue_full', message: expect.stringContaining('steering queue is full (4 steering') });
     held.open();
-    const ended = await client.answered(conversation, 'p');
+    const ended = await answered(client, conversation, 'p');
     expect(ended.steered.map((s) => s.id)).toEqual(['s1', 's2', 's3', 's4']);
     await neverAnswered(conversation, 's5');
   });
 
   it('a chat or a steer past the characters bound answers 429, counting every pending text together', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const conversation = key('bound-chars');
     const held = await holding(stack, conversation);
-    expect((await client.chat(conversation, { text: 'x'.repeat(4000), id: 'c1' })).status).toBe(202);
-    expect((await client.steer(conversation, { text: 'y'.repeat(3990), id: 's1' })).body.landed).toBe(true);
-    const chat = await client.chat(conversation, { text: 'one more chat', id: 'c2' });
+    expect((await http.post(conversation, '/chat', { text: 'x'.repeat(4000), id: 'c1' })).status).toBe(202);
+    expect((await client.steer(conversation, { text: 'y'.repeat(3990), id: 's1' })).landed).toBe(true);
+    const chat = await http.post(conversation, '/chat', { text: 'one more chat', id: 'c2' });
     expect(chat.status).toBe(429);
     expect(chat.body.error).toMatchObject({ code: 'queue_full', message: expect.stringContaining('too much text is waiting') });
-    const steer = await client.steer(conversation, { text: 'one more steer', id: 's2' });
+    const steer = await http.post(conversation, '/steer', { text: 'one more steer', id: 's2' });
     expect(steer.status).toBe(429);
     expect(steer.body.error).toMatchObject({ code: 'queue_full', message: expect.stringContaining('at most 8000 characters') });
     expect(steer.headers.get('retry-after')).toMatch(/^\d+$/);
     held.open();
-    expect((await client.answered(conversation, 'p')).steered.map((s) => s.id)).toEqual(['s1']);
-    await client.answered(conversation, 'c1');
+    expect((await answered(client, conversation, 'p')).steered.map((s) => s.id)).toEqual(['s1']);
+    await answered(client, conversation, 'c1');
     await neverAnswered(conversation, 'c2');
     await neverAnswered(conversation, 's2');
   });
@@ -339,7 +339,7 @@ describe('bounds (defaults: 4 steers, 4 follow-ups, 8,000 characters)', () => {
 
 describe('through a worker crash', () => {
   it('a retract and a promote stored by a worker that dies before committing its offsets are answered once, and hold', async () => {
-    const { client } = stack;
+    const { client, http } = stack;
     const conversation = key('crash');
     const held = await holding(stack, conversation);
     await client.chat(conversation, { text: 'take me back', id: 'f1' });
@@ -347,19 +347,19 @@ describe('through a worker crash', () => {
     for (const worker of [...stack.workers]) await worker.kill('SIGKILL');
     stack.workers.length = 0;
     const doomed = await stack.startWorker({ CRASH_AT: 'after-ingest' });
-    const retracting = client.retract(conversation, 'f1');
+    const retracting = http.delete(conversation, '/inputs/f1');
     await doomed.exited;
     expect(doomed.output()).toContain('crashing at after-ingest');
     await stack.startWorker();
     const retracted = await retracting;
     expect(retracted.status).toBe(200);
     expect(retracted.body).toEqual({ id: 'f1', text: 'take me back' });
-    expect((await client.retract(conversation, 'f1')).status).toBe(409);
+    expect((await http.delete(conversation, '/inputs/f1')).status).toBe(409);
 
     const promoted = await client.promote(conversation, 'f2');
-    expect(promoted.body).toEqual({ id: 'f2', turn: held.turn.id, landed: true });
+    expect(promoted).toEqual({ id: 'f2', turn: held.turn.id, landed: true });
     held.open();
-    const ended = await client.answered(conversation, 'p', 60_000);
+    const ended = await answered(client, conversation, 'p', 60_000);
     expect(ended.steered).toEqual([{ id: 'f2', text: 'promote me' }]);
     await neverAnswered(conversation, 'f1');
   });

@@ -1,14 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '@rudder/gateway';
+import type { ConversationStatus } from '@rudder/contracts';
 import { readConfig } from '@rudder/runtime';
-import { createClient } from './client';
+import { createHttp } from './http';
 import { testScript } from './scripts';
 import { holding, startStack, type Stack } from './stack';
 
 /**
  * SPEC "Access and consistency": every answer to a write carries the log position it
  * produced; a read through the same gateway, or one that passes that position, reflects at
- * least that write.
+ * least that write. The writes and reads here are raw (http.ts): `@rudder/client` sends its own
+ * `Rudder-Min-Position` on reads, which would prove the header, not the gateway.
  */
 let stack: Stack;
 let other: RunningGateway;
@@ -29,35 +31,35 @@ describe('read your writes', () => {
   it('right after a chat answered 202, the status through the same gateway shows it (looped)', async () => {
     for (let round = 0; round < 15; round++) {
       const conversation = key(`chat-${round}`);
-      const chat = await stack.client.chat(conversation, { text: 'wait 200', id: `c-${round}` });
+      const chat = await stack.http.post(conversation, '/chat', { text: 'wait 200', id: `c-${round}` });
       expect(chat.status).toBe(202);
       expect(Number(chat.headers.get('rudder-position'))).toBeGreaterThan(0);
-      const status = (await stack.client.status(conversation)).body;
+      const status = (await stack.http.get<ConversationStatus>(conversation)).body;
       expect(shows(status, `c-${round}`), JSON.stringify(status)).toBe(true);
       expect(status.queue.some((q) => q.id === `c-${round}`) || status.running !== null).toBe(true);
     }
   });
 
   it('a read through another gateway that passes Rudder-Min-Position shows the write too', async () => {
-    const elsewhere = createClient(other.url);
+    const elsewhere = createHttp(other.url);
     for (let round = 0; round < 10; round++) {
       const conversation = key(`elsewhere-${round}`);
-      const chat = await stack.client.chat(conversation, { text: 'hello', id: `e-${round}` });
+      const chat = await stack.http.post(conversation, '/chat', { text: 'hello', id: `e-${round}` });
       const position = chat.headers.get('rudder-position')!;
       const answer = await fetch(`${other.url}/v1/conversations/${encodeURIComponent(conversation)}`, { headers: { 'rudder-min-position': position } });
       expect(answer.status).toBe(200);
       expect(((await answer.json()) as { lastInputId: string }).lastInputId).toBe(`e-${round}`);
     }
-    expect((await elsewhere.status(key('nothing'))).status).toBe(200);
+    expect((await elsewhere.get(key('nothing'))).status).toBe(200);
   });
 
   it('right after a steer and a stop answered, the status and the turn show them', async () => {
     const conversation = key('steer');
     const { turn } = await holding(stack, conversation);
-    const steer = await stack.client.steer(conversation, { text: 'use Celsius', id: 's' });
+    const steer = await stack.http.post(conversation, '/steer', { text: 'use Celsius', id: 's' });
     expect(steer.body).toMatchObject({ landed: true });
-    expect((await stack.client.status(conversation)).body.steering).toEqual([{ id: 's', text: 'use Celsius' }]);
-    const stop = await stack.client.stop(conversation, { turn: turn.id });
+    expect((await stack.http.get<ConversationStatus>(conversation)).body.steering).toEqual([{ id: 's', text: 'use Celsius' }]);
+    const stop = await stack.http.post(conversation, '/stop', { turn: turn.id });
     expect(stop.body).toEqual({ turn: turn.id });
     expect(Number(stop.headers.get('rudder-position'))).toBeGreaterThan(Number(steer.headers.get('rudder-position')));
   });
@@ -66,14 +68,14 @@ describe('read your writes', () => {
     for (let round = 0; round < 5; round++) {
       const conversation = key(`controls-${round}`);
       const held = await holding(stack, conversation);
-      await stack.client.chat(conversation, { text: 'later one', id: 'l1' });
-      await stack.client.chat(conversation, { text: 'later two', id: 'l2' });
-      expect((await stack.client.retract(conversation, 'l1')).status).toBe(200);
-      expect((await stack.client.status(conversation)).body.queue.map((q) => q.id)).toEqual(['l2']);
-      expect((await stack.client.promote(conversation, 'l2')).body).toMatchObject({ landed: true });
-      expect((await stack.client.status(conversation)).body).toMatchObject({ queue: [], steering: [{ id: 'l2', text: 'later two' }] });
-      expect((await stack.client.grant(conversation, 'carol', 'read')).status).toBe(200);
-      expect((await stack.client.status(conversation)).body.grants).toEqual([{ subject: 'carol', access: 'read' }]);
+      await stack.http.post(conversation, '/chat', { text: 'later one', id: 'l1' });
+      await stack.http.post(conversation, '/chat', { text: 'later two', id: 'l2' });
+      expect((await stack.http.delete(conversation, '/inputs/l1')).status).toBe(200);
+      expect((await stack.http.get<ConversationStatus>(conversation)).body.queue.map((q) => q.id)).toEqual(['l2']);
+      expect((await stack.http.post(conversation, '/inputs/l2/promote')).body).toMatchObject({ landed: true });
+      expect((await stack.http.get<ConversationStatus>(conversation)).body).toMatchObject({ queue: [], steering: [{ id: 'l2', text: 'later two' }] });
+      expect((await stack.http.put(conversation, '/grants/carol', { access: 'read' })).status).toBe(200);
+      expect((await stack.http.get<ConversationStatus>(conversation)).body.grants).toEqual([{ subject: 'carol', access: 'read' }]);
       held.open();
     }
   });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Partitioners } from 'kafkajs';
 import { toolResults } from '@rudder/scripted-model';
-import { WAIT, startStack, type Stack, type WorkerProcess } from './stack';
+import { answered, started, WAIT, startStack, type Stack, type WorkerProcess } from './stack';
 import { gateName, requestsAbout, testScript } from './scripts';
 
 /** Several turn workers in one consumer group: they share the partitions, and come and go. */
@@ -43,10 +43,10 @@ describe('several turn workers', () => {
     const conversations = [0, 1, 2, 0, 1, 2].map((p, i) => keyOn(p, `share-${i}`));
     for (const conversation of conversations) for (const n of [1, 2]) await client.chat(conversation, { text: `${conversation} #${n}`, id: `n-${n}` });
     for (const conversation of conversations) {
-      const [first, second] = [await client.answered(conversation, 'n-1'), await client.answered(conversation, 'n-2')];
+      const [first, second] = [await answered(client, conversation, 'n-1'), await answered(client, conversation, 'n-2')];
       expect(first.content).toBe(`answer to ${conversation} #1`);
       expect(Date.parse(second.startedAt)).toBeGreaterThanOrEqual(Date.parse(first.endedAt!));
-      const texts = (await client.messages(conversation)).body.items.map((m) => m.text);
+      const texts = (await client.messages(conversation)).items.map((m) => m.text);
       expect(texts).toEqual([`${conversation} #1`, `answer to ${conversation} #1`, `${conversation} #2`, `answer to ${conversation} #2`]);
     }
   });
@@ -57,14 +57,14 @@ describe('several turn workers', () => {
     const quick = keyOn(1, 'quick');
     const gate = gateName('slow');
     await client.chat(slow, { text: `hold gate:${gate}`, id: 's' });
-    await client.started(slow, 's');
+    await started(client, slow, 's');
     await model.gate(gate).reached();
     await client.chat(quick, { text: 'right away', id: 'q' });
-    const answered = await client.answered(quick, 'q');
-    expect((await client.turnOf(slow, 's')).body.status).toBe('running');
+    const quickTurn = await answered(client, quick, 'q');
+    expect((await client.turnOf(slow, 's')).status).toBe('running');
     model.gate(gate).open();
-    const slowTurn = await client.answered(slow, 's');
-    expect(Date.parse(answered.endedAt!)).toBeLessThan(Date.parse(slowTurn.endedAt!));
+    const slowTurn = await answered(client, slow, 's');
+    expect(Date.parse(quickTurn.endedAt!)).toBeLessThan(Date.parse(slowTurn.endedAt!));
   });
 
   it('a worker stopped with SIGTERM leaves the group at once: its running turn resumes on another worker, long before a session timeout', async () => {
@@ -81,12 +81,12 @@ describe('several turn workers', () => {
     expect({ code, signal: leaving.child.signalCode }).toSatisfy(({ code, signal }: { code: number | null; signal: string | null }) => code === 0 || signal === 'SIGTERM');
     model.gate(gate).open();
     // Waited for well under SESSION_TIMEOUT_MS: without LeaveGroup the partition would stay with the dead member.
-    const turn = await client.answered(conversation, 'l', SESSION_TIMEOUT_MS / 4);
+    const turn = await answered(client, conversation, 'l', SESSION_TIMEOUT_MS / 4);
     expect(turn).toMatchObject({ status: 'completed', content: `waiting for ${text}\n\nafter waited 1 ms: ${text}` });
     // The other worker asked again for the held reply, and only for it: the stored tool call was not asked for again.
     expect(model.gate(gate).state().reached).toBe(2);
     expect(requestsAbout(model.requests, text).map((r) => toolResults(r).length)).toEqual([0, 1, 1]);
-    const transcript = (await client.messages(conversation)).body.items;
+    const transcript = (await client.messages(conversation)).items;
     expect(transcript).toHaveLength(3);
   });
 });

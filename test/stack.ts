@@ -1,8 +1,10 @@
 import { expect, inject } from 'vitest';
 import { gateName } from './scripts';
 import { startSystem, type Stack, type StackOptions } from './system';
+import { started } from './turns';
 
 export * from './system';
+export { answered, started } from './turns';
 
 /** The whole system (see system.ts) on the test run's Kafka and PostgreSQL (test/global-setup.ts). */
 export const startStack = (options: StackOptions = {}): Promise<Stack> =>
@@ -10,8 +12,8 @@ export const startStack = (options: StackOptions = {}): Promise<Stack> =>
 
 /** Sends a chat whose model reply is held at `gate` (its text names it), and resolves with its turn once the reply is held there. */
 export async function heldAt(stack: Stack, gate: string, conversation: string, id: string, text: string) {
-  expect((await stack.client.chat(conversation, { text, id })).status).toBe(202);
-  const turn = await stack.client.started(conversation, id);
+  expect((await stack.http.post(conversation, '/chat', { text, id })).status).toBe(202);
+  const turn = await started(stack.client, conversation, id);
   await stack.model.gate(gate).reached();
   return turn;
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPool, createKafka, readConfig, topicNames } from '@rudder/runtime';
 import { defaultAgent, startTurnWorker } from '@rudder/turn-worker';
-import { WAIT, startStack, type Stack } from './stack';
+import { answered, WAIT, startStack, type Stack } from './stack';
 import { testScript } from './scripts';
 
 /**
@@ -69,14 +69,14 @@ async function oneToolTurn(maxTaken: number) {
   // Warm up (assignment, recovery sweep) with a turn of its own before counting.
   const warm = `cost/warm-${maxTaken}`;
   await stack.client.chat(warm, { text: 'warm up', id: 'w' });
-  await stack.client.answered(warm, 'w');
+  await answered(stack.client, warm, 'w');
   // The warm-up's last statement marks its events published: count from after it.
   await vi.waitFor(async () => expect(await unpublished(warm), 'the warm-up published and marked').toBe(0), WAIT);
 
   const conversation = `cost/turn-${maxTaken}`;
   const before = counted.statements();
   await stack.client.chat(conversation, { text: 'wait 50', id: 'p' });
-  const turn = await stack.client.answered(conversation, 'p');
+  const turn = await answered(stack.client, conversation, 'p');
   const events = await eventsOf(conversation);
   const statements = counted.statements() - before;
   await worker.stop();

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { WAIT, holding, startStack, type Stack } from './stack';
+import { answered, WAIT, holding, startStack, type Stack } from './stack';
 import { requestsAbout, requestsWith, testScript } from './scripts';
 
 /** Rows of the SPEC's steering table that depend on the agent: the cap, and turns that take none. */
@@ -17,11 +17,11 @@ describe('past a turn cap of steered messages (here 1)', () => {
     const { client, model } = stack;
     const conversation = key('cap');
     const held = await holding(stack, conversation);
-    expect((await client.steer(conversation, { text: 'first steer', id: 's1' })).body).toEqual({ id: 's1', turn: held.turn.id, landed: true });
-    expect((await client.steer(conversation, { text: 'second steer', id: 's2' })).body).toEqual({ id: 's2', turn: null, landed: false });
+    expect(await client.steer(conversation, { text: 'first steer', id: 's1' })).toEqual({ id: 's1', turn: held.turn.id, landed: true });
+    expect(await client.steer(conversation, { text: 'second steer', id: 's2' })).toEqual({ id: 's2', turn: null, landed: false });
     await client.chat(conversation, { text: 'a chat after both', id: 'c' });
     const queue = await vi.waitFor(async () => {
-      const { body } = await client.status(conversation);
+      const body = await client.status(conversation);
       expect(body.queue).toHaveLength(2);
       return body.queue;
     }, WAIT);
@@ -30,10 +30,10 @@ describe('past a turn cap of steered messages (here 1)', () => {
       ['c', 'chat'],
     ]);
     held.open();
-    const first = await client.answered(conversation, 'p');
+    const first = await answered(client, conversation, 'p');
     expect(first.steered).toEqual([{ id: 's1', text: 'first steer' }]);
-    const own = await client.answered(conversation, 's2');
-    const chat = await client.answered(conversation, 'c');
+    const own = await answered(client, conversation, 's2');
+    const chat = await answered(client, conversation, 'c');
     expect(own.prompt).toEqual({ id: 's2', text: 'second steer' });
     expect(Date.parse(own.startedAt)).toBeGreaterThanOrEqual(Date.parse(first.endedAt!));
     expect(Date.parse(chat.startedAt)).toBeGreaterThanOrEqual(Date.parse(own.endedAt!));
@@ -59,12 +59,12 @@ describe('an agent whose turns take no steered messages', () => {
     const { client, model } = stack;
     const conversation = key('none');
     const held = await holding(stack, conversation);
-    expect((await client.steer(conversation, { text: 'not now', id: 's' })).body).toEqual({ id: 's', turn: null, landed: false });
+    expect(await client.steer(conversation, { text: 'not now', id: 's' })).toEqual({ id: 's', turn: null, landed: false });
     held.open();
-    const first = await client.answered(conversation, 'p');
+    const first = await answered(client, conversation, 'p');
     expect(first.steered).toEqual([]);
     expect(first.content).toBe(`answer to ${held.text}`);
-    const own = await client.answered(conversation, 's');
+    const own = await answered(client, conversation, 's');
     expect(own.prompt).toEqual({ id: 's', text: 'not now' });
     expect(Date.parse(own.startedAt)).toBeGreaterThanOrEqual(Date.parse(first.endedAt!));
     // The running turn was asked once, without it; the steer's own turn once, after the whole first turn.
@@ -94,13 +94,13 @@ describe('the default cap: a turn takes at most 16 steered messages', () => {
     const held = await holding(stack, conversation);
     const ids = Array.from({ length: 17 }, (_, i) => `s${i + 1}`);
     const answers = [];
-    for (const id of ids) answers.push((await client.steer(conversation, { text: `steer ${id}`, id })).body);
+    for (const id of ids) answers.push(await client.steer(conversation, { text: `steer ${id}`, id }));
     expect(answers.slice(0, 16)).toEqual(ids.slice(0, 16).map((id) => ({ id, turn: held.turn.id, landed: true })));
     expect(answers[16]).toEqual({ id: 's17', turn: null, landed: false });
     held.open();
-    const ended = await client.answered(conversation, 'p');
+    const ended = await answered(client, conversation, 'p');
     expect(ended.steered.map((s) => s.id)).toEqual(ids.slice(0, 16));
-    const own = await client.answered(conversation, 's17');
+    const own = await answered(client, conversation, 's17');
     expect(own.prompt).toEqual({ id: 's17', text: 'steer s17' });
     // One more step for the sixteen: one request with all of them, in order, after the first answer.
     const [next] = requestsAbout(model.requests, 'steer s16');

@@ -8,7 +8,8 @@ import { createTestDatabase } from '@rudder/dev-services';
 import { startGateway } from '@rudder/gateway';
 import { createKafka, ensureTopics, readConfig, topicNames } from '@rudder/runtime';
 import { startScriptedModel, type Script, type ScriptedModel } from '@rudder/scripted-model';
-import { createClient, type Client } from './client';
+import { RudderClient } from '@rudder/client';
+import { createHttp, type Http } from './http';
 
 /** A turn worker in its own process, so tests can SIGKILL and SIGSTOP it for real. */
 export type WorkerProcess = {
@@ -26,7 +27,10 @@ export type Infra = { kafkaBrokers: string; databaseUrl: string };
 export type Stack = {
   env: Record<string, string>;
   model: ScriptedModel;
-  client: Client;
+  /** `@rudder/client` on the gateway, as a team calls it. */
+  client: RudderClient;
+  /** The same API as it answers, status and headers and all (http.ts): for asserting the SPEC's exact answers. */
+  http: Http;
   gatewayUrl: string;
   /** Where the companion's internal HTTP API answers (in this process or in its own). */
   companionUrl: string;
@@ -103,7 +107,7 @@ export async function startSystem(infra: Infra, options: StackOptions = {}): Pro
   return {
     env,
     model,
-    client: createClient(gateway.url),
+    ...callerOf(gateway.url),
     gatewayUrl: gateway.url,
     companionUrl,
     companionProcess: ownCompanion,
@@ -119,6 +123,12 @@ export async function startSystem(infra: Infra, options: StackOptions = {}): Pro
     },
   };
 }
+
+/** Who calls a gateway (with `token`, or none): `@rudder/client` as a team does, and the raw API (http.ts) for the SPEC's exact answers. */
+export const callerOf = (baseUrl: string, token?: string): { client: RudderClient; http: Http } => ({
+  client: new RudderClient({ baseUrl, token }),
+  http: createHttp(baseUrl, token),
+});
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 

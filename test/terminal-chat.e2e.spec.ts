@@ -41,7 +41,7 @@ describe('the terminal chat', () => {
       child.stdin.write('/steer use Celsius\n');
       await shows('lands in turn');
       // What /queue prints comes from the companion: ask once it has folded the steer.
-      await vi.waitFor(async () => expect((await stack.client.status(key)).body.steering).toHaveLength(1), WAIT);
+      await vi.waitFor(async () => expect((await stack.client.status(key)).steering).toHaveLength(1), WAIT);
       child.stdin.write('/queue\n');
       await vi.waitFor(() => expect(output).toMatch(/running: turn \S+ \(since [^)]+\)\nsteering:\n {2}\S+ {2}use Celsius\nqueue: empty\n/), WAIT);
       child.stdin.write('/retract nothing-like-it\n');

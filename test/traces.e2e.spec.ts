@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { RudderClient } from '@rudder/client';
 import { testScript } from './scripts';
 import { WAIT, startStack, type Stack } from './stack';
 
@@ -45,7 +44,7 @@ afterAll(async () => {
 
 describe('traces', () => {
   it("one trace per input: the gateway's request, the worker's turn with its model and tool calls, the outbox publication, the companion's fold", async () => {
-    const client = new RudderClient({ baseUrl: stack.gatewayUrl });
+    const { client } = stack;
     const key = `traces/turn-${Date.now()}`;
     await client.chat(key, { text: 'wait 50', id: 'trace-chat' });
     await vi.waitFor(async () => expect((await client.turnOf(key, 'trace-chat')).status).toBe('completed'), WAIT);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { toolResults } from '@rudder/scripted-model';
-import { WAIT, startStack, type Stack } from './stack';
+import { answered, WAIT, startStack, type Stack } from './stack';
 import { topicNames } from '@rudder/runtime';
 import { gateName, requestsAbout, testScript } from './scripts';
 import { readTopic } from './topic-reader';
@@ -53,8 +53,8 @@ async function unpublished(conversation: string): Promise<number> {
  * `text`: `first` asked for the reply that calls the tool, the others after its one result.
  */
 async function expectAnsweredOnce(conversation: string, input: string, text: string, requests: { first: number; afterTool: number }) {
-  const { client, model } = stack;
-  const turn = await client.answered(conversation, input, 60_000);
+  const { client, http, model } = stack;
+  const turn = await answered(client, conversation, input, 60_000);
   expect(turn.status).toBe('completed');
   const ms = /wait (\d+)/.exec(text)![1];
   expect(turn.content).toBe(`waiting for ${text}\n\nafter waited ${ms} ms: ${text}`);
@@ -64,12 +64,12 @@ async function expectAnsweredOnce(conversation: string, input: string, text: str
   expect({ first: firstSteps.length, afterTool: secondSteps.length }).toEqual(requests);
   for (const request of secondSteps) expect(toolResults(request).map((r) => r.content)).toEqual([`waited ${ms} ms`]);
   const transcript = await client.messages(conversation);
-  expect(transcript.body.items.map((m) => `${m.role}: ${m.text}`)).toEqual([
+  expect(transcript.items.map((m) => `${m.role}: ${m.text}`)).toEqual([
     `user: ${text}`,
     `assistant: waiting for ${text}`,
     `assistant: after waited ${ms} ms: ${text}`,
   ]);
-  const events = await readEvents(await client.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
+  const events = await readEvents(await http.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
   expect(events.filter((m) => m.event === 'turn.started')).toHaveLength(1);
   expect(events.filter((m) => m.event === 'tool.ended')).toHaveLength(1);
   return asked;
@@ -79,7 +79,7 @@ async function crashAt(point: string, conversation: string, text: string) {
   const doomed = await stack.startWorker({ CRASH_AT: point });
   // Not awaited first: at `after-ingest` the worker dies before publishing the chat's decision,
   // so the 202 comes from the successor, which publishes what its predecessor committed.
-  const accepted = stack.client.chat(conversation, { text, id: `${point}-1` });
+  const accepted = stack.http.post(conversation, '/chat', { text, id: `${point}-1` });
   await doomed.exited;
   expect(doomed.child.signalCode).toBe('SIGKILL');
   expect(doomed.output()).toContain(`crashing at ${point}`);
@@ -92,7 +92,7 @@ async function crashAt(point: string, conversation: string, text: string) {
 
 describe('a worker killed mid-turn', () => {
   it('killed with SIGKILL while a tool runs: the next worker runs that call again and finishes the turn once, without asking again for the stored reply', async () => {
-    const { client, model } = stack;
+    const { client, http, model } = stack;
     const conversation = `crash/sigkill-${Date.now()}`;
     const gate = gateName('kill');
     const text = `look it up tool-gate:${gate}`;
@@ -105,16 +105,16 @@ describe('a worker killed mid-turn', () => {
     // Its result was never stored: the next worker runs the call again.
     await model.gate(gate).reached(2);
     model.gate(gate).open();
-    const turn = await client.answered(conversation, 'kill-1', 60_000);
+    const turn = await answered(client, conversation, 'kill-1', 60_000);
     expect(turn).toMatchObject({ status: 'completed', content: `waiting for ${text}\n\nafter held at ${gate}: ${text}` });
     const asked = requestsAbout(model.requests, text);
     expect({ first: asked.filter((r) => toolResults(r).length === 0).length, afterTool: asked.filter((r) => toolResults(r).length > 0).length }).toEqual({ first: 1, afterTool: 1 });
-    expect((await client.messages(conversation)).body.items.map((m) => `${m.role}: ${m.text}`)).toEqual([
+    expect((await client.messages(conversation)).items.map((m) => `${m.role}: ${m.text}`)).toEqual([
       `user: ${text}`,
       `assistant: waiting for ${text}`,
       `assistant: after held at ${gate}: ${text}`,
     ]);
-    const events = await readEvents(await client.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
+    const events = await readEvents(await http.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
     expect(events.filter((m) => m.event === 'turn.started')).toHaveLength(1);
     expect(events.filter((m) => m.event === 'tool.ended')).toHaveLength(1);
     await successor.kill('SIGTERM');
@@ -136,7 +136,7 @@ describe('a worker killed mid-turn', () => {
     await doomed.exited;
     expect(doomed.output()).toContain('crashing at after-tool-result-stored');
     const successor = await stack.startWorker();
-    const turn = await client.answered(conversation, 'run-1', 60_000);
+    const turn = await answered(client, conversation, 'run-1', 60_000);
     const runs = toolRuns(conversation);
     expect(runs).toHaveLength(1);
     expect(runs[0].pid).toBe(doomed.child.pid);
@@ -147,7 +147,7 @@ describe('a worker killed mid-turn', () => {
   });
 
   it('after publishing a turn\'s events and before marking them: the events are published again and every view holds them once', async () => {
-    const { client, model } = stack;
+    const { client, http, model } = stack;
     const conversation = `crash/publish-${Date.now()}`;
     const gate = gateName('publish');
     const text = `wait 102 gate-after-tool:${gate}`;
@@ -155,7 +155,7 @@ describe('a worker killed mid-turn', () => {
     const first = await stack.startWorker();
     await client.chat(conversation, { text, id: 'publish-1' });
     await model.gate(gate).reached();
-    await readEvents(await client.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'tool.ended');
+    await readEvents(await http.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'tool.ended');
     await vi.waitFor(async () => expect(await unpublished(conversation), 'the outbox of the first worker marked').toBe(0), WAIT);
     await first.kill('SIGTERM');
     expect(await unpublished(conversation)).toBe(0);

@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lastMessage, lastUserText, reply, toolResults, userTexts, type Script } from '@rudder/scripted-model';
-import { WAIT, startStack, type Stack } from '../../../test/stack';
+import { RudderError } from '@rudder/client';
+import { answered, started, WAIT, startStack, type Stack } from '../../../test/stack';
 
 /**
  * The example app end to end: its worker process (src/main.ts) runs the trip planner, whose
@@ -38,17 +39,17 @@ afterAll(async () => {
 
 describe('the trip planner example', () => {
   it('a steer sent while its search tool runs lands, is in the next model request after the result, and the turn shows agent, usage and steered', async () => {
-    const { client, model } = stack;
+    const { client, http, model } = stack;
     const conversation = `trips/lisbon-${Date.now()}`;
-    expect((await client.chat(conversation, { text: 'find me a hotel in Lisbon', id: 'c1', agent: 'trip-planner' })).status).toBe(202);
+    expect((await http.post(conversation, '/chat', { text: 'find me a hotel in Lisbon', id: 'c1', agent: 'trip-planner' })).status).toBe(202);
     await vi.waitFor(() => expect(held.length, 'the search waiting on the rates server').toBeGreaterThan(0), WAIT);
 
     const steer = await client.steer(conversation, { text: 'only under 100 EUR', id: 's1' });
-    const turn = (await client.started(conversation, 'c1')).id;
-    expect(steer.body).toEqual({ id: 's1', turn, landed: true });
+    const turn = (await started(client, conversation, 'c1')).id;
+    expect(steer).toEqual({ id: 's1', turn, landed: true });
     held.shift()!();
 
-    const ended = await client.answered(conversation, 'c1');
+    const ended = await answered(client, conversation, 'c1');
     expect(ended).toMatchObject({ agent: 'trip-planner', status: 'completed', steered: [{ id: 's1', text: 'only under 100 EUR' }] });
     expect(ended.usage?.totalTokens).toBeGreaterThan(0);
     const next = model.requests.filter((r) => userTexts(r).includes('only under 100 EUR'));
@@ -64,11 +65,11 @@ describe('the trip planner example', () => {
     const { client, model } = stack;
     const conversation = `trips/card-${Date.now()}`;
     await client.chat(conversation, { text: 'hello', id: 'h1', agent: 'trip-planner' });
-    await client.answered(conversation, 'h1');
-    const refused = await client.steer(conversation, { text: 'my card is 4111111111111111', id: 's2' });
-    expect(refused.status).toBe(422);
-    expect(refused.body).toMatchObject({ error: { code: 'refused', message: expect.stringContaining('card numbers are not taken in chat') } });
-    expect((await client.status(conversation)).body).toMatchObject({ queue: [], steering: [], lastInputId: 'h1' });
+    await answered(client, conversation, 'h1');
+    const refused = client.steer(conversation, { text: 'my card is 4111111111111111', id: 's2' });
+    await expect(refused).rejects.toBeInstanceOf(RudderError);
+    await expect(refused).rejects.toMatchObject({ status: 422, code: 'refused', message: expect.stringContaining('card numbers are not taken in chat') });
+    expect(await client.status(conversation)).toMatchObject({ queue: [], steering: [], lastInputId: 'h1' });
     expect(model.requests.some((r) => JSON.stringify(r.body).includes('4111111111111111'))).toBe(false);
   });
 });
