@@ -1,19 +1,24 @@
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../test/system';
+import { sample, scrape } from '../test/prometheus';
 import { is, turnOf, watchEvents } from './events';
 import { startBenchStack, type BenchStack, type Infra } from './stack';
 import { median } from './stats';
 
 /**
- * Benchmark 6: how a worker's cost grows with work. (a) Its resident memory after answering
- * one chat in each of `conversations` conversations, with idle conversations let go (after
- * 1 s) and kept (for an hour). (b) The first turn after a worker restart in a conversation with
+ * Benchmark 6: how a worker's cost grows with work. (a) Its heap after a full garbage
+ * collection, and the conversations it holds folded, as it answers one chat in each of more and
+ * more conversations, with idle conversations let go (after 1 s) and kept (for an hour): kB per
+ * conversation is the slope between the last two readings. (b) The first turn after a worker restart in a conversation with
  * `earlierTurns` earlier turns, against one in a new conversation (the fold reads the whole log).
  */
-export type MemoryRun = { forgetMs: number; conversations: number; rssBeforeMb: number; rssAfterMb: number; kbPerConversation: number };
+export type MemoryPoint = { conversations: number; held: number; heapMb: number };
+export type MemoryRun = { forgetMs: number; points: MemoryPoint[]; kbPerConversation: number };
 export type LongConversation = { earlierTurns: number; newConversationMs: number; longConversationMs: number };
 
-const rssMbOf = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+const GC_PRELOAD = fileURLToPath(new URL('gc-on-signal.cjs', import.meta.url));
 
 async function chatAndWait(stack: BenchStack, key: string, id: string, text = 'hello'): Promise<number> {
   const watch = await watchEvents(stack.client, key);
@@ -27,23 +32,54 @@ async function chatAndWait(stack: BenchStack, key: string, id: string, text = 'h
   }
 }
 
-export async function workerMemory(infra: Infra, options: { conversations: number; forgetMs: number[] }): Promise<MemoryRun[]> {
+/** The worker's heap after a full collection (SIGUSR2 to its preload), and the conversations it holds. */
+async function measure(stack: BenchStack, metricsUrl: string, conversations: number): Promise<MemoryPoint> {
+  const worker = stack.workers[0];
+  const collected = () => worker.output().split('bench: garbage collected').length;
+  const before = collected();
+  worker.child.kill('SIGUSR2');
+  await until(() => collected() > before);
+  const text = await scrape(metricsUrl);
+  return { conversations, held: sample(text, 'rudder_conversations_held'), heapMb: sample(text, 'nodejs_heap_size_used_bytes') / 2 ** 20 };
+}
+
+async function until(done: () => boolean | Promise<boolean>, timeoutMs = 60_000) {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await done())) {
+    if (performance.now() > deadline) throw new Error('bench: waited too long');
+    await sleep(100);
+  }
+}
+
+export async function workerMemory(infra: Infra, options: { checkpoints: number[]; forgetMs: number[] }): Promise<MemoryRun[]> {
   const runs: MemoryRun[] = [];
   for (const forgetMs of options.forgetMs) {
-    const stack = await startBenchStack(infra, { workers: 1, workerEnv: { WORKER_IDLE_FORGET_MS: String(forgetMs) } });
+    const port = await freePort();
+    const metricsUrl = `http://127.0.0.1:${port}/metrics`;
+    const stack = await startBenchStack(infra, {
+      workers: 1,
+      workerEnv: { WORKER_IDLE_FORGET_MS: String(forgetMs), METRICS_PORT: String(port), NODE_OPTIONS: `--expose-gc --require ${GC_PRELOAD}` },
+    });
     try {
-      const pid = stack.workers[0].child.pid!;
       for (let i = 0; i < 20; i++) await chatAndWait(stack, `mem/warm-${i}`, 'w');
-      const rssBeforeMb = rssMbOf(pid);
+      const settled = async () => forgetMs > 60_000 || sample(await scrape(metricsUrl), 'rudder_conversations_held') === 0;
+      await until(settled);
+      const points = [await measure(stack, metricsUrl, 0)];
       let next = 0;
-      await Promise.all(
-        Array.from({ length: 16 }, async () => {
-          for (let i = next++; i < options.conversations; i = next++) await chatAndWait(stack, `mem/${forgetMs}-${i}`, 'm');
-        }),
-      );
-      await new Promise((resolve) => setTimeout(resolve, Math.min(forgetMs, 10_000) + 11_000)); // the forgetting sweep runs
-      const rssAfterMb = rssMbOf(pid);
-      runs.push({ forgetMs, conversations: options.conversations, rssBeforeMb, rssAfterMb, kbPerConversation: ((rssAfterMb - rssBeforeMb) * 1024) / options.conversations });
+      for (const checkpoint of options.checkpoints) {
+        await Promise.all(
+          Array.from({ length: 16 }, async () => {
+            for (let i = next++; i < checkpoint; i = next++) await chatAndWait(stack, `mem/${forgetMs}-${i}`, 'm');
+          }),
+        );
+        next = checkpoint;
+        await until(settled); // idle ones let go (the sweep runs every min(forgetMs, 10 s))
+        points.push(await measure(stack, metricsUrl, checkpoint));
+      }
+      // The slope between the last two readings: the first conversations also warm the JIT
+      // and fill the worker's bounded caches (event ids and turns its metrics count once).
+      const [before, last] = points.slice(-2);
+      runs.push({ forgetMs, points, kbPerConversation: ((last.heapMb - before.heapMb) * 1024) / (last.conversations - before.conversations) });
     } finally {
       await stack.stop();
     }

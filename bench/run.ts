@@ -35,8 +35,8 @@ if (args.help) {
 }
 /** How much each benchmark does: the full run, or `--quick`'s few turns. */
 const size = args.quick
-  ? { chat: { levels: [1, 4], turns: 8 }, steerRuns: 2, costRuns: 1, recoveryRuns: 1, load: { workers: [1, 2], conversations: 4, seconds: 3 }, memory: { conversations: 40, forgetMs: [1000] }, long: { earlierTurns: 20, runs: 1 } }
-  : { chat: { levels: [1, 4, 16], turns: 30 }, steerRuns: 15, costRuns: 3, recoveryRuns: 3, load: { workers: [1, 2, 3], conversations: 16, seconds: 10 }, memory: { conversations: 1000, forgetMs: [1000, 3_600_000] }, long: { earlierTurns: 500, runs: 3 } };
+  ? { chat: { levels: [1, 4], turns: 8 }, steerRuns: 2, costRuns: 1, recoveryRuns: 1, load: { workers: [1, 2], conversations: 4, seconds: 3 }, memory: { checkpoints: [20, 40], forgetMs: [1000] }, long: { earlierTurns: 20, runs: 1 } }
+  : { chat: { levels: [1, 4, 16], turns: 30 }, steerRuns: 15, costRuns: 3, recoveryRuns: 3, load: { workers: [1, 2, 3], conversations: 16, seconds: 10 }, memory: { checkpoints: [500, 1000, 2000], forgetMs: [1000, 3_600_000] }, long: { earlierTurns: 2000, runs: 3 } };
 
 const LOG_FILE = join(os.tmpdir(), `rudder-bench-${process.pid}.log`);
 const RESULTS = fileURLToPath(new URL('results.md', import.meta.url));
@@ -70,7 +70,7 @@ try {
   }
 
   const load = await step(`5. throughput at saturation with ${size.load.workers.join(', ')} workers`, () => throughput(infra, size.load));
-  const memory = await step(`6a. worker memory after ${size.memory.conversations.toLocaleString('en')} conversations`, () => workerMemory(infra, size.memory));
+  const memory = await step(`6a. worker memory after ${size.memory.checkpoints.join(', ')} conversations`, () => workerMemory(infra, size.memory));
   const long = await step('6b. first turn after a restart in a long conversation', () => longConversation(infra, size.long));
 
   const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}×`;
@@ -140,9 +140,16 @@ try {
       'share the same two cores and are not counted here (see docs/performance.md for a per-process breakdown of `npm start`).',
     '## 6. Cost as work grows',
     table(
-      ['idle conversations let go after', 'conversations answered', 'worker RSS before MB', 'after MB', 'kB per conversation'],
-      memory.map((m) => [m.forgetMs >= 3_600_000 ? 'never (1 h)' : `${m.forgetMs} ms`, m.conversations, m.rssBeforeMb.toFixed(0), m.rssAfterMb.toFixed(0), m.kbPerConversation.toFixed(1)]),
+      ['idle conversations let go after', ...memory[0].points.map((p) => `after ${p.conversations} conversations: held, heap MB`), 'kB per conversation'],
+      memory.map((m) => [
+        m.forgetMs >= 3_600_000 ? 'never (1 h)' : `${m.forgetMs} ms`,
+        ...m.points.map((p) => `${p.held}, ${p.heapMb.toFixed(1)}`),
+        m.kbPerConversation.toFixed(1),
+      ]),
     ),
+    'Heap: V8 heap used after a full garbage collection (`nodejs_heap_size_used_bytes` scraped right after one); held: ' +
+      '`rudder_conversations_held`. With idle conversations let go, what a worker holds does not grow with the conversations ' +
+      'it has seen, so 100,000 idle ones cost what 0 do; kept, each costs the slope.',
     table(
       ['first turn after a worker restart', `ms (median of ${size.long.runs})`, 'vs new'],
       [

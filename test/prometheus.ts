@@ -1,5 +1,3 @@
-import { expect } from 'vitest';
-
 /** The value of the sample `name` whose labels include `labels` (summed over the others), from the text format. */
 export function sample(text: string, name: string, labels: Record<string, string> = {}): number {
   let sum = 0;
@@ -16,11 +14,11 @@ export function sample(text: string, name: string, labels: Record<string, string
   return sum;
 }
 
-/** A service's `/metrics` (or a worker's metrics URL), checked to be Prometheus text. */
+/** A service's `/metrics` (or a worker's metrics URL), checked to be Prometheus text (200, text/plain), else thrown. */
 export async function scrape(url: string): Promise<string> {
   const response = await fetch(url);
-  expect(response.status).toBe(200);
-  expect(response.headers.get('content-type')).toContain('text/plain');
+  const type = response.headers.get('content-type') ?? '';
+  if (response.status !== 200 || !type.includes('text/plain')) throw new Error(`${url} answered ${response.status} ${type}: ${await response.text()}`);
   return response.text();
 }
 

@@ -236,7 +236,7 @@ export function companionProcess(env: Record<string, string>, port: number): Com
 }
 
 /** A port nothing listens on now (the system picks it, then it is released). */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
