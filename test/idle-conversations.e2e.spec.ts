@@ -1,16 +1,18 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { requestsAbout, testScript } from './scripts';
 import { answered, WAIT, startStack, type Stack } from './stack';
 
 /**
  * A worker's memory follows the conversations in use (#13): a conversation idle for
- * WORKER_IDLE_FORGET_MS is let go, and its next input is answered from its log as before.
+ * WORKER_IDLE_FORGET_MS is let go, and its next input is answered from its log as before;
+ * reading it again starts from its latest snapshot (WORKER_SNAPSHOT_EVERY_EVENTS).
  */
 let stack: Stack;
 let metricsUrl: string;
 beforeAll(async () => {
   stack = await startStack({ script: testScript, workers: 0 });
-  const worker = await stack.startWorker({ METRICS_PORT: '0', WORKER_IDLE_FORGET_MS: '200' });
+  const worker = await stack.startWorker({ METRICS_PORT: '0', WORKER_IDLE_FORGET_MS: '200', WORKER_SNAPSHOT_EVERY_EVENTS: '10' });
   const served = worker.output().split('\n').find((line) => line.includes('"metrics served"'))!;
   metricsUrl = (JSON.parse(served) as { url: string }).url;
 });
@@ -39,4 +41,51 @@ describe('idle conversations', () => {
     ]);
     await vi.waitFor(async () => expect(await held()).toBe(0), WAIT);
   });
+
+  it('a snapshot of the fold is stored between turns; read again, the conversation starts from it, and the next turn still sees every earlier one', async () => {
+    const { client, http, model } = stack;
+    const conversation = `snapshot/${Math.random().toString(36).slice(2, 8)}`;
+    for (const n of ['one', 'two', 'three']) {
+      expect((await http.post(conversation, '/chat', { text: n, id: n })).status).toBe(202);
+      await answered(client, conversation, n);
+    }
+    // Ten events and more since none: a snapshot, between turns, at a position of the log.
+    const snapshot = await vi.waitFor(async () => {
+      const rows = await query<{ position: string; last: string }>(
+        'SELECT s.position, (SELECT max(position) FROM event_store.events WHERE conversation = $1) AS last FROM event_store.snapshots s WHERE s.conversation = $1',
+        [conversation],
+      );
+      expect(rows).toHaveLength(1);
+      return rows[0];
+    }, WAIT);
+    expect(Number(snapshot.position)).toBeGreaterThanOrEqual(10);
+    expect(Number(snapshot.position)).toBeLessThanOrEqual(Number(snapshot.last));
+
+    // What the snapshot says is what the worker starts from: an edit the log does not hold shows
+    // in the next request (a test's doing; the worker itself only ever stores folds of the log).
+    await vi.waitFor(async () => expect(await held()).toBe(0), WAIT);
+    await query(`UPDATE event_store.snapshots SET fold = jsonb_set(fold, '{history,0,content}', '"one, as the snapshot has it"') WHERE conversation = $1`, [conversation]);
+    expect((await http.post(conversation, '/chat', { text: 'four', id: 'four' })).status).toBe(202);
+    await answered(client, conversation, 'four');
+    const [four] = requestsAbout(model.requests, 'four');
+    expect(four.body.messages.slice(1)).toEqual([
+      { role: 'user', content: 'one, as the snapshot has it' },
+      { role: 'assistant', content: 'answer to one' },
+      { role: 'user', content: 'two' },
+      { role: 'assistant', content: 'answer to two' },
+      { role: 'user', content: 'three' },
+      { role: 'assistant', content: 'answer to three' },
+      { role: 'user', content: 'four' },
+    ]);
+  });
 });
+
+async function query<R extends pg.QueryResultRow>(sql: string, values: unknown[]): Promise<R[]> {
+  const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
+  await db.connect();
+  try {
+    return (await db.query<R>(sql, values)).rows;
+  } finally {
+    await db.end();
+  }
+}

@@ -72,6 +72,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       log,
       retryMs: 1000,
       idleForgetMs: config.WORKER_IDLE_FORGET_MS,
+      snapshotEvery: config.WORKER_SNAPSHOT_EVERY_EVENTS,
     });
     this.metrics.countHeld(() => this.scheduler.held());
     if (config.METRICS_PORT !== undefined) {

@@ -16,6 +16,13 @@ export type Conversation = {
 
 export const emptyConversation = (): Conversation => ({ state: initialState(), running: null, history: [] });
 
+/**
+ * The version of `Conversation` and `evolveConversation`, stored with each snapshot of the fold
+ * (event_store.snapshots): raise it whenever either changes, and the snapshots folded by older
+ * code are ignored (the log is read from the start).
+ */
+export const CONVERSATION_FOLD_VERSION = 1;
+
 export function evolveConversation(conversation: Conversation, event: DomainEvent): Conversation {
   const { state, running, history } = conversation;
   const next = evolve(state, event);

@@ -36,3 +36,40 @@ export async function readStates<S>(pool: Pool, rules: Pick<StreamRules<S>, 'par
   );
   return new Map(rows.map((row) => [row.key, rules.parse(row.state)]));
 }
+
+/** A conversation's fold at `position` of its log, as the code of `version` folded it. */
+export type Snapshot = { position: number; version: number; fold: unknown };
+
+/**
+ * A conversation read from the start: its latest snapshot of `version` (null when there is none
+ * of that version) and the events after it, in order, in one statement. A snapshot of another
+ * version (older code folded it) is ignored, and the whole log is read.
+ */
+export async function readConversationFromSnapshot(pool: Pool, conversation: string, version: number): Promise<{ snapshot: Snapshot | null; events: ConversationEvent[] }> {
+  const { rows } = await pool.query<EventRow & { snapshot: unknown }>(
+    `WITH snapshot AS (SELECT position, fold FROM event_store.snapshots WHERE conversation = $1 AND version = $2)
+     SELECT position, NULL AS id, NULL AS conversation, NULL AS type, NULL AS data, NULL AS at, NULL AS trace, fold AS snapshot FROM snapshot
+     UNION ALL
+     SELECT ${EVENT_COLUMNS}, NULL FROM event_store.events
+      WHERE conversation = $1 AND position > coalesce((SELECT position FROM snapshot), 0)
+     ORDER BY position`,
+    [conversation, version],
+  );
+  const first = rows[0];
+  const snapshot = first && first.id === null ? { position: Number(first.position), version, fold: first.snapshot } : null;
+  return { snapshot, events: (snapshot ? rows.slice(1) : rows).map(toConversationEvent) };
+}
+
+/**
+ * Stores `fold` as the conversation's snapshot at `position`, unless one at a later position is
+ * stored already. A snapshot is a cache of the log (any fold of committed events is true), so it
+ * is written outside the conversation's transactions, and no fencing is needed.
+ */
+export async function storeSnapshot(pool: Pool, conversation: string, snapshot: Snapshot): Promise<void> {
+  await pool.query(
+    `INSERT INTO event_store.snapshots (conversation, position, version, fold) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (conversation) DO UPDATE SET position = EXCLUDED.position, version = EXCLUDED.version, fold = EXCLUDED.fold, taken_at = now()
+      WHERE event_store.snapshots.position < EXCLUDED.position OR event_store.snapshots.version <> EXCLUDED.version`,
+    [conversation, snapshot.position, snapshot.version, JSON.stringify(snapshot.fold)],
+  );
+}

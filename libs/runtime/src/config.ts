@@ -63,6 +63,12 @@ const Env = z.object({
   WORKER_HEARTBEAT_MS: z.coerce.number().int().positive().default(1000),
   /** A conversation with nothing running or waiting is forgotten (its fold let go) after this long; read from the log again on its next input. */
   WORKER_IDLE_FORGET_MS: z.coerce.number().int().positive().default(60_000),
+  /**
+   * Between turns, a worker stores a snapshot of a conversation's fold once its log has grown by
+   * this many events since the last one, so reading it again (after a restart, a rebalance or an
+   * idle spell) reads the snapshot and at most this many events, not the whole log.
+   */
+  WORKER_SNAPSHOT_EVERY_EVENTS: z.coerce.number().int().positive().default(250),
   /** Names a point at which the worker kills itself, for crash tests (see apps/turn-worker/src/fault-points.ts). */
   CRASH_AT: z.string().optional(),
   /** Names a point at which the worker pauses itself with SIGSTOP, for fencing tests (same file). */

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { runTurn } from '@rudder/agent';
-import { conversationRules, decideTurnCommit, emptyConversation, evolveConversation, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
-import { AlreadyStoredError, appendToConversation, FencedError, readConversation, type Epochs, type OutboxRelay } from '@rudder/event-store';
+import { CONVERSATION_FOLD_VERSION, conversationRules, decideTurnCommit, emptyConversation, evolveConversation, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
+import { AlreadyStoredError, appendToConversation, FencedError, readConversation, readConversationFromSnapshot, storeSnapshot, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import { inSpan, tracerOf, type Log, type Pool } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
 import type { FaultPoint } from '../fault-points';
@@ -24,6 +24,8 @@ export type RunnerDeps = {
   fault(point: FaultPoint): void;
   log: Log;
   retryMs: number;
+  /** A snapshot of the fold is stored once the log has grown by this many events since the last one. */
+  snapshotEvery: number;
 };
 
 export type ConversationRunner = {
@@ -50,6 +52,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
   let turnController: AbortController | null = null;
   let conversation: Conversation | null = null;
   let readUpTo = 0; // every event at or below this position is folded into `conversation`
+  let snapshotAt = 0; // the position of the latest snapshot this runner read or stored
   let wanted = false;
   let loop: Promise<void> | null = null;
 
@@ -62,9 +65,24 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
   };
 
   const catchUp = async () => {
-    const fresh = await readConversation(pool, key, conversation ? readUpTo : 0);
-    conversation ??= emptyConversation();
-    apply(fresh);
+    if (conversation) return apply(await readConversation(pool, key, readUpTo));
+    // From the start: the latest snapshot, then only the events after it.
+    const { snapshot, events } = await readConversationFromSnapshot(pool, key, CONVERSATION_FOLD_VERSION);
+    conversation = snapshot ? (snapshot.fold as Conversation) : emptyConversation();
+    readUpTo = snapshotAt = snapshot?.position ?? 0;
+    apply(events);
+  };
+
+  /** Between turns, once the log has grown by `snapshotEvery` events: a snapshot of the fold, so a next read is short. */
+  const snapshotIfDue = async () => {
+    if (!conversation || conversation.running || readUpTo - snapshotAt < deps.snapshotEvery) return;
+    const position = readUpTo;
+    try {
+      await storeSnapshot(pool, key, { position, version: CONVERSATION_FOLD_VERSION, fold: conversation });
+      snapshotAt = position;
+    } catch (error) {
+      log.warn('storing a snapshot failed; the log is read in full next time', { conversation: key, error: String(error) });
+    }
   };
 
   /** Appends what `decide` makes of the state under the conversation's lock, and folds it in, in log order. */
@@ -132,12 +150,13 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
         }
         // The fold knows whether anything waits; the state under the lock decides what starts.
         if (current.state.queue.length > 0 && (await append((state) => startNextTurn(state, deps.newTurnId()))).stored.length > 0) continue;
+        await snapshotIfDue();
         if (!wanted) return;
       } catch (error) {
         if (controller.signal.aborted) return;
         // What is stored is the truth: forget the fold and read it again.
         conversation = null;
-        readUpTo = 0;
+        readUpTo = snapshotAt = 0;
         if (error instanceof AlreadyStoredError) {
           log.warn('a write was already stored; reloading the conversation', { conversation: key });
           continue;
