@@ -3,7 +3,7 @@ import { startGateway, type RunningGateway } from '@rudder/gateway';
 import type { ConversationStatus } from '@rudder/contracts';
 import { readConfig } from '@rudder/runtime';
 import { createHttp } from './http';
-import { testScript } from './scripts';
+import { gateName, testScript } from './scripts';
 import { holding, startStack, type Stack } from './stack';
 
 /**
@@ -31,12 +31,15 @@ describe('read your writes', () => {
   it('right after a chat answered 202, the status through the same gateway shows it (looped)', async () => {
     for (let round = 0; round < 15; round++) {
       const conversation = key(`chat-${round}`);
-      const chat = await stack.http.post(conversation, '/chat', { text: 'wait 200', id: `c-${round}` });
+      // Its model reply is held at a gate: the turn cannot have ended by the time of the read.
+      const gate = gateName(`ryw-${round}`);
+      const chat = await stack.http.post(conversation, '/chat', { text: `hold gate:${gate}`, id: `c-${round}` });
       expect(chat.status).toBe(202);
       expect(Number(chat.headers.get('rudder-position'))).toBeGreaterThan(0);
       const status = (await stack.http.get<ConversationStatus>(conversation)).body;
       expect(shows(status, `c-${round}`), JSON.stringify(status)).toBe(true);
-      expect(status.queue.some((q) => q.id === `c-${round}`) || status.running !== null).toBe(true);
+      expect(status.queue.some((q) => q.id === `c-${round}`) || status.running !== null, JSON.stringify(status)).toBe(true);
+      stack.model.gate(gate).open();
     }
   });
 
