@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { requestsAbout, testScript } from './scripts';
+import { gateName, requestsAbout, testScript } from './scripts';
 import { answered, WAIT, startStack, type Stack } from './stack';
 
 /**
@@ -27,7 +27,13 @@ describe('idle conversations', () => {
   it('an idle conversation is let go, and its next turn still sees every earlier one', async () => {
     const { client, http, model } = stack;
     const conversation = `idle/${Math.random().toString(36).slice(2, 8)}`;
-    expect((await http.post(conversation, '/chat', { text: 'first', id: 'i-1' })).status).toBe(202);
+    // Held while its turn runs (the reply waits at a gate), let go once idle.
+    const gate = gateName('idle');
+    const first = `first gate:${gate}`;
+    expect((await http.post(conversation, '/chat', { text: first, id: 'i-1' })).status).toBe(202);
+    await model.gate(gate).reached();
+    expect(await held()).toBe(1);
+    model.gate(gate).open();
     await answered(client, conversation, 'i-1');
     await vi.waitFor(async () => expect(await held()).toBe(0), WAIT);
 
@@ -35,8 +41,8 @@ describe('idle conversations', () => {
     await answered(client, conversation, 'i-2');
     const [second] = requestsAbout(model.requests, 'second');
     expect(second.body.messages.slice(1)).toEqual([
-      { role: 'user', content: 'first' },
-      { role: 'assistant', content: 'answer to first' },
+      { role: 'user', content: first },
+      { role: 'assistant', content: `answer to ${first}` },
       { role: 'user', content: 'second' },
     ]);
     await vi.waitFor(async () => expect(await held()).toBe(0), WAIT);
