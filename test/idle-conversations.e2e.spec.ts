@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { metricsUrlOf, sample, scrape } from './prometheus';
 import { gateName, requestsAbout, testScript } from './scripts';
 import { answered, WAIT, startStack, type Stack } from './stack';
 
@@ -13,15 +14,11 @@ let metricsUrl: string;
 beforeAll(async () => {
   stack = await startStack({ script: testScript, workers: 0 });
   const worker = await stack.startWorker({ METRICS_PORT: '0', WORKER_IDLE_FORGET_MS: '200', WORKER_SNAPSHOT_EVERY_EVENTS: '10' });
-  const served = worker.output().split('\n').find((line) => line.includes('"metrics served"'))!;
-  metricsUrl = (JSON.parse(served) as { url: string }).url;
+  metricsUrl = metricsUrlOf(worker);
 });
 afterAll(() => stack?.stop());
 
-const held = async () => {
-  const text = await (await fetch(metricsUrl)).text();
-  return Number(/^rudder_conversations_held(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1]);
-};
+const held = async () => sample(await scrape(metricsUrl), 'rudder_conversations_held');
 
 describe('idle conversations', () => {
   it('an idle conversation is let go, and its next turn still sees every earlier one', async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { openStreams, sample, scrape } from './prometheus';
+import { metricsUrlOf, openStreams, sample, scrape } from './prometheus';
 import { gateName, testScript } from './scripts';
 import { WAIT, startStack, type Stack, type WorkerProcess } from './stack';
 
@@ -11,8 +11,7 @@ beforeAll(async () => {
   // The test worker app: the default agent's tools and `hold`, a tool held at a gate.
   stack = await startStack({ script: testScript, workers: 0, workerEntry: 'test/agents/worker.ts' });
   worker = await stack.startWorker({ METRICS_PORT: '0' });
-  const served = worker.output().split('\n').find((line) => line.includes('"metrics served"'))!;
-  workerMetrics = (JSON.parse(served) as { url: string }).url;
+  workerMetrics = metricsUrlOf(worker);
 });
 afterAll(() => stack?.stop());
 
@@ -52,6 +51,9 @@ describe('metrics', () => {
     expect(sample(text, 'rudder_rebalances_total')).toBeGreaterThanOrEqual(1);
     expect(sample(text, 'rudder_partitions_owned')).toBe(3);
     expect(sample(text, 'rudder_outbox_backlog')).toBeGreaterThanOrEqual(0);
+    // Every input ingested: no partition of agent.inputs has records left as of its last fetch.
+    expect(sample(text, 'rudder_consumer_lag', { topic: 'agent.inputs' })).toBe(0);
+    expect(sample(text, 'rudder_fenced_total')).toBe(0);
     expect(sample(text, 'process_cpu_user_seconds_total', { service: 'turn-worker' })).toBeGreaterThan(0);
 
     // The stream closed by the client is uncounted once the gateway sees its socket close.
@@ -67,6 +69,7 @@ describe('metrics', () => {
       return scraped;
     }, WAIT);
     expect(sample(companion, 'rudder_companion_fold_duration_seconds_count')).toBeGreaterThan(0);
+    await vi.waitFor(async () => expect(sample(await scrape(`${stack.companionUrl}/metrics`), 'rudder_consumer_lag', { topic: 'agent.events' })).toBe(0), WAIT);
   });
 
   it('model tokens are counted as the model reports them', async () => {
@@ -74,5 +77,23 @@ describe('metrics', () => {
     // the scripted model reports rough counts (words) with every reply
     expect(sample(text, 'rudder_model_tokens_total', { kind: 'prompt' })).toBeGreaterThan(0);
     expect(sample(text, 'rudder_model_tokens_total', { kind: 'completion' })).toBeGreaterThan(0);
+  });
+
+  it('the companion counts the inputs waiting, over every conversation: the follow-ups queued and the steers not taken yet', async () => {
+    const { client } = stack;
+    const pending = async () => {
+      const text = await scrape(`${stack.companionUrl}/metrics`);
+      return { chat: sample(text, 'rudder_pending_inputs', { kind: 'chat' }), steer: sample(text, 'rudder_pending_inputs', { kind: 'steer' }) };
+    };
+    await vi.waitFor(async () => expect(await pending()).toEqual({ chat: 0, steer: 0 }), WAIT);
+    const key = `metrics/pending-${Date.now()}`;
+    const gate = gateName('pending');
+    await client.chat(key, { text: `look it up tool-gate:${gate}`, id: 'p-chat' });
+    await stack.model.gate(gate).reached();
+    await client.chat(key, { text: 'and then this', id: 'p-later' });
+    expect(await client.steer(key, { text: 'use Celsius', id: 'p-steer' })).toMatchObject({ landed: true });
+    await vi.waitFor(async () => expect(await pending()).toEqual({ chat: 1, steer: 1 }), WAIT);
+    stack.model.gate(gate).open();
+    await vi.waitFor(async () => expect(await pending()).toEqual({ chat: 0, steer: 0 }), WAIT);
   });
 });

@@ -24,3 +24,10 @@ export async function scrape(url: string): Promise<string> {
 
 /** The event streams the gateway serves now (`rudder_sse_clients`): once a stream is counted, it gets every event published after. */
 export const openStreams = async (gatewayUrl: string) => sample(await scrape(`${gatewayUrl}/metrics`), 'rudder_sse_clients');
+
+/** The URL of a worker's metrics (started with `METRICS_PORT`), from its "metrics served" log line. */
+export function metricsUrlOf(worker: { output(): string }): string {
+  const served = worker.output().split('\n').find((line) => line.includes('"metrics served"'));
+  if (!served) throw new Error(`the worker did not log "metrics served" (was it started with METRICS_PORT?):\n${worker.output()}`);
+  return (JSON.parse(served) as { url: string }).url;
+}

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { readEvents } from './sse';
 import { answered, WAIT, startStack, type Stack } from './stack';
+import { metricsUrlOf, sample, scrape } from './prometheus';
 import { testScript } from './scripts';
 
 /**
@@ -18,7 +19,7 @@ describe('a zombie worker', () => {
   it('paused past its session timeout, it commits nothing when it wakes; the new owner answers the input once', async () => {
     const { client, http } = stack;
     const conversation = `zombie/${Date.now()}`;
-    const zombie = await stack.startWorker({ PAUSE_AT: 'before-tool-result-stored' });
+    const zombie = await stack.startWorker({ PAUSE_AT: 'before-tool-result-stored', METRICS_PORT: '0' });
     await client.chat(conversation, { text: 'wait 300', id: 'z-1' });
     // The zombie ran the tool and stopped itself right before storing the result.
     await vi.waitFor(() => expect(zombie.output()).toContain('pausing at before-tool-result-stored'), WAIT);
@@ -29,6 +30,7 @@ describe('a zombie worker', () => {
 
     zombie.child.kill('SIGCONT');
     await vi.waitFor(() => expect(zombie.output()).toContain('fenced'), WAIT);
+    expect(sample(await scrape(metricsUrlOf(zombie)), 'rudder_fenced_total'), 'the zombie counts its fenced write').toBeGreaterThanOrEqual(1);
 
     const events = await readEvents(await http.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
     const types = events.map((m) => m.event);

@@ -33,7 +33,7 @@ export class AppModule {
         ...(deadLetters ? [{ provide: DEAD_LETTERS, useValue: deadLetters }] : []),
         { provide: READ_MODELS, useValue: readModels },
         { provide: LOG, useValue: log },
-        { provide: CompanionMetrics, useValue: new CompanionMetrics() },
+        { provide: CompanionMetrics, useValue: new CompanionMetrics(readModels) },
         ReadModelsLifecycle,
         { provide: APP_INTERCEPTOR, useClass: ReadFloorInterceptor },
       ],

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { conversationsWithOpenWork, createOutboxRelay, migrateEventStore, PartitionBusyError, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
+import { conversationsWithOpenWork, createOutboxRelay, FencedError, migrateEventStore, PartitionBusyError, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import { createKafka, createLog, createPool, ensureTopics, serveMetrics, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
 import type { ConversationEvent } from '@rudder/contracts';
 import { AgentRegistry } from './agents/agents';
@@ -70,6 +70,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       newTurnId: randomUUID,
       fault: this.fault,
       log,
+      onFenced: () => this.metrics.fenced(),
       retryMs: 1000,
       idleForgetMs: config.WORKER_IDLE_FORGET_MS,
       snapshotEvery: config.WORKER_SNAPSHOT_EVERY_EVENTS,
@@ -83,9 +84,13 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   }
 
   /** A batch of agent.inputs: stored durably before the transport commits its offsets. */
-  async ingest({ partition, messages }: PartitionBatch): Promise<void> {
+  async ingest(batch: PartitionBatch): Promise<void> {
+    const { partition, messages } = batch;
     rememberInputTraces(messages);
-    const { stored, conversations, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents);
+    const { stored, conversations, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents).catch((error: unknown) => {
+      if (error instanceof FencedError) this.metrics.fenced();
+      throw error;
+    });
     this.relay.enqueue(stored);
     // A conversation stays on the partition where it was first seen: its records that came
     // here (a producer with another partitioner) go there, and are ingested by its owner.
@@ -99,6 +104,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     for (const event of stored) {
       if (event.type === 'stop.requested' && event.data.turn && event.data.mode !== 'interrupt') this.scheduler.stopTurn(event.conversation, partition);
     }
+    this.metrics.ingested(batch);
   }
 
   /**

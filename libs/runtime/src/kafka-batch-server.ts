@@ -10,6 +10,8 @@ export type PartitionBatch = {
   topic: string;
   partition: number;
   messages: KafkaMessage[];
+  /** Records of the partition after this slice, as of its fetch: the consumer's lag once the slice is handled. */
+  lag: number;
 };
 
 /** What a `@EventPattern(ASSIGNED)` handler receives after every rebalance: the partitions this member owns now. */
@@ -99,7 +101,8 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
                 if (!isRunning() || isStale()) return;
                 await this.assignment;
                 const messages = batch.messages.slice(from, from + size);
-                await this.dispatch(topic, { topic, partition: batch.partition, messages } satisfies PartitionBatch);
+                const lag = Math.max(0, Number(batch.highWatermark) - Number(messages[messages.length - 1].offset) - 1);
+                await this.dispatch(topic, { topic, partition: batch.partition, messages, lag } satisfies PartitionBatch);
                 resolveOffset(messages[messages.length - 1].offset);
                 await commitOffsetsIfNecessary(uncommittedOffsets());
                 await heartbeat();

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { collectDefaultMetrics, Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 
 /**
  * A service's own Prometheus registry (not prom-client's global one: the tests run the
@@ -12,6 +12,20 @@ export function createMetricsRegistry(service: string): Registry {
   registry.setDefaultLabels({ service });
   collectDefaultMetrics({ register: registry });
   return registry;
+}
+
+/**
+ * `rudder_consumer_lag{topic,partition}` on `registry`: records of each partition a consumer
+ * has not handled yet, as of its last fetch (set from each handled slice's `lag`).
+ */
+export function consumerLag(registry: Registry): (batch: { topic: string; partition: number; lag: number }) => void {
+  const gauge = new Gauge({
+    name: 'rudder_consumer_lag',
+    help: 'Records of the partition not yet handled by this consumer, as of its last fetch (by topic and partition)',
+    labelNames: ['topic', 'partition'],
+    registers: [registry],
+  });
+  return ({ topic, partition, lag }) => gauge.set({ topic, partition: String(partition) }, lag);
 }
 
 export type MetricsServer = { port: number; url: string; stop(): Promise<void> };

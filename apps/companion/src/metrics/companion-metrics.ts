@@ -1,10 +1,14 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
+import type { DataSource } from 'typeorm';
 import type { ConversationEvent } from '@rudder/contracts';
-import { createMetricsRegistry } from '@rudder/runtime';
+import { consumerLag, createMetricsRegistry } from '@rudder/runtime';
+import { Inputs } from '../read-models/entities';
 
 /** The companion's Prometheus metrics, served at `GET /metrics` on its HTTP app. */
 export class CompanionMetrics {
   readonly registry = createMetricsRegistry('companion');
+  /** A batch of agent.events was folded: its partition's lag (`rudder_consumer_lag`). */
+  readonly folding = consumerLag(this.registry);
   private readonly folded = new Counter({
     name: 'rudder_companion_events_folded_total',
     help: 'Events of agent.events folded into the read views (applied), or skipped as already applied (duplicate)',
@@ -22,6 +26,35 @@ export class CompanionMetrics {
     help: 'How old the newest event of the last folded batch was when it was folded (its `at` to now)',
     registers: [this.registry],
   });
+
+  /**
+   * The queues' depth across every conversation, read from the views when scraped (the partial
+   * index on pending inputs serves it): follow-ups waiting to be turns (`chat`) and steers
+   * waiting (`steer`: landed on the running turn and not taken yet, or not decided yet).
+   */
+  private readonly pending: Gauge;
+
+  constructor(readModels: DataSource) {
+    this.pending = new Gauge({
+      name: 'rudder_pending_inputs',
+      help: 'Inputs accepted and not answered yet, over every conversation, by kind (chat: a follow-up in the queue; steer: waiting for the running turn)',
+      labelNames: ['kind'],
+      registers: [this.registry],
+      collect: async () => {
+        const rows = await readModels
+          .getRepository(Inputs)
+          .createQueryBuilder('input')
+          .select('input.kind', 'kind')
+          .addSelect('count(*)::int', 'n')
+          .where("input.state = 'pending'")
+          .groupBy('input.kind')
+          .getRawMany<{ kind: string; n: number }>()
+          .catch(() => null); // the database away: the gauge keeps its last reading
+        if (!rows) return;
+        for (const kind of ['chat', 'steer']) this.pending.set({ kind }, rows.find((r) => r.kind === kind)?.n ?? 0);
+      },
+    });
+  }
 
   batchFolded(events: readonly ConversationEvent[], result: { applied: number; duplicates: number }, seconds: number, now = Date.now()): void {
     this.folded.inc({ result: 'applied' }, result.applied);

@@ -61,6 +61,7 @@ export class FoldController {
         result,
         (performance.now() - start) / 1000,
       );
+      this.metrics.folding(batch);
     } finally {
       for (const span of spans) span.end();
     }

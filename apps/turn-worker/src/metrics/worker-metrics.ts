@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { ConversationEvent } from '@rudder/contracts';
 import type { ModelClient } from '@rudder/agent';
-import { createMetricsRegistry, type Pool } from '@rudder/runtime';
+import { consumerLag, createMetricsRegistry, type Pool } from '@rudder/runtime';
 
 /** How many event ids are remembered to count a republished event once (the relay may publish twice). */
 const REMEMBERED_EVENTS = 20_000;
@@ -57,6 +57,13 @@ export class WorkerMetrics {
   });
   private readonly rebalances = new Counter({ name: 'rudder_rebalances_total', help: 'Partition assignments this worker received (one per consumer-group rebalance)', registers: [this.registry] });
   private readonly partitions = new Gauge({ name: 'rudder_partitions_owned', help: 'Partitions of agent.inputs this worker owns', registers: [this.registry] });
+  private readonly fencedWrites = new Counter({
+    name: 'rudder_fenced_total',
+    help: 'Writes refused because another worker holds the partition now (this one was paused or cut off past its session)',
+    registers: [this.registry],
+  });
+  /** A batch of agent.inputs was handled: its partition's lag (`rudder_consumer_lag`). */
+  readonly ingested = consumerLag(this.registry);
   private readonly seen = new Set<string>();
   private readonly startedAt = new Map<string, number>();
 
@@ -114,6 +121,11 @@ export class WorkerMetrics {
       fresh.push(event);
     }
     return fresh;
+  }
+
+  /** A write of this worker was fenced. */
+  fenced(): void {
+    this.fencedWrites.inc();
   }
 
   /** A rebalance gave this worker `owned` partitions. */

@@ -23,6 +23,8 @@ export type RunnerDeps = {
   newTurnId(): string;
   fault(point: FaultPoint): void;
   log: Log;
+  /** A write of this runner was fenced (counted by the worker's metrics). */
+  onFenced(): void;
   retryMs: number;
   /** A snapshot of the fold is stored once the log has grown by this many events since the last one. */
   snapshotEvery: number;
@@ -162,6 +164,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
           continue;
         }
         if (error instanceof FencedError) {
+          deps.onFenced();
           // Another worker owns the partition now (or an assignment is being taken): write nothing, wait.
           log.warn('fenced: this worker does not hold the partition; nothing was written', { conversation: key, detail: error.message });
           await sleep(deps.retryMs);
