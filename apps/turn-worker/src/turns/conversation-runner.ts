@@ -54,7 +54,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
   let turnController: AbortController | null = null;
   let conversation: Conversation | null = null;
   let readUpTo = 0; // every event at or below this position is folded into `conversation`
-  let snapshotAt = 0; // the position of the latest snapshot this runner read or stored
+  let sinceSnapshot = 0; // events folded since the latest snapshot this runner read or stored (positions are global: not their difference)
   let wanted = false;
   let loop: Promise<void> | null = null;
 
@@ -63,6 +63,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
       if (event.position <= readUpTo) continue;
       conversation = evolveConversation(conversation ?? emptyConversation(), event);
       readUpTo = event.position;
+      sinceSnapshot += 1;
     }
   };
 
@@ -71,19 +72,19 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
     // From the start: the latest snapshot, then only the events after it.
     const { snapshot, events } = await readConversationFromSnapshot(pool, key, CONVERSATION_FOLD_VERSION);
     conversation = snapshot ? (snapshot.fold as Conversation) : emptyConversation();
-    readUpTo = snapshotAt = snapshot?.position ?? 0;
+    readUpTo = snapshot?.position ?? 0;
+    sinceSnapshot = 0;
     apply(events);
   };
 
   /** Between turns, once the log has grown by `snapshotEvery` events: a snapshot of the fold, so a next read is short. */
   const snapshotIfDue = async () => {
-    if (!conversation || conversation.running || readUpTo - snapshotAt < deps.snapshotEvery) return;
-    const position = readUpTo;
+    if (!conversation || conversation.running || sinceSnapshot < deps.snapshotEvery) return;
     try {
-      await storeSnapshot(pool, key, { position, version: CONVERSATION_FOLD_VERSION, fold: conversation });
-      snapshotAt = position;
+      await storeSnapshot(pool, key, { position: readUpTo, version: CONVERSATION_FOLD_VERSION, fold: conversation });
+      sinceSnapshot = 0;
     } catch (error) {
-      log.warn('storing a snapshot failed; the log is read in full next time', { conversation: key, error: String(error) });
+      log.warn('storing a snapshot failed; the next read starts from an older one (or the log)', { conversation: key, error: String(error) });
     }
   };
 
@@ -158,7 +159,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
         if (controller.signal.aborted) return;
         // What is stored is the truth: forget the fold and read it again.
         conversation = null;
-        readUpTo = snapshotAt = 0;
+        readUpTo = sinceSnapshot = 0;
         if (error instanceof AlreadyStoredError) {
           log.warn('a write was already stored; reloading the conversation', { conversation: key });
           continue;
