@@ -61,7 +61,9 @@ export const nestLogger = (log: Log): LoggerService => ({
  * What kafkajs reports while it retries by itself, at start-up mostly: a fresh broker creates
  * `__consumer_offsets` on the first group's first request and answers COORDINATOR_NOT_AVAILABLE,
  * then COORDINATOR_LOAD_IN_PROGRESS until it has loaded it (NOT_COORDINATOR while it moves);
- * a topic just created has no leader for a moment. kafkajs logs each such answer as an error and
+ * a topic just created has no leader for a moment, and a broker answers NOT_LEADER_OR_FOLLOWER
+ * until the new leaders are in its metadata (kafkajs refreshes its metadata and asks again;
+ * seen with many topics created at once on a loaded machine). kafkajs logs each such answer as an error and
  * then retries; when its retries run out the operation itself fails and that is logged (the
  * consumer's crash, `keepConsuming`). So these lines are debug, not errors.
  */
@@ -70,6 +72,7 @@ const RETRIED_BY_KAFKAJS = [
   "The coordinator is loading and hence can't process requests for this group",
   'This is not the correct coordinator for this group',
   'There is no leader for this topic-partition as we are in the middle of a leadership election',
+  'This server is not the leader for that topic-partition',
 ];
 /**
  * kafkajs warns that an idempotent producer with bounded retries "may invalidate EoS

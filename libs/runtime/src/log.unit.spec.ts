@@ -40,11 +40,13 @@ describe('createLog', () => {
       kafkaLog({ namespace, level, label: '', log: { message, timestamp: '', logger: 'kafkajs', ...extra } });
     entry(logLevel.ERROR, 'Connection', 'Response GroupCoordinator(key: 10, version: 2)', { error: 'The group coordinator is not available', correlationId: 1 });
     entry(logLevel.ERROR, 'Connection', 'Response JoinGroup(key: 11, version: 5)', { error: "The coordinator is loading and hence can't process requests for this group" });
+    entry(logLevel.ERROR, 'Connection', 'Response ListOffsets(key: 2, version: 3)', { error: 'This server is not the leader for that topic-partition' });
     entry(logLevel.WARN, 'Producer', 'Limiting retries for the idempotent producer may invalidate EoS guarantees');
     entry(logLevel.ERROR, 'Consumer', 'Crash: KafkaJSNumberOfRetriesExceeded', { groupId: 'g' });
     expect(lines.map((l) => [l.level, l.msg, l.logger])).toEqual([
       ['debug', '[Connection] Response GroupCoordinator(key: 10, version: 2)', 'kafkajs'],
       ['debug', '[Connection] Response JoinGroup(key: 11, version: 5)', 'kafkajs'],
+      ['debug', '[Connection] Response ListOffsets(key: 2, version: 3)', 'kafkajs'],
       ['debug', '[Producer] Limiting retries for the idempotent producer may invalidate EoS guarantees', 'kafkajs'],
       ['error', '[Consumer] Crash: KafkaJSNumberOfRetriesExceeded', 'kafkajs'],
     ]);
