@@ -143,13 +143,14 @@ async function writeEvents<S>(
     const state = w.events.reduce(rules.evolve, w.state);
     return { key: w.conversation, state: storableJson(state), open: rules.hasOpenWork(state) };
   });
-  // `at` is when the row is written, under the conversation's lock (clock_timestamp(), not the
-  // transaction's start, now()): a transaction that began before the previous writer committed
-  // would otherwise stamp its events earlier than events at lower positions of the conversation.
+  // `at` is when this statement starts, after an earlier statement of the transaction took the
+  // conversations' locks (statement_timestamp(), not the transaction's start, now()): a
+  // transaction that began before the previous writer committed would otherwise stamp its events
+  // earlier than events at lower positions of the conversation. One time for the whole write.
   const { rows } = await client.query<EventRow & { earlier: boolean }>(
     `WITH inserted AS (
        INSERT INTO event_store.events (id, conversation, type, data, once_key, trace, at)
-       SELECT e.id, e.conversation, e.type, e.data, e.once_key, $11::text, clock_timestamp()
+       SELECT e.id, e.conversation, e.type, e.data, e.once_key, $11::text, statement_timestamp()
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::text[]) WITH ORDINALITY AS e(id, conversation, type, data, once_key, n)
         ORDER BY e.n
        RETURNING ${EVENT_COLUMNS}
