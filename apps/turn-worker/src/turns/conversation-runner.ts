@@ -84,6 +84,9 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
       await storeSnapshot(pool, key, { position: readUpTo, version: CONVERSATION_FOLD_VERSION, fold: conversation });
       sinceSnapshot = 0;
     } catch (error) {
+      // Tried again after as many more events, not between every turn: a snapshot the database
+      // refuses must not add a failing statement to each of the conversation's turns.
+      sinceSnapshot = 0;
       log.warn('storing a snapshot failed; the next read starts from an older one (or the log)', { conversation: key, error: String(error) });
     }
   };
