@@ -38,8 +38,12 @@ function keyOn(partition: number, name: string) {
 describe('several turn workers', () => {
   it('share the partitions, and every chat is answered once, in order per conversation', async () => {
     const { client } = stack;
-    await vi.waitFor(() => expect(stack.workers.map((w) => ownedBy(w).length > 0)).toEqual([true, true]), WAIT);
-    expect(ownedBy(stack.workers[0]).concat(ownedBy(stack.workers[1])).sort()).toEqual([0, 1, 2]);
+    // Each worker's last assignment splits the partitions between them. Until the second one's
+    // arrival reached the first, the first still names every partition: wait for both.
+    await vi.waitFor(() => {
+      expect(stack.workers.map((w) => ownedBy(w).length > 0)).toEqual([true, true]);
+      expect(ownedBy(stack.workers[0]).concat(ownedBy(stack.workers[1])).sort()).toEqual([0, 1, 2]);
+    }, WAIT);
     const conversations = [0, 1, 2, 0, 1, 2].map((p, i) => keyOn(p, `share-${i}`));
     for (const conversation of conversations) for (const n of [1, 2]) await client.chat(conversation, { text: `${conversation} #${n}`, id: `n-${n}` });
     for (const conversation of conversations) {
