@@ -26,15 +26,29 @@ export type StreamRules<S> = {
 
 type StateRow = { key: string; state: unknown };
 
+/** What a writer holds of a conversation: its state as of its last event, at `position`. */
+export type Seen<S> = { position: number; state?: S };
+
 /**
- * Appends what `decide` makes of the conversation's state, in one transaction, all or none.
- * The conversation row is locked first: that orders every write of the conversation (its
- * event positions grow in commit order) and serializes decisions with each other — a steer's
- * landing with the turn's close. The same statement checks the writer still holds `epochs`
- * for the conversation's partition (FencedError otherwise). Throws AlreadyStoredError when a
- * once key was used before: nothing is written and the caller reloads what is stored.
+ * Appends what `decide` makes of the conversation's state, all or none, once the writer is
+ * checked to hold `epochs` for the conversation's partition (FencedError otherwise). Throws
+ * AlreadyStoredError when a once key was used before: nothing is written and the caller
+ * reloads what is stored.
  *
- * `earlier` are the conversation's events after position `after` that were in the log before
+ * Every write of a conversation holds its row lock: that orders its writes (its event
+ * positions grow in commit order) and serializes decisions with each other — a steer's
+ * landing with the turn's close. Two ways to it, with one outcome:
+ *
+ * - **One statement**, when the writer holds the state as of the conversation's last event
+ *   (`seen.state` at `seen.position`): `decide` runs on that state first, and the statement
+ *   writes its events only if, under the row lock, the conversation's last event is still at
+ *   `seen.position` and the epoch still holds. No transaction of its own, one round trip: the
+ *   turn's steps, when nothing arrived during them. (`decide` deciding nothing on that state
+ *   takes the transaction, which decides on the stored one.)
+ * - **A transaction** otherwise (or when that statement wrote nothing): lock the row and check
+ *   the epoch, decide on the state stored there, write, commit.
+ *
+ * `earlier` are the conversation's events after `seen.position` that were in the log before
  * this write (others' writes the caller has not read yet), so a caller folding the log can
  * apply them, then `stored`, in log order, without another round trip.
  */
@@ -44,8 +58,13 @@ export async function appendToConversation<S>(
   conversation: string,
   epochs: Epochs,
   decide: (state: S) => DomainEvent[],
-  after = Number.MAX_SAFE_INTEGER,
+  seen: Seen<S> = { position: Number.MAX_SAFE_INTEGER },
 ): Promise<{ stored: ConversationEvent[]; earlier: ConversationEvent[] }> {
+  const events = seen.state === undefined ? [] : decide(seen.state);
+  if (events.length > 0) {
+    const stored = await appendIfUnchanged(pool, rules, conversation, epochs, seen.state as S, events, seen.position);
+    if (stored) return { stored, earlier: [] };
+  }
   return inTransaction(pool, conversation, async (client) => {
     const { rows } = await client.query<StateRow & { epoch: string; partition: number }>(
       `SELECT c.key, c.head AS state, c.partition, p.epoch
@@ -62,8 +81,72 @@ export async function appendToConversation<S>(
       throw new FencedError(row.partition, `partition ${row.partition} is at epoch ${row.epoch}, this writer holds ${epochs.get(row.partition) ?? 'none'}`);
     }
     const state = rules.parse(row.state);
-    return writeEvents(client, rules, [{ conversation, state, events: decide(state) }], { conversation, after });
+    return writeEvents(client, rules, [{ conversation, state, events: decide(state) }], { conversation, after: seen.position });
   });
+}
+
+/**
+ * The one-statement write: `events` decided on `state`, the conversation's state as of its last
+ * event at `position`. The guard locks the conversation's row and shares its partition's owner
+ * row, as the transaction does; under READ COMMITTED a row that changed while the statement
+ * waited for its lock is checked again as it is now, so a write committed meanwhile (an ingested
+ * steer) moves `last_position` and the guard comes back empty. Then nothing is written and this
+ * answers null: the caller decides again in a transaction, on what is stored. Null too when the
+ * epoch no longer holds (the transaction says which).
+ */
+async function appendIfUnchanged<S>(
+  pool: Pool,
+  rules: StreamRules<S>,
+  conversation: string,
+  epochs: Epochs,
+  state: S,
+  events: DomainEvent[],
+  position: number,
+): Promise<ConversationEvent[] | null> {
+  const next = events.reduce(rules.evolve, state);
+  try {
+    const { rows } = await pool.query<EventRow>({
+      name: 'event-store-append-if-unchanged',
+      text: `WITH guard AS (
+         SELECT c.key
+           FROM event_store.conversations c
+           JOIN event_store.partition_owners p ON p.partition = c.partition
+          WHERE c.key = $1 AND c.last_position = $2
+            AND (p.partition, p.epoch) IN (SELECT * FROM unnest($3::int[], $4::bigint[]))
+            FOR UPDATE OF c FOR SHARE OF p
+       ), inserted AS (
+         INSERT INTO event_store.events (id, conversation, type, data, once_key, trace, at)
+         SELECT e.id, $1, e.type, e.data, e.once_key, $10::text, statement_timestamp()
+           FROM unnest($5::uuid[], $6::text[], $7::jsonb[], $8::text[]) WITH ORDINALITY AS e(id, type, data, once_key, n)
+          WHERE EXISTS (SELECT 1 FROM guard)
+          ORDER BY e.n
+         RETURNING ${EVENT_COLUMNS}
+       ), head AS (
+         UPDATE event_store.conversations c
+            SET head = $9::jsonb, open_work = $11, last_position = (SELECT max(position) FROM inserted)
+           FROM guard
+          WHERE c.key = guard.key
+       )
+       SELECT * FROM inserted ORDER BY position`,
+      values: [
+        conversation,
+        position,
+        [...epochs.keys()],
+        [...epochs.values()],
+        events.map(() => randomUUID()),
+        events.map((e) => e.type),
+        events.map((e) => storableJson(e.data)),
+        events.map((e) => rules.onceKey(e)),
+        storableJson(next),
+        traceparent(),
+        rules.hasOpenWork(next),
+      ],
+    });
+    return rows.length === 0 ? null : rows.map(toConversationEvent);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new AlreadyStoredError(conversation, String((error as { detail?: string }).detail ?? ''));
+    throw error;
+  }
 }
 
 /**
@@ -156,7 +239,7 @@ async function writeEvents<S>(
        RETURNING ${EVENT_COLUMNS}
      ), states AS (
        UPDATE event_store.conversations c
-          SET head = s.state, open_work = s.open
+          SET head = s.state, open_work = s.open, last_position = (SELECT max(i.position) FROM inserted i WHERE i.conversation = s.key)
          FROM unnest($6::text[], $7::jsonb[], $8::boolean[]) AS s(key, state, open)
         WHERE c.key = s.key
      )

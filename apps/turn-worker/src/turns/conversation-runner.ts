@@ -93,7 +93,9 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
 
   /** Appends what `decide` makes of the state under the conversation's lock, and folds it in, in log order. */
   const append = async (decide: (state: ConversationState) => DomainEvent[]) => {
-    const { stored, earlier } = await appendToConversation(pool, conversationRules, key, deps.epochs(), decide, readUpTo);
+    // Holding the fold as of the last event, the write is one statement unless the log moved meanwhile.
+    const seen = { position: readUpTo, state: conversation?.state };
+    const { stored, earlier } = await appendToConversation(pool, conversationRules, key, deps.epochs(), decide, seen);
     apply(earlier);
     apply(stored);
     relay.enqueue(stored);
