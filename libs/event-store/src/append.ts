@@ -159,6 +159,10 @@ async function appendIfUnchanged<S>(
  * it. A conversation already stored on another partition is not written here (its owner is
  * whoever holds that partition, and this writer's epoch says nothing about it); it is returned
  * in `elsewhere` with its partition, for the caller to send its records there (#9 hole 10).
+ *
+ * `before` gives, for each conversation written here, the position of its last event before
+ * this write (0: none), so a caller that holds a conversation as of exactly that position can
+ * fold the stored events without reading the log again.
  */
 export async function appendToConversations<S>(
   pool: Pool,
@@ -167,8 +171,8 @@ export async function appendToConversations<S>(
   epochs: Epochs,
   requests: readonly { conversation: string; probe: readonly string[] }[],
   decide: (conversation: string, state: S, stored: ReadonlySet<string>) => DomainEvent[],
-): Promise<{ stored: ConversationEvent[]; elsewhere: Map<string, number> }> {
-  if (requests.length === 0) return { stored: [], elsewhere: new Map() };
+): Promise<{ stored: ConversationEvent[]; elsewhere: Map<string, number>; before: Map<string, number> }> {
+  if (requests.length === 0) return { stored: [], elsewhere: new Map(), before: new Map() };
   const sorted = [...requests].sort((a, b) => (a.conversation < b.conversation ? -1 : 1));
   return inTransaction(pool, sorted[0].conversation, async (client) => {
     const owner = await client.query<{ epoch: string }>('SELECT epoch FROM event_store.partition_owners WHERE partition = $1 FOR SHARE', [partition]);
@@ -178,11 +182,11 @@ export async function appendToConversations<S>(
     // The no-op update keeps the stored partition and locks the row, as a write does; two
     // batches creating one conversation on two partitions serialize on its key, the second
     // finds it on the first one's partition.
-    const rows = await client.query<StateRow & { partition: number }>(
+    const rows = await client.query<StateRow & { partition: number; last_position: string }>(
       `INSERT INTO event_store.conversations (key, partition)
        SELECT k, $2 FROM unnest($1::text[]) AS k
        ON CONFLICT (key) DO UPDATE SET partition = event_store.conversations.partition
-       RETURNING key, head AS state, partition`,
+       RETURNING key, head AS state, partition, last_position`,
       [sorted.map((r) => r.conversation), partition],
     );
     const elsewhere = new Map(rows.rows.filter((row) => row.partition !== partition).map((row) => [row.key, row.partition]));
@@ -204,7 +208,8 @@ export async function appendToConversations<S>(
         return { conversation, state, events: decide(conversation, state, storedOf(conversation)) };
       }),
     );
-    return { stored, elsewhere };
+    const before = new Map(states.rows.map((row) => [row.key, Number(row.last_position)]));
+    return { stored, elsewhere, before };
   });
 }
 
