@@ -43,6 +43,9 @@ export type OutboxRelay = {
  * out first and left the others behind. `enqueue` only asks for a sweep (coalesced: one
  * waiting is enough), and a sweep also runs every `sweepMs` for commits nobody enqueued.
  *
+ * Marking what was published rides on the next sweep's read when that sweep is already
+ * waiting (commits close together, under load), else it is a statement of its own at once.
+ *
  * A crash between publishing and marking publishes again; consumers deduplicate by event id.
  * The relay never skips a row that is still committing: it does not keep a high-water mark,
  * it asks for unmarked rows.
@@ -56,28 +59,42 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   let retry: NodeJS.Timeout | undefined;
   /** A sweep is on the chain and has not started yet: what is committed now, it will see. */
   let sweepWaiting = false;
+  /** Positions published and not marked yet: the next sweep's read marks them, or `mark` does. */
+  let unmarked: number[] = [];
 
-  const publishAndMark = async (rows: readonly EventRow[]) => {
-    if (rows.length === 0) return;
-    const events = rows.map(toConversationEvent);
-    await publish(events, rows.map((r) => r.trace));
-    options.afterPublish?.();
-    await pool.query('UPDATE event_store.events SET published_at = now() WHERE position = ANY($1::bigint[])', [
-      events.map((e) => e.position),
-    ]);
+  const mark = async () => {
+    if (unmarked.length === 0) return;
+    await pool.query('UPDATE event_store.events SET published_at = now() WHERE position = ANY($1::bigint[])', [unmarked]);
+    unmarked = [];
   };
 
+  /**
+   * One statement reads the next rows to publish and marks those published before (they are
+   * left out of the read: its snapshot still shows them unmarked). Under load, when the next
+   * sweep is already waiting, marking costs no round trip of its own.
+   */
   const sweepTable = async () => {
     for (;;) {
-      const { rows } = await pool.query<EventRow>(
-        `SELECT ${EVENT_COLUMNS.split(', ').map((c) => 'e.' + c).join(', ')}
+      const { rows } = await pool.query<EventRow>({
+        name: 'event-store-outbox-sweep',
+        text: `WITH marked AS (UPDATE event_store.events SET published_at = now() WHERE position = ANY($3::bigint[]))
+         SELECT ${EVENT_COLUMNS.split(', ').map((c) => 'e.' + c).join(', ')}
            FROM event_store.events e JOIN event_store.conversations c ON c.key = e.conversation
-          WHERE e.published_at IS NULL AND c.partition = ANY($1::int[])
+          WHERE e.published_at IS NULL AND c.partition = ANY($1::int[]) AND e.position <> ALL($3::bigint[])
           ORDER BY e.position LIMIT $2`,
-        [options.ownedPartitions(), batchSize],
-      );
-      await publishAndMark(rows);
-      if (rows.length < batchSize) break;
+        values: [options.ownedPartitions(), batchSize, unmarked],
+      });
+      unmarked = [];
+      if (rows.length === 0) return;
+      const events = rows.map(toConversationEvent);
+      await publish(events, rows.map((r) => r.trace));
+      options.afterPublish?.();
+      unmarked = events.map((e) => e.position);
+      if (rows.length < batchSize) {
+        // Nothing is known to follow: mark now, unless the sweep already waiting will.
+        if (!sweepWaiting) await mark();
+        return;
+      }
     }
   };
 
@@ -114,6 +131,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       clearInterval(backstop);
       clearTimeout(retry);
       await chain;
+      await mark().catch(() => undefined); // what stays unmarked is published again by the next owner
     },
   };
 }
