@@ -61,7 +61,33 @@ function steeredTurn(key: string) {
 
 const allMessages = async (conversation: string) => (await readTranscriptPage(readModels, conversation, { after: null, limit: 200 })).items;
 
+/** The read models, counting the statements each transaction sends (BEGIN and COMMIT aside). */
+function countingStatements(dataSource: DataSource) {
+  const counts: number[] = [];
+  const counted = new Proxy(dataSource, {
+    get(target, property, receiver) {
+      if (property !== 'transaction') return Reflect.get(target, property, receiver);
+      return (work: (manager: DataSource['manager']) => Promise<unknown>) =>
+        target.transaction((manager) => {
+          counts.push(0);
+          const query = manager.query.bind(manager);
+          manager.query = ((...args: Parameters<typeof query>) => (counts[counts.length - 1]++, query(...args))) as typeof query;
+          return work(manager);
+        });
+    },
+  });
+  return { counted, counts };
+}
+
 describe('foldEvents', () => {
+  it('folds a batch in three statements however many events and conversations it holds (the locks; the ids and the rows; every table)', async () => {
+    const { counted, counts } = countingStatements(readModels);
+    await foldEvents(counted, chatWithToolCall('count/one').slice(0, 1));
+    await foldEvents(counted, Array.from({ length: 6 }, (_, i) => steeredTurn(`count/many-${i}`)).flat());
+    expect(counts).toEqual([3, 3]);
+    expect((await projections('count/many-5')).turns).toHaveLength(1);
+  });
+
   it('shows a chat queued when accepted, running once its turn starts, and the conversation idle when the turn ends', async () => {
     const key = 'user-42/trip';
     const [accepted, started, ...rest] = chatWithToolCall(key);

@@ -13,14 +13,22 @@ import type { EntityManager, EntityMetadata, EntitySchema, ObjectLiteral } from 
  * Strings PostgreSQL cannot store are replaced on the way in (`storableJson`).
  */
 
-/** Inserts the rows, or replaces every column but the key of the row with the same key: rows written whole. */
-export async function upsertRows<T extends ObjectLiteral>(manager: EntityManager, entity: EntitySchema<T>, rows: readonly T[]): Promise<void> {
-  if (rows.length > 0) await manager.query(statementsOf(manager, entity).upsert, [storableJson(rows)]);
-}
+/**
+ * Rows of one entity for `writeRows`, written whole: `upsert` inserts them or replaces every
+ * column but the key of the row with the same key; `insertNew` inserts those that are new (a
+ * row whose key, or another unique column, is there already is left as it was).
+ */
+export type RowsWrite = { entity: EntitySchema; rows: readonly ObjectLiteral[]; as: 'upsert' | 'insertNew' };
 
-/** Inserts the rows that are new: a row whose key (or another unique column) is there already is left as it was. */
-export async function insertNewRows<T extends ObjectLiteral>(manager: EntityManager, entity: EntitySchema<T>, rows: readonly T[]): Promise<void> {
-  if (rows.length > 0) await manager.query(statementsOf(manager, entity).insertNew, [storableJson(rows)]);
+/**
+ * Several entities' rows in ONE statement (distinct tables, no row of one depending on
+ * another's): one round trip for every table a batch writes. Writes with no rows are left out.
+ */
+export async function writeRows(manager: EntityManager, writes: readonly RowsWrite[]): Promise<void> {
+  const some = writes.filter((w) => w.rows.length > 0);
+  if (some.length === 0) return;
+  const parts = some.map((w, i) => `w${i} AS (${statementsOf(manager, w.entity)[w.as].replace('$1::jsonb', `$${i + 1}::jsonb`)})`);
+  await manager.query(`WITH ${parts.join(', ')} SELECT 1`, some.map((w) => storableJson(w.rows)));
 }
 
 /** A subquery whose value is a JSON array of the entity's rows that match `where` (over alias `t`), `[]` for none. */
