@@ -175,20 +175,23 @@ export async function appendToConversations<S>(
   if (requests.length === 0) return { stored: [], elsewhere: new Map(), before: new Map() };
   const sorted = [...requests].sort((a, b) => (a.conversation < b.conversation ? -1 : 1));
   return inTransaction(pool, sorted[0].conversation, async (client) => {
-    const owner = await client.query<{ epoch: string }>('SELECT epoch FROM event_store.partition_owners WHERE partition = $1 FOR SHARE', [partition]);
-    if (owner.rows.length === 0 || Number(owner.rows[0].epoch) !== epochs.get(partition)) {
-      throw new FencedError(partition, `partition ${partition} is at epoch ${owner.rows[0]?.epoch ?? 'none'}, this writer holds ${epochs.get(partition) ?? 'none'}`);
-    }
+    // The epoch check first (a share lock on the partition's owner row), then the
+    // conversations' rows, in one statement: nothing is written when the epoch is not ours.
     // The no-op update keeps the stored partition and locks the row, as a write does; two
     // batches creating one conversation on two partitions serialize on its key, the second
     // finds it on the first one's partition.
     const rows = await client.query<StateRow & { partition: number; last_position: string }>(
-      `INSERT INTO event_store.conversations (key, partition)
-       SELECT k, $2 FROM unnest($1::text[]) AS k
+      `WITH owner AS (SELECT epoch FROM event_store.partition_owners WHERE partition = $2 FOR SHARE)
+       INSERT INTO event_store.conversations (key, partition)
+       SELECT k, $2 FROM unnest($1::text[]) AS k WHERE EXISTS (SELECT 1 FROM owner WHERE epoch = $3)
        ON CONFLICT (key) DO UPDATE SET partition = event_store.conversations.partition
        RETURNING key, head AS state, partition, last_position`,
-      [sorted.map((r) => r.conversation), partition],
+      [sorted.map((r) => r.conversation), partition, epochs.get(partition) ?? -1],
     );
+    if (rows.rows.length === 0) {
+      const owner = await client.query<{ epoch: string }>('SELECT epoch FROM event_store.partition_owners WHERE partition = $1', [partition]);
+      throw new FencedError(partition, `partition ${partition} is at epoch ${owner.rows[0]?.epoch ?? 'none'}, this writer holds ${epochs.get(partition) ?? 'none'}`);
+    }
     const elsewhere = new Map(rows.rows.filter((row) => row.partition !== partition).map((row) => [row.key, row.partition]));
     const states = { rows: rows.rows.filter((row) => !elsewhere.has(row.key)) };
     const here = sorted.filter((r) => !elsewhere.has(r.conversation));
