@@ -66,14 +66,15 @@ export async function appendToConversation<S>(
     if (stored) return { stored, earlier: [] };
   }
   return inTransaction(pool, conversation, async (client) => {
-    const { rows } = await client.query<StateRow & { epoch: string; partition: number }>(
-      `SELECT c.key, c.head AS state, c.partition, p.epoch
+    const { rows } = await client.query<StateRow & { epoch: string; partition: number }>({
+      name: 'event-store-lock-conversation',
+      text: `SELECT c.key, c.head AS state, c.partition, p.epoch
          FROM event_store.conversations c
          JOIN event_store.partition_owners p ON p.partition = c.partition
         WHERE c.key = $1
           FOR UPDATE OF c FOR SHARE OF p`,
-      [conversation],
-    );
+      values: [conversation],
+    });
     // No row: an unknown conversation, or a partition nobody owns yet — either way not ours.
     if (rows.length === 0) throw new FencedError(null, `${conversation} has no owned partition`);
     const [row] = rows;
@@ -180,14 +181,15 @@ export async function appendToConversations<S>(
     // The no-op update keeps the stored partition and locks the row, as a write does; two
     // batches creating one conversation on two partitions serialize on its key, the second
     // finds it on the first one's partition.
-    const rows = await client.query<StateRow & { partition: number; last_position: string }>(
-      `WITH owner AS (SELECT epoch FROM event_store.partition_owners WHERE partition = $2 FOR SHARE)
+    const rows = await client.query<StateRow & { partition: number; last_position: string }>({
+      name: 'event-store-lock-conversations',
+      text: `WITH owner AS (SELECT epoch FROM event_store.partition_owners WHERE partition = $2 FOR SHARE)
        INSERT INTO event_store.conversations (key, partition)
        SELECT k, $2 FROM unnest($1::text[]) AS k WHERE EXISTS (SELECT 1 FROM owner WHERE epoch = $3)
        ON CONFLICT (key) DO UPDATE SET partition = event_store.conversations.partition
        RETURNING key, head AS state, partition, last_position`,
-      [sorted.map((r) => r.conversation), partition, epochs.get(partition) ?? -1],
-    );
+      values: [sorted.map((r) => r.conversation), partition, epochs.get(partition) ?? -1],
+    });
     if (rows.rows.length === 0) {
       const owner = await client.query<{ epoch: string }>('SELECT epoch FROM event_store.partition_owners WHERE partition = $1', [partition]);
       throw new FencedError(partition, `partition ${partition} is at epoch ${owner.rows[0]?.epoch ?? 'none'}, this writer holds ${epochs.get(partition) ?? 'none'}`);
@@ -195,11 +197,12 @@ export async function appendToConversations<S>(
     const elsewhere = new Map(rows.rows.filter((row) => row.partition !== partition).map((row) => [row.key, row.partition]));
     const states = { rows: rows.rows.filter((row) => !elsewhere.has(row.key)) };
     const here = sorted.filter((r) => !elsewhere.has(r.conversation));
-    const probed = await client.query<{ conversation: string; once_key: string }>(
-      `SELECT conversation, once_key FROM event_store.events
+    const probed = await client.query<{ conversation: string; once_key: string }>({
+      name: 'event-store-probe-once-keys',
+      text: `SELECT conversation, once_key FROM event_store.events
         WHERE (conversation, once_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
-      [here.flatMap((r) => r.probe.map(() => r.conversation)), here.flatMap((r) => r.probe)],
-    );
+      values: [here.flatMap((r) => r.probe.map(() => r.conversation)), here.flatMap((r) => r.probe)],
+    });
     const stateOf = new Map(states.rows.map((row) => [row.key, rules.parse(row.state)]));
     const storedOf = (conversation: string) =>
       new Set(probed.rows.filter((row) => row.conversation === conversation).map((row) => row.once_key));
@@ -238,8 +241,9 @@ async function writeEvents<S>(
   // conversations' locks (statement_timestamp(), not the transaction's start, now()): a
   // transaction that began before the previous writer committed would otherwise stamp its events
   // earlier than events at lower positions of the conversation. One time for the whole write.
-  const { rows } = await client.query<EventRow & { earlier: boolean }>(
-    `WITH inserted AS (
+  const { rows } = await client.query<EventRow & { earlier: boolean }>({
+    name: 'event-store-write-events',
+    text: `WITH inserted AS (
        INSERT INTO event_store.events (id, conversation, type, data, once_key, trace, at)
        SELECT e.id, e.conversation, e.type, e.data, e.once_key, $11::text, statement_timestamp()
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::text[]) WITH ORDINALITY AS e(id, conversation, type, data, once_key, n)
@@ -254,7 +258,7 @@ async function writeEvents<S>(
      SELECT *, false AS earlier FROM inserted
      UNION ALL
      SELECT ${EVENT_COLUMNS}, true AS earlier FROM event_store.events WHERE conversation = $9 AND position > $10`,
-    [
+    values: [
       events.map(() => randomUUID()),
       events.map((e) => e.conversation),
       events.map((e) => e.event.type),
@@ -268,7 +272,7 @@ async function writeEvents<S>(
       // The writer's trace, if it runs in one (a turn's span); null when tracing is off.
       traceparent(),
     ],
-  );
+  });
   const inOrder = rows.sort((a, b) => Number(a.position) - Number(b.position));
   return {
     stored: inOrder.filter((r) => !r.earlier).map(toConversationEvent),

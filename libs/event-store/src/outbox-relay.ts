@@ -64,7 +64,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
 
   const mark = async () => {
     if (unmarked.length === 0) return;
-    await pool.query('UPDATE event_store.events SET published_at = now() WHERE position = ANY($1::bigint[])', [unmarked]);
+    await pool.query({ name: 'event-store-outbox-mark', text: 'UPDATE event_store.events SET published_at = now() WHERE position = ANY($1::bigint[])', values: [unmarked] });
     unmarked = [];
   };
 
