@@ -138,4 +138,28 @@ describe('the outbox relay', () => {
     expect(await unpublished()).toBe(0);
     await relay.stop();
   });
+
+  it('a commit enqueued is published by a read of its conversation alone; a commit nobody enqueued waits for the sweep of the whole table', async () => {
+    const epochs = await takePartitions(db.pool(), [4], 'relay-test');
+    const published: string[] = [];
+    const relay = createOutboxRelay({
+      pool: db.pool(),
+      publish: async (events) => void published.push(...events.map((e) => (e.type === 'input.accepted' ? e.data.input.id : e.type))),
+      ownedPartitions: () => [4],
+      log: createLog('test'),
+      sweepMs: 3_600_000,
+    });
+    await relay.idle();
+    const write = (conversation: string, id: string) => appendToConversations(db.pool(), plainRules, 4, epochs, [{ conversation, probe: [] }], () => [chat(id)]);
+    await write('g', 'g-0'); // committed, never enqueued
+    relay.enqueue((await write('f', 'f-0')).stored);
+    await relay.idle();
+    relay.enqueue((await write('f', 'f-1')).stored);
+    await relay.idle();
+    expect(published.filter((id) => /^[fg]-/.test(id))).toEqual(['f-0', 'f-1']);
+    relay.sweep();
+    await relay.idle();
+    expect(published.filter((id) => /^[fg]-/.test(id))).toEqual(['f-0', 'f-1', 'g-0']);
+    await relay.stop();
+  });
 });
