@@ -61,18 +61,27 @@ function steeredTurn(key: string) {
 
 const allMessages = async (conversation: string) => (await readTranscriptPage(readModels, conversation, { after: null, limit: 200 })).items;
 
-/** The read models, counting the statements each transaction sends (BEGIN and COMMIT aside). */
+/** The read models, counting the statements each transaction's connection sends between its BEGIN and its COMMIT. */
 function countingStatements(dataSource: DataSource) {
   const counts: number[] = [];
   const counted = new Proxy(dataSource, {
     get(target, property, receiver) {
       if (property !== 'transaction') return Reflect.get(target, property, receiver);
       return (work: (manager: DataSource['manager']) => Promise<unknown>) =>
-        target.transaction((manager) => {
-          counts.push(0);
-          const query = manager.query.bind(manager);
-          manager.query = ((...args: Parameters<typeof query>) => (counts[counts.length - 1]++, query(...args))) as typeof query;
-          return work(manager);
+        target.transaction(async (manager) => {
+          const client = (await manager.queryRunner!.connect()) as { query: (...args: unknown[]) => unknown };
+          const query = client.query;
+          let sent = 0;
+          client.query = function (this: unknown, ...args: unknown[]) {
+            sent++;
+            return query.apply(this, args);
+          };
+          try {
+            return await work(manager);
+          } finally {
+            client.query = query;
+            counts.push(sent);
+          }
         });
     },
   });

@@ -1,7 +1,7 @@
 import type { ConversationEvent } from '@rudder/contracts';
 import type { DataSource, EntityManager } from 'typeorm';
 import { Conversations, EventCopies, Inputs, Transcript, Turns } from '../read-models/entities';
-import { rowsAsJson, rowsFromJson, writeRows } from '../read-models/recordsets';
+import { prepared, rowsAsJson, rowsFromJson, writeRows } from '../read-models/recordsets';
 import { foldRows, rowsNeeded, type Needed, type Rows } from './fold-rows';
 
 export type FoldResult = {
@@ -33,7 +33,9 @@ export async function foldEvents(readModels: DataSource, events: readonly Conver
 
   return readModels.transaction(async (manager) => {
     const conversations = [...new Set(batch.map((e) => e.conversation))].sort();
-    await manager.query(
+    await prepared(
+      manager,
+      'companion-fold-lock',
       `SELECT pg_advisory_xact_lock(hashtext('rudder-companion:' || key))
          FROM (SELECT key FROM unnest($1::text[]) AS key ORDER BY key) AS sorted`,
       [conversations],
@@ -47,7 +49,7 @@ export async function foldEvents(readModels: DataSource, events: readonly Conver
       .sort((a, b) => (a.conversation === b.conversation ? a.position - b.position : a.conversation < b.conversation ? -1 : 1));
     if (news.length > 0) {
       const changes = foldRows(rows, news);
-      await writeRows(manager, [
+      await writeRows(manager, 'companion-fold-write', [
         { entity: Conversations, rows: changes.conversations, as: 'upsert' },
         { entity: Inputs, rows: changes.inputs, as: 'upsert' },
         { entity: Turns, rows: changes.turns, as: 'upsert' },
@@ -68,7 +70,9 @@ export async function foldEvents(readModels: DataSource, events: readonly Conver
 async function applyIdsAndLoadRows(manager: EntityManager, batch: readonly ConversationEvent[]): Promise<{ fresh: Set<string>; rows: Rows }> {
   const needed: Needed = rowsNeeded(batch);
   const byKey = (first: number) => `(t.conversation, t.id) IN (SELECT * FROM unnest($${first}::text[], $${first + 1}::text[]))`;
-  const [rows] = (await manager.query(
+  const [rows] = (await prepared(
+    manager,
+    'companion-fold-apply-and-load',
     `WITH inserted AS (INSERT INTO companion.applied_events (id) SELECT unnest($6::text[]) ON CONFLICT DO NOTHING RETURNING id)
      SELECT (SELECT coalesce(json_agg(id), '[]') FROM inserted) AS fresh,
             ${rowsAsJson(manager, Conversations, 't.key = ANY($1::text[])')} AS conversations,
