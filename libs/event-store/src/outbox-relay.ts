@@ -131,18 +131,19 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
               ORDER BY e.position LIMIT $2`,
             values: [options.ownedPartitions(), batchSize, unmarked],
           })
-        : await pool.query<EventRow>({
-            name: 'event-store-outbox-sweep-conversations',
-            // OFFSET 0 keeps the filter on published_at out of the scan: the planner would
-            // otherwise intersect it with the partial index of unmarked rows, whose dead entries
-            // it reads in full (its estimate of that index's size is the last vacuum's).
+        : // Planned at each call (no name: a generic plan of it read the conversations' whole
+          // history, growing with it), each conversation read by a range of its (conversation,
+          // position) index from its mark; OFFSET 0 keeps the filter on published_at out of that
+          // scan, or the planner would intersect it with the partial index of unmarked rows and
+          // read every dead entry in it (its estimate of that index's size is the last vacuum's).
+          await pool.query<EventRow>({
             text: `${marked}
-             SELECT ${columns} FROM (
-               SELECT ${columns}, e.published_at
-                 FROM unnest($4::text[], $5::bigint[]) AS w(conversation, after)
-                 JOIN event_store.events e ON e.conversation = w.conversation AND e.position > w.after
-                 JOIN event_store.conversations c ON c.key = e.conversation AND c.partition = ANY($1::int[])
-               OFFSET 0) e
+             SELECT ${columns}
+               FROM unnest($4::text[], $5::bigint[]) AS w(conversation, after)
+               JOIN event_store.conversations c ON c.key = w.conversation AND c.partition = ANY($1::int[])
+               CROSS JOIN LATERAL (
+                 SELECT ${columns}, e.published_at FROM event_store.events e
+                  WHERE e.conversation = w.conversation AND e.position > w.after OFFSET 0) e
               WHERE e.published_at IS NULL AND e.position <> ALL($3::bigint[])
               ORDER BY e.position LIMIT $2`,
             values: [options.ownedPartitions(), batchSize, unmarked, conversations, conversations.map((c) => published.get(c) ?? 0)],
