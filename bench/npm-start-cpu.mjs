@@ -25,17 +25,29 @@ const procs = () => {
   while (grew) { grew = false; for (const p of out) if (!mine.has(p.pid) && mine.has(p.ppid)) { mine.add(p.pid); grew = true; } }
   return out.filter((p) => mine.has(p.pid)).map((p) => ({ ...p, name: name(p) })).filter((p) => p.name);
 };
-const cpu = () => { const acc = {}; for (const p of procs()) { try { const f = fs.readFileSync(`/proc/${p.pid}/stat`, 'utf8').split(') ')[1].split(' '); acc[p.name] = (acc[p.name] ?? 0) + (+f[11] + +f[12]) * 1000 / HZ; } catch {} } acc.driver = process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000; return acc; };
+const cpu = () => { const acc = {}; for (const p of procs()) { try { const f = fs.readFileSync(`/proc/${p.pid}/stat`, 'utf8').split(') ')[1].split(' '); acc[p.name] = (acc[p.name] ?? 0) + (+f[11] + +f[12]) * 1000 / HZ; acc[`${p.name}.sys`] = (acc[`${p.name}.sys`] ?? 0) + +f[12] * 1000 / HZ; } catch {} } acc.driver = process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000; return acc; };
+// Context switches a process made waiting (a read that had nothing yet, a wait on a lock): about one per message it waited for.
+const waits = () => { const acc = {}; for (const p of procs()) { try { const m = /voluntary_ctxt_switches:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p.pid}/status`, 'utf8')); acc[p.name] = (acc[p.name] ?? 0) + +m[1]; } catch {} } return acc; };
+const databaseUrl = () => /DATABASE_URL=(\S+)/.exec(fs.readFileSync(`${workDir}/rudder.log`, "utf8"))?.[1];
+const transactions = async () => {
+  const url = databaseUrl(); if (!url) return NaN;
+  const { default: pg } = await import(path.join(dir, 'node_modules/pg/lib/index.js'));
+  const client = new pg.Client(url); await client.connect();
+  const { rows } = await client.query('SELECT sum(xact_commit + xact_rollback)::bigint AS n FROM pg_stat_database'); await client.end();
+  return Number(rows[0].n);
+};
 const convs = await Promise.all(Array.from({ length: +nconv }, (_, w) => sys.open(`p-${randomUUID().slice(0, 6)}-${w}`)));
 // warm-up
-await Promise.all(convs.map(async (c) => { for (let i = 0; i < 3; i++) { const { id } = await c.chat('wait:0 warm'); await c.turnEnded(id); } }));
-const before = cpu(); const start = Date.now(); const deadline = start + +secs * 1000; let turns = 0; const lat = [];
+// WARM_SECONDS: load before the measured window too (the JIT of every process, Kafka's JVM most of all, warms up).
+const warmUntil = Date.now() + Number(process.env.WARM_SECONDS ?? 0) * 1000;
+await Promise.all(convs.map(async (c) => { for (let i = 0; i < 3 || Date.now() < warmUntil; i++) { const { id } = await c.chat('wait:0 warm'); await c.turnEnded(id); } }));
+const tx0 = await transactions(); const w0 = waits(); const before = cpu(); const start = Date.now(); const deadline = start + +secs * 1000; let turns = 0; const lat = [];
 await Promise.all(convs.map(async (c, w) => { while (Date.now() < deadline) { const a = Date.now(); const { id } = await c.chat(`wait:0 m4 ${w}`); await c.turnEnded(id); lat.push(Date.now() - a); turns++; } }));
-const el = (Date.now() - start) / 1000; const after = cpu();
+const el = (Date.now() - start) / 1000; const after = cpu(); const w1 = waits(); const tx1 = await transactions();
 lat.sort((a, b) => a - b);
 console.log(`turns ${turns} in ${el.toFixed(1)} s = ${(turns / el).toFixed(1)} turns/s; turn p50 ${lat[lat.length >> 1]} ms p99 ${lat[Math.floor(lat.length * 0.99)]} ms`);
-let tot = 0; for (const k of Object.keys(after)) { const d = after[k] - (before[k] ?? 0); tot += d; console.log(`${k.padEnd(14)} ${(d / turns).toFixed(2)} CPU-ms/turn  ${(d / el / 10).toFixed(0)}%`); }
-console.log(`total          ${(tot / turns).toFixed(2)} CPU-ms/turn`);
+let tot = 0; for (const k of Object.keys(after)) { if (k.endsWith('.sys')) continue; const d = after[k] - (before[k] ?? 0); tot += d; console.log(`${k.padEnd(14)} ${(d / turns).toFixed(2)} CPU-ms/turn  ${(d / el / 10).toFixed(0)}%  ${k in w1 ? ((w1[k] - (w0[k] ?? 0)) / turns).toFixed(1) + ' waits/turn' : ''}${`${k}.sys` in after ? `, kernel ${((100 * (after[`${k}.sys`] - (before[`${k}.sys`] ?? 0))) / Math.max(d, 1e-9)).toFixed(0)}%` : ''}`); }
+console.log(`total          ${(tot / turns).toFixed(2)} CPU-ms/turn; PostgreSQL ${((tx1 - tx0) / turns).toFixed(1)} transactions/turn (each statement outside BEGIN…COMMIT is one)`);
 for (const c of convs) c.close();
 if (process.env.HOLD) await new Promise((r) => setTimeout(r, +process.env.HOLD));
 const svc = procs().filter((p) => ['gateway', 'worker', 'companion'].includes(p.name));

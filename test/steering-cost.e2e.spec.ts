@@ -37,6 +37,17 @@ function countingPool(url: string) {
   return { pool, statements: () => statements };
 }
 
+/** The position of the conversation's last event, read on a pool of its own (not counted). */
+async function lastPosition(conversation: string): Promise<number> {
+  const pool = createPool(stack.env.DATABASE_URL);
+  try {
+    const { rows } = await pool.query<{ n: string }>('SELECT max(position) AS n FROM event_store.events WHERE conversation = $1', [conversation]);
+    return Number(rows[0].n);
+  } finally {
+    await pool.end();
+  }
+}
+
 /** Events of the conversation still in the outbox, read on a pool of its own (not counted). */
 async function unpublished(conversation: string): Promise<number> {
   const pool = createPool(stack.env.DATABASE_URL);
@@ -48,12 +59,15 @@ async function unpublished(conversation: string): Promise<number> {
   }
 }
 
-async function eventsOf(conversation: string) {
+/** The types of the conversation's events on agent.events after `position`, once a turn ended there. */
+async function eventsOf(conversation: string, position: number) {
   const consumer = createKafka(stack.env.KAFKA_BROKERS, 'cost-reader').consumer({ groupId: `cost-${conversation}` });
   const seen: string[] = [];
   await consumer.connect();
   await consumer.subscribe({ topic: topicNames(stack.env.KAFKA_NAMESPACE).events, fromBeginning: true });
-  await consumer.run({ eachMessage: async ({ message }) => void (message.key?.toString() === conversation && seen.push(message.value!.toString())) });
+  await consumer.run({
+    eachMessage: async ({ message }) => void (message.key?.toString() === conversation && JSON.parse(message.value!.toString()).position > position && seen.push(message.value!.toString())),
+  });
   const events = await vi.waitFor(() => {
     expect(seen.some((v) => v.includes('"turn.ended"'))).toBe(true);
     return seen;
@@ -73,11 +87,17 @@ async function oneToolTurn(maxTaken: number) {
   // The warm-up's last statement marks its events published: count from after it.
   await vi.waitFor(async () => expect(await unpublished(warm), 'the warm-up published and marked').toBe(0), WAIT);
 
+  // The counted turn is the conversation's second: the worker holds the conversation by then, as
+  // it does for every turn after the first while the conversation is in use.
   const conversation = `cost/turn-${maxTaken}`;
+  await stack.client.chat(conversation, { text: 'first', id: 'f' });
+  await answered(stack.client, conversation, 'f');
+  await vi.waitFor(async () => expect(await unpublished(conversation), 'the first turn published and marked').toBe(0), WAIT);
+  const first = await lastPosition(conversation);
   const before = counted.statements();
   await stack.client.chat(conversation, { text: 'wait 50', id: 'p' });
   const turn = await answered(stack.client, conversation, 'p');
-  const events = await eventsOf(conversation);
+  const events = await eventsOf(conversation, first);
   const statements = counted.statements() - before;
   await worker.stop();
   await counted.pool.end();
@@ -92,11 +112,13 @@ describe('the cost of steering', () => {
     expect(enabled.statements).toBeGreaterThan(0);
     expect(enabled.statements).toBe(disabled.statements);
     expect(enabled.events).toEqual(disabled.events);
-    expect(enabled.events).toEqual(['conversation.opened', 'input.accepted', 'turn.started', 'input.delivered', 'model.replied', 'tool.started', 'tool.ended', 'model.replied', 'turn.ended']);
-    // The ingest (BEGIN, the partition's epoch, the conversation row, the once-key probe, the
-    // events with the turn's start, COMMIT), the runner's read of the log, then three commits of
-    // four (BEGIN, lock and epoch, the events, COMMIT): the reply with the tool's start, the
-    // tool's result, the last reply with the turn's end.
-    expect(enabled.statements).toBe(6 + 1 + 3 * 4);
+    expect(enabled.events).toEqual(['input.accepted', 'turn.started', 'input.delivered', 'model.replied', 'tool.started', 'tool.ended', 'model.replied', 'turn.ended']);
+    // The ingest (BEGIN, the partition's epoch checked with the conversation row, the once-key
+    // probe, the events with the turn's start, COMMIT) — its events go to the runner with the position
+    // before them, so the runner, holding the conversation as of that position, reads nothing —
+    // then three commits of one statement each (nothing arrived during the turn, so each checks
+    // the log did not move and the epoch, and writes, at once): the reply with the tool's start,
+    // the tool's result, the last reply with the turn's end.
+    expect(enabled.statements).toBe(5 + 3);
   });
 });

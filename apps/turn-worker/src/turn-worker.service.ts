@@ -87,7 +87,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   async ingest(batch: PartitionBatch): Promise<void> {
     const { partition, messages } = batch;
     rememberInputTraces(messages);
-    const { stored, conversations, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents).catch((error: unknown) => {
+    const { stored, conversations, news, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents).catch((error: unknown) => {
       if (error instanceof FencedError) this.metrics.fenced();
       throw error;
     });
@@ -99,7 +99,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     await this.publishing.deadLetter(partition, rejected);
     for (const { reason, message } of rejected) this.log.warn('input dead-lettered', { partition, offset: message.offset, reason });
     this.fault('after-ingest');
-    this.scheduler.poke(conversations.map((conversation) => ({ conversation, partition })));
+    this.scheduler.poke(conversations.map((conversation) => ({ conversation, partition, news: news.get(conversation) })));
     // A stop or a rollback aborts the running turn now; an interrupt waits for its next step.
     for (const event of stored) {
       if (event.type === 'stop.requested' && event.data.turn && event.data.mode !== 'interrupt') this.scheduler.stopTurn(event.conversation, partition);

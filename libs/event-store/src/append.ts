@@ -26,15 +26,29 @@ export type StreamRules<S> = {
 
 type StateRow = { key: string; state: unknown };
 
+/** What a writer holds of a conversation: its state as of its last event, at `position`. */
+export type Seen<S> = { position: number; state?: S };
+
 /**
- * Appends what `decide` makes of the conversation's state, in one transaction, all or none.
- * The conversation row is locked first: that orders every write of the conversation (its
- * event positions grow in commit order) and serializes decisions with each other — a steer's
- * landing with the turn's close. The same statement checks the writer still holds `epochs`
- * for the conversation's partition (FencedError otherwise). Throws AlreadyStoredError when a
- * once key was used before: nothing is written and the caller reloads what is stored.
+ * Appends what `decide` makes of the conversation's state, all or none, once the writer is
+ * checked to hold `epochs` for the conversation's partition (FencedError otherwise). Throws
+ * AlreadyStoredError when a once key was used before: nothing is written and the caller
+ * reloads what is stored.
  *
- * `earlier` are the conversation's events after position `after` that were in the log before
+ * Every write of a conversation holds its row lock: that orders its writes (its event
+ * positions grow in commit order) and serializes decisions with each other — a steer's
+ * landing with the turn's close. Two ways to it, with one outcome:
+ *
+ * - **One statement**, when the writer holds the state as of the conversation's last event
+ *   (`seen.state` at `seen.position`): `decide` runs on that state first, and the statement
+ *   writes its events only if, under the row lock, the conversation's last event is still at
+ *   `seen.position` and the epoch still holds. No transaction of its own, one round trip: the
+ *   turn's steps, when nothing arrived during them. (`decide` deciding nothing on that state
+ *   takes the transaction, which decides on the stored one.)
+ * - **A transaction** otherwise (or when that statement wrote nothing): lock the row and check
+ *   the epoch, decide on the state stored there, write, commit.
+ *
+ * `earlier` are the conversation's events after `seen.position` that were in the log before
  * this write (others' writes the caller has not read yet), so a caller folding the log can
  * apply them, then `stored`, in log order, without another round trip.
  */
@@ -44,17 +58,23 @@ export async function appendToConversation<S>(
   conversation: string,
   epochs: Epochs,
   decide: (state: S) => DomainEvent[],
-  after = Number.MAX_SAFE_INTEGER,
+  seen: Seen<S> = { position: Number.MAX_SAFE_INTEGER },
 ): Promise<{ stored: ConversationEvent[]; earlier: ConversationEvent[] }> {
+  const events = seen.state === undefined ? [] : decide(seen.state);
+  if (events.length > 0) {
+    const stored = await appendIfUnchanged(pool, rules, conversation, epochs, seen.state as S, events, seen.position);
+    if (stored) return { stored, earlier: [] };
+  }
   return inTransaction(pool, conversation, async (client) => {
-    const { rows } = await client.query<StateRow & { epoch: string; partition: number }>(
-      `SELECT c.key, c.head AS state, c.partition, p.epoch
+    const { rows } = await client.query<StateRow & { epoch: string; partition: number }>({
+      name: 'event-store-lock-conversation',
+      text: `SELECT c.key, c.head AS state, c.partition, p.epoch
          FROM event_store.conversations c
          JOIN event_store.partition_owners p ON p.partition = c.partition
         WHERE c.key = $1
           FOR UPDATE OF c FOR SHARE OF p`,
-      [conversation],
-    );
+      values: [conversation],
+    });
     // No row: an unknown conversation, or a partition nobody owns yet — either way not ours.
     if (rows.length === 0) throw new FencedError(null, `${conversation} has no owned partition`);
     const [row] = rows;
@@ -62,8 +82,72 @@ export async function appendToConversation<S>(
       throw new FencedError(row.partition, `partition ${row.partition} is at epoch ${row.epoch}, this writer holds ${epochs.get(row.partition) ?? 'none'}`);
     }
     const state = rules.parse(row.state);
-    return writeEvents(client, rules, [{ conversation, state, events: decide(state) }], { conversation, after });
+    return writeEvents(client, rules, [{ conversation, state, events: decide(state) }], { conversation, after: seen.position });
   });
+}
+
+/**
+ * The one-statement write: `events` decided on `state`, the conversation's state as of its last
+ * event at `position`. The guard locks the conversation's row and shares its partition's owner
+ * row, as the transaction does; under READ COMMITTED a row that changed while the statement
+ * waited for its lock is checked again as it is now, so a write committed meanwhile (an ingested
+ * steer) moves `last_position` and the guard comes back empty. Then nothing is written and this
+ * answers null: the caller decides again in a transaction, on what is stored. Null too when the
+ * epoch no longer holds (the transaction says which).
+ */
+async function appendIfUnchanged<S>(
+  pool: Pool,
+  rules: StreamRules<S>,
+  conversation: string,
+  epochs: Epochs,
+  state: S,
+  events: DomainEvent[],
+  position: number,
+): Promise<ConversationEvent[] | null> {
+  const next = events.reduce(rules.evolve, state);
+  try {
+    const { rows } = await pool.query<EventRow>({
+      name: 'event-store-append-if-unchanged',
+      text: `WITH guard AS (
+         SELECT c.key
+           FROM event_store.conversations c
+           JOIN event_store.partition_owners p ON p.partition = c.partition
+          WHERE c.key = $1 AND c.last_position = $2
+            AND (p.partition, p.epoch) IN (SELECT * FROM unnest($3::int[], $4::bigint[]))
+            FOR UPDATE OF c FOR SHARE OF p
+       ), inserted AS (
+         INSERT INTO event_store.events (id, conversation, type, data, once_key, trace, at)
+         SELECT e.id, $1, e.type, e.data, e.once_key, $10::text, statement_timestamp()
+           FROM unnest($5::uuid[], $6::text[], $7::jsonb[], $8::text[]) WITH ORDINALITY AS e(id, type, data, once_key, n)
+          WHERE EXISTS (SELECT 1 FROM guard)
+          ORDER BY e.n
+         RETURNING ${EVENT_COLUMNS}
+       ), head AS (
+         UPDATE event_store.conversations c
+            SET head = $9::jsonb, open_work = $11, last_position = (SELECT max(position) FROM inserted)
+           FROM guard
+          WHERE c.key = guard.key
+       )
+       SELECT * FROM inserted ORDER BY position`,
+      values: [
+        conversation,
+        position,
+        [...epochs.keys()],
+        [...epochs.values()],
+        events.map(() => randomUUID()),
+        events.map((e) => e.type),
+        events.map((e) => storableJson(e.data)),
+        events.map((e) => rules.onceKey(e)),
+        storableJson(next),
+        traceparent(),
+        rules.hasOpenWork(next),
+      ],
+    });
+    return rows.length === 0 ? null : rows.map(toConversationEvent);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new AlreadyStoredError(conversation, String((error as { detail?: string }).detail ?? ''));
+    throw error;
+  }
 }
 
 /**
@@ -76,6 +160,10 @@ export async function appendToConversation<S>(
  * it. A conversation already stored on another partition is not written here (its owner is
  * whoever holds that partition, and this writer's epoch says nothing about it); it is returned
  * in `elsewhere` with its partition, for the caller to send its records there (#9 hole 10).
+ *
+ * `before` gives, for each conversation written here, the position of its last event before
+ * this write (0: none), so a caller that holds a conversation as of exactly that position can
+ * fold the stored events without reading the log again.
  */
 export async function appendToConversations<S>(
   pool: Pool,
@@ -84,32 +172,37 @@ export async function appendToConversations<S>(
   epochs: Epochs,
   requests: readonly { conversation: string; probe: readonly string[] }[],
   decide: (conversation: string, state: S, stored: ReadonlySet<string>) => DomainEvent[],
-): Promise<{ stored: ConversationEvent[]; elsewhere: Map<string, number> }> {
-  if (requests.length === 0) return { stored: [], elsewhere: new Map() };
+): Promise<{ stored: ConversationEvent[]; elsewhere: Map<string, number>; before: Map<string, number> }> {
+  if (requests.length === 0) return { stored: [], elsewhere: new Map(), before: new Map() };
   const sorted = [...requests].sort((a, b) => (a.conversation < b.conversation ? -1 : 1));
   return inTransaction(pool, sorted[0].conversation, async (client) => {
-    const owner = await client.query<{ epoch: string }>('SELECT epoch FROM event_store.partition_owners WHERE partition = $1 FOR SHARE', [partition]);
-    if (owner.rows.length === 0 || Number(owner.rows[0].epoch) !== epochs.get(partition)) {
-      throw new FencedError(partition, `partition ${partition} is at epoch ${owner.rows[0]?.epoch ?? 'none'}, this writer holds ${epochs.get(partition) ?? 'none'}`);
-    }
+    // The epoch check first (a share lock on the partition's owner row), then the
+    // conversations' rows, in one statement: nothing is written when the epoch is not ours.
     // The no-op update keeps the stored partition and locks the row, as a write does; two
     // batches creating one conversation on two partitions serialize on its key, the second
     // finds it on the first one's partition.
-    const rows = await client.query<StateRow & { partition: number }>(
-      `INSERT INTO event_store.conversations (key, partition)
-       SELECT k, $2 FROM unnest($1::text[]) AS k
+    const rows = await client.query<StateRow & { partition: number; last_position: string }>({
+      name: 'event-store-lock-conversations',
+      text: `WITH owner AS (SELECT epoch FROM event_store.partition_owners WHERE partition = $2 FOR SHARE)
+       INSERT INTO event_store.conversations (key, partition)
+       SELECT k, $2 FROM unnest($1::text[]) AS k WHERE EXISTS (SELECT 1 FROM owner WHERE epoch = $3)
        ON CONFLICT (key) DO UPDATE SET partition = event_store.conversations.partition
-       RETURNING key, head AS state, partition`,
-      [sorted.map((r) => r.conversation), partition],
-    );
+       RETURNING key, head AS state, partition, last_position`,
+      values: [sorted.map((r) => r.conversation), partition, epochs.get(partition) ?? -1],
+    });
+    if (rows.rows.length === 0) {
+      const owner = await client.query<{ epoch: string }>('SELECT epoch FROM event_store.partition_owners WHERE partition = $1', [partition]);
+      throw new FencedError(partition, `partition ${partition} is at epoch ${owner.rows[0]?.epoch ?? 'none'}, this writer holds ${epochs.get(partition) ?? 'none'}`);
+    }
     const elsewhere = new Map(rows.rows.filter((row) => row.partition !== partition).map((row) => [row.key, row.partition]));
     const states = { rows: rows.rows.filter((row) => !elsewhere.has(row.key)) };
     const here = sorted.filter((r) => !elsewhere.has(r.conversation));
-    const probed = await client.query<{ conversation: string; once_key: string }>(
-      `SELECT conversation, once_key FROM event_store.events
+    const probed = await client.query<{ conversation: string; once_key: string }>({
+      name: 'event-store-probe-once-keys',
+      text: `SELECT conversation, once_key FROM event_store.events
         WHERE (conversation, once_key) IN (SELECT * FROM unnest($1::text[], $2::text[]))`,
-      [here.flatMap((r) => r.probe.map(() => r.conversation)), here.flatMap((r) => r.probe)],
-    );
+      values: [here.flatMap((r) => r.probe.map(() => r.conversation)), here.flatMap((r) => r.probe)],
+    });
     const stateOf = new Map(states.rows.map((row) => [row.key, rules.parse(row.state)]));
     const storedOf = (conversation: string) =>
       new Set(probed.rows.filter((row) => row.conversation === conversation).map((row) => row.once_key));
@@ -121,7 +214,8 @@ export async function appendToConversations<S>(
         return { conversation, state, events: decide(conversation, state, storedOf(conversation)) };
       }),
     );
-    return { stored, elsewhere };
+    const before = new Map(states.rows.map((row) => [row.key, Number(row.last_position)]));
+    return { stored, elsewhere, before };
   });
 }
 
@@ -147,8 +241,9 @@ async function writeEvents<S>(
   // conversations' locks (statement_timestamp(), not the transaction's start, now()): a
   // transaction that began before the previous writer committed would otherwise stamp its events
   // earlier than events at lower positions of the conversation. One time for the whole write.
-  const { rows } = await client.query<EventRow & { earlier: boolean }>(
-    `WITH inserted AS (
+  const { rows } = await client.query<EventRow & { earlier: boolean }>({
+    name: 'event-store-write-events',
+    text: `WITH inserted AS (
        INSERT INTO event_store.events (id, conversation, type, data, once_key, trace, at)
        SELECT e.id, e.conversation, e.type, e.data, e.once_key, $11::text, statement_timestamp()
          FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::text[]) WITH ORDINALITY AS e(id, conversation, type, data, once_key, n)
@@ -156,14 +251,14 @@ async function writeEvents<S>(
        RETURNING ${EVENT_COLUMNS}
      ), states AS (
        UPDATE event_store.conversations c
-          SET head = s.state, open_work = s.open
+          SET head = s.state, open_work = s.open, last_position = (SELECT max(i.position) FROM inserted i WHERE i.conversation = s.key)
          FROM unnest($6::text[], $7::jsonb[], $8::boolean[]) AS s(key, state, open)
         WHERE c.key = s.key
      )
      SELECT *, false AS earlier FROM inserted
      UNION ALL
      SELECT ${EVENT_COLUMNS}, true AS earlier FROM event_store.events WHERE conversation = $9 AND position > $10`,
-    [
+    values: [
       events.map(() => randomUUID()),
       events.map((e) => e.conversation),
       events.map((e) => e.event.type),
@@ -177,7 +272,7 @@ async function writeEvents<S>(
       // The writer's trace, if it runs in one (a turn's span); null when tracing is off.
       traceparent(),
     ],
-  );
+  });
   const inOrder = rows.sort((a, b) => Number(a.position) - Number(b.position));
   return {
     stored: inOrder.filter((r) => !r.earlier).map(toConversationEvent),

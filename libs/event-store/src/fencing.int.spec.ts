@@ -97,12 +97,12 @@ describe('fencing by partition epochs', () => {
       return new Proxy(client, {
         get(target: PoolClient, property) {
           if (property !== 'query') return Reflect.get(target, property, target);
-          return async (text: string, values?: unknown[]) => {
-            if (text.includes('INSERT INTO event_store.events')) {
+          return async (query: string | { text: string }, values?: unknown[]) => {
+            if ((typeof query === 'string' ? query : query.text).includes('INSERT INTO event_store.events')) {
               paused();
               await resumed;
             }
-            return target.query(text, values);
+            return target.query(query as string, values);
           };
         },
       });

@@ -103,4 +103,63 @@ describe('the outbox relay', () => {
     expect(published.filter((id) => id.startsWith('d-'))).toEqual(['d-0', 'd-1', 'd-2', 'd-3']);
     await relay.stop();
   });
+
+  it('marks what it published in the statement that reads the next rows when a sweep is waiting, and every row ends marked', async () => {
+    const epochs = await takePartitions(db.pool(), [3], 'relay-test');
+    let statements = 0;
+    const pool = new Proxy(db.pool(), {
+      get: (target, property, receiver) =>
+        property === 'query' ? (...args: Parameters<typeof target.query>) => (statements++, target.query(...args)) : Reflect.get(target, property, receiver),
+    });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const published: string[] = [];
+    const relay = createOutboxRelay({
+      pool,
+      publish: async (events) => {
+        published.push(...events.map((e) => (e.type === 'input.accepted' ? e.data.input.id : e.type)));
+        if (published.length === 1) await held;
+      },
+      ownedPartitions: () => [3],
+      log: createLog('test'),
+    });
+    await relay.idle();
+    const write = (id: string) => appendToConversations(db.pool(), plainRules, 3, epochs, [{ conversation: 'e', probe: [] }], () => [chat(id)]);
+    const before = statements;
+    relay.enqueue((await write('e-0')).stored);
+    await vi.waitFor(() => expect(published).toEqual(['e-0']));
+    // e-1 commits while e-0 is being published: its sweep waits, and its read marks e-0.
+    relay.enqueue((await write('e-1')).stored);
+    release();
+    await relay.idle();
+    expect(published).toEqual(['e-0', 'e-1']);
+    // Two reads (the second marking e-0) and one mark for e-1: not two reads and two marks.
+    expect(statements - before).toBe(3);
+    expect(await unpublished()).toBe(0);
+    await relay.stop();
+  });
+
+  it('a commit enqueued is published by a read of its conversation alone; a commit nobody enqueued waits for the sweep of the whole table', async () => {
+    const epochs = await takePartitions(db.pool(), [4], 'relay-test');
+    const published: string[] = [];
+    const relay = createOutboxRelay({
+      pool: db.pool(),
+      publish: async (events) => void published.push(...events.map((e) => (e.type === 'input.accepted' ? e.data.input.id : e.type))),
+      ownedPartitions: () => [4],
+      log: createLog('test'),
+      sweepMs: 3_600_000,
+    });
+    await relay.idle();
+    const write = (conversation: string, id: string) => appendToConversations(db.pool(), plainRules, 4, epochs, [{ conversation, probe: [] }], () => [chat(id)]);
+    await write('g', 'g-0'); // committed, never enqueued
+    relay.enqueue((await write('f', 'f-0')).stored);
+    await relay.idle();
+    relay.enqueue((await write('f', 'f-1')).stored);
+    await relay.idle();
+    expect(published.filter((id) => /^[fg]-/.test(id))).toEqual(['f-0', 'f-1']);
+    relay.sweep();
+    await relay.idle();
+    expect(published.filter((id) => /^[fg]-/.test(id))).toEqual(['f-0', 'f-1', 'g-0']);
+    await relay.stop();
+  });
 });

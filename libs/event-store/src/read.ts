@@ -5,10 +5,11 @@ import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-even
 
 /** A conversation's events after `afterPosition`, in order. */
 export async function readConversation(pool: Pool, conversation: string, afterPosition = 0): Promise<ConversationEvent[]> {
-  const { rows } = await pool.query<EventRow>(
-    `SELECT ${EVENT_COLUMNS} FROM event_store.events WHERE conversation = $1 AND position > $2 ORDER BY position`,
-    [conversation, afterPosition],
-  );
+  const { rows } = await pool.query<EventRow>({
+    name: 'event-store-read-conversation',
+    text: `SELECT ${EVENT_COLUMNS} FROM event_store.events WHERE conversation = $1 AND position > $2 ORDER BY position`,
+    values: [conversation, afterPosition],
+  });
   return rows.map(toConversationEvent);
 }
 
@@ -46,15 +47,16 @@ export type Snapshot = { position: number; version: number; fold: unknown };
  * version (older code folded it) is ignored, and the whole log is read.
  */
 export async function readConversationFromSnapshot(pool: Pool, conversation: string, version: number): Promise<{ snapshot: Snapshot | null; events: ConversationEvent[] }> {
-  const { rows } = await pool.query<EventRow & { snapshot: unknown }>(
-    `WITH snapshot AS (SELECT position, fold FROM event_store.snapshots WHERE conversation = $1 AND version = $2)
+  const { rows } = await pool.query<EventRow & { snapshot: unknown }>({
+    name: 'event-store-read-from-snapshot',
+    text: `WITH snapshot AS (SELECT position, fold FROM event_store.snapshots WHERE conversation = $1 AND version = $2)
      SELECT position, NULL AS id, NULL AS conversation, NULL AS type, NULL AS data, NULL AS at, NULL AS trace, fold AS snapshot FROM snapshot
      UNION ALL
      SELECT ${EVENT_COLUMNS}, NULL FROM event_store.events
       WHERE conversation = $1 AND position > coalesce((SELECT position FROM snapshot), 0)
      ORDER BY position`,
-    [conversation, version],
-  );
+    values: [conversation, version],
+  });
   const first = rows[0];
   const snapshot = first && first.id === null ? { position: Number(first.position), version, fold: first.snapshot } : null;
   return { snapshot, events: (snapshot ? rows.slice(1) : rows).map(toConversationEvent) };

@@ -38,6 +38,12 @@ export type KafkaBatchServerOptions = {
    * default 1). A partition's batches are always handled one after another, in order.
    */
   partitionsAtOnce?: number;
+  /**
+   * Commit the handled offsets at most this often instead of after every slice (kafkajs'
+   * `autoCommitInterval`; still only offsets whose slice was handled, and on a rebalance or a
+   * stop). For handlers that skip what they handled before: a crash redelivers up to this much.
+   */
+  commitEveryMs?: number;
   log: Log;
 };
 
@@ -89,8 +95,9 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
           });
           await consumer.connect();
           await consumer.subscribe({ topics: [...named.keys()], fromBeginning: true });
+          const every = this.options.commitEveryMs;
           await consumer.run({
-            autoCommit: false,
+            ...(every === undefined ? { autoCommit: false } : { autoCommit: true, autoCommitInterval: every }),
             eachBatchAutoResolve: false,
             partitionsConsumedConcurrently: this.options.partitionsAtOnce ?? 1,
             eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
@@ -104,7 +111,7 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
                 const lag = Math.max(0, Number(batch.highWatermark) - Number(messages[messages.length - 1].offset) - 1);
                 await this.dispatch(topic, { topic, partition: batch.partition, messages, lag } satisfies PartitionBatch);
                 resolveOffset(messages[messages.length - 1].offset);
-                await commitOffsetsIfNecessary(uncommittedOffsets());
+                await (every === undefined ? commitOffsetsIfNecessary(uncommittedOffsets()) : commitOffsetsIfNecessary());
                 await heartbeat();
               }
             },

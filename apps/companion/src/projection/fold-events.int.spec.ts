@@ -61,7 +61,42 @@ function steeredTurn(key: string) {
 
 const allMessages = async (conversation: string) => (await readTranscriptPage(readModels, conversation, { after: null, limit: 200 })).items;
 
+/** The read models, counting the statements each transaction's connection sends between its BEGIN and its COMMIT. */
+function countingStatements(dataSource: DataSource) {
+  const counts: number[] = [];
+  const counted = new Proxy(dataSource, {
+    get(target, property, receiver) {
+      if (property !== 'transaction') return Reflect.get(target, property, receiver);
+      return (work: (manager: DataSource['manager']) => Promise<unknown>) =>
+        target.transaction(async (manager) => {
+          const client = (await manager.queryRunner!.connect()) as { query: (...args: unknown[]) => unknown };
+          const query = client.query;
+          let sent = 0;
+          client.query = function (this: unknown, ...args: unknown[]) {
+            sent++;
+            return query.apply(this, args);
+          };
+          try {
+            return await work(manager);
+          } finally {
+            client.query = query;
+            counts.push(sent);
+          }
+        });
+    },
+  });
+  return { counted, counts };
+}
+
 describe('foldEvents', () => {
+  it('folds a batch in three statements however many events and conversations it holds (the locks; the ids and the rows; every table)', async () => {
+    const { counted, counts } = countingStatements(readModels);
+    await foldEvents(counted, chatWithToolCall('count/one').slice(0, 1));
+    await foldEvents(counted, Array.from({ length: 6 }, (_, i) => steeredTurn(`count/many-${i}`)).flat());
+    expect(counts).toEqual([3, 3]);
+    expect((await projections('count/many-5')).turns).toHaveLength(1);
+  });
+
   it('shows a chat queued when accepted, running once its turn starts, and the conversation idle when the turn ends', async () => {
     const key = 'user-42/trip';
     const [accepted, started, ...rest] = chatWithToolCall(key);

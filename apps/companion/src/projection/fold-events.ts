@@ -1,7 +1,7 @@
 import type { ConversationEvent } from '@rudder/contracts';
 import type { DataSource, EntityManager } from 'typeorm';
 import { Conversations, EventCopies, Inputs, Transcript, Turns } from '../read-models/entities';
-import { insertNewRows, rowsAsJson, rowsFromJson, upsertRows } from '../read-models/recordsets';
+import { prepared, rowsAsJson, rowsFromJson, writeRows } from '../read-models/recordsets';
 import { foldRows, rowsNeeded, type Needed, type Rows } from './fold-rows';
 
 export type FoldResult = {
@@ -15,10 +15,10 @@ export type FoldResult = {
  * Folds a batch of events into the read models, exactly once per event id.
  *
  * One transaction per batch, with a number of round trips that does not grow with its size: lock the
- * batch's conversations, record the event ids in `applied_events` (the ids already there are
- * dropped: the relay may publish twice, Kafka may redeliver), load the rows the new events
- * touch, fold them in memory (`foldRows`), write back what changed (one statement per table:
- * `read-models/recordsets.ts`) and copy the events. Either all of it commits or none of it does, so a crash anywhere leaves no
+ * batch's conversations; record the event ids in `applied_events` (the ids already there are
+ * dropped: the relay may publish twice, Kafka may redeliver) and load the rows the batch
+ * touches, in one statement; fold them in memory (`foldRows`); write back what changed and copy
+ * the events, every table in one statement (`read-models/recordsets.ts`). Either all of it commits or none of it does, so a crash anywhere leaves no
  * half-applied event.
  *
  * The per-conversation advisory locks serialize two consumers that briefly fold the same
@@ -33,39 +33,49 @@ export async function foldEvents(readModels: DataSource, events: readonly Conver
 
   return readModels.transaction(async (manager) => {
     const conversations = [...new Set(batch.map((e) => e.conversation))].sort();
-    await manager.query(
+    await prepared(
+      manager,
+      'companion-fold-lock',
       `SELECT pg_advisory_xact_lock(hashtext('rudder-companion:' || key))
          FROM (SELECT key FROM unnest($1::text[]) AS key ORDER BY key) AS sorted`,
       [conversations],
     );
-    const inserted: { id: string }[] = await manager.query(
-      `INSERT INTO companion.applied_events (id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING RETURNING id`,
-      [batch.map((e) => e.id)],
-    );
-    const fresh = new Set(inserted.map((r) => r.id));
+    // The ids not applied before, and the rows every event of the batch may read (a duplicate's too: rare, and harmless).
+    const { fresh, rows } = await applyIdsAndLoadRows(manager, batch);
     // Position order within a conversation is the log's order; sorting also mends a batch
     // in which the relay published a conversation's events out of order.
     const news = batch
       .filter((e) => fresh.has(e.id))
       .sort((a, b) => (a.conversation === b.conversation ? a.position - b.position : a.conversation < b.conversation ? -1 : 1));
     if (news.length > 0) {
-      const changes = foldRows(await loadRows(manager, rowsNeeded(news)), news);
-      await upsertRows(manager, Conversations, changes.conversations);
-      await upsertRows(manager, Inputs, changes.inputs);
-      await upsertRows(manager, Turns, changes.turns);
-      // A message already in the transcript (the same reply of a step, stored once) is kept as it was.
-      await insertNewRows(manager, Transcript, changes.transcript);
-      await insertNewRows(manager, EventCopies, news);
+      const changes = foldRows(rows, news);
+      await writeRows(manager, 'companion-fold-write', [
+        { entity: Conversations, rows: changes.conversations, as: 'upsert' },
+        { entity: Inputs, rows: changes.inputs, as: 'upsert' },
+        { entity: Turns, rows: changes.turns, as: 'upsert' },
+        // A message already in the transcript (the same reply of a step, stored once) is kept as it was.
+        { entity: Transcript, rows: changes.transcript, as: 'insertNew' },
+        { entity: EventCopies, rows: news, as: 'insertNew' },
+      ]);
     }
     return { applied: news.length, duplicates: events.length - news.length };
   });
 }
 
-/** One round trip: every row the batch may read. */
-async function loadRows(manager: EntityManager, needed: Needed): Promise<Rows> {
+/**
+ * One round trip: records the batch's ids in `applied_events` (those there already are left
+ * out of `fresh`), and reads every row the batch may read. The read's snapshot is the
+ * statement's, taken after the batch's locks: what another fold committed before them is in it.
+ */
+async function applyIdsAndLoadRows(manager: EntityManager, batch: readonly ConversationEvent[]): Promise<{ fresh: Set<string>; rows: Rows }> {
+  const needed: Needed = rowsNeeded(batch);
   const byKey = (first: number) => `(t.conversation, t.id) IN (SELECT * FROM unnest($${first}::text[], $${first + 1}::text[]))`;
-  const [rows] = (await manager.query(
-    `SELECT ${rowsAsJson(manager, Conversations, 't.key = ANY($1::text[])')} AS conversations,
+  const [rows] = (await prepared(
+    manager,
+    'companion-fold-apply-and-load',
+    `WITH inserted AS (INSERT INTO companion.applied_events (id) SELECT unnest($6::text[]) ON CONFLICT DO NOTHING RETURNING id)
+     SELECT (SELECT coalesce(json_agg(id), '[]') FROM inserted) AS fresh,
+            ${rowsAsJson(manager, Conversations, 't.key = ANY($1::text[])')} AS conversations,
             ${rowsAsJson(manager, Inputs, byKey(2))} AS inputs,
             ${rowsAsJson(manager, Turns, byKey(4))} AS turns`,
     [
@@ -74,11 +84,15 @@ async function loadRows(manager: EntityManager, needed: Needed): Promise<Rows> {
       needed.inputs.map((k) => k.id),
       needed.turns.map((k) => k.conversation),
       needed.turns.map((k) => k.id),
+      batch.map((e) => e.id),
     ],
-  )) as Rows[];
+  )) as (Rows & { fresh: string[] })[];
   return {
-    conversations: rowsFromJson(manager, Conversations, rows.conversations),
-    inputs: rowsFromJson(manager, Inputs, rows.inputs),
-    turns: rowsFromJson(manager, Turns, rows.turns),
+    fresh: new Set(rows.fresh),
+    rows: {
+      conversations: rowsFromJson(manager, Conversations, rows.conversations),
+      inputs: rowsFromJson(manager, Inputs, rows.inputs),
+      turns: rowsFromJson(manager, Turns, rows.turns),
+    },
   };
 }

@@ -13,14 +13,34 @@ import type { EntityManager, EntityMetadata, EntitySchema, ObjectLiteral } from 
  * Strings PostgreSQL cannot store are replaced on the way in (`storableJson`).
  */
 
-/** Inserts the rows, or replaces every column but the key of the row with the same key: rows written whole. */
-export async function upsertRows<T extends ObjectLiteral>(manager: EntityManager, entity: EntitySchema<T>, rows: readonly T[]): Promise<void> {
-  if (rows.length > 0) await manager.query(statementsOf(manager, entity).upsert, [storableJson(rows)]);
+/**
+ * Rows of one entity for `writeRows`, written whole: `upsert` inserts them or replaces every
+ * column but the key of the row with the same key; `insertNew` inserts those that are new (a
+ * row whose key, or another unique column, is there already is left as it was).
+ */
+export type RowsWrite = { entity: EntitySchema; rows: readonly ObjectLiteral[]; as: 'upsert' | 'insertNew' };
+
+/**
+ * Several entities' rows in ONE statement (distinct tables, no row of one depending on
+ * another's): one round trip for every table a batch writes, a statement prepared once per
+ * connection under `name` (the same writes, in the same order, every time: a write with no rows
+ * is a part that inserts nothing).
+ */
+export async function writeRows(manager: EntityManager, name: string, writes: readonly RowsWrite[]): Promise<void> {
+  if (writes.every((w) => w.rows.length === 0)) return;
+  const parts = writes.map((w, i) => `w${i} AS (${statementsOf(manager, w.entity)[w.as].replace('$1::jsonb', `$${i + 1}::jsonb`)})`);
+  await prepared(manager, name, `WITH ${parts.join(', ')} SELECT 1`, writes.map((w) => storableJson(w.rows)));
 }
 
-/** Inserts the rows that are new: a row whose key (or another unique column) is there already is left as it was. */
-export async function insertNewRows<T extends ObjectLiteral>(manager: EntityManager, entity: EntitySchema<T>, rows: readonly T[]): Promise<void> {
-  if (rows.length > 0) await manager.query(statementsOf(manager, entity).insertNew, [storableJson(rows)]);
+/**
+ * Runs a statement of the fold prepared once per connection of the transaction's `manager`
+ * (TypeORM's `query` has no name to give it): its text is the same every batch, so it is not
+ * parsed and planned again each time. Errors are the driver's (with their SQLSTATE `code`).
+ */
+export async function prepared<T>(manager: EntityManager, name: string, text: string, values: unknown[]): Promise<T[]> {
+  if (!manager.queryRunner) throw new Error('prepared() runs inside a transaction');
+  const client = (await manager.queryRunner.connect()) as { query(config: { name: string; text: string; values: unknown[] }): Promise<{ rows: T[] }> };
+  return (await client.query({ name, text, values })).rows;
 }
 
 /** A subquery whose value is a JSON array of the entity's rows that match `where` (over alias `t`), `[]` for none. */

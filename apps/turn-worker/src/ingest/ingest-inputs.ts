@@ -70,9 +70,10 @@ export async function ingestInputs(pool: Pool, partition: number, epochs: Epochs
   }
   const refusals = await guard(pool, readable.map((r) => r.input), agents);
   const ingest = (inputs: readonly InputRecord[]) => appendInputs(pool, partition, epochs, inputs, agents, refusals);
-  const done = (stored: ConversationEvent[], elsewhere: ReadonlyMap<string, number>) => ({
+  const done = (stored: ConversationEvent[], elsewhere: ReadonlyMap<string, number>, before?: ReadonlyMap<string, number>) => ({
     stored,
     conversations: [...new Set(readable.map((r) => r.input.conversation))].filter((c) => !elsewhere.has(c)),
+    news: newsOf(stored, before),
     rejected,
     misrouted: readable.flatMap(({ message, input }) => {
       const to = elsewhere.get(input.conversation);
@@ -80,8 +81,8 @@ export async function ingestInputs(pool: Pool, partition: number, epochs: Epochs
     }),
   });
   try {
-    const { stored, elsewhere } = await ingest(readable.map((r) => r.input));
-    return done(stored, elsewhere);
+    const { stored, elsewhere, before } = await ingest(readable.map((r) => r.input));
+    return done(stored, elsewhere, before);
   } catch (error) {
     if (!isRefusedByDatabase(error)) throw error;
   }
@@ -98,6 +99,28 @@ export async function ingestInputs(pool: Pool, partition: number, epochs: Epochs
     }
   }
   return done(stored, elsewhere);
+}
+
+/**
+ * What one write stored in a conversation, and the position of its last event before it: a
+ * runner holding the conversation as of exactly `after` folds `events` and needs no read.
+ */
+export type ConversationNews = { after: number; events: ConversationEvent[] };
+
+/**
+ * The news of each conversation the batch wrote, from its one transaction. Ingested record by
+ * record (`before` unknown), there is none: other writes may sit between those records' events,
+ * so their runners read the log.
+ */
+function newsOf(stored: readonly ConversationEvent[], before?: ReadonlyMap<string, number>): Map<string, ConversationNews> {
+  const news = new Map<string, ConversationNews>();
+  if (!before) return news;
+  for (const event of stored) {
+    const of = news.get(event.conversation);
+    if (of) of.events.push(event);
+    else news.set(event.conversation, { after: before.get(event.conversation) ?? 0, events: [event] });
+  }
+  return news;
 }
 
 /** A record of a conversation stored on another partition: the caller sends it there. */

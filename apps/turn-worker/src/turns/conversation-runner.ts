@@ -6,6 +6,7 @@ import { AlreadyStoredError, appendToConversation, FencedError, readConversation
 import { inSpan, tracerOf, type Log, type Pool } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
 import type { FaultPoint } from '../fault-points';
+import type { ConversationNews } from '../ingest/ingest-inputs';
 import { inputTraceContext } from '../tracing/input-traces';
 
 const tracer = tracerOf('turn-worker');
@@ -31,8 +32,12 @@ export type RunnerDeps = {
 };
 
 export type ConversationRunner = {
-  /** New inputs may be stored: read them and run what is due. */
-  poke(): void;
+  /**
+   * New inputs may be stored: run what is due. With `news` (what one write just stored, and the
+   * position before it) a runner holding its conversation as of exactly that position folds it
+   * at once; otherwise it reads the log.
+   */
+  poke(news?: ConversationNews): void;
   /** A stop was stored for the running turn: abort its model request and tools, then end it. */
   stopTurn(): void;
   /** Stops the turn in flight without storing anything more (the partition moved, or shutdown). */
@@ -55,8 +60,11 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
   let conversation: Conversation | null = null;
   let readUpTo = 0; // every event at or below this position is folded into `conversation`
   let sinceSnapshot = 0; // events folded since the latest snapshot this runner read or stored (positions are global: not their difference)
-  let wanted = false;
+  let wanted = false; // the log may hold events not folded yet: read it
+  let due = false; // something may be due: look again before the loop ends
   let loop: Promise<void> | null = null;
+  /** While a turn runs: the events folded since its loop last heard (its commits give them to it, in log order). */
+  let forLoop: ConversationEvent[] | null = null;
 
   const apply = (events: readonly ConversationEvent[]) => {
     for (const event of events) {
@@ -64,7 +72,18 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
       conversation = evolveConversation(conversation ?? emptyConversation(), event);
       readUpTo = event.position;
       sinceSnapshot += 1;
+      forLoop?.push(event);
     }
+  };
+
+  /**
+   * Folds `news` if it follows exactly what is held; false otherwise (nothing held: the first
+   * read starts from the snapshot, and a row's `last_position` alone never stands for an empty log).
+   */
+  const take = (news: ConversationNews): boolean => {
+    if (conversation === null || readUpTo !== news.after) return false;
+    apply(news.events);
+    return true;
   };
 
   const catchUp = async () => {
@@ -93,7 +112,9 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
 
   /** Appends what `decide` makes of the state under the conversation's lock, and folds it in, in log order. */
   const append = async (decide: (state: ConversationState) => DomainEvent[]) => {
-    const { stored, earlier } = await appendToConversation(pool, conversationRules, key, deps.epochs(), decide, readUpTo);
+    // Holding the fold as of the last event, the write is one statement unless the log moved meanwhile.
+    const seen = { position: readUpTo, state: conversation?.state };
+    const { stored, earlier } = await appendToConversation(pool, conversationRules, key, deps.epochs(), decide, seen);
     apply(earlier);
     apply(stored);
     relay.enqueue(stored);
@@ -102,22 +123,26 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
 
   /**
    * A commit of the running turn: the store may take steers at a step, or end the turn there.
-   * The loop is given what others stored before it too (a stop, say), in log order.
+   * The loop is given every event folded since its last commit, in log order: what others
+   * stored before it too (a stop, say), whether it came back with this write or as news.
    */
   const commit = async (events: DomainEvent[]): Promise<DomainEvent[]> => {
     if (events.some((e) => e.type === 'model.replied')) await deps.flushTokens();
     const turn = conversation?.running;
     if (events.some((e) => e.type === 'tool.ended')) deps.fault('before-tool-result-stored');
-    const { stored, earlier } = await append((state) => (turn ? decideTurnCommit(state, turn, events) : events));
+    const { stored } = await append((state) => (turn ? decideTurnCommit(state, turn, events) : events));
     if (stored.some((e) => e.type === 'model.replied' && e.data.toolCalls.length > 0)) deps.fault('after-reply-stored');
     if (stored.some((e) => e.type === 'tool.ended')) deps.fault('after-tool-result-stored');
     if (stored.some((e) => e.type === 'steer.taken')) deps.fault('after-steer-taken');
-    return [...earlier, ...stored];
+    const given = forLoop ?? [];
+    forLoop = [];
+    return given;
   };
 
   const runDue = async () => {
     while (!controller.signal.aborted) {
       try {
+        due = false;
         if (!conversation || wanted) {
           wanted = false;
           await catchUp();
@@ -128,6 +153,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
           const agent = deps.agentOf(current.state.agent);
           if (!agent) throw new Error(`this worker has no agent named ${current.state.agent}`);
           turnController = new AbortController();
+          forLoop = [];
           try {
             const signal = AbortSignal.any([controller.signal, turnController.signal]);
             const systemPrompt = await agent.systemPrompt(key);
@@ -151,13 +177,14 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
             wanted = true;
           } finally {
             turnController = null;
+            forLoop = null;
           }
           continue;
         }
         // The fold knows whether anything waits; the state under the lock decides what starts.
         if (current.state.queue.length > 0 && (await append((state) => startNextTurn(state, deps.newTurnId()))).stored.length > 0) continue;
         await snapshotIfDue();
-        if (!wanted) return;
+        if (!wanted && !due) return;
       } catch (error) {
         if (controller.signal.aborted) return;
         // What is stored is the truth: forget the fold and read it again.
@@ -180,13 +207,18 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
     }
   };
 
+  const run = () => {
+    loop ??= runDue().finally(() => {
+      loop = null;
+      if ((wanted || due) && !controller.signal.aborted) run();
+    });
+  };
+
   return {
-    poke() {
-      wanted = true;
-      loop ??= runDue().finally(() => {
-        loop = null;
-        if (wanted && !controller.signal.aborted) this.poke();
-      });
+    poke(news) {
+      if (!news || !take(news)) wanted = true;
+      due = true;
+      run();
     },
     stopTurn() {
       turnController?.abort(new Error('stop requested'));
@@ -197,7 +229,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
       await loop;
     },
     idle() {
-      return loop === null && !wanted && conversation !== null && conversation.running === null && conversation.state.queue.length === 0;
+      return loop === null && !wanted && !due && conversation !== null && conversation.running === null && conversation.state.queue.length === 0;
     },
   };
 }

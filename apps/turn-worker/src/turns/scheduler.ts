@@ -1,3 +1,4 @@
+import type { ConversationNews } from '../ingest/ingest-inputs';
 import { createConversationRunner, type ConversationRunner, type RunnerDeps } from './conversation-runner';
 
 /**
@@ -16,12 +17,13 @@ export function createScheduler(deps: RunnerDeps & { idleForgetMs: number }) {
   }, Math.min(deps.idleForgetMs, 10_000));
   forget.unref();
   return {
-    poke(conversations: Iterable<{ conversation: string; partition: number }>) {
-      for (const { conversation, partition } of conversations) {
+    /** Runs what is due in these conversations; `news`: what a write just stored there (the runner may fold it without a read). */
+    poke(conversations: Iterable<{ conversation: string; partition: number; news?: ConversationNews }>) {
+      for (const { conversation, partition, news } of conversations) {
         let entry = runners.get(conversation);
         if (!entry) runners.set(conversation, (entry = { partition, runner: createConversationRunner(conversation, deps), pokedAt: 0 }));
         entry.pokedAt = Date.now();
-        entry.runner.poke();
+        entry.runner.poke(news);
       }
     },
     /** A stop was stored: the conversation's running turn (if this worker runs it) ends `stopped`. */

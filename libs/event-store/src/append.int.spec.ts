@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import type { DomainEvent } from '@rudder/contracts';
+import type { Pool } from '@rudder/runtime';
+import { appendToConversation, appendToConversations, type StreamRules } from './append';
+import { FencedError, takePartitions } from './fencing';
+import { readConversation } from './read';
+import { useEventStoreDatabase } from './testing';
+
+/**
+ * The two ways of appendToConversation: one statement when the writer holds the conversation as
+ * of its last event, a transaction otherwise — and the statement never writes on a state that is
+ * no longer the stored one, however the writes interleave.
+ */
+const db = useEventStoreDatabase();
+
+/** The state is how many events the conversation holds; each event says which count it was decided on. */
+const countingRules: StreamRules<number> = {
+  parse: (stored) => (typeof stored === 'number' ? stored : 0),
+  evolve: (count) => count + 1,
+  onceKey: (event) => `${event.type}:${JSON.stringify(event.data)}`,
+  hasOpenWork: () => false,
+};
+const decidedOn = (count: number, label: string): DomainEvent[] => [
+  { type: 'model.replied', data: { turn: label, step: count, content: label, toolCalls: [] } } as DomainEvent,
+];
+const stepsOf = async (conversation: string) => (await readConversation(db.pool(), conversation)).map((e) => (e.data as { step: number }).step);
+
+/** The pool, counting the statements sent on it and the transactions' connections taken from it. */
+function counted(pool: Pool) {
+  const counts = { statements: 0, connections: 0 };
+  const wrapped = new Proxy(pool, {
+    get(target, property, receiver) {
+      if (property === 'query') return (...args: Parameters<Pool['query']>) => (counts.statements++, target.query(...args));
+      if (property === 'connect') return () => (counts.connections++, target.connect());
+      return Reflect.get(target, property, receiver);
+    },
+  });
+  return { pool: wrapped, counts };
+}
+
+async function conversationAt(partition: number, conversation: string) {
+  const epochs = await takePartitions(db.pool(), [partition], 'append-test');
+  const { stored } = await appendToConversations(db.pool(), countingRules, partition, epochs, [{ conversation, probe: [] }], (_c, count) => decidedOn(count, 'first'));
+  return { epochs, last: stored[0].position };
+}
+
+describe('appendToConversation', () => {
+  it('holding the state as of the last event, it writes in one statement and no transaction', async () => {
+    const { epochs, last } = await conversationAt(0, 'one-statement');
+    const { pool, counts } = counted(db.pool());
+    const { stored, earlier } = await appendToConversation(pool, countingRules, 'one-statement', epochs, (count) => decidedOn(count, 'second'), { position: last, state: 1 });
+    expect(counts).toEqual({ statements: 1, connections: 0 });
+    expect(earlier).toEqual([]);
+    expect(stored.map((e) => e.position)).toEqual([expect.any(Number)]);
+    expect(await stepsOf('one-statement')).toEqual([0, 1]);
+    // The row's last position moved with it: the next write holding it is one statement again.
+    await appendToConversation(pool, countingRules, 'one-statement', epochs, (count) => decidedOn(count, 'third'), { position: stored[0].position, state: 2 });
+    expect(counts).toEqual({ statements: 2, connections: 0 });
+    expect(await stepsOf('one-statement')).toEqual([0, 1, 2]);
+  });
+
+  it('when the log moved since what the writer holds, nothing is written on that state: it decides again on the stored one and gets the events it missed', async () => {
+    const { epochs, last } = await conversationAt(1, 'moved');
+    // Another writer (an ingest) appends after what our writer holds.
+    const other = await appendToConversation(db.pool(), countingRules, 'moved', epochs, (count) => decidedOn(count, 'other'));
+    const { pool, counts } = counted(db.pool());
+    const { stored, earlier } = await appendToConversation(pool, countingRules, 'moved', epochs, (count) => decidedOn(count, 'ours'), { position: last, state: 1 });
+    expect(counts.connections).toBe(1);
+    expect(earlier).toEqual(other.stored);
+    expect(await stepsOf('moved')).toEqual([0, 1, 2]);
+    expect(stored.map((e) => (e.data as { step: number }).step)).toEqual([2]);
+  });
+
+  it('a statement that waited for the row lock while another write committed sees the row as it is now, and writes nothing on the old state', async () => {
+    const { epochs, last } = await conversationAt(2, 'raced');
+    // Another write holds the conversation's lock and appends, as a transaction does, then commits once ours waits.
+    const other = await db.pool().connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(`SELECT 1 FROM event_store.conversations WHERE key = 'raced' FOR UPDATE`);
+      const { rows } = await other.query<{ position: string }>(
+        `INSERT INTO event_store.events (id, conversation, type, data, once_key) VALUES (gen_random_uuid(), 'raced', 'model.replied', '{"turn":"other","step":1,"content":"other","toolCalls":[]}', 'other') RETURNING position`,
+      );
+      await other.query(`UPDATE event_store.conversations SET head = '2', last_position = $1 WHERE key = 'raced'`, [rows[0].position]);
+      const ours = appendToConversation(db.pool(), countingRules, 'raced', epochs, (count) => decidedOn(count, 'ours'), { position: last, state: 1 });
+      await expect.poll(waitingForLocks).toBeGreaterThan(0);
+      await other.query('COMMIT');
+      const { stored, earlier } = await ours;
+      expect(earlier.map((e) => e.position)).toEqual([Number(rows[0].position)]);
+      expect(stored.map((e) => (e.data as { step: number }).step)).toEqual([2]);
+      expect(await stepsOf('raced')).toEqual([0, 1, 2]);
+    } finally {
+      other.release();
+    }
+  });
+
+  it('a writer whose epoch is gone writes nothing, on either way, and is told it is fenced', async () => {
+    const { epochs, last } = await conversationAt(3, 'fenced');
+    await takePartitions(db.pool(), [3], 'successor');
+    await expect(appendToConversation(db.pool(), countingRules, 'fenced', epochs, (count) => decidedOn(count, 'zombie'), { position: last, state: 1 })).rejects.toBeInstanceOf(FencedError);
+    expect(await stepsOf('fenced')).toEqual([0]);
+  });
+});
+
+async function waitingForLocks(): Promise<number> {
+  const { rows } = await db.pool().query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`);
+  return rows[0].n;
+}
