@@ -29,7 +29,7 @@ const ports = readConfig({ KAFKA_BROKERS: '-', DATABASE_URL: '-', ...process.env
 await ensurePortFree(ports.GATEWAY_PORT, 'GATEWAY_PORT');
 await ensurePortFree(ports.COMPANION_PORT, 'COMPANION_PORT');
 
-const infrastructure = await startInfrastructure({ log: (line) => process.stderr.write(`[infra] ${line}\n`), longRunning: true }).catch((error: unknown) => {
+const infrastructure = await startInfrastructure({ log: (line) => process.stderr.write(`[infra] ${line}\n`) }).catch((error: unknown) => {
   // Its message says what to do; its stack helps nobody.
   if (!(error instanceof DevServicesError)) throw error;
   process.stderr.write(`[infra] ${error.message}\n`);

@@ -24,8 +24,6 @@ export type InfrastructureOptions = {
    * replicated three times, `min.insync.replicas` 2; never a container).
    */
   brokerCount?: number;
-  /** A Kafka we start runs for a while (`npm start`): its JVM's full JIT (`LocalKafkaOptions.longRunning`). */
-  longRunning?: boolean;
   /**
    * Where KAFKA_BROKERS, DATABASE_URL, DOCKER_HOST, RUDDER_DOCKER and RUDDER_CACHE_DIR are read
    * from. Default `process.env`; tests pass their own to force local processes.
@@ -50,7 +48,7 @@ export async function startInfrastructure(options: InfrastructureOptions = {}): 
   if (needed) log(docker ? 'a Docker engine answers: starting containers' : 'no Docker engine: starting local processes');
 
   const [kafka, postgres] = await Promise.allSettled([
-    kafkaService(env, docker, log, options.kafkaPartitions, options.brokerCount ?? 1, options.longRunning ?? false),
+    kafkaService(env, docker, log, options.kafkaPartitions, options.brokerCount ?? 1),
     postgresService(env, docker, log),
   ]);
   if (kafka.status === 'rejected' || postgres.status === 'rejected') {
@@ -71,14 +69,7 @@ export async function startInfrastructure(options: InfrastructureOptions = {}): 
 
 const fromEnv = (url: string): Service => ({ url, source: 'env', stop: async () => undefined });
 
-async function kafkaService(
-  env: NodeJS.ProcessEnv,
-  docker: boolean,
-  log: (line: string) => void,
-  partitions: number | undefined,
-  brokers: number,
-  longRunning: boolean,
-): Promise<Service> {
+async function kafkaService(env: NodeJS.ProcessEnv, docker: boolean, log: (line: string) => void, partitions: number | undefined, brokers: number): Promise<Service> {
   if (env.KAFKA_BROKERS) return fromEnv(env.KAFKA_BROKERS);
   if (docker && brokers > 1) log(`${brokers} brokers: local processes, not a container`);
   else if (docker) {
@@ -88,7 +79,7 @@ async function kafkaService(
       log(`${error instanceof Error ? error.message : String(error)}; falling back to a local broker`);
     }
   }
-  const kafka = await startLocalKafka({ log, partitions, env, brokers, longRunning });
+  const kafka = await startLocalKafka({ log, partitions, env, brokers });
   return { url: kafka.brokers, source: 'local', stop: () => kafka.stop() };
 }
 

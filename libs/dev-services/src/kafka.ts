@@ -25,12 +25,6 @@ export type LocalKafkaOptions = {
   env?: NodeJS.ProcessEnv;
   /** How long to wait for the broker to answer, per start. Default 60 s. */
   readyTimeoutMs?: number;
-  /**
-   * A broker for a system that runs for a while (`npm start`): the JVM compiles with its full
-   * JIT (C2), which costs CPU while it warms up and then less per request. Default false: the
-   * tests' brokers live for a few minutes and stop at C1, which starts faster (docs/performance.md).
-   */
-  longRunning?: boolean;
 };
 
 /** One broker (and controller) of a local Kafka, which a test or the soak may kill and restart alone. */
@@ -71,9 +65,7 @@ export type LocalKafka = {
   kill(): Promise<void>;
 };
 
-const JVM_OPTIONS = ['-Xms256m', '-Xmx512m', '-XX:+UseSerialGC', '-Djava.awt.headless=true'];
-/** The quick start of a short-lived broker: the JIT's first tier only. */
-const QUICK_START = ['-XX:TieredStopAtLevel=1'];
+const JVM_OPTIONS = ['-Xms256m', '-Xmx512m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Djava.awt.headless=true'];
 
 type Node = LocalKafkaNode & { launch(): Promise<void>; halt(signal: NodeJS.Signals): Promise<void>; format(clusterId: string): Promise<void> };
 
@@ -105,7 +97,6 @@ export async function startLocalKafka(options: LocalKafkaOptions = {}): Promise<
           settings: serverProperties({ ...address, dir: nodeDir, voters, replicas: count, partitions: options.partitions ?? 1 }),
           classpath,
           readyTimeoutMs,
-          jvmOptions: options.longRunning ? JVM_OPTIONS : [...JVM_OPTIONS, ...QUICK_START],
         }),
       );
     }
@@ -157,7 +148,6 @@ function localNode(p: {
   settings: string;
   classpath: string;
   readyTimeoutMs: number;
-  jvmOptions: readonly string[];
 }): Node {
   const files = {
     properties: join(p.dir, 'server.properties'),
@@ -166,7 +156,7 @@ function localNode(p: {
     out: join(p.dir, 'broker.out'), // the JVM's own stdout/stderr: crashes before log4j is up
   };
   const brokers = `127.0.0.1:${p.port}`;
-  const jvm = [...p.jvmOptions, `-Dlog4j.configuration=file:${files.log4j}`, '-cp', p.classpath];
+  const jvm = [...JVM_OPTIONS, `-Dlog4j.configuration=file:${files.log4j}`, '-cp', p.classpath];
   let child: ChildProcess | undefined;
   let watchdog: Watchdog | undefined;
   let forgetExit: (() => void) | undefined;
