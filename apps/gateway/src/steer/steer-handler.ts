@@ -20,8 +20,8 @@ export type SteerRequest = {
   idempotencyKey: string | undefined;
 };
 
-/** The worker's decision on a steer: where it goes (`steer.accepted`), or its refusal (`input.rejected`). */
-type SteerDecision = { answer: SteerAnswer } | { rejection: Rejection };
+/** The worker's decision on a steer: where it goes (`steer.accepted`), its refusal (`input.rejected`), or (another input under the id) not this steer's. */
+type SteerDecision = { answer: SteerAnswer } | { rejection: Rejection } | { reused: true };
 
 /**
  * `POST /v1/conversations/{key}/steer`: validates the message like a chat, produces it to
@@ -52,7 +52,7 @@ export class SteerHandler {
 
     await this.access.require(request.key, request.subject, 'write');
 
-    const decision = this.decisions.watch(request.key, (event) => decisionOn(event, id));
+    const decision = this.decisions.watch(request.key, (event) => decisionOn(event, id, body.text));
     try {
       // A new id (ours, or one the companion has not seen) is produced; the worker dedupes
       // ids, so a retry racing the companion's lag is still answered once.
@@ -62,9 +62,7 @@ export class SteerHandler {
         // Decided in the last minute (a retry racing the companion's lag): nothing to send again.
         if (decision.seen === undefined) await this.publisher.publish(this.inputOf(request, id, body));
       } else {
-        if (!isSameSteer(earlier, body.text)) {
-          throw new GatewayError('id_reused', `input ${id} was sent before as another ${earlier.kind ?? 'input'} or with other text; use a new id`);
-        }
+        if (!isSameSteer(earlier, body.text)) throw reused(id, earlier.kind);
         // The same steer again: the worker has it, so nothing is produced; its decision is
         // stored, or on its way.
         decided = await this.known(request.key, earlier);
@@ -97,21 +95,34 @@ export class SteerHandler {
   }
 
   private async answer(key: string, id: string, decided: SteerDecision): Promise<SteerAnswer> {
+    if ('reused' in decided) throw reused(id);
     if ('rejection' in decided) throw await this.decisions.rejected(key, { id, kind: 'steer' }, decided.rejection);
     return decided.answer;
   }
 }
 
-/** The worker's decision on the steer `id`, if `event` is one. */
-function decisionOn(event: ConversationEvent, id: string): SteerDecision | undefined {
+/**
+ * The worker's decision on the steer `id` with this text, if `event` is one. The log may hold
+ * another input under the id (a chat, or a steer with other text, sent before the companion
+ * showed it): that is not this steer's decision, and the id is reused (422), as it is once the
+ * companion shows the first input.
+ */
+function decisionOn(event: ConversationEvent, id: string, text: string): SteerDecision | undefined {
+  if (event.type === 'input.accepted' && event.data.input.id === id) {
+    // This steer's acceptance: its decision is the steer.accepted that follows it.
+    return event.data.input.kind === 'steer' && event.data.input.text === text ? undefined : { reused: true };
+  }
   if (event.type === 'steer.accepted' && event.data.input.id === id) {
-    return { answer: { id, turn: event.data.turn, landed: event.data.landed } };
+    return event.data.input.text === text ? { answer: { id, turn: event.data.turn, landed: event.data.landed } } : { reused: true };
   }
   if (event.type === 'input.rejected' && event.data.input.id === id) {
-    return { rejection: { code: event.data.code, message: event.data.message } };
+    const same = event.data.input.kind === 'steer' && event.data.input.text === text;
+    return same ? { rejection: { code: event.data.code, message: event.data.message } } : { reused: true };
   }
   return undefined;
 }
+
+const reused = (id: string, kind?: string) => new GatewayError('id_reused', `input ${id} was sent before as another ${kind ?? 'input'} or with other text; use a new id`);
 
 /** No decision in time: the steer was sent, and the same id again gets its answer without sending it twice. */
 const late = (id: string, seconds: number) =>

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { inputRejected, startHarness, steerAccepted, type Harness } from '../../../../test/support/gateway/harness';
+import { inputAccepted, inputRejected, startHarness, steerAccepted, type Harness } from '../../../../test/support/gateway/harness';
 
 /** Short enough to test the 503, long enough for Kafka to carry a decision the test publishes. */
 const DECISION_TIMEOUT_MS = 5000;
@@ -87,17 +87,24 @@ describe('POST /v1/conversations/{key}/steer', () => {
     expect(produced).toEqual([]);
   });
 
-  // Product bug (SPEC: "the same id with another text is 422"): while the companion has not
-  // seen the first steer yet, the gateway answers the same id with other text by the decision
-  // it saw on the live stream (steer-handler.ts: `decision.seen`, and `decisionOn` never compares
-  // the text), so the second text is answered 200 as if it were the first.
-  it.fails('the same steer id with other text is 422 even while the companion has not seen the first', async () => {
+  // SPEC: "the same id with another text is 422" — also while the companion has not shown the
+  // first steer yet and the gateway knows its decision only from the live stream (this was
+  // answered 200 as if it were the first: `decisionOn` did not compare the text).
+  it('the same steer id with other text is 422 even while the companion has not seen the first', async () => {
     const key = uniqueKey('reused-lag');
     const id = uniqueId('lag');
     const first = h.call(steerPath(key), { body: { text: 'use Celsius', id }, headers: alice });
     await decide(key, { id, text: 'use Celsius', turn: 't-3', landed: true });
     expect((await first).status).toBe(200);
     const reused = await h.call(steerPath(key), { body: { text: 'use Fahrenheit', id }, headers: alice });
+    expect({ status: reused.status, code: reused.body.error?.code }).toEqual({ status: 422, code: 'id_reused' });
+  });
+
+  it('a steer under the id of a chat the companion has not shown yet is 422: the chat is another input', async () => {
+    const key = uniqueKey('chat-id');
+    const id = uniqueId('chat');
+    await h.publishEvents([inputAccepted(key, { id, kind: 'chat', messages: ['Plan a trip to Lisbon'] })]);
+    const reused = await h.call(steerPath(key), { body: { text: 'Plan a trip to Lisbon', id }, headers: alice });
     expect({ status: reused.status, code: reused.body.error?.code }).toEqual({ status: 422, code: 'id_reused' });
   });
 
