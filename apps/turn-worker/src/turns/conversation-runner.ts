@@ -110,7 +110,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
     }
   };
 
-  /** Appends what `decide` makes of the state under the conversation's lock, and folds it in, in log order. */
+  /** Appends what `decide` makes of the state under the conversation's lock and folds it in, after what others stored before it, in log order; answers what it stored. */
   const append = async (decide: (state: ConversationState) => DomainEvent[]) => {
     // Holding the fold as of the last event, the write is one statement unless the log moved meanwhile.
     const seen = { position: readUpTo, state: conversation?.state };
@@ -118,7 +118,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
     apply(earlier);
     apply(stored);
     relay.enqueue(stored);
-    return { stored, earlier };
+    return stored;
   };
 
   /**
@@ -130,7 +130,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
     if (events.some((e) => e.type === 'model.replied')) await deps.flushTokens();
     const turn = conversation?.running;
     if (events.some((e) => e.type === 'tool.ended')) deps.fault('before-tool-result-stored');
-    const { stored } = await append((state) => (turn ? decideTurnCommit(state, turn, events) : events));
+    const stored = await append((state) => (turn ? decideTurnCommit(state, turn, events) : events));
     if (stored.some((e) => e.type === 'model.replied' && e.data.toolCalls.length > 0)) deps.fault('after-reply-stored');
     if (stored.some((e) => e.type === 'tool.ended')) deps.fault('after-tool-result-stored');
     if (stored.some((e) => e.type === 'steer.taken')) deps.fault('after-steer-taken');
@@ -182,7 +182,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
           continue;
         }
         // The fold knows whether anything waits; the state under the lock decides what starts.
-        if (current.state.queue.length > 0 && (await append((state) => startNextTurn(state, deps.newTurnId()))).stored.length > 0) continue;
+        if (current.state.queue.length > 0 && (await append((state) => startNextTurn(state, deps.newTurnId()))).length > 0) continue;
         await snapshotIfDue();
         if (!wanted && !due) return;
       } catch (error) {
