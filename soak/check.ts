@@ -296,9 +296,10 @@ export function turnStatuses(views: ConversationViews): Record<string, number> {
 export function checkModelRequests(
   requests: readonly { body: { messages: readonly { role: string; content?: unknown; tool_call_id?: string }[] } }[],
   keyOf: (text: string) => string,
+  /** Findings already reported (by an earlier call over earlier requests): not reported again. */
+  seen = new Set<string>(),
 ): Finding[] {
   const findings: Finding[] = [];
-  const seen = new Set<string>();
   for (const request of requests) {
     const texts = request.body.messages.filter((m) => m.role === 'user').map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
     const calls = request.body.messages.filter((m) => m.role === 'tool').map((m) => m.tool_call_id ?? '');

@@ -184,6 +184,18 @@ async function soak(stack: SoakStack, client: RudderClient, rng: Rng, settings: 
   const targetsMet = () => kinds.every((k) => (faults[k] ?? 0) >= minFaults) && sent.inputs >= (settings.minInputs ?? 0);
   const windowOpen = () => Date.now() < trafficEnd || (!targetsMet() && Date.now() < hardEnd);
   const paceMs = settings.paceMs ?? 250;
+  /**
+   * The pause before the next broker or PostgreSQL fault of `kind`: at random between `min` and
+   * `max` ms, or longer when fewer are needed — spread over what is left of `seconds` so that the
+   * kind reaches `minFaults` within about 80 % of it (and then kept at that rate). An outage stalls
+   * every conversation, so more outages than asked for only slow the run down.
+   */
+  const infraPause = (kind: FaultKind, min: number, max: number) => {
+    const needed = minFaults - (faults[kind] ?? 0);
+    const spread = needed > 0 ? (Math.max(0, trafficEnd - Date.now()) * 0.8) / needed : (settings.seconds * 1000 * 0.8) / Math.max(1, minFaults);
+    const mean = Math.max((min + max) / 2, Math.min(spread, 4 * max));
+    return rng.int(Math.max(min, Math.floor(mean / 2)), Math.floor((mean * 3) / 2));
+  };
 
   // ---- sending -------------------------------------------------------------------------
 
@@ -442,7 +454,7 @@ async function soak(stack: SoakStack, client: RudderClient, rng: Rng, settings: 
     };
     try {
       for (let n = 0; n < 100_000; n++) {
-        await sleep(rng.int(2000, 6000));
+        await sleep(infraPause('broker', 2000, 6000));
         if (!windowOpen()) return;
         if (!(await healed())) problems.push('the cluster did not heal (every replica in sync) within 120 s');
         const node = rng.pick(kafka.nodes);
@@ -466,7 +478,7 @@ async function soak(stack: SoakStack, client: RudderClient, rng: Rng, settings: 
   };
   const postgresFaults = async (postgres: LocalPostgres) => {
     for (let n = 0; n < 100_000; n++) {
-      await sleep(rng.int(8000, 20_000));
+      await sleep(infraPause('postgres', 8000, 20_000));
       if (!windowOpen()) return;
       faults.postgres!++;
       log('fault: SIGKILL PostgreSQL (postmaster and backends)');
@@ -482,6 +494,16 @@ async function soak(stack: SoakStack, client: RudderClient, rng: Rng, settings: 
       poisonFaults(),
       ...(settings.own ? [brokerFaults(settings.own.kafka), postgresFaults(settings.own.postgres)] : []),
     ]);
+
+  // ---- the model's requests, checked as they come -----------------------------------------
+
+  // Each request carries its conversation's whole history: kept until the end, a long run's
+  // requests would grow with the square of its length. Checked and let go every few seconds.
+  const modelFindings: Finding[] = [];
+  const modelFindingsSeen = new Set<string>();
+  const keyOfText = (text: string) => conversations[Number(/^soak c(\d+) /.exec(text)?.[1] ?? -1)]?.key ?? '?';
+  const checkModelRequestsSoFar = () => modelFindings.push(...checkModelRequests(stack.model.requests.splice(0), keyOfText, modelFindingsSeen));
+  const modelChecks = setInterval(checkModelRequestsSoFar, 5000).unref();
 
   // ---- run, then wait for quiet and check ----------------------------------------------
 
@@ -523,7 +545,9 @@ async function soak(stack: SoakStack, client: RudderClient, rng: Rng, settings: 
   const poisonCheck = await poisoner.check(60_000);
   await poisoner.stop();
   findings.push(...poisonCheck.findings);
-  findings.push(...checkModelRequests(stack.model.requests, (text) => conversations[Number(/^soak c(\d+) /.exec(text)?.[1] ?? -1)]?.key ?? '?'));
+  clearInterval(modelChecks);
+  checkModelRequestsSoFar();
+  findings.push(...modelFindings);
   const all = conversations.flatMap((c) => c.inputs);
   const steers = all.filter((i) => i.kind === 'steer' && i.outcome === 'accepted' && i.decision);
   const count = (category: Category) => findings.filter((f) => f.category === category).length;
