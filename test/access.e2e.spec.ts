@@ -67,6 +67,8 @@ describe('with AUTH_TOKENS set', () => {
     expect((await alice.http.post(conversation, '/chat', { text: 'my trip', id: 'g1' })).status).toBe(202);
     await answered(alice.client, conversation, 'g1');
     expect((await bob.http.put(conversation, '/grants/bob', { access: 'write' })).status).toBe(403);
+    // The owner's own access never changes: a grant to itself is refused, and listed nowhere.
+    expect((await alice.http.put(conversation, '/grants/alice', { access: 'read' })).status).toBe(409);
 
     expect(await alice.client.grant(conversation, 'bob', 'read')).toEqual({ subject: 'bob', access: 'read' });
     await vi.waitFor(async () => expect((await bob.http.get(conversation)).status).toBe(200));

@@ -87,7 +87,8 @@ export const EventData = {
   /** The owner gave `subject` read or write access, or took it back (`access: null`). */
   'access.granted': z.object({ grant: InputId, subject: Subject, access: z.enum(['read', 'write']).nullable() }),
   /** A grant from someone other than the owner (`forbidden`), or for a conversation nobody opened yet (`not_found`). */
-  'grant.refused': z.object({ grant: InputId, subject: Subject, code: z.enum(['forbidden', 'not_found']) }),
+  // owner: the owner's own access, which always is read and write and never changes.
+  'grant.refused': z.object({ grant: InputId, subject: Subject, code: z.enum(['forbidden', 'not_found', 'owner']) }),
   /** The input reached a turn: it started the turn, or the turn took it as a steered message. */
   'input.delivered': z.object({ input: z.object({ id: InputId, kind: z.enum(['chat', 'steer']) }), turn: z.string() }),
   /** A turn began, answering `prompt`. */

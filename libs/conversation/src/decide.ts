@@ -107,9 +107,11 @@ function decideInput(state: ConversationState, input: InputRecord, agents: Agent
       return [{ type: 'steer.accepted', data: { input: { id: target.id, text: target.text }, turn: landed ? state.runningTurn : null, landed } }];
     }
     case 'grant': {
-      const refused = (code: 'forbidden' | 'not_found'): DomainEvent[] => [{ type: 'grant.refused', data: { grant: input.id, subject: input.grantee, code } }];
+      const refused = (code: 'forbidden' | 'not_found' | 'owner'): DomainEvent[] => [{ type: 'grant.refused', data: { grant: input.id, subject: input.grantee, code } }];
       if (state.owner === null) return refused('not_found');
       if (input.subject !== state.owner) return refused('forbidden');
+      // The owner reads and writes always: a grant to itself would list a grant that changes nothing.
+      if (input.grantee === state.owner) return refused('owner');
       return [{ type: 'access.granted', data: { grant: input.id, subject: input.grantee, access: input.access } }];
     }
     default: {

@@ -192,6 +192,14 @@ describe('who may write, decided with the input', () => {
     expect(types(events)).toEqual(['input.rejected', 'input.rejected', 'input.accepted']);
   });
 
+  it('only the owner grants, on an opened conversation, and never to itself', () => {
+    const grant = (id: string, subject: string, grantee: string, access: 'read' | 'write' | null = 'read'): InputRecord => ({ ...base, type: 'grant', id, subject, grantee, access });
+    expect(decide([grant('g0', 'alice', 'bob')], initialState()).events).toEqual([{ type: 'grant.refused', data: { grant: 'g0', subject: 'bob', code: 'not_found' } }]);
+    const { events, head } = decide([grant('g1', 'alice', 'bob'), grant('g2', 'bob', 'carol'), grant('g3', 'alice', 'alice'), grant('g4', 'alice', 'alice', null)]);
+    expect(events.map((e) => (e.type === 'grant.refused' ? [e.data.grant, e.data.code] : [e.type]))).toEqual([['access.granted'], ['g2', 'forbidden'], ['g3', 'owner'], ['g4', 'owner']]);
+    expect(head.grants).toEqual({ bob: 'read' });
+  });
+
   it('every kind of decision on an input holds one of its receipt keys, so a redelivered input adds nothing', () => {
     const inputs: InputRecord[] = [chat('c'), steer('s'), chat('busy', { onBusy: 'reject' }), stop('x'), retract('r', { id: 'c' }), retract('r2', { id: 'none' }), promote('p', 'c2'), promote('p2', 'none')];
     let head = running();

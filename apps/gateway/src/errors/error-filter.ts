@@ -63,8 +63,10 @@ export class GatewayErrorFilter implements ExceptionFilter {
     if (exception instanceof ZodError) return badInput('request', exception);
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
+      // The parser is strict: `null` or `42`, valid JSON but no object, fails here too (with a
+      // message about a token), and every body the API takes is an object.
       if (status === 400 && /JSON/i.test(exception.message)) {
-        return new GatewayError('bad_request', `the body is not valid JSON: ${exception.message}`);
+        return new GatewayError('bad_request', `the body is not a JSON object: ${exception.message}`);
       }
       if (status === 404) return new GatewayError('not_found', `no such route: ${exception.message.replace(/^Cannot /, '')}`);
       return fromStatus(status, exception.message);

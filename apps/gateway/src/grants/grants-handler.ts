@@ -20,7 +20,8 @@ export type GrantRequest = {
  * `PUT /v1/conversations/{key}/grants/{subject}` `{access: read|write}` and `DELETE`: a grant
  * is an input like any other, produced to agent.inputs and decided by the worker in the
  * conversation's log (only the owner grants; `access.granted` → 200 `{subject, access}`,
- * `grant.refused` → 403 for anyone but the owner, 404 for a conversation nobody opened yet).
+ * `grant.refused` → 403 for anyone but the owner, 404 for a conversation nobody opened yet, 409
+ * for a grant to the owner itself, whose access never changes).
  * Nothing is checked against the companion first: the decision is the worker's alone.
  */
 @Injectable()
@@ -38,7 +39,7 @@ export class GrantsHandler {
       access = parseEdge(GrantBody, request.body, 'grant body').access;
     }
     const id = randomUUID();
-    const decision = this.decisions.watch(request.key, (event): { answer: GrantAnswer } | { refused: 'forbidden' | 'not_found' } | undefined => {
+    const decision = this.decisions.watch(request.key, (event): { answer: GrantAnswer } | { refused: 'forbidden' | 'not_found' | 'owner' } | undefined => {
       if (event.type === 'access.granted' && event.data.grant === id) return { answer: { subject: event.data.subject, access: event.data.access } };
       if (event.type === 'grant.refused' && event.data.grant === id) return { refused: event.data.code };
       return undefined;
@@ -49,6 +50,7 @@ export class GrantsHandler {
       const decided = await this.decisions.within(decision.result, (seconds) => late(id, seconds));
       if ('answer' in decided) return decided.answer;
       if (decided.refused === 'not_found') throw new GatewayError('not_found', `no conversation ${request.key}: nobody wrote to it yet`);
+      if (decided.refused === 'owner') throw new GatewayError('conflict', `${grantee} owns ${request.key}: the owner always reads and writes it; grant access to another subject`, { subject: grantee });
       throw new GatewayError('forbidden', `only the owner of ${request.key} grants access to it`);
     } finally {
       decision.cancel();

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conversationEvent, startHarness, type Harness } from '../../../../test/support/gateway/harness';
 
-/** The fake worker decides grants as the real one does: the owner only, on an opened conversation. */
+/** The fake worker decides grants as the real one does: the owner only, on an opened conversation, never to itself. */
 const owners = new Map<string, string>();
 let h: Harness;
 beforeAll(async () => {
@@ -12,6 +12,7 @@ beforeAll(async () => {
     if (owner === undefined || owner !== input.subject) {
       return [conversationEvent(input.conversation, 'grant.refused', { grant: input.id, subject: input.grantee, code: owner === undefined ? 'not_found' : 'forbidden' })];
     }
+    if (input.grantee === owner) return [conversationEvent(input.conversation, 'grant.refused', { grant: input.id, subject: input.grantee, code: 'owner' })];
     return [conversationEvent(input.conversation, 'access.granted', { grant: input.id, subject: input.grantee, access: input.access })];
   };
 });
@@ -41,6 +42,15 @@ describe('PUT and DELETE /v1/conversations/{key}/grants/{subject}', () => {
     expect({ status: byBob.status, code: byBob.body?.error?.code }).toEqual({ status: 403, code: 'forbidden' });
     const fresh = await h.call(grantPath(uniqueKey('fresh'), 'bob'), { method: 'PUT', body: { access: 'write' }, headers: alice });
     expect({ status: fresh.status, code: fresh.body?.error?.code }).toEqual({ status: 404, code: 'not_found' });
+  });
+
+  it('a grant to the owner itself is 409 conflict: its access never changes', async () => {
+    const key = uniqueKey('self');
+    owners.set(key, 'alice');
+    for (const init of [{ method: 'PUT', body: { access: 'read' }, headers: alice }, { method: 'DELETE', headers: alice }] as const) {
+      const self = await h.call(grantPath(key, 'alice'), init);
+      expect({ status: self.status, code: self.body?.error?.code, details: self.body?.error?.details }).toEqual({ status: 409, code: 'conflict', details: { subject: 'alice' } });
+    }
   });
 
   it('bad grants are 400 and nothing is produced', async () => {

@@ -207,12 +207,12 @@ const paths: ZodOpenApiPathsObject = {
       operationId: 'grant',
       requestParams: { path: z.object({ key, subject: Subject }) },
       requestBody: { required: true, ...json(GrantBody.meta({ id: 'GrantBody' })) },
-      responses: write(200, 'granted', GrantDecisionAnswer, ['not_found']),
+      responses: write(200, 'granted', GrantDecisionAnswer, ['not_found', 'conflict']),
     }),
     delete: op('The owner revokes a grant', {
       operationId: 'revoke',
       requestParams: { path: z.object({ key, subject: Subject }) },
-      responses: write(200, 'revoked (`access: null`)', GrantDecisionAnswer, ['not_found']),
+      responses: write(200, 'revoked (`access: null`)', GrantDecisionAnswer, ['not_found', 'conflict']),
     }),
   },
   '/healthz': {
