@@ -7,22 +7,28 @@ import { foldRows, rowsNeeded, type Needed, type Rows } from './fold-rows';
 export type FoldResult = {
   /** Events folded by this call. */
   applied: number;
-  /** Events skipped because their id was already applied (or repeated within the batch). */
+  /** Events skipped because they were folded before (or repeated within the batch). */
   duplicates: number;
 };
 
 /**
- * Folds a batch of events into the read models, exactly once per event id.
+ * Folds a batch of events into the read models, exactly once per event.
  *
  * One transaction per batch, with a number of round trips that does not grow with its size: lock the
- * batch's conversations; record the event ids in `applied_events` (the ids already there are
- * dropped: the relay may publish twice, Kafka may redeliver) and load the rows the batch
- * touches, in one statement; fold them in memory (`foldRows`); write back what changed and copy
- * the events, every table in one statement (`read-models/recordsets.ts`). Either all of it commits or none of it does, so a crash anywhere leaves no
- * half-applied event.
+ * batch's conversations; find which of the batch's events were folded before and load the rows
+ * the batch touches, in one statement; fold the others in memory (`foldRows`); write back what
+ * changed and copy the events, every table in one statement (`read-models/recordsets.ts`).
+ * Either all of it commits or none of it does, so a crash anywhere leaves no half-applied event.
+ *
+ * An event was folded before exactly when its copy is in `companion.events`: the copy is written
+ * by the transaction that folds it, keyed by (conversation, position), which is the event's
+ * place in the log (an event published twice, or redelivered, comes with the same place). So the
+ * relay publishing twice and Kafka redelivering change nothing, and no table of ids grows beside
+ * the copies.
  *
  * The per-conversation advisory locks serialize two consumers that briefly fold the same
- * partition during a rebalance, so neither overwrites rows the other changed.
+ * partition during a rebalance, so neither overwrites rows the other changed, and neither
+ * folds an event the other is folding (the look for copies comes after the locks).
  */
 export async function foldEvents(readModels: DataSource, events: readonly ConversationEvent[]): Promise<FoldResult> {
   // An id repeated within the batch is folded once, as its first occurrence.
@@ -63,9 +69,9 @@ export async function foldEvents(readModels: DataSource, events: readonly Conver
 }
 
 /**
- * One round trip: records the batch's ids in `applied_events` (those there already are left
- * out of `fresh`), and reads every row the batch may read. The read's snapshot is the
- * statement's, taken after the batch's locks: what another fold committed before them is in it.
+ * One round trip: the batch's event ids whose copy is not in `companion.events` yet (`fresh`),
+ * and every row the batch may read. The read's snapshot is the statement's, taken after the
+ * batch's locks: what another fold committed before them is in it.
  */
 async function applyIdsAndLoadRows(manager: EntityManager, batch: readonly ConversationEvent[]): Promise<{ fresh: Set<string>; rows: Rows }> {
   const needed: Needed = rowsNeeded(batch);
@@ -73,8 +79,9 @@ async function applyIdsAndLoadRows(manager: EntityManager, batch: readonly Conve
   const [rows] = (await prepared(
     manager,
     'companion-fold-apply-and-load',
-    `WITH inserted AS (INSERT INTO companion.applied_events (id) SELECT unnest($6::text[]) ON CONFLICT DO NOTHING RETURNING id)
-     SELECT (SELECT coalesce(json_agg(id), '[]') FROM inserted) AS fresh,
+    `SELECT (SELECT coalesce(json_agg(b.id), '[]')
+               FROM unnest($6::text[], $7::text[], $8::bigint[]) AS b (id, conversation, position)
+              WHERE NOT EXISTS (SELECT 1 FROM companion.events c WHERE c.conversation = b.conversation AND c.position = b.position)) AS fresh,
             ${rowsAsJson(manager, Conversations, 't.key = ANY($1::text[])')} AS conversations,
             ${rowsAsJson(manager, Inputs, byKey(2))} AS inputs,
             ${rowsAsJson(manager, Turns, byKey(4))} AS turns`,
@@ -85,6 +92,8 @@ async function applyIdsAndLoadRows(manager: EntityManager, batch: readonly Conve
       needed.turns.map((k) => k.conversation),
       needed.turns.map((k) => k.id),
       batch.map((e) => e.id),
+      batch.map((e) => e.conversation),
+      batch.map((e) => e.position),
     ],
   )) as (Rows & { fresh: string[] })[];
   return {

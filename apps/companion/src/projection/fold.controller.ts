@@ -23,7 +23,7 @@ export const LOG = Symbol('companion.log');
  * records) is folded in ONE transaction, so the hot path costs a handful of round trips per
  * batch instead of per event; its offsets are committed only after that transaction has
  * committed, at most once a second. A crash between the two redelivers records (up to a
- * second of them) whose ids are already in `applied_events`, which change nothing. Nothing is ever committed ahead of the database.
+ * second of them) already folded (their copies are in `companion.events`), which change nothing. Nothing is ever committed ahead of the database.
  * A record that does not parse, or an event the projections cannot hold, is dead-lettered to
  * `agent.events.dlq` before the offsets are committed, and the partition moves on.
  */
@@ -34,7 +34,7 @@ export const companionTransport = (config: Config, log: Log): KafkaBatchServer =
     namespace: config.KAFKA_NAMESPACE,
     consumer: { groupId: `${config.KAFKA_NAMESPACE}companion`, ...READER_SESSION },
     maxBatchSize: MAX_EVENTS_PER_TRANSACTION,
-    // A redelivered event changes nothing (`applied_events`), so offsets need not be committed
+    // A redelivered event changes nothing (its copy in `companion.events` says it was folded), so offsets need not be committed
     // after every transaction: at most once a second, one request instead of one per batch.
     commitEveryMs: 1000,
     log,
