@@ -72,6 +72,11 @@ export async function foldEvents(readModels: DataSource, events: readonly Conver
  * One round trip: the batch's event ids whose copy is not in `companion.events` yet (`fresh`),
  * and every row the batch may read. The read's snapshot is the statement's, taken after the
  * batch's locks: what another fold committed before them is in it.
+ *
+ * `OFFSET 0` keeps the look for copies a probe of the primary key per event: without it the
+ * planner may turn it into an anti-join, and the statement's plan, prepared and cached while
+ * the table was small, then hashed the whole of `companion.events` on every batch (measured:
+ * 80 ms a batch at 200,000 copies, against 0.1 ms with the probe).
  */
 async function applyIdsAndLoadRows(manager: EntityManager, batch: readonly ConversationEvent[]): Promise<{ fresh: Set<string>; rows: Rows }> {
   const needed: Needed = rowsNeeded(batch);
@@ -81,7 +86,7 @@ async function applyIdsAndLoadRows(manager: EntityManager, batch: readonly Conve
     'companion-fold-apply-and-load',
     `SELECT (SELECT coalesce(json_agg(b.id), '[]')
                FROM unnest($6::text[], $7::text[], $8::bigint[]) AS b (id, conversation, position)
-              WHERE NOT EXISTS (SELECT 1 FROM companion.events c WHERE c.conversation = b.conversation AND c.position = b.position)) AS fresh,
+              WHERE NOT EXISTS (SELECT 1 FROM companion.events c WHERE c.conversation = b.conversation AND c.position = b.position OFFSET 0)) AS fresh,
             ${rowsAsJson(manager, Conversations, 't.key = ANY($1::text[])')} AS conversations,
             ${rowsAsJson(manager, Inputs, byKey(2))} AS inputs,
             ${rowsAsJson(manager, Turns, byKey(4))} AS turns`,
