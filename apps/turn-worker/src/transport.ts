@@ -21,11 +21,6 @@ export function turnWorkerTransport(config: Config = readConfig(), log = createL
     },
     // Partitions are ingested side by side: each batch is one short transaction of its own.
     partitionsAtOnce: config.KAFKA_PARTITIONS,
-    // An input ingested before is skipped by its once key, so the offsets of what was stored need
-    // not be committed after every batch: at most once a second (and on a rebalance or a stop),
-    // one request instead of one per batch. A crash ingests up to that much again, to no effect
-    // (a poison record among it is dead-lettered again: agent.inputs.dlq is at least once).
-    commitEveryMs: 1000,
     log,
   });
 }
