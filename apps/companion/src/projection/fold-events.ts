@@ -80,16 +80,10 @@ export async function foldEvents(readModels: DataSource, events: readonly Conver
  */
 async function applyIdsAndLoadRows(manager: EntityManager, batch: readonly ConversationEvent[]): Promise<{ fresh: Set<string>; rows: Rows }> {
   const needed: Needed = rowsNeeded(batch);
-  const byKey = (first: number) => `(t.conversation, t.id) IN (SELECT * FROM unnest($${first}::text[], $${first + 1}::text[]))`;
   const [rows] = (await prepared(
     manager,
     'companion-fold-apply-and-load',
-    `SELECT (SELECT coalesce(json_agg(b.id), '[]')
-               FROM unnest($6::text[], $7::text[], $8::bigint[]) AS b (id, conversation, position)
-              WHERE NOT EXISTS (SELECT 1 FROM companion.events c WHERE c.conversation = b.conversation AND c.position = b.position OFFSET 0)) AS fresh,
-            ${rowsAsJson(manager, Conversations, 't.key = ANY($1::text[])')} AS conversations,
-            ${rowsAsJson(manager, Inputs, byKey(2))} AS inputs,
-            ${rowsAsJson(manager, Turns, byKey(4))} AS turns`,
+    freshAndRowsSql(manager),
     [
       needed.conversations,
       needed.inputs.map((k) => k.conversation),
@@ -109,4 +103,19 @@ async function applyIdsAndLoadRows(manager: EntityManager, batch: readonly Conve
       turns: rowsFromJson(manager, Turns, rows.turns),
     },
   };
+}
+
+/**
+ * The statement of `applyIdsAndLoadRows`: $1 the conversations, $2/$3 the inputs' keys, $4/$5 the
+ * turns', $6/$7/$8 the events' ids, conversations and positions. Exported for the spec that checks
+ * its plan.
+ */
+export function freshAndRowsSql(manager: EntityManager): string {
+  const byKey = (first: number) => `(t.conversation, t.id) IN (SELECT * FROM unnest($${first}::text[], $${first + 1}::text[]))`;
+  return `SELECT (SELECT coalesce(json_agg(b.id), '[]')
+                    FROM unnest($6::text[], $7::text[], $8::bigint[]) AS b (id, conversation, position)
+                   WHERE NOT EXISTS (SELECT 1 FROM companion.events c WHERE c.conversation = b.conversation AND c.position = b.position OFFSET 0)) AS fresh,
+                 ${rowsAsJson(manager, Conversations, 't.key = ANY($1::text[])')} AS conversations,
+                 ${rowsAsJson(manager, Inputs, byKey(2))} AS inputs,
+                 ${rowsAsJson(manager, Turns, byKey(4))} AS turns`;
 }
