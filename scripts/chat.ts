@@ -49,6 +49,17 @@ async function follow(signal: AbortSignal) {
   }
 }
 
+/**
+ * Per running turn and step, the text its tokens printed; null once the step's stored reply was
+ * shown. Tokens are best effort and travel on another topic than the events, so a step's last
+ * tokens may come after its `model.replied` (or not at all): the reply then prints what they had
+ * not, and tokens of that step coming later are dropped.
+ */
+const printed = new Map<string, Map<number, string | null>>();
+const stepsOf = (turn: string) => printed.get(turn) ?? printed.set(turn, new Map()).get(turn)!;
+/** The last turns that ended: their late tokens are dropped too. */
+const ended = new Set<string>();
+
 function show(record: StreamEvent) {
   switch (record.type) {
     case 'turn.started':
@@ -66,13 +77,29 @@ function show(record: StreamEvent) {
     case 'input.discarded':
       out(`\n(discarded ${record.data.input.id}: ${record.data.input.text})\n`);
       break;
+    case 'model.replied': {
+      const steps = stepsOf(record.data.turn);
+      const sofar = steps.get(record.data.step) ?? '';
+      if (sofar !== null && record.data.content.startsWith(sofar)) out(record.data.content.slice(sofar.length));
+      steps.set(record.data.step, null);
+      break;
+    }
     case 'turn.ended':
+      printed.delete(record.data.turn);
+      ended.add(record.data.turn);
+      if (ended.size > 100) ended.delete(ended.values().next().value!);
       out(record.data.status === 'completed' ? '\n' : `\n(turn ${record.data.status}: ${record.data.outcome ?? ''})\n`);
       terminal.prompt(true);
       break;
-    case 'token':
+    case 'token': {
+      if (ended.has(record.data.turn)) break;
+      const steps = stepsOf(record.data.turn);
+      const sofar = steps.get(record.data.step);
+      if (sofar === null) break;
+      steps.set(record.data.step, (sofar ?? '') + record.data.text);
       out(record.data.text);
       break;
+    }
     default:
       break;
   }
