@@ -1,4 +1,4 @@
-import { inputText, type DomainEvent, type InputRecord } from '@rudder/contracts';
+import { inputText, type DomainEvent, type EventDataOf, type InputRecord } from '@rudder/contracts';
 import { endTurn, evolveTurn, ROLLED_BACK, STOPPED, SUPERSEDED, type TurnState } from '@rudder/agent';
 import { receiptKeys } from './once-keys';
 import { evolve, mayAccess, type ConversationState, type PendingInput } from './state';
@@ -107,7 +107,7 @@ function decideInput(state: ConversationState, input: InputRecord, agents: Agent
       return [{ type: 'steer.accepted', data: { input: { id: target.id, text: target.text }, turn: landed ? state.runningTurn : null, landed } }];
     }
     case 'grant': {
-      const refused = (code: 'forbidden' | 'not_found' | 'owner'): DomainEvent[] => [{ type: 'grant.refused', data: { grant: input.id, subject: input.grantee, code } }];
+      const refused = (code: EventDataOf<'grant.refused'>['code']): DomainEvent[] => [{ type: 'grant.refused', data: { grant: input.id, subject: input.grantee, code } }];
       if (state.owner === null) return refused('not_found');
       if (input.subject !== state.owner) return refused('forbidden');
       // The owner reads and writes always: a grant to itself would list a grant that changes nothing.

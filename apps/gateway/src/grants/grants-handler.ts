@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { GrantBody, Subject, type GrantAnswer, type GrantInput } from '@rudder/contracts';
+import { GrantBody, Subject, type EventDataOf, type GrantAnswer, type GrantInput } from '@rudder/contracts';
 import { Decisions } from '../decisions';
 import { parseEdge, requireJsonBody } from '../edge';
 import { GatewayError } from '../errors/gateway-error';
@@ -39,7 +39,7 @@ export class GrantsHandler {
       access = parseEdge(GrantBody, request.body, 'grant body').access;
     }
     const id = randomUUID();
-    const decision = this.decisions.watch(request.key, (event): { answer: GrantAnswer } | { refused: 'forbidden' | 'not_found' | 'owner' } | undefined => {
+    const decision = this.decisions.watch(request.key, (event): { answer: GrantAnswer } | { refused: EventDataOf<'grant.refused'>['code'] } | undefined => {
       if (event.type === 'access.granted' && event.data.grant === id) return { answer: { subject: event.data.subject, access: event.data.access } };
       if (event.type === 'grant.refused' && event.data.grant === id) return { refused: event.data.code };
       return undefined;
