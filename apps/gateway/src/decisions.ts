@@ -42,11 +42,17 @@ export class Decisions {
 
   /**
    * Listens for the first event of the conversation that `pick` turns into a value
-   * (`LiveEvents.watch`). That event is the worker's decision: its position is noted, so the
-   * answer carries it (`Rudder-Position`) and later reads through this gateway reflect it.
+   * (`LiveEvents.watch`), among events that name one of `ids` (what was sent: `pick` must
+   * answer only events naming them). That event is the worker's decision: its position is
+   * noted, so the answer carries it (`Rudder-Position`) and later reads through this gateway
+   * reflect it.
    */
-  watch<T>(key: string, pick: (event: ConversationEvent) => T | undefined): { result: Promise<T>; seen: T | undefined; cancel(): void } {
-    return this.live.watch(key, (event) => {
+  watch<T>(
+    key: string,
+    ids: readonly string[],
+    pick: (event: ConversationEvent) => T | undefined,
+  ): { result: Promise<T>; seen: T | undefined; cancel(): void } {
+    return this.live.watch(key, ids, (event) => {
       const value = pick(event);
       if (value !== undefined) this.positions.note(key, event.position);
       return value;

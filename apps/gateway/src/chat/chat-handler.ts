@@ -55,7 +55,7 @@ export class ChatHandler {
 
     await this.access.require(request.key, request.subject, 'write');
 
-    const decision = this.decisions.watch(request.key, (event) => decisionOn(event, id, messages));
+    const decision = this.decisions.watch(request.key, [id], (event) => decisionOn(event, id, messages));
     try {
       // The same id again is the same input: answered as it was, never enqueued twice. The
       // companion lags agent.inputs slightly, so two retries racing each other may both get

@@ -44,6 +44,12 @@ const RECENT_MAX_PER_CONVERSATION = 1000;
 export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly listeners = new Map<string, Set<LiveListener>>();
   private readonly recent = new Map<string, { event: ConversationEvent; seenAt: number }[]>();
+  /**
+   * `recent` by the ids its events name (`namedKey(conversation, id)`): a decision looked for
+   * among them is found without reading the conversation's last minute (up to 1,000 events,
+   * read for every chat: 9 % of a gateway's CPU at saturation).
+   */
+  private readonly named = new Map<string, ConversationEvent[]>();
   /** The highest position of each conversation among `recent`: what a token arriving now follows. */
   private readonly latest = new Map<string, number>();
   private readonly tokens = new KeptTokens();
@@ -71,15 +77,20 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
 
   /**
    * The first event of the conversation that `pick` turns into a value: among those seen in
-   * the last minute, else the next one to arrive. Listening starts at the call, so whatever is
+   * the last minute that name one of `ids` (`idsNamedBy`: every value `pick` may return is of
+   * such an event), else the next one to arrive. Listening starts at the call, so whatever is
    * produced after it (an input whose answer this awaits, say) cannot slip past. `result`
    * rejects with 503 `unavailable` when the gateway stops first; `cancel` stops listening and
    * must always be called (a `finally`), or the listener stays until shutdown. `seen` is the
    * value when it was already among the recent events at the call (then `result` has it too).
    */
-  watch<T>(conversation: string, pick: (event: ConversationEvent) => T | undefined): { result: Promise<T>; seen: T | undefined; cancel(): void } {
+  watch<T>(
+    conversation: string,
+    ids: readonly string[],
+    pick: (event: ConversationEvent) => T | undefined,
+  ): { result: Promise<T>; seen: T | undefined; cancel(): void } {
     let unsubscribe = (): void => undefined;
-    const seen = this.recentAfter(conversation, Number.NEGATIVE_INFINITY).map(pick).find((value) => value !== undefined);
+    const seen = this.recentNaming(conversation, ids).map(pick).find((value) => value !== undefined);
     const result = new Promise<T>((resolve, reject) => {
       if (seen !== undefined) return resolve(seen);
       unsubscribe = this.subscribe(conversation, {
@@ -101,6 +112,12 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   /** Events of the conversation above `position` seen live in the last minute, oldest first. */
   recentAfter(conversation: string, position: number): ConversationEvent[] {
     return (this.recent.get(conversation) ?? []).map((seen) => seen.event).filter((event) => event.position > position);
+  }
+
+  /** Events of the conversation seen live in the last minute that name one of `ids` (`idsNamedBy`), oldest first. */
+  private recentNaming(conversation: string, ids: readonly string[]): ConversationEvent[] {
+    const naming = ids.flatMap((id) => this.named.get(namedKey(conversation, id)) ?? []);
+    return (ids.length > 1 ? naming.sort((a, b) => a.position - b.position) : naming);
   }
 
   /** The kept tokens of the conversation a stream at `cursor` has not had (see `KeptTokens.after`), oldest first. */
@@ -183,17 +200,34 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     let seen = this.recent.get(event.conversation);
     if (!seen) this.recent.set(event.conversation, (seen = []));
     seen.push({ event, seenAt: Date.now() });
-    if (seen.length > RECENT_MAX_PER_CONVERSATION) seen.shift();
+    for (const id of idsNamedBy(event)) {
+      const key = namedKey(event.conversation, id);
+      const naming = this.named.get(key);
+      if (naming) naming.push(event);
+      else this.named.set(key, [event]);
+    }
+    if (seen.length > RECENT_MAX_PER_CONVERSATION) this.unname(seen.shift()!.event);
     this.latest.set(event.conversation, Math.max(event.position, this.latest.get(event.conversation) ?? 0));
   }
 
   private forgetOld(before: number): void {
     for (const [conversation, seen] of this.recent) {
       const kept = seen.filter((s) => s.seenAt >= before);
+      for (const s of seen) if (s.seenAt < before) this.unname(s.event);
       if (kept.length === 0) {
         this.recent.delete(conversation);
         this.latest.delete(conversation);
       } else this.recent.set(conversation, kept);
+    }
+  }
+
+  /** Drops an event leaving `recent` from `named`: it is the oldest of each list it is in. */
+  private unname(event: ConversationEvent): void {
+    for (const id of idsNamedBy(event)) {
+      const key = namedKey(event.conversation, id);
+      const naming = this.named.get(key);
+      if (naming?.[0] === event) naming.shift();
+      if (naming?.length === 0) this.named.delete(key);
     }
   }
 
@@ -216,6 +250,19 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private skip(topic: string, message: KafkaMessage, reason: string): void {
     this.log.warn('skipped a record that does not parse', { topic, offset: message.offset, reason });
   }
+}
+
+const namedKey = (conversation: string, id: string) => `${conversation}\u0000${id}`;
+
+/**
+ * The ids of requests an event answers: the input it decides or delivers (`input`, a turn's
+ * `prompt`), and the retract, stop, grant or promote it is the decision on. A decision the
+ * gateway waits for names the id of what it sent.
+ */
+export function idsNamedBy(event: ConversationEvent): string[] {
+  const data = event.data as { input?: { id?: unknown }; prompt?: { id?: unknown }; retract?: unknown; stop?: unknown; grant?: unknown; promote?: unknown };
+  const ids = [data.input?.id, data.prompt?.id, data.retract, data.stop, data.grant, data.promote];
+  return ids.filter((id): id is string => typeof id === 'string');
 }
 
 function parseJson(value: Buffer | null): unknown {

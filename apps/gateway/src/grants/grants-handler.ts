@@ -39,7 +39,7 @@ export class GrantsHandler {
       access = parseEdge(GrantBody, request.body, 'grant body').access;
     }
     const id = randomUUID();
-    const decision = this.decisions.watch(request.key, (event): { answer: GrantAnswer } | { refused: EventDataOf<'grant.refused'>['code'] } | undefined => {
+    const decision = this.decisions.watch(request.key, [id], (event): { answer: GrantAnswer } | { refused: EventDataOf<'grant.refused'>['code'] } | undefined => {
       if (event.type === 'access.granted' && event.data.grant === id) return { answer: { subject: event.data.subject, access: event.data.access } };
       if (event.type === 'grant.refused' && event.data.grant === id) return { refused: event.data.code };
       return undefined;

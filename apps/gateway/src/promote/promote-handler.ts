@@ -48,7 +48,7 @@ export class PromoteHandler {
     const { key, target } = request;
     await this.access.require(key, request.subject, 'write');
     const id = randomUUID();
-    const decision = this.decisions.watch(key, (event): PromoteDecision | undefined => {
+    const decision = this.decisions.watch(key, [id, target], (event): PromoteDecision | undefined => {
       if (event.type === 'promote.refused' && event.data.promote === id) return { refused: event.data.code };
       const answer = steerDecisionOn(event, target);
       return answer && { answer };

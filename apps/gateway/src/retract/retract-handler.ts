@@ -46,7 +46,7 @@ export class RetractHandler {
     const { key, target } = request;
     await this.access.require(key, request.subject, 'write');
     const id = randomUUID();
-    const decision = this.decisions.watch(key, (event): RetractDecision | undefined => {
+    const decision = this.decisions.watch(key, [id], (event): RetractDecision | undefined => {
       if (event.type === 'input.retracted' && event.data.retract === id) return { retracted: { id: event.data.input.id, text: event.data.input.text } };
       if (event.type === 'retract.refused' && event.data.retract === id) return { refused: event.data.code };
       return undefined;

@@ -52,7 +52,7 @@ export class SteerHandler {
 
     await this.access.require(request.key, request.subject, 'write');
 
-    const decision = this.decisions.watch(request.key, (event) => decisionOn(event, id, body.text));
+    const decision = this.decisions.watch(request.key, [id], (event) => decisionOn(event, id, body.text));
     try {
       // A new id (ours, or one the companion has not seen) is produced; the worker dedupes
       // ids, so a retry racing the companion's lag is still answered once.

@@ -36,7 +36,7 @@ export class StopHandler {
     const body = parseEdge(StopBody, request.body ?? {}, 'stop body');
     await this.access.require(request.key, request.subject, 'write');
     const id = randomUUID();
-    const decision = this.decisions.watch(request.key, (event) => {
+    const decision = this.decisions.watch(request.key, [id], (event) => {
       if (event.type === 'stop.requested' && event.data.stop === id) return { turn: event.data.turn };
       if (event.type === 'stop.refused' && event.data.stop === id) return { refused: event.data.code };
       return undefined;

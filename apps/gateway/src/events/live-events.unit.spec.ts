@@ -1,0 +1,110 @@
+import type { ConversationEvent } from '@rudder/contracts';
+import { createLog, readConfig } from '@rudder/runtime';
+import type { Kafka, KafkaMessage } from 'kafkajs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { idsNamedBy, LiveEvents } from './live-events';
+
+const config = readConfig({ KAFKA_NAMESPACE: 'spec.', KAFKA_BROKERS: '127.0.0.1:1', DATABASE_URL: 'postgres://unused' });
+const log = createLog('spec', { level: 'silent' });
+const at = '2026-01-01T00:00:00.000Z';
+const prompt = (id: string) => ({ id, text: `text of ${id}` });
+
+/** Events as the worker stores them; `position` is set when one is handed to the gateway. */
+const accepted = (id: string, kind: 'chat' | 'steer' = 'chat') => ({
+  type: 'input.accepted' as const,
+  data: { input: { id, kind, text: `text of ${id}`, messages: [`text of ${id}`], subject: 'anonymous', sentAt: at }, ahead: 0 },
+});
+const started = (turn: string, id: string) => ({ type: 'turn.started' as const, data: { turn, prompt: prompt(id) } });
+
+/** A LiveEvents fed by hand, as its consumer feeds it (the consumer itself is not started). */
+function liveEvents() {
+  const live = new LiveEvents({} as Kafka, config, log);
+  let position = 0;
+  const give = (conversation: string, event: { type: string; data: unknown }) => {
+    position += 1;
+    const record = { v: 1, id: `e-${position}`, conversation, position, at, ...event };
+    live['dispatch']('spec.agent.events', { value: Buffer.from(JSON.stringify(record)), offset: String(position) } as KafkaMessage);
+    return position;
+  };
+  return { live, give };
+}
+
+/** As a request waits: the first event of `type` that names one of `ids` (what it sent). */
+const firstOf = (live: LiveEvents, conversation: string, ids: string[], type: string) =>
+  live.watch(conversation, ids, (event) => (event.type === type && idsNamedBy(event).some((id) => ids.includes(id)) ? event.position : undefined));
+
+describe('LiveEvents: decisions seen before a request waits', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it('finds a decision of the last minute by the id it names, in its conversation only', () => {
+    const { live, give } = liveEvents();
+    give('c', accepted('other'));
+    const position = give('c', accepted('chat-1'));
+    give('d', accepted('chat-1'));
+    const watched = firstOf(live, 'c', ['chat-1'], 'input.accepted');
+    expect(watched.seen).toBe(position);
+    watched.cancel();
+    const none = firstOf(live, 'c', ['chat-2'], 'input.accepted');
+    expect(none.seen).toBeUndefined();
+    none.cancel();
+  });
+
+  it('with several ids, gives the earliest event naming any of them', () => {
+    const { live, give } = liveEvents();
+    const first = give('c', { type: 'promote.refused', data: { promote: 'p-1', target: 'chat-1', code: 'delivered' } });
+    give('c', { type: 'steer.accepted', data: { input: prompt('chat-1'), turn: 't', landed: true } });
+    const watched = live.watch('c', ['chat-1', 'p-1'], (event) => event.position);
+    expect(watched.seen).toBe(first);
+    watched.cancel();
+  });
+
+  it('forgets what leaves the last minute, and what passes the 1,000 kept per conversation', () => {
+    vi.useFakeTimers();
+    const { live, give } = liveEvents();
+    give('c', accepted('old'));
+    vi.advanceTimersByTime(61_000);
+    live['forgetOld'](Date.now() - 60_000);
+    const old = firstOf(live, 'c', ['old'], 'input.accepted');
+    expect(old.seen).toBeUndefined();
+    old.cancel();
+
+    give('c', accepted('pushed-out'));
+    for (let i = 0; i < 1000; i += 1) give('c', started(`t-${i}`, `chat-${i}`));
+    const pushed = firstOf(live, 'c', ['pushed-out'], 'input.accepted');
+    expect(pushed.seen).toBeUndefined();
+    pushed.cancel();
+    const kept = firstOf(live, 'c', ['chat-999'], 'turn.started');
+    expect(kept.seen).toBe(1002);
+    kept.cancel();
+    expect(live['named'].size).toBe(1000);
+  });
+
+  it('a decision arriving after the call is handed to the waiting request', async () => {
+    const { live, give } = liveEvents();
+    const watched = firstOf(live, 'c', ['chat-1'], 'input.accepted');
+    expect(watched.seen).toBeUndefined();
+    give('c', accepted('chat-0'));
+    const position = give('c', accepted('chat-1'));
+    await expect(watched.result).resolves.toBe(position);
+    watched.cancel();
+  });
+});
+
+describe('idsNamedBy', () => {
+  const event = (type: string, data: unknown) => ({ v: 1, id: 'e', conversation: 'c', position: 1, at, type, data }) as ConversationEvent;
+
+  it('names the id of every request the gateway waits on a decision for', () => {
+    expect(idsNamedBy(event('input.accepted', accepted('chat').data))).toEqual(['chat']);
+    expect(idsNamedBy(event('input.rejected', { input: { id: 'chat', kind: 'chat', text: 'x' }, code: 'busy', message: 'm' }))).toEqual(['chat']);
+    expect(idsNamedBy(event('steer.accepted', { input: prompt('steer'), turn: null, landed: false }))).toEqual(['steer']);
+    expect(idsNamedBy(event('input.retracted', { input: accepted('chat').data.input, retract: 'r' }))).toEqual(['chat', 'r']);
+    expect(idsNamedBy(event('retract.refused', { retract: 'r', target: null, code: 'not_found' }))).toEqual(['r']);
+    expect(idsNamedBy(event('stop.requested', { stop: 's', turn: null, mode: 'stop' }))).toEqual(['s']);
+    expect(idsNamedBy(event('stop.refused', { stop: 's', code: 'forbidden' }))).toEqual(['s']);
+    expect(idsNamedBy(event('access.granted', { grant: 'g', subject: 'bob', access: 'read' }))).toEqual(['g']);
+    expect(idsNamedBy(event('grant.refused', { grant: 'g', subject: 'bob', code: 'owner' }))).toEqual(['g']);
+    expect(idsNamedBy(event('promote.refused', { promote: 'p', target: 'chat', code: 'delivered' }))).toEqual(['p']);
+    expect(idsNamedBy(event('turn.started', { turn: 't', prompt: prompt('chat') }))).toEqual(['chat']);
+    expect(idsNamedBy(event('tool.ended', { turn: 't', step: 0, callId: 'x', result: 'r' }))).toEqual([]);
+  });
+});
