@@ -221,13 +221,15 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     }
   }
 
-  /** Drops an event leaving `recent` from `named`: it is the oldest of each list it is in. */
+  /** Drops an event leaving `recent` from `named` (the oldest of each list it is in, so found at once). */
   private unname(event: ConversationEvent): void {
     for (const id of idsNamedBy(event)) {
       const key = namedKey(event.conversation, id);
       const naming = this.named.get(key);
-      if (naming?.[0] === event) naming.shift();
-      if (naming?.length === 0) this.named.delete(key);
+      if (!naming) continue;
+      const at = naming.indexOf(event);
+      if (at >= 0) naming.splice(at, 1);
+      if (naming.length === 0) this.named.delete(key);
     }
   }
 
