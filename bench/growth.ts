@@ -16,7 +16,15 @@ import { median } from './stats';
  */
 export type MemoryPoint = { conversations: number; held: number; heapMb: number };
 export type MemoryRun = { forgetMs: number; points: MemoryPoint[]; kbPerConversation: number };
-export type LongConversation = { earlierTurns: number; newConversationMs: number; longConversationMs: number };
+export type LongConversation = {
+  earlierTurns: number;
+  /** The first turn a new worker process runs, in a new conversation and in the long one. */
+  newConversationMs: number;
+  longConversationMs: number;
+  /** The turn right after it, by the same worker (the fold held): what is left is the history the model request carries. */
+  newConversationNextMs: number;
+  longConversationNextMs: number;
+};
 
 const GC_PRELOAD = fileURLToPath(new URL('gc-on-signal.cjs', import.meta.url));
 
@@ -99,15 +107,25 @@ export async function longConversation(infra: Infra, options: { earlierTurns: nu
     const long = 'long/conversation';
     for (let t = 0; t < options.earlierTurns; t++) await chatAndWait(stack, long, `earlier-${t}`, `turn ${t}`);
     const fresh: number[] = [];
+    const freshNext: number[] = [];
     const longOnes: number[] = [];
+    const longNext: number[] = [];
     for (let run = 0; run < options.runs; run++) {
       // A new worker process each time: the first turn it runs folds the conversation's log.
       await restartWorker(stack);
       fresh.push(await chatAndWait(stack, `long/new-${run}`, 'n'));
+      freshNext.push(await chatAndWait(stack, `long/new-${run}`, `next-${run}`, 'and then'));
       await restartWorker(stack);
       longOnes.push(await chatAndWait(stack, long, `after-restart-${run}`, 'after the restart'));
+      longNext.push(await chatAndWait(stack, long, `after-restart-next-${run}`, 'and then'));
     }
-    return { earlierTurns: options.earlierTurns, newConversationMs: median(fresh), longConversationMs: median(longOnes) };
+    return {
+      earlierTurns: options.earlierTurns,
+      newConversationMs: median(fresh),
+      longConversationMs: median(longOnes),
+      newConversationNextMs: median(freshNext),
+      longConversationNextMs: median(longNext),
+    };
   } finally {
     await stack.stop();
   }
