@@ -1,7 +1,7 @@
 import { Server, type CustomTransportStrategy } from '@nestjs/microservices';
 import { lastValueFrom } from 'rxjs';
 import type { Consumer, ConsumerConfig, Kafka, KafkaMessage } from 'kafkajs';
-import { keepConsuming, type KeptConsumer } from './kafka';
+import { keepConsuming, periodicCommits, type KeptConsumer, type PeriodicCommits } from './kafka';
 import type { Log } from './log';
 
 /** What a `@EventPattern(<topic>)` handler of this transport receives: one slice of a fetched batch. */
@@ -39,9 +39,10 @@ export type KafkaBatchServerOptions = {
    */
   partitionsAtOnce?: number;
   /**
-   * Commit the handled offsets at most this often instead of after every slice (kafkajs'
-   * `autoCommitInterval`; still only offsets whose slice was handled, and on a rebalance or a
-   * stop). For handlers that skip what they handled before: a crash redelivers up to this much.
+   * Commit the handled offsets at most this often instead of after every slice
+   * (`periodicCommits`: still only offsets whose slice was handled; also when the consumer is
+   * quiet, and at a stop). For handlers that skip what they handled before: a crash or a
+   * rebalance redelivers up to this much.
    */
   commitEveryMs?: number;
   log: Log;
@@ -65,6 +66,8 @@ export type KafkaBatchServerOptions = {
 export class KafkaBatchServer extends Server implements CustomTransportStrategy {
   private kept: KeptConsumer | null = null;
   private consumer: Consumer | null = null;
+  /** The running consumer's commits, with `commitEveryMs`. */
+  private commits: PeriodicCommits | null = null;
   /** Settles once the latest assignment's handler has run; batches wait for it. */
   private assignment: Promise<void> = Promise.resolve();
   private generation = 0;
@@ -82,6 +85,10 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
         create: () => kafka.consumer(this.options.consumer),
         run: async (consumer) => {
           this.consumer = consumer;
+          const every = this.options.commitEveryMs;
+          const commits = every === undefined ? null : periodicCommits(consumer, every, log);
+          void this.commits?.flush(); // a consumer kafkajs gave up on: its timer stops (its commit fails, read again)
+          this.commits = commits;
           consumer.on(consumer.events.GROUP_JOIN, ({ payload }) => {
             const generation = ++this.generation;
             const current = () => generation === this.generation;
@@ -95,9 +102,8 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
           });
           await consumer.connect();
           await consumer.subscribe({ topics: [...named.keys()], fromBeginning: true });
-          const every = this.options.commitEveryMs;
           await consumer.run({
-            ...(every === undefined ? { autoCommit: false } : { autoCommit: true, autoCommitInterval: every }),
+            autoCommit: false,
             eachBatchAutoResolve: false,
             partitionsConsumedConcurrently: this.options.partitionsAtOnce ?? 1,
             eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
@@ -110,8 +116,12 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
                 const messages = batch.messages.slice(from, from + size);
                 const lag = Math.max(0, Number(batch.highWatermark) - Number(messages[messages.length - 1].offset) - 1);
                 await this.dispatch(topic, { topic, partition: batch.partition, messages, lag } satisfies PartitionBatch);
-                resolveOffset(messages[messages.length - 1].offset);
-                await (every === undefined ? commitOffsetsIfNecessary(uncommittedOffsets()) : commitOffsetsIfNecessary());
+                const last = messages[messages.length - 1].offset;
+                resolveOffset(last);
+                if (commits) {
+                  commits.handled(batch.topic, batch.partition, last);
+                  await commits.due();
+                } else await commitOffsetsIfNecessary(uncommittedOffsets());
                 await heartbeat();
               }
             },
@@ -135,6 +145,7 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
   }
 
   async close(): Promise<void> {
+    await this.commits?.flush();
     await this.kept?.stop();
     this.kept = null;
   }

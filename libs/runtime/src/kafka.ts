@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kafka, type Consumer, type ITopicConfig } from 'kafkajs';
+import { Kafka, type Consumer, type ITopicConfig, type TopicPartitionOffset } from 'kafkajs';
 import { createLog, kafkaLogCreator, kafkaLogLevel, type Log } from './log';
 import { Topics } from '@rudder/contracts';
 
@@ -74,6 +74,59 @@ export async function ensureTopics(kafka: Kafka, topics: TopicNames, partitions:
  * how long a stop waits for it (kafkajs' default of 5 s made every companion stop take seconds).
  */
 export const READER_SESSION = { sessionTimeout: 6000, heartbeatInterval: 500, maxWaitTimeInMs: 500 } as const;
+
+/**
+ * Offsets committed at most every `everyMs`, for a consumer that may commit late (a redelivered
+ * record changes nothing for it): run it with `autoCommit: false`, tell each handled record
+ * (`handled`), call `due` after each batch, and `flush` before it disconnects.
+ *
+ * Why not kafkajs' `autoCommitInterval`: with `autoCommit` on, kafkajs commits after every
+ * batch whatever the interval says (its runner calls `autoCommitOffsets` at each batch's end).
+ * Measured at saturation (67 turns/s): the gateway's consumer sent 133 OffsetCommit requests a
+ * second and the companion's 80, each one a write to `__consumer_offsets`.
+ *
+ * What is still uncommitted is committed by a timer too, so a quiet consumer's offsets reach
+ * the end within `everyMs`. A new assignment forgets what was handled before it (those
+ * partitions may be another member's now: committing them would move that member's offsets
+ * back). A failed commit is dropped: the records after the last commit are read again.
+ */
+export function periodicCommits(consumer: Consumer, everyMs: number, log: Log) {
+  let handled = new Map<string, TopicPartitionOffset>();
+  let last = Date.now();
+  let inFlight: Promise<void> | null = null;
+  const commit = (): Promise<void> => {
+    if (inFlight) return inFlight;
+    if (handled.size === 0) return Promise.resolve();
+    const offsets = [...handled.values()];
+    handled = new Map();
+    last = Date.now();
+    inFlight = consumer
+      .commitOffsets(offsets)
+      .catch((error: unknown) => log.debug('committing offsets failed; the records after the last commit will be read again', { error: String(error) }))
+      .finally(() => (inFlight = null));
+    return inFlight;
+  };
+  const timer = setInterval(() => {
+    if (Date.now() - last >= everyMs) void commit();
+  }, everyMs);
+  timer.unref();
+  consumer.on(consumer.events.GROUP_JOIN, () => handled.clear());
+  return {
+    /** The record at `offset` is handled: the partition's committed offset may move past it. */
+    handled(topic: string, partition: number, offset: string): void {
+      handled.set(`${partition}\u0000${topic}`, { topic, partition, offset: (BigInt(offset) + 1n).toString() });
+    },
+    /** Commits what was handled if the last commit is `everyMs` old. */
+    due: (): Promise<void> => (Date.now() - last >= everyMs ? commit() : Promise.resolve()),
+    /** Commits what was handled, and stops the timer. */
+    async flush(): Promise<void> {
+      clearInterval(timer);
+      await inFlight;
+      await commit();
+    },
+  };
+}
+export type PeriodicCommits = ReturnType<typeof periodicCommits>;
 
 export type KeptConsumer = { stop(): Promise<void> };
 

@@ -7,7 +7,7 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { ConversationEventRecord, TokenRecord, type ConversationEvent } from '@rudder/contracts';
-import { keepConsuming, READER_SESSION, topicNames, type Config, type KeptConsumer, type Log } from '@rudder/runtime';
+import { keepConsuming, periodicCommits, READER_SESSION, topicNames, type Config, type KeptConsumer, type Log, type PeriodicCommits } from '@rudder/runtime';
 import type { Kafka, KafkaMessage } from 'kafkajs';
 import { GatewayError } from '../errors/gateway-error';
 import { CONFIG, KAFKA, LOG } from '../tokens';
@@ -19,6 +19,8 @@ const READY_TIMEOUT_MS = 30_000;
 /** How long events seen live are kept for replays: far longer than the companion takes to store one. */
 const RECENT_MS = 60_000;
 const RECENT_MAX_PER_CONVERSATION = 1000;
+/** How often the consumer's offsets are committed (see `onModuleInit`). */
+const COMMIT_EVERY_MS = 1000;
 
 /**
  * The gateway's one consumer of `agent.events` and `agent.tokens`, fanning records out to
@@ -55,6 +57,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private readonly tokens = new KeptTokens();
   private sweeper: NodeJS.Timeout | undefined;
   private consumer: KeptConsumer | undefined;
+  private commits: PeriodicCommits | undefined;
   private readonly topics: { events: string; tokens: string };
   private readonly groupId: string;
 
@@ -141,8 +144,9 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     const firstFetch = new Promise<void>((resolve) => (positioned = resolve));
     // Offsets are committed (in this process's own group) so that a consumer kafkajs had to
     // replace resumes where the last one stopped instead of at the end, losing nothing between.
-    // At most once a second, not after every batch (a request per batch): a replacement then
-    // reads up to a second again, which the streams drop by position and decisions ignore.
+    // At most once a second (`periodicCommits`), not after every batch (a request per batch): a
+    // replacement then reads up to a second again, which the streams drop by position and
+    // decisions ignore.
     this.consumer = await keepConsuming({
       log: this.log,
       create: () =>
@@ -158,7 +162,16 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
         });
         await consumer.connect();
         await consumer.subscribe({ topics: [this.topics.events, this.topics.tokens], fromBeginning: false });
-        await consumer.run({ autoCommitInterval: 1000, eachMessage: async ({ topic, message }) => this.dispatch(topic, message) });
+        void this.commits?.flush(); // a consumer kafkajs gave up on: its timer stops
+        const commits = (this.commits = periodicCommits(consumer, COMMIT_EVERY_MS, this.log));
+        await consumer.run({
+          autoCommit: false,
+          eachMessage: async ({ topic, partition, message }) => {
+            this.dispatch(topic, message);
+            commits.handled(topic, partition, message.offset);
+            await commits.due();
+          },
+        });
       },
     });
     let timer: NodeJS.Timeout | undefined;
@@ -176,6 +189,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
 
   async onApplicationShutdown(): Promise<void> {
     clearInterval(this.sweeper);
+    await this.commits?.flush();
     await this.consumer?.stop();
   }
 
