@@ -119,7 +119,8 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
                 const last = messages[messages.length - 1].offset;
                 resolveOffset(last);
                 if (commits) {
-                  commits.handled(batch.topic, batch.partition, last);
+                  // A slice that ended after a rebalance is not ours to commit: the partition may be another member's.
+                  if (!isStale()) commits.handled(batch.topic, batch.partition, last);
                   await commits.due();
                 } else await commitOffsetsIfNecessary(uncommittedOffsets());
                 await heartbeat();
@@ -145,6 +146,8 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
   }
 
   async close(): Promise<void> {
+    // Consuming stops first (the batch in hand ends), so the flush commits everything handled.
+    if (this.commits) await this.consumer?.stop().catch(() => undefined);
     await this.commits?.flush();
     await this.kept?.stop();
     this.kept = null;

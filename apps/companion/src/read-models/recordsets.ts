@@ -49,16 +49,16 @@ export const rowsAsJson = (manager: EntityManager, entity: EntitySchema, where: 
 
 /**
  * Like `rowsAsJson`, for rows named by their keys: `keys` is a set-returning expression of
- * `(conversation, id)` pairs, and each pair is one probe of the table's primary key (a lateral
- * subquery, `OFFSET 0` so it is not flattened into a join), whatever the plan was made for.
- * `ORDER BY id` is what makes it the primary key: planned on an empty table, another index on
- * `(conversation, …)` costs the same, and read every row of the conversation (filtering on
- * `id`); only the primary key gives that order without a sort.
+ * `(conversation, id)` pairs, and each pair is one index probe (a lateral subquery, `OFFSET 0`
+ * so it is not flattened into a join of the whole table), whatever the plan was made for. It is
+ * the primary key's once ANALYZE has seen rows; on a table never analyzed, another index on
+ * `(conversation, …)` may cost the planner the same (the turns' `turns_by_prompt`), and then the
+ * probe reads the conversation's rows and filters on `id`.
  */
 export const rowsByKeyAsJson = (manager: EntityManager, entity: EntitySchema, keys: string): string =>
   `(SELECT coalesce(json_agg(${statementsOf(manager, entity).object}), '[]') FROM ${keys} AS k (conversation, id)
       CROSS JOIN LATERAL (SELECT * FROM ${manager.connection.getMetadata(entity).tablePath} AS row
-                           WHERE row.conversation = k.conversation AND row.id = k.id ORDER BY row.id OFFSET 0) AS t)`;
+                           WHERE row.conversation = k.conversation AND row.id = k.id OFFSET 0) AS t)`;
 
 /** Rows as `rowsAsJson` gave them, with the columns' transformers applied (positions as numbers, times as ISO strings). */
 export function rowsFromJson<T extends ObjectLiteral>(manager: EntityManager, entity: EntitySchema<T>, rows: T[]): T[] {

@@ -120,7 +120,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   /** Events of the conversation seen live in the last minute that name one of `ids` (`idsNamedBy`), oldest first. */
   private recentNaming(conversation: string, ids: readonly string[]): ConversationEvent[] {
     const naming = ids.flatMap((id) => this.named.get(namedKey(conversation, id)) ?? []);
-    return (ids.length > 1 ? naming.sort((a, b) => a.position - b.position) : naming);
+    return ids.length > 1 ? naming.sort((a, b) => a.position - b.position) : naming;
   }
 
   /** The kept tokens of the conversation a stream at `cursor` has not had (see `KeptTokens.after`), oldest first. */
