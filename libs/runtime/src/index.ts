@@ -6,3 +6,4 @@ export * from './kafka-batch-server';
 export * from './metrics';
 export * from './tracing';
 export * from './dead-letters';
+export * from './grouped';

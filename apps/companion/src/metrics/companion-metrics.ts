@@ -17,7 +17,7 @@ export class CompanionMetrics {
   });
   private readonly batches = new Histogram({
     name: 'rudder_companion_fold_duration_seconds',
-    help: 'One fetched batch of agent.events folded (one transaction per slice)',
+    help: 'One fold of agent.events: one transaction, of the slices of partition batches handed over together',
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [this.registry],
   });

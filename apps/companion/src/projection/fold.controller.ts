@@ -2,7 +2,7 @@ import { Controller, Inject } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import type { KafkaMessage } from 'kafkajs';
 import { Topics, type ConversationEvent } from '@rudder/contracts';
-import { contextOf, createKafka, isRefusedByDatabase, KafkaBatchServer, READER_SESSION, SpanKind, tracerOf, tracing, type Config, type Log, type PartitionBatch, type Rejected } from '@rudder/runtime';
+import { contextOf, createKafka, grouped, isRefusedByDatabase, KafkaBatchServer, READER_SESSION, SpanKind, tracerOf, tracing, type Config, type Log, type PartitionBatch, type Rejected } from '@rudder/runtime';
 import type { DataSource } from 'typeorm';
 import { READ_MODELS } from '../read-models/data-source';
 import { performance } from 'node:perf_hooks';
@@ -11,7 +11,7 @@ import { DEAD_LETTERS, type EventDeadLetters } from './dead-letters';
 import { foldEvents, type FoldResult } from './fold-events';
 import { readEventRecord } from './read-event-record';
 
-/** A bound on one transaction's size; a fetched batch larger than this is folded in slices. */
+/** A bound on one transaction's size; a fetched batch larger than this is folded in slices, and slices are folded together up to it. */
 const MAX_EVENTS_PER_TRANSACTION = 500;
 
 /** The companion's log (Nest token). */
@@ -19,10 +19,12 @@ export const LOG = Symbol('companion.log');
 
 /**
  * The companion's consumer of `agent.events`, from the beginning of the topic, as a Nest
- * microservice transport. Each slice of a fetched batch (up to MAX_EVENTS_PER_TRANSACTION
- * records) is folded in ONE transaction, so the hot path costs a handful of round trips per
- * batch instead of per event; its offsets are committed only after that transaction has
- * committed, at most once a second. A crash between the two redelivers records (up to a
+ * microservice transport. Every partition's batches are handled at once, and the slices (up to
+ * MAX_EVENTS_PER_TRANSACTION records each) handed over together — one fetch's partitions, or
+ * what came while the previous fold ran — are folded in ONE transaction (`grouped`), so the hot
+ * path costs a handful of round trips per fetch instead of per event or per partition; a
+ * slice's offsets are committed only after that transaction has committed, at most once a
+ * second. A crash between the two redelivers records (up to a
  * second of them) already folded (their copies are in `companion.events`), which change nothing. Nothing is ever committed ahead of the database.
  * A record that does not parse, or an event the projections cannot hold, is dead-lettered to
  * `agent.events.dlq` before the offsets are committed, and the partition moves on.
@@ -34,6 +36,8 @@ export const companionTransport = (config: Config, log: Log): KafkaBatchServer =
     namespace: config.KAFKA_NAMESPACE,
     consumer: { groupId: `${config.KAFKA_NAMESPACE}companion`, ...READER_SESSION },
     maxBatchSize: MAX_EVENTS_PER_TRANSACTION,
+    // A partition's slices still come one after another, in order; the partitions' slices meet in one fold.
+    partitionsAtOnce: config.KAFKA_PARTITIONS,
     // A redelivered event changes nothing (its copy in `companion.events` says it was folded), so offsets need not be committed
     // after every transaction: at most once a second, one request instead of one per batch.
     commitEveryMs: 1000,
@@ -50,20 +54,29 @@ export class FoldController {
     @Inject(DEAD_LETTERS) private readonly deadLetters: EventDeadLetters,
   ) {}
 
+  /**
+   * Folds the slices handed over together in one transaction. A partition's next slice comes
+   * only after its previous one resolved, so each conversation's events still fold in log order.
+   */
+  private readonly foldTogether = grouped(async (slices: Read[][]): Promise<Rejected[][]> => {
+    const start = performance.now();
+    const { result, refused } = await foldOrSkip(this.readModels, slices.flat(), this.log);
+    this.metrics.batchFolded(
+      slices.flat().map((r) => r.event),
+      result,
+      (performance.now() - start) / 1000,
+    );
+    const refusedOf = new Map(refused.map((r) => [r.message, r]));
+    return slices.map((slice) => slice.filter((r) => refusedOf.has(r.message)).map((r) => refusedOf.get(r.message)!));
+  }, { most: MAX_EVENTS_PER_TRANSACTION, size: (slice) => slice.length });
+
   @EventPattern(Topics.events)
   async fold(@Payload() batch: PartitionBatch): Promise<void> {
-    const start = performance.now();
     const { read, unreadable } = readEvents(batch.messages, { topic: batch.topic, partition: batch.partition }, this.log);
     const spans = foldSpans(batch.messages);
     try {
       await this.deadLetters.send(batch.partition, unreadable);
-      const { result, refused } = await foldOrSkip(this.readModels, read, this.log);
-      await this.deadLetters.send(batch.partition, refused);
-      this.metrics.batchFolded(
-        read.map((r) => r.event),
-        result,
-        (performance.now() - start) / 1000,
-      );
+      await this.deadLetters.send(batch.partition, await this.foldTogether(read));
       this.metrics.folding(batch);
     } finally {
       for (const span of spans) span.end();
