@@ -41,13 +41,18 @@ const convs = await Promise.all(Array.from({ length: +nconv }, (_, w) => sys.ope
 // WARM_SECONDS: load before the measured window too (the JIT of every process, Kafka's JVM most of all, warms up).
 const warmUntil = Date.now() + Number(process.env.WARM_SECONDS ?? 0) * 1000;
 await Promise.all(convs.map(async (c) => { for (let i = 0; i < 3 || Date.now() < warmUntil; i++) { const { id } = await c.chat('wait:0 warm'); await c.turnEnded(id); } }));
+// The machine's own count (all CPUs, USER_HZ ticks): busy, idle and stolen by the hypervisor in the window.
+const machine = () => fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+const m0 = machine();
 const tx0 = await transactions(); const w0 = waits(); const before = cpu(); const start = Date.now(); const deadline = start + +secs * 1000; let turns = 0; const lat = [];
 await Promise.all(convs.map(async (c, w) => { while (Date.now() < deadline) { const a = Date.now(); const { id } = await c.chat(`wait:0 m4 ${w}`); await c.turnEnded(id); lat.push(Date.now() - a); turns++; } }));
-const el = (Date.now() - start) / 1000; const after = cpu(); const w1 = waits(); const tx1 = await transactions();
+const el = (Date.now() - start) / 1000; const after = cpu(); const m1 = machine(); const w1 = waits(); const tx1 = await transactions();
 lat.sort((a, b) => a - b);
 console.log(`turns ${turns} in ${el.toFixed(1)} s = ${(turns / el).toFixed(1)} turns/s; turn p50 ${lat[lat.length >> 1]} ms p99 ${lat[Math.floor(lat.length * 0.99)]} ms`);
 let tot = 0; for (const k of Object.keys(after)) { if (k.endsWith('.sys')) continue; const d = after[k] - (before[k] ?? 0); tot += d; console.log(`${k.padEnd(14)} ${(d / turns).toFixed(2)} CPU-ms/turn  ${(d / el / 10).toFixed(0)}%  ${k in w1 ? ((w1[k] - (w0[k] ?? 0)) / turns).toFixed(1) + ' waits/turn' : ''}${`${k}.sys` in after ? `, kernel ${((100 * (after[`${k}.sys`] - (before[`${k}.sys`] ?? 0))) / Math.max(d, 1e-9)).toFixed(0)}%` : ''}`); }
 console.log(`total          ${(tot / turns).toFixed(2)} CPU-ms/turn; PostgreSQL ${((tx1 - tx0) / turns).toFixed(1)} transactions/turn (each statement outside BEGIN…COMMIT is one)`);
+{ const d = m1.map((v, i) => v - m0[i]); const all = d.reduce((a, b) => a + b, 0); const pct = (v) => `${((100 * v) / all).toFixed(0)}%`;
+  console.log(`machine        busy ${pct(all - d[3] - d[4] - d[7])}, idle ${pct(d[3] + d[4])}, stolen ${pct(d[7])} (of ${os.cpus().length} CPUs)`); }
 for (const c of convs) c.close();
 if (process.env.HOLD) await new Promise((r) => setTimeout(r, +process.env.HOLD));
 const svc = procs().filter((p) => ['gateway', 'worker', 'companion'].includes(p.name));
