@@ -170,12 +170,15 @@ async function expectAnsweredOnceInOrder(stack: OwnStack, conversation: string, 
   const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
   await db.connect();
   try {
-    const { rows } = await db.query<{ type: string; published: boolean }>(
-      'SELECT type, published_at IS NOT NULL AS published FROM event_store.events WHERE conversation = $1 ORDER BY position',
-      [conversation],
-    );
-    expect(countTypes(rows.map((r) => r.type)), 'the event log').toEqual(expectedTypes(chats));
-    expect(rows.filter((r) => !r.published), 'rows of the outbox left unpublished').toEqual([]);
+    const stored = () =>
+      db.query<{ type: string; published: boolean }>(
+        'SELECT type, published_at IS NOT NULL AS published FROM event_store.events WHERE conversation = $1 ORDER BY position',
+        [conversation],
+      );
+    expect(countTypes((await stored()).rows.map((r) => r.type)), 'the event log').toEqual(expectedTypes(chats));
+    // Every event was seen published above (the stream's replay, the companion); the relay marks
+    // what it published up to 200 ms later, or at its next sweep (every 2 s) after a failed mark.
+    await vi.waitFor(async () => expect((await stored()).rows.filter((r) => !r.published), 'rows of the outbox left unmarked').toEqual([]), { timeout: 5000, interval: 100 });
   } finally {
     await db.end();
   }

@@ -87,11 +87,11 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   async ingest(batch: PartitionBatch): Promise<void> {
     const { partition, messages } = batch;
     rememberInputTraces(messages);
-    const { stored, conversations, news, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents).catch((error: unknown) => {
+    const { stored, before, trace, conversations, news, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents).catch((error: unknown) => {
       if (error instanceof FencedError) this.metrics.fenced();
       throw error;
     });
-    this.relay.enqueue(stored);
+    this.relay.enqueue({ stored, before, trace });
     // A conversation stays on the partition where it was first seen: its records that came
     // here (a producer with another partitioner) go there, and are ingested by its owner.
     await this.publishing.reroute(partition, misrouted);

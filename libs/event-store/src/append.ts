@@ -26,6 +26,14 @@ export type StreamRules<S> = {
 
 type StateRow = { key: string; state: unknown };
 
+/**
+ * What a write stored, as the outbox relay needs it to publish the write without reading it
+ * back: `stored`, each written conversation's last position `before` them (0: none) — every
+ * event of it up to there was committed before, and none lies between — and the traceparent
+ * stored with them (null without).
+ */
+export type Written = { stored: ConversationEvent[]; before: Map<string, number>; trace: string | null };
+
 /** What a writer holds of a conversation: its state as of its last event, at `position`. */
 export type Seen<S> = { position: number; state?: S };
 
@@ -59,16 +67,18 @@ export async function appendToConversation<S>(
   epochs: Epochs,
   decide: (state: S) => DomainEvent[],
   seen: Seen<S> = { position: Number.MAX_SAFE_INTEGER },
-): Promise<{ stored: ConversationEvent[]; earlier: ConversationEvent[] }> {
+): Promise<Written & { earlier: ConversationEvent[] }> {
+  const trace = traceparent();
   const events = seen.state === undefined ? [] : decide(seen.state);
   if (events.length > 0) {
-    const stored = await appendIfUnchanged(pool, rules, conversation, epochs, seen.state as S, events, seen.position);
-    if (stored) return { stored, earlier: [] };
+    const stored = await appendIfUnchanged(pool, rules, conversation, epochs, seen.state as S, events, seen.position, trace);
+    // The guard wrote only with the conversation's last event at `seen.position`.
+    if (stored) return { stored, earlier: [], before: new Map([[conversation, seen.position]]), trace };
   }
   return inTransaction(pool, conversation, async (client) => {
-    const { rows } = await client.query<StateRow & { epoch: string; partition: number }>({
+    const { rows } = await client.query<StateRow & { epoch: string; partition: number; last_position: string }>({
       name: 'event-store-lock-conversation',
-      text: `SELECT c.key, c.head AS state, c.partition, p.epoch
+      text: `SELECT c.key, c.head AS state, c.partition, p.epoch, c.last_position
          FROM event_store.conversations c
          JOIN event_store.partition_owners p ON p.partition = c.partition
         WHERE c.key = $1
@@ -82,7 +92,8 @@ export async function appendToConversation<S>(
       throw new FencedError(row.partition, `partition ${row.partition} is at epoch ${row.epoch}, this writer holds ${epochs.get(row.partition) ?? 'none'}`);
     }
     const state = rules.parse(row.state);
-    return writeEvents(client, rules, [{ conversation, state, events: decide(state) }], { conversation, after: seen.position });
+    const written = await writeEvents(client, rules, [{ conversation, state, events: decide(state) }], trace, { conversation, after: seen.position });
+    return { ...written, before: new Map([[conversation, Number(row.last_position)]]), trace };
   });
 }
 
@@ -103,6 +114,7 @@ async function appendIfUnchanged<S>(
   state: S,
   events: DomainEvent[],
   position: number,
+  trace: string | null,
 ): Promise<ConversationEvent[] | null> {
   const next = events.reduce(rules.evolve, state);
   try {
@@ -139,7 +151,7 @@ async function appendIfUnchanged<S>(
         events.map((e) => storableJson(e.data)),
         events.map((e) => rules.onceKey(e)),
         storableJson(next),
-        traceparent(),
+        trace,
         rules.hasOpenWork(next),
       ],
     });
@@ -172,8 +184,9 @@ export async function appendToConversations<S>(
   epochs: Epochs,
   requests: readonly { conversation: string; probe: readonly string[] }[],
   decide: (conversation: string, state: S, stored: ReadonlySet<string>) => DomainEvent[],
-): Promise<{ stored: ConversationEvent[]; elsewhere: Map<string, number>; before: Map<string, number> }> {
-  if (requests.length === 0) return { stored: [], elsewhere: new Map(), before: new Map() };
+): Promise<Written & { elsewhere: Map<string, number> }> {
+  const trace = traceparent();
+  if (requests.length === 0) return { stored: [], elsewhere: new Map(), before: new Map(), trace };
   const sorted = [...requests].sort((a, b) => (a.conversation < b.conversation ? -1 : 1));
   return inTransaction(pool, sorted[0].conversation, async (client) => {
     // The epoch check first (a share lock on the partition's owner row), then the
@@ -213,9 +226,10 @@ export async function appendToConversations<S>(
         const state = stateOf.get(conversation)!;
         return { conversation, state, events: decide(conversation, state, storedOf(conversation)) };
       }),
+      trace,
     );
     const before = new Map(states.rows.map((row) => [row.key, Number(row.last_position)]));
-    return { stored, elsewhere, before };
+    return { stored, elsewhere, before, trace };
   });
 }
 
@@ -228,6 +242,7 @@ async function writeEvents<S>(
   client: PoolClient,
   rules: StreamRules<S>,
   writes: { conversation: string; state: S; events: DomainEvent[] }[],
+  trace: string | null,
   earlier?: { conversation: string; after: number },
 ) {
   const changed = writes.filter((w) => w.events.length > 0);
@@ -270,7 +285,7 @@ async function writeEvents<S>(
       earlier?.conversation ?? null,
       earlier?.after ?? Number.MAX_SAFE_INTEGER,
       // The writer's trace, if it runs in one (a turn's span); null when tracing is off.
-      traceparent(),
+      trace,
     ],
   });
   const inOrder = rows.sort((a, b) => Number(a.position) - Number(b.position));

@@ -64,11 +64,11 @@ describe('the outbox relay', () => {
     relay.sweep();
     await relay.idle();
     const first = await appendToConversations(db.pool(), plainRules, 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-0')]);
-    relay.enqueue(first.stored);
+    relay.enqueue(first);
     await relay.idle();
     failing = false;
     const second = await appendToConversations(db.pool(), plainRules, 1, epochs, [{ conversation: 'c', probe: [] }], () => [chat('c-1')]);
-    relay.enqueue(second.stored);
+    relay.enqueue(second);
     // The retry comes from a timer (retryMs): wait for what it publishes, not for a time.
     await vi.waitFor(() => expect(published.filter((id) => id.startsWith('c-'))).toEqual(['c-0', 'c-1']));
     await relay.idle();
@@ -93,18 +93,18 @@ describe('the outbox relay', () => {
     const write = (id: string) => appendToConversations(db.pool(), plainRules, 2, epochs, [{ conversation: 'd', probe: [] }], () => [chat(id)]);
     // d-0 commits, but its enqueue is late (a slow dead-letter send in between): d-1 is enqueued first.
     const late = await write('d-0');
-    relay.enqueue((await write('d-1')).stored);
-    relay.enqueue(late.stored);
+    relay.enqueue(await write('d-1'));
+    relay.enqueue(late);
     await relay.idle();
     // d-2 commits and is never enqueued (its COMMIT's acknowledgement was lost); d-3 is.
     await write('d-2');
-    relay.enqueue((await write('d-3')).stored);
+    relay.enqueue(await write('d-3'));
     await relay.idle();
     expect(published.filter((id) => id.startsWith('d-'))).toEqual(['d-0', 'd-1', 'd-2', 'd-3']);
     await relay.stop();
   });
 
-  it('marks what it published in the statement that reads the next rows when a sweep is waiting, and every row ends marked', async () => {
+  it('publishes a commit that follows what it published as it is, reading nothing, and marks what it published in one statement, later', async () => {
     const epochs = await takePartitions(db.pool(), [3], 'relay-test');
     let statements = 0;
     const pool = new Proxy(db.pool(), {
@@ -114,32 +114,40 @@ describe('the outbox relay', () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     const published: string[] = [];
+    const traces: (string | null)[] = [];
     const relay = createOutboxRelay({
       pool,
-      publish: async (events) => {
+      publish: async (events, of) => {
         published.push(...events.map((e) => (e.type === 'input.accepted' ? e.data.input.id : e.type)));
+        traces.push(...of);
         if (published.length === 1) await held;
       },
       ownedPartitions: () => [3],
       log: createLog('test'),
+      sweepMs: 3_600_000,
+      markAfterMs: 50,
     });
     await relay.idle();
     const write = (id: string) => appendToConversations(db.pool(), plainRules, 3, epochs, [{ conversation: 'e', probe: [] }], () => [chat(id)]);
     const before = statements;
-    relay.enqueue((await write('e-0')).stored);
+    // e-0 is the conversation's first event (before: 0); e-1 commits while e-0 is being published, right after it.
+    const first = await write('e-0');
+    expect(first.before.get('e')).toBe(0);
+    relay.enqueue(first);
     await vi.waitFor(() => expect(published).toEqual(['e-0']));
-    // e-1 commits while e-0 is being published: its sweep waits, and its read marks e-0.
-    relay.enqueue((await write('e-1')).stored);
+    const second = await write('e-1');
+    expect(second.before.get('e')).toBe(first.stored[0].position);
+    relay.enqueue(second);
     release();
-    await relay.idle();
-    expect(published).toEqual(['e-0', 'e-1']);
-    // Two reads (the second marking e-0) and one mark for e-1: not two reads and two marks.
-    expect(statements - before).toBe(3);
-    expect(await unpublished()).toBe(0);
+    await vi.waitFor(() => expect(published).toEqual(['e-0', 'e-1']));
+    expect(traces).toEqual([first.trace, second.trace]);
+    // Marked by the timer, both in one statement: no read, no mark per publication.
+    await vi.waitFor(async () => expect(await unpublished()).toBe(0));
+    expect(statements - before).toBe(1);
     await relay.stop();
   });
 
-  it('a commit enqueued is published by a read of its conversation alone; a commit nobody enqueued waits for the sweep of the whole table', async () => {
+  it('a commit enqueued is published at once; a commit nobody enqueued waits for the sweep of the whole table, and sends the commits after it of its conversation to the table', async () => {
     const epochs = await takePartitions(db.pool(), [4], 'relay-test');
     const published: string[] = [];
     const relay = createOutboxRelay({
@@ -152,14 +160,20 @@ describe('the outbox relay', () => {
     await relay.idle();
     const write = (conversation: string, id: string) => appendToConversations(db.pool(), plainRules, 4, epochs, [{ conversation, probe: [] }], () => [chat(id)]);
     await write('g', 'g-0'); // committed, never enqueued
-    relay.enqueue((await write('f', 'f-0')).stored);
+    relay.enqueue(await write('f', 'f-0'));
     await relay.idle();
-    relay.enqueue((await write('f', 'f-1')).stored);
+    relay.enqueue(await write('f', 'f-1'));
     await relay.idle();
     expect(published.filter((id) => /^[fg]-/.test(id))).toEqual(['f-0', 'f-1']);
     relay.sweep();
     await relay.idle();
     expect(published.filter((id) => /^[fg]-/.test(id))).toEqual(['f-0', 'f-1', 'g-0']);
+    // f-2 is never enqueued; f-3 is, and does not follow what was published of f (f-1): both are read from the table, in order.
+    await write('f', 'f-2');
+    relay.enqueue(await write('f', 'f-3'));
+    await relay.idle();
+    expect(published.filter((id) => /^[fg]-/.test(id))).toEqual(['f-0', 'f-1', 'g-0', 'f-2', 'f-3']);
+    expect(await unpublished()).toBe(0);
     await relay.stop();
   });
 });

@@ -18,11 +18,24 @@ export type OutboxRelayOptions = {
   batchSize?: number;
   /** How often the table is swept even if nothing was enqueued (commits whose enqueue never came). */
   sweepMs?: number;
+  /** How long published events may wait to be marked (a read of the table marks them sooner). */
+  markAfterMs?: number;
+};
+
+/**
+ * A commit the relay is handed, as the writer got it back (`Written` of ./append): the events
+ * it stored, in position order; each written conversation's last position `before` them (0:
+ * none; a conversation missing from it is published from the table); their stored traceparent.
+ */
+export type Committed = {
+  stored: readonly ConversationEvent[];
+  before: ReadonlyMap<string, number>;
+  trace: string | null;
 };
 
 export type OutboxRelay = {
-  /** Events just committed: the relay publishes what the table holds unpublished, these among them. */
-  enqueue(events: readonly ConversationEvent[]): void;
+  /** Events just committed: published from memory when they follow what was published of their conversation, else from the table. */
+  enqueue(commit: Committed): void;
   /** Publishes every unpublished event of the owned partitions (after an assignment, say). */
   sweep(): void;
   /** Resolves when everything handed over so far has been published and marked, or has failed. */
@@ -33,30 +46,36 @@ export type OutboxRelay = {
 /**
  * The relay of the transactional outbox: the event log's rows with `published_at` null.
  *
- * It always publishes from the table, never from memory: every publication is a sweep of the
- * owned partitions' unmarked rows in position order, on one chain. Per conversation that is
- * log order, every event: a conversation's writes hold its row lock until they commit, so a
- * later position of a conversation is never visible before an earlier one, and a sweep
- * publishes all of a conversation's committed unmarked rows in order. Publishing from memory
- * in `enqueue` order was not (#9 hole 3): a commit whose enqueue came late (a slow dead-letter
- * send between the two) or never (a COMMIT whose acknowledgement was lost) let newer events
- * out first and left the others behind. `enqueue` only asks for a sweep (coalesced: one
- * waiting is enough) of the conversations it names, and a sweep of the whole table runs every
- * `sweepMs` (and after an assignment, a failure, a start) for commits nobody enqueued.
+ * Every publication is a step on one chain, so publications never overlap and per
+ * conversation they go out in log order, every event. A step publishes the commits handed
+ * over since the last one began and, when asked, what the table holds unpublished.
  *
- * A sweep of a few conversations reads each after the highest position this relay published of
- * it (0 when it published none). That skips nothing: a conversation's positions are visible in
- * their order, and each read takes every visible unmarked row of the conversation in position
- * order, so when the relay published position p of a conversation, every earlier one of it was
- * visible to that read or an earlier one, and published by it. The mark is per conversation,
- * never across conversations: rows of other conversations may still be committing below it.
+ * **From memory** when that is exactly the next thing to publish of the conversation: per
+ * conversation the relay keeps the highest position it published, and every earlier event of
+ * it is published (see below). A commit's events of a conversation whose last position
+ * `before` them is at most that follow it with nothing between (the commit held the
+ * conversation's row lock, and `before` is the row's `last_position` under it), so they are
+ * published as they are, no read. The first commit of a conversation has `before` 0.
  *
- * Marking what was published rides on the next sweep's read when that sweep is already
- * waiting (commits close together, under load), else it is a statement of its own at once.
+ * **From the table** otherwise: a commit whose enqueue came late (a slow dead-letter send in
+ * between), one that never came (a COMMIT whose acknowledgement was lost), a conversation this
+ * relay has not published yet (a new owner) — #9 hole 3, where publishing commits in `enqueue`
+ * order let newer events out first and left others behind. Then the conversation is read
+ * after the highest position this relay published of it (0 when none), by a range of the
+ * `(conversation, position)` index. That skips nothing: a conversation's positions are visible
+ * in their order (its writes hold its row lock until they commit), and each read takes every
+ * visible unmarked row of the conversation in position order, so when the relay published
+ * position p of a conversation, every earlier one of it was visible to that read or an earlier
+ * one, and published by it. All of a conversation's commits in one step go one way: one that
+ * does not follow sends the conversation's others to the table too. A sweep of the whole
+ * table runs every `sweepMs` (and after an assignment, a failure, a start) for commits nobody
+ * enqueued; it keeps no high-water mark, it asks for unmarked rows, so it never skips a row
+ * still committing.
  *
- * A crash between publishing and marking publishes again; consumers deduplicate by event id.
- * The relay never skips a row that is still committing: the whole table's sweep keeps no
- * high-water mark, it asks for unmarked rows.
+ * Marking what was published waits up to `markAfterMs` and rides on the next read of the
+ * table when one comes first; else it is a statement of its own, one for all the positions
+ * waiting. A crash between publishing and marking publishes again (up to `markAfterMs` of
+ * events); consumers deduplicate by event id.
  */
 /** Conversations whose last published position a relay keeps; past it, the oldest tenth are forgotten (read from the start again, once). */
 const PUBLISHED_KEPT = 50_000;
@@ -65,55 +84,117 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   const { pool, publish, log } = options;
   const retryMs = options.retryMs ?? 1000;
   const batchSize = options.batchSize ?? 500;
+  const markAfterMs = options.markAfterMs ?? 200;
   let chain: Promise<void> = Promise.resolve();
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;
-  /** A sweep is on the chain and has not started yet: what is committed now, it will see. */
-  let sweepWaiting = false;
-  /** The waiting sweep reads the owned partitions' whole outbox (else only the conversations in `due`). */
+  let markTimer: NodeJS.Timeout | undefined;
+  /** A step is on the chain and has not started yet: what is handed over now, it will take. */
+  let stepWaiting = false;
+  /** The waiting step reads the owned partitions' whole outbox. */
   let wholeTable = true;
-  /** Conversations whose commits were enqueued since the last read began. */
+  /** Conversations the waiting step reads from the table (after what this relay published of each). */
   const due = new Set<string>();
+  /** Commits handed over since the last step began. */
+  let held: Committed[] = [];
   /** Per conversation, the highest position this relay published: every earlier one of it is published (see above). */
   const published = new Map<string, number>();
-  /** Positions published and not marked yet: the next sweep's read marks them, or `mark` does. */
+  /** Positions published and not marked yet: the next read of the table marks them, or `mark` does. */
   let unmarked: number[] = [];
 
   const mark = async () => {
+    clearTimeout(markTimer);
+    markTimer = undefined;
     if (unmarked.length === 0) return;
     await pool.query({ name: 'event-store-outbox-mark', text: 'UPDATE event_store.events SET published_at = now() WHERE position = ANY($1::bigint[])', values: [unmarked] });
     unmarked = [];
   };
 
+  const wasPublished = (events: readonly ConversationEvent[]) => {
+    options.afterPublish?.();
+    for (const e of events) {
+      unmarked.push(e.position);
+      published.set(e.conversation, Math.max(e.position, published.get(e.conversation) ?? 0));
+    }
+    if (published.size > PUBLISHED_KEPT) for (const key of [...published.keys()].slice(0, published.size / 10)) published.delete(key);
+  };
+
   /**
-   * One statement reads the next rows to publish and marks those published before (they are
-   * left out of the read: its snapshot still shows them unmarked). Under load, when the next
-   * sweep is already waiting, marking costs no round trip of its own.
-   *
-   * The read is of the owned partitions' whole outbox (the partial index of unmarked rows, which
-   * holds every row marked since the table's last vacuum, so its cost grows with them), or, for a
-   * sweep asked by `enqueue`, of the enqueued conversations' rows after what this relay published
-   * of each (their `(conversation, position)` index, from there on: only what is new).
+   * Splits the commits handed over into what follows what was published, per conversation (to
+   * publish as it is), and the conversations to read from the table instead (added to `due`).
    */
-  const sweepTable = async () => {
+  const takeFromMemory = (commits: readonly Committed[]) => {
+    const of = new Map<string, { events: ConversationEvent[]; traces: (string | null)[]; follows: boolean; upTo: number }>();
+    for (const commit of commits) {
+      for (const event of commit.stored) {
+        const c = event.conversation;
+        let taken = of.get(c);
+        if (!taken) of.set(c, (taken = { events: [], traces: [], follows: !wholeTable && !due.has(c), upTo: published.get(c) ?? 0 }));
+        if (!taken.follows) continue;
+        const before = commit.before.get(c);
+        if (before === undefined || before > taken.upTo) {
+          taken.follows = false;
+          continue;
+        }
+        // An event at or below `upTo` was published already (a read of the table met its row).
+        if (event.position <= taken.upTo) continue;
+        taken.events.push(event);
+        taken.traces.push(commit.trace);
+        taken.upTo = event.position;
+      }
+    }
+    const events: ConversationEvent[] = [];
+    const traces: (string | null)[] = [];
+    for (const [c, taken] of of) {
+      if (!taken.follows) due.add(c);
+      else {
+        events.push(...taken.events);
+        traces.push(...taken.traces);
+      }
+    }
+    return { events, traces };
+  };
+
+  /** One step of the chain: the commits that follow, from memory; then what is due, from the table. */
+  const step = async () => {
+    const commits = held;
+    held = [];
+    const fromMemory = takeFromMemory(commits);
     const conversations = wholeTable ? null : [...due];
     wholeTable = false;
     due.clear();
+    if (fromMemory.events.length > 0) {
+      await publish(fromMemory.events, fromMemory.traces);
+      wasPublished(fromMemory.events);
+    }
+    if (conversations === null || conversations.length > 0) await publishFromTable(conversations);
+    if (unmarked.length > 0 && !markTimer && !stopped) {
+      markTimer = setTimeout(() => {
+        markTimer = undefined;
+        chain = chain.then(mark).catch((error: unknown) => log.warn('marking published events failed; the next read marks them', { error: String(error) }));
+      }, markAfterMs);
+      markTimer.unref();
+    }
+  };
+
+  /**
+   * Reads the next rows to publish, in statements that also mark those published before (they
+   * are left out of the read: its snapshot still shows them unmarked), and publishes them.
+   *
+   * The read is of the owned partitions' whole outbox (the partial index of unmarked rows, which
+   * holds every row marked since the table's last vacuum, so its cost grows with them), or of
+   * the given conversations' rows after what this relay published of each (their
+   * `(conversation, position)` index, from there on: only what is new).
+   */
+  const publishFromTable = async (conversations: readonly string[] | null) => {
     for (;;) {
       const rows = await readUnpublished(conversations);
       unmarked = [];
       if (rows.length === 0) return;
       const events = rows.map(toConversationEvent);
       await publish(events, rows.map((r) => r.trace));
-      options.afterPublish?.();
-      unmarked = events.map((e) => e.position);
-      for (const e of events) published.set(e.conversation, Math.max(e.position, published.get(e.conversation) ?? 0));
-      if (published.size > PUBLISHED_KEPT) for (const key of [...published.keys()].slice(0, published.size / 10)) published.delete(key);
-      if (rows.length < batchSize) {
-        // Nothing is known to follow: mark now, unless the sweep already waiting will.
-        if (!sweepWaiting) await mark();
-        return;
-      }
+      wasPublished(events);
+      if (rows.length < batchSize) return;
     }
   };
 
@@ -151,19 +232,17 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     return rows;
   };
 
-  /** A sweep on the chain: of the whole table, or (`only`) of these conversations, unless a sweep of the whole table waits already. */
-  const sweep = (only?: Iterable<string>) => {
-    if (only === undefined) wholeTable = true;
-    else for (const conversation of only) due.add(conversation);
-    if (stopped || sweepWaiting) return;
-    sweepWaiting = true;
+  /** A step on the chain (one waiting is enough: it takes whatever is handed over before it starts). */
+  const schedule = () => {
+    if (stopped || stepWaiting) return;
+    stepWaiting = true;
     chain = chain
       .then(() => {
-        sweepWaiting = false;
-        return sweepTable();
+        stepWaiting = false;
+        return step();
       })
       .catch((error: unknown) => {
-        // What this sweep was to read is read again, with the rest of the table.
+        // What this step was to publish is read again, with the rest of the table.
         wholeTable = true;
         log.warn('outbox relay fell behind; will publish from the table', { error: String(error) });
         if (!stopped && !retry) {
@@ -174,16 +253,25 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
         }
       });
   };
-  const backstop = setInterval(() => sweep(), options.sweepMs ?? 2000);
+  const sweep = () => {
+    wholeTable = true;
+    schedule();
+  };
+  const backstop = setInterval(sweep, options.sweepMs ?? 2000);
   backstop.unref();
   sweep(); // a new process first publishes what a previous one may have left
 
   return {
-    enqueue: (events) => {
-      if (events.length > 0) sweep(new Set(events.map((e) => e.conversation)));
+    enqueue: (commit) => {
+      if (commit.stored.length === 0) return;
+      held.push(commit);
+      schedule();
     },
-    sweep: () => sweep(),
-    idle: () => chain,
+    sweep,
+    idle: () => {
+      chain = chain.then(mark).catch((error: unknown) => log.warn('marking published events failed; the next read marks them', { error: String(error) }));
+      return chain;
+    },
     async stop() {
       stopped = true;
       clearInterval(backstop);

@@ -70,10 +70,13 @@ export async function ingestInputs(pool: Pool, partition: number, epochs: Epochs
   }
   const refusals = await guard(pool, readable.map((r) => r.input), agents);
   const ingest = (inputs: readonly InputRecord[]) => appendInputs(pool, partition, epochs, inputs, agents, refusals);
-  const done = (stored: ConversationEvent[], elsewhere: ReadonlyMap<string, number>, before?: ReadonlyMap<string, number>) => ({
+  const done = (stored: ConversationEvent[], elsewhere: ReadonlyMap<string, number>, written?: { before: Map<string, number>; trace: string | null }) => ({
     stored,
+    // For the outbox relay: with `before` it publishes these as they are (record by record, it reads them back).
+    before: written?.before ?? new Map<string, number>(),
+    trace: written?.trace ?? null,
     conversations: [...new Set(readable.map((r) => r.input.conversation))].filter((c) => !elsewhere.has(c)),
-    news: newsOf(stored, before),
+    news: newsOf(stored, written?.before),
     rejected,
     misrouted: readable.flatMap(({ message, input }) => {
       const to = elsewhere.get(input.conversation);
@@ -81,8 +84,8 @@ export async function ingestInputs(pool: Pool, partition: number, epochs: Epochs
     }),
   });
   try {
-    const { stored, elsewhere, before } = await ingest(readable.map((r) => r.input));
-    return done(stored, elsewhere, before);
+    const { stored, elsewhere, before, trace } = await ingest(readable.map((r) => r.input));
+    return done(stored, elsewhere, { before, trace });
   } catch (error) {
     if (!isRefusedByDatabase(error)) throw error;
   }

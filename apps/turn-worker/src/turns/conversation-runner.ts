@@ -114,11 +114,11 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
   const append = async (decide: (state: ConversationState) => DomainEvent[]) => {
     // Holding the fold as of the last event, the write is one statement unless the log moved meanwhile.
     const seen = { position: readUpTo, state: conversation?.state };
-    const { stored, earlier } = await appendToConversation(pool, conversationRules, key, deps.epochs(), decide, seen);
-    apply(earlier);
-    apply(stored);
-    relay.enqueue(stored);
-    return stored;
+    const written = await appendToConversation(pool, conversationRules, key, deps.epochs(), decide, seen);
+    apply(written.earlier);
+    apply(written.stored);
+    relay.enqueue(written);
+    return written.stored;
   };
 
   /**
