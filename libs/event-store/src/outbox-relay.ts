@@ -1,5 +1,6 @@
 import type { ConversationEvent } from '@rudder/contracts';
 import type { Log, Pool } from '@rudder/runtime';
+import type { Written } from './append';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 
 export type OutboxRelayOptions = {
@@ -22,20 +23,13 @@ export type OutboxRelayOptions = {
   markAfterMs?: number;
 };
 
-/**
- * A commit the relay is handed, as the writer got it back (`Written` of ./append): the events
- * it stored, in position order; each written conversation's last position `before` them (0:
- * none; a conversation missing from it is published from the table); their stored traceparent.
- */
-export type Committed = {
-  stored: readonly ConversationEvent[];
-  before: ReadonlyMap<string, number>;
-  trace: string | null;
-};
-
 export type OutboxRelay = {
-  /** Events just committed: published from memory when they follow what was published of their conversation, else from the table. */
-  enqueue(commit: Committed): void;
+  /**
+   * A commit just made, as the writer got it back (`Written` of ./append): published as it is
+   * when it follows what was published of its conversations (a conversation missing from its
+   * `before` does not), else from the table.
+   */
+  enqueue(commit: Written): void;
   /** Publishes every unpublished event of the owned partitions (after an assignment, say). */
   sweep(): void;
   /** Resolves when everything handed over so far has been published and marked, or has failed. */
@@ -96,7 +90,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   /** Conversations the waiting step reads from the table (after what this relay published of each). */
   const due = new Set<string>();
   /** Commits handed over since the last step began. */
-  let held: Committed[] = [];
+  let held: Written[] = [];
   /** Per conversation, the highest position this relay published: every earlier one of it is published (see above). */
   const published = new Map<string, number>();
   /** Positions published and not marked yet: the next read of the table marks them, or `mark` does. */
@@ -123,7 +117,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
    * Splits the commits handed over into what follows what was published, per conversation (to
    * publish as it is), and the conversations to read from the table instead (added to `due`).
    */
-  const takeFromMemory = (commits: readonly Committed[]) => {
+  const takeFromMemory = (commits: readonly Written[]) => {
     const of = new Map<string, { events: ConversationEvent[]; traces: (string | null)[]; follows: boolean; upTo: number }>();
     for (const commit of commits) {
       for (const event of commit.stored) {

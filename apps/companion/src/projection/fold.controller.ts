@@ -60,9 +60,10 @@ export class FoldController {
    */
   private readonly foldTogether = grouped(async (slices: Read[][]): Promise<Rejected[][]> => {
     const start = performance.now();
-    const { result, refused } = await foldOrSkip(this.readModels, slices.flat(), this.log);
+    const read = slices.flat();
+    const { result, refused } = await foldOrSkip(this.readModels, read, this.log);
     this.metrics.batchFolded(
-      slices.flat().map((r) => r.event),
+      read.map((r) => r.event),
       result,
       (performance.now() - start) / 1000,
     );

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
 import { InputRecord, inputText, type ConversationEvent } from '@rudder/contracts';
 import { conversationRules, decideInputs, evolve, receiptKeys, startNextTurn } from '@rudder/conversation';
-import { appendToConversations, readStates, type Epochs } from '@rudder/event-store';
+import { appendToConversations, readStates, type Epochs, type Written } from '@rudder/event-store';
 import { isRefusedByDatabase, type Pool, type Rejected } from '@rudder/runtime';
 import type { AgentRegistry } from '../agents/agents';
 
@@ -70,7 +70,7 @@ export async function ingestInputs(pool: Pool, partition: number, epochs: Epochs
   }
   const refusals = await guard(pool, readable.map((r) => r.input), agents);
   const ingest = (inputs: readonly InputRecord[]) => appendInputs(pool, partition, epochs, inputs, agents, refusals);
-  const done = (stored: ConversationEvent[], elsewhere: ReadonlyMap<string, number>, written?: { before: Map<string, number>; trace: string | null }) => ({
+  const done = (stored: ConversationEvent[], elsewhere: ReadonlyMap<string, number>, written?: Pick<Written, 'before' | 'trace'>) => ({
     stored,
     // For the outbox relay: with `before` it publishes these as they are (record by record, it reads them back).
     before: written?.before ?? new Map<string, number>(),
