@@ -178,6 +178,22 @@ describe('stop', () => {
     expect(meant).toEqual({ turn: second.id });
     expect(await answered(client, conversation, 'f2')).toMatchObject({ status: 'stopped' });
   });
+
+  it('a stop while the model is midway through its reply ends the turn stopped; the words it had streamed are not stored as its answer', async () => {
+    const { client, http, model } = stack;
+    const conversation = key('stop-midway');
+    const gate = gateName('midway');
+    const text = `tell me a long story mid-gate:${gate}`;
+    // The reply is held after its first word: the worker has read part of a reply, not all of it.
+    const turn = await heldAt(stack, gate, conversation, 'p', text);
+    expect(await client.stop(conversation, { turn: turn.id })).toEqual({ turn: turn.id });
+    expect(await answered(client, conversation, 'p')).toMatchObject({ id: turn.id, status: 'stopped', content: '' });
+    const events = await readEvents(await http.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
+    expect(events.filter((m) => m.event === 'model.replied')).toEqual([]);
+    await model.gate(gate).open(); // nothing waits there any more
+    await client.chat(conversation, { text: 'and now?', id: 'n' });
+    expect(await answered(client, conversation, 'n')).toMatchObject({ status: 'completed', content: 'answer to and now?' });
+  });
 });
 
 describe('onBusy', () => {

@@ -70,6 +70,9 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
           if (await store(endTurn(turn, 'failed', `the model failed: ${describe(error)}`))) return turn;
           break;
         }
+        // A reply that came back after the abort may be only a part of one (the `openai` package ends
+        // an aborted stream as if it were complete; an agent's own client may do the same).
+        signal.throwIfAborted();
         const toolCalls = ownCallIds(reply.toolCalls, action.step);
         const replied: DomainEvent = {
           type: 'model.replied',

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { DomainEvent } from '@rudder/contracts';
 import { reply, startScriptedModel, toolResults, type ScriptedModel } from '@rudder/scripted-model';
 import { runTurn, type Agent } from './loop';
-import { openAiModel } from './model';
+import { openAiModel, type ModelClient } from './model';
 import { defineTool, waitTool } from './tools';
 import { evolveTurn, startTurn } from './turn';
 
@@ -145,6 +145,32 @@ describe('the agent loop', () => {
     controller.abort(new Error('released'));
     await expect(turn).rejects.toThrow('released');
     expect(commits.map((c) => c.map((e) => e.type))).toEqual([['model.replied', 'tool.started']]);
+  });
+
+  it("aborted while the model replies, stores nothing even from a model client that answers with what it had (your own agent's client may)", async () => {
+    const controller = new AbortController();
+    const partial: ModelClient = {
+      reply: async ({ signal }) => {
+        controller.abort(new Error('stop requested'));
+        expect(signal.aborted).toBe(true);
+        return { content: 'half a rep', toolCalls: [] };
+      },
+    };
+    const commits: DomainEvent[][] = [];
+    const turn = runTurn({
+      conversation: 'c',
+      agent,
+      model: partial,
+      history: [],
+      turn: startTurn('t1', prompt),
+      commit: async (events) => {
+        commits.push(events);
+        return events;
+      },
+      signal: controller.signal,
+    });
+    await expect(turn).rejects.toThrow('stop requested');
+    expect(commits).toEqual([]);
   });
 
   it('when the store takes a steer instead of ending the turn, the model is asked once more with it last', async () => {

@@ -75,6 +75,9 @@ export function openAiModel(options: OpenAiModelOptions): ModelClient {
           if (part.function?.arguments) call.arguments += part.function.arguments;
         }
       }
+      // The package ends a stream that was aborted midway as if it were complete: what came is
+      // only part of a reply, and must never be stored as one.
+      signal.throwIfAborted();
       return { content, toolCalls: calls.filter((c) => c !== undefined), ...(usage ? { usage } : {}) };
     },
   };
