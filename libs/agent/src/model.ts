@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import type { ToolCall, Usage } from '@rudder/contracts';
 import type { ModelMessage } from './messages';
+import { modelFetch } from './model-fetch';
 import { toolSpec, type Tool } from './tools';
 
 /** One reply of the model; `usage` when the server reports it. */
@@ -40,6 +41,7 @@ export function openAiModel(options: OpenAiModelOptions): ModelClient {
     apiKey: options.apiKey,
     maxRetries: options.maxRetries ?? 3,
     timeout: options.timeoutMs ?? 120_000,
+    fetch: modelFetch(),
   });
   return {
     async reply({ messages, tools, signal, onToken }) {
