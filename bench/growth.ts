@@ -24,6 +24,9 @@ export type LongConversation = {
   /** The turn right after it, by the same worker (the fold held): what is left is the history the model request carries. */
   newConversationNextMs: number;
   longConversationNextMs: number;
+  /** Median of each run's own long / new ratio (the two measured one right after the other: steadier than a ratio of medians on a machine that drifts). */
+  firstRatio: number;
+  nextRatio: number;
 };
 
 const GC_PRELOAD = fileURLToPath(new URL('gc-on-signal.cjs', import.meta.url));
@@ -125,6 +128,8 @@ export async function longConversation(infra: Infra, options: { earlierTurns: nu
       longConversationMs: median(longOnes),
       newConversationNextMs: median(freshNext),
       longConversationNextMs: median(longNext),
+      firstRatio: median(longOnes.map((ms, i) => ms / fresh[i]!)),
+      nextRatio: median(longNext.map((ms, i) => ms / freshNext[i]!)),
     };
   } finally {
     await stack.stop();

@@ -36,7 +36,7 @@ if (args.help) {
 /** How much each benchmark does: the full run, or `--quick`'s few turns. */
 const size = args.quick
   ? { chat: { levels: [1, 4], turns: 8 }, steerRuns: 2, costRuns: 1, recoveryRuns: 1, load: { workers: [1, 2], conversations: 4, seconds: 3 }, memory: { checkpoints: [20, 40], forgetMs: [1000] }, long: { earlierTurns: 20, runs: 1 } }
-  : { chat: { levels: [1, 4, 16], turns: 30 }, steerRuns: 15, costRuns: 3, recoveryRuns: 3, load: { workers: [1, 2, 3], conversations: 16, seconds: 10 }, memory: { checkpoints: [500, 1000, 2000], forgetMs: [1000, 3_600_000] }, long: { earlierTurns: 2000, runs: 3 } };
+  : { chat: { levels: [1, 4, 16], turns: 30 }, steerRuns: 15, costRuns: 3, recoveryRuns: 3, load: { workers: [1, 2, 3], conversations: 16, seconds: 10 }, memory: { checkpoints: [500, 1000, 2000], forgetMs: [1000, 3_600_000] }, long: { earlierTurns: 2000, runs: 7 } };
 
 const LOG_FILE = join(os.tmpdir(), `rudder-bench-${process.pid}.log`);
 const RESULTS = fileURLToPath(new URL('results.md', import.meta.url));
@@ -151,18 +151,20 @@ try {
       '`rudder_conversations_held`. With idle conversations let go, what a worker holds does not grow with the conversations ' +
       'it has seen, so 100,000 idle ones cost what 0 do; kept, each costs the slope.',
     table(
-      ['turn', `first after a worker restart, ms (median of ${size.long.runs})`, 'vs new', 'the next one, same worker, ms', 'vs new'],
+      ['turn', `first after a worker restart, ms (median of ${size.long.runs})`, 'vs new (median of the runs’ ratios)', 'the next one, same worker, ms', 'vs new (median of the runs’ ratios)'],
       [
         ['in a new conversation', ms(long.newConversationMs), '1.0×', ms(long.newConversationNextMs), '1.0×'],
         [
           `in a conversation with ${long.earlierTurns} earlier turns`,
           ms(long.longConversationMs),
-          ratio(long.longConversationMs, long.newConversationMs),
+          `${long.firstRatio.toFixed(1)}×`,
           ms(long.longConversationNextMs),
-          ratio(long.longConversationNextMs, long.newConversationNextMs),
+          `${long.nextRatio.toFixed(1)}×`,
         ],
       ],
     ),
+    'Each run measures the new conversation and then the long one, each after a restart of its own; the ratio is taken per ' +
+      'run and its median given, so that a machine that drifts between runs moves both sides of it.',
     'The next turn runs on the fold the first one left in memory, so what it costs more in the long conversation is the ' +
       'history its model request carries (every earlier turn: the model is sent the whole conversation), not reading the log again.',
   ];
