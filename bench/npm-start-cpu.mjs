@@ -55,7 +55,9 @@ console.log(`total          ${(tot / turns).toFixed(2)} CPU-ms/turn; PostgreSQL 
   console.log(`machine        busy ${pct(all - d[3] - d[4] - d[7])}, idle ${pct(d[3] + d[4])}, stolen ${pct(d[7])} (of ${os.cpus().length} CPUs)`); }
 for (const c of convs) c.close();
 if (process.env.HOLD) await new Promise((r) => setTimeout(r, +process.env.HOLD));
+// Stopped as Ctrl-C stops it: one SIGTERM to scripts/start.ts, which stops each service once (a service given a second
+// SIGTERM while it stops dies of it, and writes no CPU profile under RUDDER_CPU_PROFILE_DIR).
 const svc = procs().filter((p) => ['gateway', 'worker', 'companion'].includes(p.name));
-for (const p of svc) { try { process.kill(p.pid, 'SIGTERM'); } catch {} }
+for (const p of procs().filter((p) => p.name === 'start(model)')) { try { process.kill(p.pid, 'SIGTERM'); } catch {} }
 for (let i = 0; i < 300 && svc.some((p) => { try { process.kill(p.pid, 0); return true; } catch { return false; } }); i++) await new Promise((r) => setTimeout(r, 100));
 await sys.stop(); await model.stop?.(); process.exit(0);
