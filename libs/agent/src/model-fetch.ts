@@ -37,7 +37,7 @@ export function modelFetch(dispatcher: Dispatcher = sharedDispatcher()): typeof 
 }
 
 let shared: Dispatcher | undefined;
-/** One pool for every model client of the process, as the global fetch has one. */
+/** One pool for every model client of the process, as the global fetch has one (and its keep-alive defaults). */
 function sharedDispatcher(): Dispatcher {
-  return (shared ??= new Agent({ keepAliveTimeout: 30_000 }).compose(interceptors.redirect({ maxRedirections: 3 })));
+  return (shared ??= new Agent().compose(interceptors.redirect({ maxRedirections: 3 })));
 }
