@@ -18,13 +18,16 @@ const agent: Agent = { systemPrompt: 'be brief', tools: [waitTool], maxSteps: 5 
 const model = () => openAiModel({ baseURL: server.url, apiKey: 'test', model: 'scripted', maxRetries: 0 });
 const prompt = { id: 'in-1', text: 'wait a bit', messages: ['wait a bit'], subject: 'alice' };
 
-async function run(options: { turn?: ReturnType<typeof startTurn>; signal?: AbortSignal } = {}) {
+type RunOptions = { turn?: ReturnType<typeof startTurn>; signal?: AbortSignal; agent?: Agent; model?: ModelClient };
+
+/** Starts a turn; `commits` and `tokens` fill as it runs, `ended` settles with it (rejects when it is aborted). */
+function start(options: RunOptions = {}) {
   const commits: DomainEvent[][] = [];
   const tokens: string[] = [];
-  const ended = await runTurn({
+  const ended = runTurn({
     conversation: 'c',
-    agent,
-    model: model(),
+    agent: options.agent ?? agent,
+    model: options.model ?? model(),
     history: [],
     turn: options.turn ?? startTurn('t1', prompt),
     commit: async (events) => {
@@ -35,6 +38,11 @@ async function run(options: { turn?: ReturnType<typeof startTurn>; signal?: Abor
     signal: options.signal ?? new AbortController().signal,
   });
   return { commits, tokens, ended };
+}
+
+async function run(options: RunOptions = {}) {
+  const { commits, tokens, ended } = start(options);
+  return { commits, tokens, ended: await ended };
 }
 
 describe('the agent loop', () => {
@@ -128,19 +136,7 @@ describe('the agent loop', () => {
     });
     server.setScript(() => reply.tools([{ id: 'c1', name: 'held', arguments: {} }]));
     const controller = new AbortController();
-    const commits: DomainEvent[][] = [];
-    const turn = runTurn({
-      conversation: 'c',
-      agent: { ...agent, tools: [held] },
-      model: model(),
-      history: [],
-      turn: startTurn('t1', prompt),
-      commit: async (events) => {
-        commits.push(events);
-        return events;
-      },
-      signal: controller.signal,
-    });
+    const { commits, ended: turn } = start({ agent: { ...agent, tools: [held] }, signal: controller.signal });
     await toolRuns;
     controller.abort(new Error('released'));
     await expect(turn).rejects.toThrow('released');
@@ -156,19 +152,7 @@ describe('the agent loop', () => {
         return { content: 'half a rep', toolCalls: [] };
       },
     };
-    const commits: DomainEvent[][] = [];
-    const turn = runTurn({
-      conversation: 'c',
-      agent,
-      model: partial,
-      history: [],
-      turn: startTurn('t1', prompt),
-      commit: async (events) => {
-        commits.push(events);
-        return events;
-      },
-      signal: controller.signal,
-    });
+    const { commits, ended: turn } = start({ model: partial, signal: controller.signal });
     await expect(turn).rejects.toThrow('stop requested');
     expect(commits).toEqual([]);
   });
