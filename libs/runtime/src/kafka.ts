@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, type Consumer, type ITopicConfig, type TopicPartitionOffset } from 'kafkajs';
 import { createLog, kafkaLogCreator, kafkaLogLevel, type Log } from './log';
 import { Topics } from '@rudder/contracts';
+import { kafkajsRequestQueueMended } from './kafkajs-request-queue';
 
 // Every producer here uses kafkajs' default partitioner, which is Java's murmur2: a service
 // producing to agent.inputs with Kafka's own clients puts a conversation on the same partition.
@@ -10,6 +11,7 @@ process.env.KAFKAJS_NO_PARTITIONER_WARNING ??= '1';
 
 /** A Kafka client whose logs go through `log` (default: a log of its own, named `clientId`). */
 export function createKafka(brokers: string, clientId: string, log: Log = createLog(clientId)): Kafka {
+  if (!kafkajsRequestQueueMended) warnUnmendedOnce(log);
   return new Kafka({
     clientId,
     brokers: brokers.split(',').map((b) => b.trim()),
@@ -17,6 +19,13 @@ export function createKafka(brokers: string, clientId: string, log: Log = create
     logCreator: kafkaLogCreator(log),
     retry: { initialRetryTime: 100, retries: 10 },
   });
+}
+
+let warnedUnmended = false;
+function warnUnmendedOnce(log: Log): void {
+  if (warnedUnmended) return;
+  warnedUnmended = true;
+  log.warn("this kafkajs is not the version whose request queue is mended (kafkajs-request-queue.ts): each connection may check for pending requests every millisecond");
 }
 
 export type TopicNames = { [K in keyof typeof Topics]: string };
