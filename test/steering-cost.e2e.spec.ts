@@ -113,12 +113,13 @@ describe('the cost of steering', () => {
     expect(enabled.statements).toBe(disabled.statements);
     expect(enabled.events).toEqual(disabled.events);
     expect(enabled.events).toEqual(['input.accepted', 'turn.started', 'input.delivered', 'model.replied', 'tool.started', 'tool.ended', 'model.replied', 'turn.ended']);
-    // The ingest (BEGIN, the partition's epoch checked with the conversation row, the once-key
-    // probe, the events with the turn's start, COMMIT) — its events go to the runner with the position
-    // before them, so the runner, holding the conversation as of that position, reads nothing —
-    // then three commits of one statement each (nothing arrived during the turn, so each checks
-    // the log did not move and the epoch, and writes, at once): the reply with the tool's start,
-    // the tool's result, the last reply with the turn's end.
-    expect(enabled.statements).toBe(5 + 3);
+    // The ingest: one statement, since the worker holds the conversation as of its last event
+    // (its first turn ended): it checks the log did not move, the epoch, and that the chat was
+    // not answered before, and writes the chat's acceptance with the turn's start. Its events go
+    // to the runner with the position before them, so the runner reads nothing. Then three
+    // commits of one statement each (nothing arrived during the turn, so each checks the log did
+    // not move and the epoch, and writes, at once): the reply with the tool's start, the tool's
+    // result, the last reply with the turn's end.
+    expect(enabled.statements).toBe(1 + 3);
   });
 });

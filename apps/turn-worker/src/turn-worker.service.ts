@@ -87,7 +87,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   async ingest(batch: PartitionBatch): Promise<void> {
     const { partition, messages } = batch;
     rememberInputTraces(messages);
-    const { stored, before, trace, conversations, news, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents).catch((error: unknown) => {
+    const { stored, before, trace, conversations, news, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents, this.scheduler.seen).catch((error: unknown) => {
       if (error instanceof FencedError) this.metrics.fenced();
       throw error;
     });

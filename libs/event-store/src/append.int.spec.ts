@@ -106,3 +106,98 @@ async function waitingForLocks(): Promise<number> {
   const { rows } = await db.pool().query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`);
   return rows[0].n;
 }
+
+/**
+ * appendToConversations (an ingested batch) given what the writer holds of each conversation:
+ * one statement when every one is held as of its last event, on the batch's partition, and
+ * none of the batch's inputs was handled before; the transaction, deciding on what is stored,
+ * in every other case.
+ */
+describe('appendToConversations, holding the conversations', () => {
+  const heldAt = (positions: Record<string, number>) => (conversation: string) =>
+    conversation in positions ? { position: positions[conversation], state: 1 } : undefined;
+
+  it('holding every conversation of the batch as of its last event, it writes them all in one statement and no transaction', async () => {
+    const a = await conversationAt(6, 'held-a');
+    const b = await appendToConversations(db.pool(), countingRules, 6, a.epochs, [{ conversation: 'held-b', probe: [] }], (_c, count) => decidedOn(count, 'first'));
+    const { pool, counts } = counted(db.pool());
+    const seen: string[] = [];
+    const { stored, before, elsewhere } = await appendToConversations(
+      pool, countingRules, 6, a.epochs,
+      [{ conversation: 'held-b', probe: ['never-stored'] }, { conversation: 'held-a', probe: [] }],
+      (conversation, count, alreadyStored) => (seen.push(`${conversation} ${count} ${alreadyStored.size}`), decidedOn(count, `${conversation}-second`)),
+      heldAt({ 'held-a': a.last, 'held-b': b.stored[0].position }),
+    );
+    expect(counts).toEqual({ statements: 1, connections: 0 });
+    expect(seen).toEqual(['held-a 1 0', 'held-b 1 0']);
+    expect(elsewhere).toEqual(new Map());
+    expect(before).toEqual(new Map([['held-a', a.last], ['held-b', b.stored[0].position]]));
+    expect(stored.map((e) => e.conversation).sort()).toEqual(['held-a', 'held-b']);
+    expect(await stepsOf('held-a')).toEqual([0, 1]);
+    expect(await stepsOf('held-b')).toEqual([0, 1]);
+    // Each row's last position moved with its events: the next batch holding them is one statement again.
+    const positions = Object.fromEntries(stored.map((e) => [e.conversation, e.position]));
+    await appendToConversations(pool, countingRules, 6, a.epochs, [{ conversation: 'held-a', probe: [] }], (_c, count) => decidedOn(count, 'third'), (c) => ({ position: positions[c], state: 2 }));
+    expect(counts).toEqual({ statements: 2, connections: 0 });
+    expect(await stepsOf('held-a')).toEqual([0, 1, 2]);
+  });
+
+  it('when one of them moved since, nothing is written on what it held: the transaction decides every one on the stored state', async () => {
+    const a = await conversationAt(7, 'moved-a');
+    const b = await appendToConversations(db.pool(), countingRules, 7, a.epochs, [{ conversation: 'moved-b', probe: [] }], (_c, count) => decidedOn(count, 'first'));
+    await appendToConversation(db.pool(), countingRules, 'moved-b', a.epochs, (count) => decidedOn(count, 'other'));
+    const { pool, counts } = counted(db.pool());
+    const { stored, before } = await appendToConversations(
+      pool, countingRules, 7, a.epochs,
+      [{ conversation: 'moved-a', probe: [] }, { conversation: 'moved-b', probe: [] }],
+      (conversation, count) => decidedOn(count, `${conversation}-ours`),
+      heldAt({ 'moved-a': a.last, 'moved-b': b.stored[0].position }),
+    );
+    expect(counts.connections).toBe(1);
+    expect(await stepsOf('moved-a')).toEqual([0, 1]);
+    expect(await stepsOf('moved-b')).toEqual([0, 1, 2]);
+    expect(stored.map((e) => `${e.conversation} ${(e.data as { step: number }).step}`).sort()).toEqual(['moved-a 1', 'moved-b 2']);
+    expect(before.get('moved-b')).toBeGreaterThan(b.stored[0].position);
+  });
+
+  it('an input handled before (one of its probe keys stored) is never decided as new on what the writer holds: the transaction sees it stored', async () => {
+    const { epochs } = await conversationAt(8, 'handled');
+    // The input's first answer (say its refusal), under a once key other than the one a new decision would use.
+    const refusal = { type: 'model.replied', data: { turn: 'refused', step: 9, content: 'refused', toolCalls: [] } } as DomainEvent;
+    const first = await appendToConversation(db.pool(), countingRules, 'handled', epochs, () => [refusal]);
+    const answered = countingRules.onceKey(refusal);
+    const { pool, counts } = counted(db.pool());
+    const { stored } = await appendToConversations(
+      pool, countingRules, 8, epochs,
+      [{ conversation: 'handled', probe: ['accepted-key', answered] }],
+      (_c, count, alreadyStored) => (alreadyStored.has(answered) ? [] : decidedOn(count, 'accepted')),
+      heldAt({ handled: first.stored[0].position }),
+    );
+    expect(counts.connections).toBe(1);
+    expect(stored).toEqual([]);
+    expect(await stepsOf('handled')).toEqual([0, 9]);
+  });
+
+  it('a held conversation stored on another partition is not written by this partition\'s batch: it is returned as elsewhere', async () => {
+    const there = await conversationAt(9, 'lives-on-9');
+    const epochs = new Map([...there.epochs, ...(await takePartitions(db.pool(), [10], 'append-test'))]);
+    const { stored, elsewhere } = await appendToConversations(
+      db.pool(), countingRules, 10, epochs,
+      [{ conversation: 'lives-on-9', probe: [] }],
+      (_c, count) => decidedOn(count, 'misrouted'),
+      heldAt({ 'lives-on-9': there.last }),
+    );
+    expect(stored).toEqual([]);
+    expect(elsewhere).toEqual(new Map([['lives-on-9', 9]]));
+    expect(await stepsOf('lives-on-9')).toEqual([0]);
+  });
+
+  it('a writer whose epoch is gone writes nothing while holding the conversations, and is told it is fenced', async () => {
+    const { epochs, last } = await conversationAt(11, 'held-fenced');
+    await takePartitions(db.pool(), [11], 'successor');
+    await expect(
+      appendToConversations(db.pool(), countingRules, 11, epochs, [{ conversation: 'held-fenced', probe: [] }], (_c, count) => decidedOn(count, 'zombie'), heldAt({ 'held-fenced': last })),
+    ).rejects.toBeInstanceOf(FencedError);
+    expect(await stepsOf('held-fenced')).toEqual([0]);
+  });
+});

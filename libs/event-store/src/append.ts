@@ -71,7 +71,7 @@ export async function appendToConversation<S>(
   const trace = traceparent();
   const events = seen.state === undefined ? [] : decide(seen.state);
   if (events.length > 0) {
-    const stored = await appendIfUnchanged(pool, rules, conversation, epochs, seen.state as S, events, seen.position, trace);
+    const stored = await appendIfUnchanged(pool, rules, [{ conversation, position: seen.position, state: seen.state as S, events }], epochs, trace);
     // The guard wrote only with the conversation's last event at `seen.position`.
     if (stored) return { stored, earlier: [], before: new Map([[conversation, seen.position]]), trace };
   }
@@ -97,26 +97,38 @@ export async function appendToConversation<S>(
   });
 }
 
+/** One conversation's part of a one-statement write: `events` decided on `state`, its state as of its last event at `position`. */
+type UnchangedWrite<S> = { conversation: string; position: number; state: S; events: DomainEvent[] };
+
 /**
- * The one-statement write: `events` decided on `state`, the conversation's state as of its last
- * event at `position`. The guard locks the conversation's row and shares its partition's owner
- * row, as the transaction does; under READ COMMITTED a row that changed while the statement
- * waited for its lock is checked again as it is now, so a write committed meanwhile (an ingested
- * steer) moves `last_position` and the guard comes back empty. Then nothing is written and this
- * answers null: the caller decides again in a transaction, on what is stored. Null too when the
- * epoch no longer holds (the transaction says which).
+ * The one-statement write, of one conversation or several: each one's `events` decided on its
+ * state as of its last event at `position`. The guard locks the conversations' rows (in key
+ * order, as every write of several does) and shares their partitions' owner rows, as the
+ * transaction does; under READ COMMITTED a row that changed while the statement waited for its
+ * lock is checked again as it is now, so a write committed meanwhile (an ingested steer, a
+ * step) moves `last_position` and the guard comes back short. It writes all or nothing: only
+ * when every conversation is where its writer saw it, the epoch still holds, each is on
+ * `partition` (when given: an ingested batch writes only its own partition's conversations)
+ * and none of the `probe` once keys is stored (an input handled before). Otherwise nothing is
+ * written and this answers null: the caller decides again in a transaction, on what is stored.
+ * A probe key stored by a write committed after this statement began was committed by a writer
+ * that moved `last_position` too, which the guard sees.
  */
 async function appendIfUnchanged<S>(
   pool: Pool,
   rules: StreamRules<S>,
-  conversation: string,
+  writes: readonly UnchangedWrite<S>[],
   epochs: Epochs,
-  state: S,
-  events: DomainEvent[],
-  position: number,
   trace: string | null,
+  { partition = null, probe = [] }: { partition?: number | null; probe?: readonly { conversation: string; onceKey: string }[] } = {},
 ): Promise<ConversationEvent[] | null> {
-  const next = events.reduce(rules.evolve, state);
+  const events = writes.flatMap((w) => w.events.map((event) => ({ conversation: w.conversation, event })));
+  const heads = writes
+    .filter((w) => w.events.length > 0)
+    .map((w) => {
+      const next = w.events.reduce(rules.evolve, w.state);
+      return { key: w.conversation, state: storableJson(next), open: rules.hasOpenWork(next) };
+    });
   try {
     const { rows } = await pool.query<EventRow>({
       name: 'event-store-append-if-unchanged',
@@ -124,40 +136,51 @@ async function appendIfUnchanged<S>(
          SELECT c.key
            FROM event_store.conversations c
            JOIN event_store.partition_owners p ON p.partition = c.partition
-          WHERE c.key = $1 AND c.last_position = $2
-            AND (p.partition, p.epoch) IN (SELECT * FROM unnest($3::int[], $4::bigint[]))
+          WHERE c.key = ANY($1::text[]) AND c.last_position = ($2::bigint[])[array_position($1::text[], c.key)]
+            AND ($3::int IS NULL OR c.partition = $3)
+            AND (p.partition, p.epoch) IN (SELECT * FROM unnest($4::int[], $5::bigint[]))
+          ORDER BY c.key
             FOR UPDATE OF c FOR SHARE OF p
+       ), go AS (
+         SELECT (SELECT count(*) FROM guard) = cardinality($1::text[])
+            AND NOT EXISTS (SELECT 1 FROM event_store.events
+                             WHERE (conversation, once_key) IN (SELECT * FROM unnest($6::text[], $7::text[]))) AS ok
        ), inserted AS (
          INSERT INTO event_store.events (id, conversation, type, data, once_key, trace, at)
-         SELECT e.id, $1, e.type, e.data, e.once_key, $10::text, statement_timestamp()
-           FROM unnest($5::uuid[], $6::text[], $7::jsonb[], $8::text[]) WITH ORDINALITY AS e(id, type, data, once_key, n)
-          WHERE EXISTS (SELECT 1 FROM guard)
+         SELECT e.id, e.conversation, e.type, e.data, e.once_key, $16::text, statement_timestamp()
+           FROM unnest($8::uuid[], $9::text[], $10::text[], $11::jsonb[], $12::text[]) WITH ORDINALITY AS e(id, conversation, type, data, once_key, n)
+          WHERE (SELECT ok FROM go)
           ORDER BY e.n
          RETURNING ${EVENT_COLUMNS}
-       ), head AS (
+       ), heads AS (
          UPDATE event_store.conversations c
-            SET head = $9::jsonb, open_work = $11, last_position = (SELECT max(position) FROM inserted)
-           FROM guard
-          WHERE c.key = guard.key
+            SET head = h.state, open_work = h.open, last_position = (SELECT max(i.position) FROM inserted i WHERE i.conversation = h.key)
+           FROM unnest($13::text[], $14::jsonb[], $15::boolean[]) AS h(key, state, open)
+          WHERE c.key = h.key AND (SELECT ok FROM go)
        )
        SELECT * FROM inserted ORDER BY position`,
       values: [
-        conversation,
-        position,
+        writes.map((w) => w.conversation),
+        writes.map((w) => w.position),
+        partition,
         [...epochs.keys()],
         [...epochs.values()],
+        probe.map((k) => k.conversation),
+        probe.map((k) => k.onceKey),
         events.map(() => randomUUID()),
-        events.map((e) => e.type),
-        events.map((e) => storableJson(e.data)),
-        events.map((e) => rules.onceKey(e)),
-        storableJson(next),
+        events.map((e) => e.conversation),
+        events.map((e) => e.event.type),
+        events.map((e) => storableJson(e.event.data)),
+        events.map((e) => rules.onceKey(e.event)),
+        heads.map((h) => h.key),
+        heads.map((h) => h.state),
+        heads.map((h) => h.open),
         trace,
-        rules.hasOpenWork(next),
       ],
     });
     return rows.length === 0 ? null : rows.map(toConversationEvent);
   } catch (error) {
-    if (isUniqueViolation(error)) throw new AlreadyStoredError(conversation, String((error as { detail?: string }).detail ?? ''));
+    if (isUniqueViolation(error)) throw new AlreadyStoredError(writes.map((w) => w.conversation).join(', '), String((error as { detail?: string }).detail ?? ''));
     throw error;
   }
 }
@@ -176,6 +199,12 @@ async function appendIfUnchanged<S>(
  * `before` gives, for each conversation written here, the position of its last event before
  * this write (0: none), so a caller that holds a conversation as of exactly that position can
  * fold the stored events without reading the log again.
+ *
+ * With `seen` giving the state the writer holds of every conversation of the batch (as of its
+ * last event), the write is one statement: `decide` runs on those states with nothing stored,
+ * and the statement writes only if every conversation is still there, on this partition, and
+ * none of the `probe` keys is stored (`appendIfUnchanged`). Otherwise — a conversation not
+ * held, the log moved, an input handled before — the transaction decides on what is stored.
  */
 export async function appendToConversations<S>(
   pool: Pool,
@@ -184,10 +213,26 @@ export async function appendToConversations<S>(
   epochs: Epochs,
   requests: readonly { conversation: string; probe: readonly string[] }[],
   decide: (conversation: string, state: S, stored: ReadonlySet<string>) => DomainEvent[],
+  seen: (conversation: string) => Seen<S> | undefined = () => undefined,
 ): Promise<Written & { elsewhere: Map<string, number> }> {
   const trace = traceparent();
   if (requests.length === 0) return { stored: [], elsewhere: new Map(), before: new Map(), trace };
   const sorted = [...requests].sort((a, b) => (a.conversation < b.conversation ? -1 : 1));
+  const held = sorted.map((r) => ({ conversation: r.conversation, seen: seen(r.conversation) }));
+  if (held.every((h) => h.seen?.state !== undefined)) {
+    const writes = held.map(({ conversation, seen }) => {
+      const state = seen!.state as S;
+      return { conversation, position: seen!.position, state, events: decide(conversation, state, new Set()) };
+    });
+    const probe = sorted.flatMap((r) => r.probe.map((onceKey) => ({ conversation: r.conversation, onceKey })));
+    const stored = writes.some((w) => w.events.length > 0)
+      ? await appendIfUnchanged(pool, rules, writes, epochs, trace, { partition, probe }).catch((error: unknown) => {
+          if (error instanceof AlreadyStoredError) return null; // the transaction finds what is stored
+          throw error;
+        })
+      : null;
+    if (stored) return { stored, elsewhere: new Map(), before: new Map(writes.map((w) => [w.conversation, w.position])), trace };
+  }
   return inTransaction(pool, sorted[0].conversation, async (client) => {
     // The epoch check first (a share lock on the partition's owner row), then the
     // conversations' rows, in one statement: nothing is written when the epoch is not ours.

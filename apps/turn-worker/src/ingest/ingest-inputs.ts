@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
 import { InputRecord, inputText, type ConversationEvent } from '@rudder/contracts';
-import { conversationRules, decideInputs, evolve, receiptKeys, startNextTurn } from '@rudder/conversation';
-import { appendToConversations, readStates, type Epochs, type Written } from '@rudder/event-store';
+import { conversationRules, decideInputs, evolve, receiptKeys, startNextTurn, type ConversationState } from '@rudder/conversation';
+import { appendToConversations, readStates, type Epochs, type Seen, type Written } from '@rudder/event-store';
 import { isRefusedByDatabase, type Pool, type Rejected } from '@rudder/runtime';
 import type { AgentRegistry } from '../agents/agents';
 
@@ -60,7 +60,14 @@ export function parseInput(message: KafkaMessage): { input: InputRecord } | { re
  * partition's owner writes the conversation): it is returned in `misrouted` with the
  * conversation's partition, and the caller re-routes it there before it commits the offsets.
  */
-export async function ingestInputs(pool: Pool, partition: number, epochs: Epochs, messages: readonly KafkaMessage[], agents: IngestAgents) {
+export async function ingestInputs(
+  pool: Pool,
+  partition: number,
+  epochs: Epochs,
+  messages: readonly KafkaMessage[],
+  agents: IngestAgents,
+  seen: (conversation: string) => Seen<ConversationState> | undefined = () => undefined,
+) {
   const readable: { message: KafkaMessage; input: InputRecord }[] = [];
   const rejected: Rejected[] = [];
   for (const message of messages) {
@@ -69,7 +76,7 @@ export async function ingestInputs(pool: Pool, partition: number, epochs: Epochs
     else readable.push({ message, input: read.input });
   }
   const refusals = await guard(pool, readable.map((r) => r.input), agents);
-  const ingest = (inputs: readonly InputRecord[]) => appendInputs(pool, partition, epochs, inputs, agents, refusals);
+  const ingest = (inputs: readonly InputRecord[]) => appendInputs(pool, partition, epochs, inputs, agents, refusals, seen);
   const done = (stored: ConversationEvent[], elsewhere: ReadonlyMap<string, number>, written?: Pick<Written, 'before' | 'trace'>) => ({
     stored,
     // For the outbox relay: with `before` it publishes these as they are (record by record, it reads them back).
@@ -129,7 +136,15 @@ function newsOf(stored: readonly ConversationEvent[], before?: ReadonlyMap<strin
 /** A record of a conversation stored on another partition: the caller sends it there. */
 export type Misrouted = { message: KafkaMessage; partition: number };
 
-function appendInputs(pool: Pool, partition: number, epochs: Epochs, inputs: readonly InputRecord[], agents: IngestAgents, refusals: ReadonlyMap<string, string>) {
+function appendInputs(
+  pool: Pool,
+  partition: number,
+  epochs: Epochs,
+  inputs: readonly InputRecord[],
+  agents: IngestAgents,
+  refusals: ReadonlyMap<string, string>,
+  seen: (conversation: string) => Seen<ConversationState> | undefined,
+) {
   const byConversation = new Map<string, InputRecord[]>();
   for (const input of inputs) byConversation.set(input.conversation, [...(byConversation.get(input.conversation) ?? []), input]);
   return appendToConversations(
@@ -143,6 +158,7 @@ function appendInputs(pool: Pool, partition: number, epochs: Epochs, inputs: rea
       // An idle conversation's next turn starts in the same transaction: one commit less per turn.
       return [...decided, ...startNextTurn(decided.reduce(evolve, state), randomUUID())];
     },
+    seen,
   );
 }
 

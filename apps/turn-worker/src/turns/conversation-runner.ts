@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { runTurn } from '@rudder/agent';
 import { CONVERSATION_FOLD_VERSION, conversationRules, decideTurnCommit, emptyConversation, evolveConversation, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
-import { AlreadyStoredError, appendToConversation, FencedError, readConversation, readConversationFromSnapshot, storeSnapshot, type Epochs, type OutboxRelay } from '@rudder/event-store';
+import { AlreadyStoredError, appendToConversation, FencedError, readConversation, readConversationFromSnapshot, storeSnapshot, type Epochs, type OutboxRelay, type Seen } from '@rudder/event-store';
 import { inSpan, tracerOf, type Log, type Pool } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
 import type { FaultPoint } from '../fault-points';
@@ -44,6 +44,8 @@ export type ConversationRunner = {
   abort(): Promise<void>;
   /** Nothing runs or waits, and nothing is being read: forgetting it loses nothing the log does not hold. */
   idle(): boolean;
+  /** The conversation's state as of the last event folded, at `position`; undefined before the first read. */
+  seen(): Seen<ConversationState> | undefined;
 };
 
 /**
@@ -227,6 +229,9 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
     async abort() {
       controller.abort(new Error('conversation released'));
       await loop;
+    },
+    seen() {
+      return conversation === null ? undefined : { position: readUpTo, state: conversation.state };
     },
     idle() {
       return loop === null && !wanted && !due && conversation !== null && conversation.running === null && conversation.state.queue.length === 0;

@@ -37,6 +37,8 @@ export function createScheduler(deps: RunnerDeps & { idleForgetMs: number }) {
       for (const [key] of released) runners.delete(key);
       await Promise.all(released.map(([, entry]) => entry.runner.abort()));
     },
+    /** What the runner of the conversation holds of it, if there is one (see `ConversationRunner.seen`). */
+    seen: (conversation: string) => runners.get(conversation)?.runner.seen(),
     /** How many conversations are held in memory now. */
     held: () => runners.size,
     async stop() {
