@@ -113,6 +113,13 @@ type UnchangedWrite<S> = { conversation: string; position: number; state: S; eve
  * written and this answers null: the caller decides again in a transaction, on what is stored.
  * A probe key stored by a write committed after this statement began was committed by a writer
  * that moved `last_position` too, which the guard sees.
+ *
+ * Its plan is cached and generic after a few runs, made for arrays of unknown length, so every
+ * part of it finds its rows by a key whatever the tables hold: each probe key is one lookup in
+ * the `(conversation, once_key)` index (a correlated subquery, `OFFSET 0` so it is not turned
+ * into a join, which a generic plan made a hash of `event_store.events` read whole: 1.95 ms a
+ * statement at 30,000 events, against 0.47), and the heads are updated by `key = ANY`, not by a
+ * join with the array.
  */
 async function appendIfUnchanged<S>(
   pool: Pool,
@@ -143,8 +150,9 @@ async function appendIfUnchanged<S>(
             FOR UPDATE OF c FOR SHARE OF p
        ), go AS (
          SELECT (SELECT count(*) FROM guard) = cardinality($1::text[])
-            AND NOT EXISTS (SELECT 1 FROM event_store.events
-                             WHERE (conversation, once_key) IN (SELECT * FROM unnest($6::text[], $7::text[]))) AS ok
+            AND NOT EXISTS (SELECT 1 FROM unnest($6::text[], $7::text[]) AS k (conversation, once_key)
+                             WHERE EXISTS (SELECT 1 FROM event_store.events e
+                                            WHERE e.conversation = k.conversation AND e.once_key = k.once_key OFFSET 0)) AS ok
        ), inserted AS (
          INSERT INTO event_store.events (id, conversation, type, data, once_key, trace, at)
          SELECT e.id, e.conversation, e.type, e.data, e.once_key, $16::text, statement_timestamp()
@@ -154,9 +162,10 @@ async function appendIfUnchanged<S>(
          RETURNING ${EVENT_COLUMNS}
        ), heads AS (
          UPDATE event_store.conversations c
-            SET head = h.state, open_work = h.open, last_position = (SELECT max(i.position) FROM inserted i WHERE i.conversation = h.key)
-           FROM unnest($13::text[], $14::jsonb[], $15::boolean[]) AS h(key, state, open)
-          WHERE c.key = h.key AND (SELECT ok FROM go)
+            SET head = ($14::jsonb[])[array_position($13::text[], c.key)],
+                open_work = ($15::boolean[])[array_position($13::text[], c.key)],
+                last_position = (SELECT max(i.position) FROM inserted i WHERE i.conversation = c.key)
+          WHERE c.key = ANY($13::text[]) AND (SELECT ok FROM go)
        )
        SELECT * FROM inserted ORDER BY position`,
       values: [
