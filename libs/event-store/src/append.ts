@@ -129,13 +129,7 @@ async function appendIfUnchanged<S>(
   trace: string | null,
   { partition = null, probe = [] }: { partition?: number | null; probe?: readonly { conversation: string; onceKey: string }[] } = {},
 ): Promise<ConversationEvent[] | null> {
-  const events = writes.flatMap((w) => w.events.map((event) => ({ conversation: w.conversation, event })));
-  const heads = writes
-    .filter((w) => w.events.length > 0)
-    .map((w) => {
-      const next = w.events.reduce(rules.evolve, w.state);
-      return { key: w.conversation, state: storableJson(next), open: rules.hasOpenWork(next) };
-    });
+  const columns = writeColumns(rules, writes);
   try {
     const { rows } = await pool.query<EventRow>({
       name: 'event-store-append-if-unchanged',
@@ -176,14 +170,8 @@ async function appendIfUnchanged<S>(
         [...epochs.values()],
         probe.map((k) => k.conversation),
         probe.map((k) => k.onceKey),
-        events.map(() => randomUUID()),
-        events.map((e) => e.conversation),
-        events.map((e) => e.event.type),
-        events.map((e) => storableJson(e.event.data)),
-        events.map((e) => rules.onceKey(e.event)),
-        heads.map((h) => h.key),
-        heads.map((h) => h.state),
-        heads.map((h) => h.open),
+        ...columns.events,
+        ...columns.heads,
         trace,
       ],
     });
@@ -299,13 +287,8 @@ async function writeEvents<S>(
   trace: string | null,
   earlier?: { conversation: string; after: number },
 ) {
-  const changed = writes.filter((w) => w.events.length > 0);
-  if (changed.length === 0) return { stored: [], earlier: [] };
-  const events = changed.flatMap((w) => w.events.map((event) => ({ conversation: w.conversation, event })));
-  const states = changed.map((w) => {
-    const state = w.events.reduce(rules.evolve, w.state);
-    return { key: w.conversation, state: storableJson(state), open: rules.hasOpenWork(state) };
-  });
+  if (writes.every((w) => w.events.length === 0)) return { stored: [], earlier: [] };
+  const columns = writeColumns(rules, writes);
   // `at` is when this statement starts, after an earlier statement of the transaction took the
   // conversations' locks (statement_timestamp(), not the transaction's start, now()): a
   // transaction that began before the previous writer committed would otherwise stamp its events
@@ -328,14 +311,8 @@ async function writeEvents<S>(
      UNION ALL
      SELECT ${EVENT_COLUMNS}, true AS earlier FROM event_store.events WHERE conversation = $9 AND position > $10`,
     values: [
-      events.map(() => randomUUID()),
-      events.map((e) => e.conversation),
-      events.map((e) => e.event.type),
-      events.map((e) => storableJson(e.event.data)),
-      events.map((e) => rules.onceKey(e.event)),
-      states.map((s) => s.key),
-      states.map((s) => s.state),
-      states.map((s) => s.open),
+      ...columns.events,
+      ...columns.heads,
       earlier?.conversation ?? null,
       earlier?.after ?? Number.MAX_SAFE_INTEGER,
       // The writer's trace, if it runs in one (a turn's span); null when tracing is off.
@@ -346,6 +323,31 @@ async function writeEvents<S>(
   return {
     stored: inOrder.filter((r) => !r.earlier).map(toConversationEvent),
     earlier: inOrder.filter((r) => r.earlier).map(toConversationEvent),
+  };
+}
+
+/**
+ * A write's parameters, column by column as its statement unnests them: the events in order
+ * (ids, conversations, types, data, once keys), then the new head of each conversation they
+ * change (keys, states, whether work is left).
+ */
+function writeColumns<S>(rules: StreamRules<S>, writes: readonly { conversation: string; state: S; events: DomainEvent[] }[]) {
+  const events = writes.flatMap((w) => w.events.map((event) => ({ conversation: w.conversation, event })));
+  const heads = writes
+    .filter((w) => w.events.length > 0)
+    .map((w) => {
+      const state = w.events.reduce(rules.evolve, w.state);
+      return { key: w.conversation, state: storableJson(state), open: rules.hasOpenWork(state) };
+    });
+  return {
+    events: [
+      events.map(() => randomUUID()),
+      events.map((e) => e.conversation),
+      events.map((e) => e.event.type),
+      events.map((e) => storableJson(e.event.data)),
+      events.map((e) => rules.onceKey(e.event)),
+    ],
+    heads: [heads.map((h) => h.key), heads.map((h) => h.state), heads.map((h) => h.open)],
   };
 }
 
