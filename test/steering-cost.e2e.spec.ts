@@ -18,7 +18,7 @@ afterAll(() => stack?.stop());
 
 /**
  * A pool that counts the statements its clients send (one round trip each) of the turn's own
- * writes: all but the outbox relay's, which read and mark `published_at`. How many sweeps the
+ * writes: all but the outbox relay's, which read the outbox and store watermarks in `event_store.published`. How many sweeps the
  * relay makes depends on timing, not on steering: commits close together share one sweep, and
  * a backstop sweep runs every few seconds.
  */
@@ -30,7 +30,7 @@ function countingPool(url: string) {
     client.query = ((...args: Parameters<typeof query>) => {
       const [first] = args as unknown[];
       const text = typeof first === 'string' ? first : String((first as { text?: string } | null)?.text ?? '');
-      if (!text.includes('published_at')) statements++;
+      if (!text.includes('event_store.published')) statements++;
       return query(...args);
     }) as typeof client.query;
   });
@@ -52,7 +52,7 @@ async function lastPosition(conversation: string): Promise<number> {
 async function unpublished(conversation: string): Promise<number> {
   const pool = createPool(stack.env.DATABASE_URL);
   try {
-    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM event_store.events WHERE conversation = $1 AND published_at IS NULL', [conversation]);
+    const { rows } = await pool.query<{ n: number }>('SELECT count(*)::int AS n FROM event_store.outbox WHERE conversation = $1', [conversation]);
     return rows[0].n;
   } finally {
     await pool.end();

@@ -41,7 +41,7 @@ async function unpublished(conversation: string): Promise<number> {
   const client = new pg.Client({ connectionString: stack.env.DATABASE_URL });
   await client.connect();
   try {
-    const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM event_store.events WHERE conversation = $1 AND published_at IS NULL', [conversation]);
+    const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM event_store.outbox WHERE conversation = $1', [conversation]);
     return rows[0].n;
   } finally {
     await client.end();

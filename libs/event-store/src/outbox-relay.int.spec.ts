@@ -13,7 +13,7 @@ const chat = (id: string): DomainEvent => ({
   data: { input: { id, kind: 'chat', text: id, messages: [id], subject: 's', sentAt: '2026-11-30T00:00:00.000Z' } },
 });
 const unpublished = async () =>
-  Number((await db.pool().query<{ n: string }>('SELECT count(*) AS n FROM event_store.events WHERE published_at IS NULL')).rows[0].n);
+  Number((await db.pool().query<{ n: string }>('SELECT count(*) AS n FROM event_store.outbox')).rows[0].n);
 
 describe('the outbox relay', () => {
   it('never skips a row still committing: a row committed after a later one is published by the next sweep, in order per conversation', async () => {
@@ -24,12 +24,14 @@ describe('the outbox relay', () => {
     relay.sweep();
     await relay.idle();
 
-    // A writer takes a position for conversation `a` and holds its transaction open…
+    // A writer takes a position for conversation `a` (and moves its last_position, as every
+    // write does in the statement that appends) and holds its transaction open…
     const slow = await db.pool().connect();
     await slow.query('BEGIN');
     await slow.query(
-      `INSERT INTO event_store.events (id, conversation, type, data, once_key)
-       VALUES (gen_random_uuid(), 'a', 'input.accepted', $1, 'input:a-slow')`,
+      `WITH e AS (INSERT INTO event_store.events (id, conversation, type, data, once_key)
+                  VALUES (gen_random_uuid(), 'a', 'input.accepted', $1, 'input:a-slow') RETURNING position)
+       UPDATE event_store.conversations SET last_position = (SELECT position FROM e) WHERE key = 'a'`,
       [JSON.stringify(chat('a-slow').data)],
     );
     // …while a later position of conversation `b` commits and is swept.
@@ -74,7 +76,7 @@ describe('the outbox relay', () => {
     await relay.idle();
     expect(published.filter((id) => id.startsWith('c-'))).toEqual(['c-0', 'c-1']);
     await vi.waitFor(async () => {
-      const { rows } = await db.pool().query(`SELECT count(*)::int AS n FROM event_store.events WHERE conversation = 'c' AND published_at IS NULL`);
+      const { rows } = await db.pool().query(`SELECT count(*)::int AS n FROM event_store.outbox WHERE conversation = 'c'`);
       expect(rows[0].n).toBe(0);
     });
     await relay.stop();
@@ -175,5 +177,50 @@ describe('the outbox relay', () => {
     expect(published.filter((id) => /^[fg]-/.test(id))).toEqual(['f-0', 'f-1', 'g-0', 'f-2', 'f-3']);
     expect(await unpublished()).toBe(0);
     await relay.stop();
+  });
+
+  it('stores one watermark per conversation, never lowered, and a relay that takes over publishes from it, not from the start', async () => {
+    const epochs = await takePartitions(db.pool(), [5], 'relay-test');
+    const watermark = async (conversation: string) =>
+      Number((await db.pool().query<{ p: string }>('SELECT position AS p FROM event_store.published WHERE conversation = $1', [conversation])).rows[0]?.p ?? 0);
+    const write = (id: string) => appendToConversations(db.pool(), plainRules, 5, epochs, [{ conversation: 'h', probe: [] }], () => [chat(id)]);
+    const first: string[] = [];
+    const relay = createOutboxRelay({
+      pool: db.pool(),
+      publish: async (events) => void first.push(...events.map((e) => (e.type === 'input.accepted' ? e.data.input.id : e.type))),
+      ownedPartitions: () => [5],
+      log: createLog('test'),
+      sweepMs: 3_600_000,
+    });
+    await relay.idle();
+    relay.enqueue(await write('h-0'));
+    const second = await write('h-1');
+    relay.enqueue(second);
+    await relay.idle();
+    await relay.stop();
+    expect(first.filter((id) => id.startsWith('h-'))).toEqual(['h-0', 'h-1']);
+    expect(await watermark('h')).toBe(second.stored[0].position);
+
+    // A relay that published less (its memory of h is behind, say it lost the partition) never lowers it.
+    await db.pool().query(
+      `INSERT INTO event_store.published (conversation, position) VALUES ('h', 1)
+       ON CONFLICT (conversation) DO UPDATE SET position = greatest(event_store.published.position, excluded.position)`,
+    );
+    expect(await watermark('h')).toBe(second.stored[0].position);
+
+    // The next owner has published nothing of h: it starts after the stored watermark.
+    await write('h-2');
+    const next: string[] = [];
+    const taker = createOutboxRelay({
+      pool: db.pool(),
+      publish: async (events) => void next.push(...events.map((e) => (e.type === 'input.accepted' ? e.data.input.id : e.type))),
+      ownedPartitions: () => [5],
+      log: createLog('test'),
+      sweepMs: 3_600_000,
+    });
+    await taker.idle();
+    expect(next.filter((id) => id.startsWith('h-'))).toEqual(['h-2']);
+    expect(await unpublished()).toBe(0);
+    await taker.stop();
   });
 });

@@ -38,7 +38,8 @@ export type OutboxRelay = {
 };
 
 /**
- * The relay of the transactional outbox: the event log's rows with `published_at` null.
+ * The relay of the transactional outbox: each conversation's events after its watermark in
+ * `event_store.published` (the view `event_store.outbox`).
  *
  * Every publication is a step on one chain, so publications never overlap and per
  * conversation they go out in log order, every event. A step publishes the commits handed
@@ -55,22 +56,34 @@ export type OutboxRelay = {
  * between), one that never came (a COMMIT whose acknowledgement was lost), a conversation this
  * relay has not published yet (a new owner) — #9 hole 3, where publishing commits in `enqueue`
  * order let newer events out first and left others behind. Then the conversation is read
- * after the highest position this relay published of it (0 when none), by a range of the
- * `(conversation, position)` index. That skips nothing: a conversation's positions are visible
- * in their order (its writes hold its row lock until they commit), and each read takes every
- * visible unmarked row of the conversation in position order, so when the relay published
- * position p of a conversation, every earlier one of it was visible to that read or an earlier
- * one, and published by it. All of a conversation's commits in one step go one way: one that
- * does not follow sends the conversation's others to the table too. A sweep of the whole
- * table runs every `sweepMs` (and after an assignment, a failure, a start) for commits nobody
- * enqueued; it keeps no high-water mark, it asks for unmarked rows, so it never skips a row
- * still committing.
+ * after the highest position this relay published of it or its stored watermark, whichever is
+ * higher (0 when neither), by a range of the `(conversation, position)` index. That skips
+ * nothing: a conversation's positions are visible in their order (its writes hold its row lock
+ * until they commit), and each read takes every visible event of the conversation after that
+ * point in position order, so when a relay published position p of a conversation, every
+ * earlier one of it was visible to that read or an earlier one, and published by it. All of a
+ * conversation's commits in one step go one way: one that does not follow sends the
+ * conversation's others to the table too. A sweep of the owned partitions runs every
+ * `sweepMs` (and after an assignment, a failure, a start) for commits nobody enqueued: it
+ * reads every owned conversation whose `last_position` (written by the statement that appends
+ * its events) is past its watermark, so it finds a write once it is committed, never before.
  *
- * Marking what was published waits up to `markAfterMs` and rides on the next read of the
- * table when one comes first; else it is a statement of its own, one for all the positions
- * waiting. A crash between publishing and marking publishes again (up to `markAfterMs` of
- * events); consumers deduplicate by event id.
+ * The watermark of what was published is stored up to `markAfterMs` later and rides on the
+ * next read of the table when one comes first; else it is a statement of its own, one row per
+ * conversation published since (an upsert that never lowers one: a relay that lost the
+ * partition may still mark what it published). A crash before it is stored publishes again
+ * (up to `markAfterMs` of events); consumers deduplicate by event id.
  */
+/**
+ * Stores watermarks (`$1` conversations in key order, `$2` positions), never lowering one: the
+ * statement's own snapshot does not see what it stores, so a read in the same statement takes
+ * the greater of the stored watermark and the one it stores.
+ */
+const MARK = `WITH marked AS (
+  INSERT INTO event_store.published (conversation, position)
+  SELECT * FROM unnest($1::text[], $2::bigint[]) ORDER BY 1
+  ON CONFLICT (conversation) DO UPDATE SET position = greatest(event_store.published.position, excluded.position))`;
+
 /** Conversations whose last published position a relay keeps; past it, the oldest tenth are forgotten (read from the start again, once). */
 const PUBLISHED_KEPT = 50_000;
 
@@ -93,22 +106,32 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   let held: Written[] = [];
   /** Per conversation, the highest position this relay published: every earlier one of it is published (see above). */
   const published = new Map<string, number>();
-  /** Positions published and not marked yet: the next read of the table marks them, or `mark` does. */
-  let unmarked: number[] = [];
+  /**
+   * Per conversation, the highest position published and not stored as its watermark yet: the
+   * next read of the table stores them, or `mark` does.
+   */
+  let unmarked = new Map<string, number>();
+
+  /** The watermarks to store, as the statements' two arrays, in key order (the order their rows are locked in). */
+  const marks = (): [string[], number[]] => {
+    const keys = [...unmarked.keys()].sort();
+    return [keys, keys.map((k) => unmarked.get(k)!)];
+  };
 
   const mark = async () => {
     clearTimeout(markTimer);
     markTimer = undefined;
-    if (unmarked.length === 0) return;
-    await pool.query({ name: 'event-store-outbox-mark', text: 'UPDATE event_store.events SET published_at = now() WHERE position = ANY($1::bigint[])', values: [unmarked] });
-    unmarked = [];
+    if (unmarked.size === 0) return;
+    await pool.query({ name: 'event-store-outbox-mark', text: `${MARK} SELECT 1`, values: marks() });
+    unmarked = new Map();
   };
 
   const wasPublished = (events: readonly ConversationEvent[]) => {
     options.afterPublish?.();
     for (const e of events) {
-      unmarked.push(e.position);
-      published.set(e.conversation, Math.max(e.position, published.get(e.conversation) ?? 0));
+      const upTo = Math.max(e.position, published.get(e.conversation) ?? 0);
+      published.set(e.conversation, upTo);
+      unmarked.set(e.conversation, upTo);
     }
     if (published.size > PUBLISHED_KEPT) for (const key of [...published.keys()].slice(0, published.size / 10)) published.delete(key);
   };
@@ -162,7 +185,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
       wasPublished(fromMemory.events);
     }
     if (conversations === null || conversations.length > 0) await publishFromTable(conversations);
-    if (unmarked.length > 0 && !markTimer && !stopped) {
+    if (unmarked.size > 0 && !markTimer && !stopped) {
       markTimer = setTimeout(() => {
         markTimer = undefined;
         chain = chain.then(mark).catch((error: unknown) => log.warn('marking published events failed; the next read marks them', { error: String(error) }));
@@ -172,18 +195,18 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
   };
 
   /**
-   * Reads the next rows to publish, in statements that also mark those published before (they
-   * are left out of the read: its snapshot still shows them unmarked), and publishes them.
+   * Reads the next rows to publish, in statements that also store the watermarks of what was
+   * published before, and publishes them.
    *
-   * The read is of the owned partitions' whole outbox (the partial index of unmarked rows, which
-   * holds every row marked since the table's last vacuum, so its cost grows with them), or of
-   * the given conversations' rows after what this relay published of each (their
-   * `(conversation, position)` index, from there on: only what is new).
+   * The read is of the owned partitions' whole outbox (every owned conversation's row is looked
+   * at, so its cost grows with them: the backstop's, every `sweepMs`), or of the given
+   * conversations' rows after what this relay published of each (their `(conversation,
+   * position)` index, from there on: only what is new).
    */
   const publishFromTable = async (conversations: readonly string[] | null) => {
     for (;;) {
       const rows = await readUnpublished(conversations);
-      unmarked = [];
+      unmarked = new Map();
       if (rows.length === 0) return;
       const events = rows.map(toConversationEvent);
       await publish(events, rows.map((r) => r.trace));
@@ -194,34 +217,38 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
 
   const readUnpublished = async (conversations: readonly string[] | null) => {
     const columns = EVENT_COLUMNS.split(', ').map((c) => 'e.' + c).join(', ');
-    const marked = 'WITH marked AS (UPDATE event_store.events SET published_at = now() WHERE position = ANY($3::bigint[]))';
     const { rows } =
       conversations === null
-        ? await pool.query<EventRow>({
+        ? // Every owned conversation whose last event is past its watermark (the stored one, or
+          // the one this statement stores), read by a range of its (conversation, position) index.
+          await pool.query<EventRow>({
             name: 'event-store-outbox-sweep',
-            text: `${marked}
+            text: `${MARK}
              SELECT ${columns}
-               FROM event_store.events e JOIN event_store.conversations c ON c.key = e.conversation
-              WHERE e.published_at IS NULL AND c.partition = ANY($1::int[]) AND e.position <> ALL($3::bigint[])
-              ORDER BY e.position LIMIT $2`,
-            values: [options.ownedPartitions(), batchSize, unmarked],
+               FROM event_store.conversations c
+               LEFT JOIN event_store.published p ON p.conversation = c.key
+               LEFT JOIN unnest($1::text[], $2::bigint[]) AS m(conversation, position) ON m.conversation = c.key
+               CROSS JOIN LATERAL (
+                 SELECT ${columns} FROM event_store.events e
+                  WHERE e.conversation = c.key AND e.position > greatest(p.position, m.position, 0)) e
+              WHERE c.partition = ANY($3::int[]) AND c.last_position > greatest(p.position, m.position, 0)
+              ORDER BY e.position LIMIT $4`,
+            values: [...marks(), options.ownedPartitions(), batchSize],
           })
         : // Planned at each call (no name: a generic plan of it read the conversations' whole
           // history, growing with it), each conversation read by a range of its (conversation,
-          // position) index from its mark; OFFSET 0 keeps the filter on published_at out of that
-          // scan, or the planner would intersect it with the partial index of unmarked rows and
-          // read every dead entry in it (its estimate of that index's size is the last vacuum's).
+          // position) index from what this relay published of it or its stored watermark.
           await pool.query<EventRow>({
-            text: `${marked}
+            text: `${MARK}
              SELECT ${columns}
-               FROM unnest($4::text[], $5::bigint[]) AS w(conversation, after)
-               JOIN event_store.conversations c ON c.key = w.conversation AND c.partition = ANY($1::int[])
+               FROM unnest($5::text[], $6::bigint[]) AS w(conversation, after)
+               JOIN event_store.conversations c ON c.key = w.conversation AND c.partition = ANY($3::int[])
+               LEFT JOIN event_store.published p ON p.conversation = w.conversation
                CROSS JOIN LATERAL (
-                 SELECT ${columns}, e.published_at FROM event_store.events e
-                  WHERE e.conversation = w.conversation AND e.position > w.after OFFSET 0) e
-              WHERE e.published_at IS NULL AND e.position <> ALL($3::bigint[])
-              ORDER BY e.position LIMIT $2`,
-            values: [options.ownedPartitions(), batchSize, unmarked, conversations, conversations.map((c) => published.get(c) ?? 0)],
+                 SELECT ${columns} FROM event_store.events e
+                  WHERE e.conversation = w.conversation AND e.position > greatest(w.after, p.position)) e
+              ORDER BY e.position LIMIT $4`,
+            values: [...marks(), options.ownedPartitions(), batchSize, conversations, conversations.map((c) => published.get(c) ?? 0)],
           });
     return rows;
   };

@@ -102,7 +102,7 @@ export class WorkerMetrics {
     const pool = this.pool;
     if (!pool) return Promise.resolve();
     return (this.reading ??= pool
-      .query<{ n: string; age: string | null }>('SELECT count(*) AS n, extract(epoch FROM now() - min(at)) AS age FROM event_store.events WHERE published_at IS NULL')
+      .query<{ n: string; age: string | null }>('SELECT count(*) AS n, extract(epoch FROM now() - min(at)) AS age FROM event_store.outbox')
       .then(({ rows }) => {
         this.backlog.set(Number(rows[0]?.n ?? 0));
         this.oldest.set(Number(rows[0]?.age ?? 0));
