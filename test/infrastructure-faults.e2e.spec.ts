@@ -172,8 +172,8 @@ async function expectAnsweredOnceInOrder(stack: OwnStack, conversation: string, 
   try {
     const stored = () =>
       db.query<{ type: string; published: boolean }>(
-        `SELECT e.type, e.position <= coalesce(p.position, 0) AS published FROM event_store.events e
-           LEFT JOIN event_store.published p ON p.conversation = e.conversation WHERE e.conversation = $1 ORDER BY e.position`,
+        `SELECT e.type, e.position <= c.published_position AS published
+           FROM event_store.events e JOIN event_store.conversations c ON c.key = e.conversation WHERE e.conversation = $1 ORDER BY e.position`,
         [conversation],
       );
     expect(countTypes((await stored()).rows.map((r) => r.type)), 'the event log').toEqual(expectedTypes(chats));
@@ -250,9 +250,8 @@ async function diagnose(stack: OwnStack, conversations: string[]): Promise<strin
     await db.connect();
     for (const conversation of conversations) {
       const { rows } = await db.query(
-        `SELECT e.position, e.type, e.position <= coalesce(p.position, 0) AS published, e.data->'input'->>'id' AS input, c.partition
-           FROM event_store.events e JOIN event_store.conversations c ON c.key = e.conversation
-           LEFT JOIN event_store.published p ON p.conversation = e.conversation WHERE e.conversation = $1 ORDER BY e.position`,
+        `SELECT e.position, e.type, e.position <= c.published_position AS published, e.data->'input'->>'id' AS input, c.partition
+           FROM event_store.events e JOIN event_store.conversations c ON c.key = e.conversation WHERE e.conversation = $1 ORDER BY e.position`,
         [conversation],
       );
       lines.push(`--- event log of ${conversation} (partition ${rows[0]?.partition}) ---`, ...rows.map((r) => `${r.position} ${r.type} ${r.input ?? ''} ${r.published ? '' : '(unpublished)'}`));

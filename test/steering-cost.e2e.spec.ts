@@ -18,7 +18,7 @@ afterAll(() => stack?.stop());
 
 /**
  * A pool that counts the statements its clients send (one round trip each) of the turn's own
- * writes: all but the outbox relay's, which read the outbox and store watermarks in `event_store.published`. How many sweeps the
+ * writes: all but the outbox relay's, which read the outbox and store each conversation's `published_position`. How many sweeps the
  * relay makes depends on timing, not on steering: commits close together share one sweep, and
  * a backstop sweep runs every few seconds.
  */
@@ -30,7 +30,7 @@ function countingPool(url: string) {
     client.query = ((...args: Parameters<typeof query>) => {
       const [first] = args as unknown[];
       const text = typeof first === 'string' ? first : String((first as { text?: string } | null)?.text ?? '');
-      if (!text.includes('event_store.published')) statements++;
+      if (!text.includes('published_position')) statements++;
       return query(...args);
     }) as typeof client.query;
   });

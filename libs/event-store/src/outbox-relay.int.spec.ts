@@ -182,7 +182,7 @@ describe('the outbox relay', () => {
   it('stores one watermark per conversation, never lowered, and a relay that takes over publishes from it, not from the start', async () => {
     const epochs = await takePartitions(db.pool(), [5], 'relay-test');
     const watermark = async (conversation: string) =>
-      Number((await db.pool().query<{ p: string }>('SELECT position AS p FROM event_store.published WHERE conversation = $1', [conversation])).rows[0]?.p ?? 0);
+      Number((await db.pool().query<{ p: string }>('SELECT published_position AS p FROM event_store.conversations WHERE key = $1', [conversation])).rows[0].p);
     const write = (id: string) => appendToConversations(db.pool(), plainRules, 5, epochs, [{ conversation: 'h', probe: [] }], () => [chat(id)]);
     const first: string[] = [];
     const relay = createOutboxRelay({
@@ -193,7 +193,8 @@ describe('the outbox relay', () => {
       sweepMs: 3_600_000,
     });
     await relay.idle();
-    relay.enqueue(await write('h-0'));
+    const zero = await write('h-0');
+    relay.enqueue(zero);
     const second = await write('h-1');
     relay.enqueue(second);
     await relay.idle();
@@ -202,10 +203,10 @@ describe('the outbox relay', () => {
     expect(await watermark('h')).toBe(second.stored[0].position);
 
     // A relay that published less (its memory of h is behind, say it lost the partition) never lowers it.
-    await db.pool().query(
-      `INSERT INTO event_store.published (conversation, position) VALUES ('h', 1)
-       ON CONFLICT (conversation) DO UPDATE SET position = greatest(event_store.published.position, excluded.position)`,
-    );
+    const behind = createOutboxRelay({ pool: db.pool(), publish: async () => undefined, ownedPartitions: () => [], log: createLog('test'), sweepMs: 3_600_000 });
+    behind.enqueue(zero); // h-0 again: its watermark would be h-0's position
+    await behind.idle();
+    await behind.stop();
     expect(await watermark('h')).toBe(second.stored[0].position);
 
     // The next owner has published nothing of h: it starts after the stored watermark.

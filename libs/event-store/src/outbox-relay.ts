@@ -38,8 +38,8 @@ export type OutboxRelay = {
 };
 
 /**
- * The relay of the transactional outbox: each conversation's events after its watermark in
- * `event_store.published` (the view `event_store.outbox`).
+ * The relay of the transactional outbox: each conversation's events after its watermark,
+ * `published_position` of its row (the view `event_store.outbox`).
  *
  * Every publication is a step on one chain, so publications never overlap and per
  * conversation they go out in log order, every event. A step publishes the commits handed
@@ -66,23 +66,27 @@ export type OutboxRelay = {
  * conversation's others to the table too. A sweep of the owned partitions runs every
  * `sweepMs` (and after an assignment, a failure, a start) for commits nobody enqueued: it
  * reads every owned conversation whose `last_position` (written by the statement that appends
- * its events) is past its watermark, so it finds a write once it is committed, never before.
+ * its events) is past its watermark (a partial index of them), so it finds a write once it is
+ * committed, never before.
  *
  * The watermark of what was published is stored up to `markAfterMs` later and rides on the
  * next read of the table when one comes first; else it is a statement of its own, one row per
- * conversation published since (an upsert that never lowers one: a relay that lost the
+ * conversation published since (an update that never lowers one: a relay that lost the
  * partition may still mark what it published). A crash before it is stored publishes again
  * (up to `markAfterMs` of events); consumers deduplicate by event id.
  */
 /**
- * Stores watermarks (`$1` conversations in key order, `$2` positions), never lowering one: the
- * statement's own snapshot does not see what it stores, so a read in the same statement takes
- * the greater of the stored watermark and the one it stores.
+ * Stores watermarks (`$1` conversations in key order, `$2` positions), never lowering one. The
+ * rows are locked in key order, as every write of several conversations locks them, so it never
+ * deadlocks with a writer. The statement's own snapshot does not see what it stores: a read in
+ * the same statement takes the greater of the stored watermark and the one it stores.
  */
-const MARK = `WITH marked AS (
-  INSERT INTO event_store.published (conversation, position)
-  SELECT * FROM unnest($1::text[], $2::bigint[]) ORDER BY 1
-  ON CONFLICT (conversation) DO UPDATE SET position = greatest(event_store.published.position, excluded.position))`;
+const MARK = `WITH locked AS (
+  SELECT key FROM event_store.conversations WHERE key = ANY($1::text[]) ORDER BY key FOR NO KEY UPDATE
+), marked AS (
+  UPDATE event_store.conversations c
+     SET published_position = greatest(c.published_position, ($2::bigint[])[array_position($1::text[], c.key)])
+   WHERE c.key IN (SELECT key FROM locked))`;
 
 /** Conversations whose last published position a relay keeps; past it, the oldest tenth are forgotten (read from the start again, once). */
 const PUBLISHED_KEPT = 50_000;
@@ -198,10 +202,10 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
    * Reads the next rows to publish, in statements that also store the watermarks of what was
    * published before, and publishes them.
    *
-   * The read is of the owned partitions' whole outbox (every owned conversation's row is looked
-   * at, so its cost grows with them: the backstop's, every `sweepMs`), or of the given
-   * conversations' rows after what this relay published of each (their `(conversation,
-   * position)` index, from there on: only what is new).
+   * The read is of the owned partitions' whole outbox (the conversations with events past their
+   * watermark, a partial index of their rows, whose dead entries since the last vacuum make it
+   * the dearer read), or of the given conversations' rows after what this relay published of
+   * each (their `(conversation, position)` index, from there on: only what is new).
    */
   const publishFromTable = async (conversations: readonly string[] | null) => {
     for (;;) {
@@ -219,19 +223,19 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
     const columns = EVENT_COLUMNS.split(', ').map((c) => 'e.' + c).join(', ');
     const { rows } =
       conversations === null
-        ? // Every owned conversation whose last event is past its watermark (the stored one, or
-          // the one this statement stores), read by a range of its (conversation, position) index.
+        ? // The owned conversations whose last event is past their watermark (the partial index
+          // conversations_to_publish; the watermark this statement stores is not in its snapshot,
+          // hence m), each read by a range of its (conversation, position) index.
           await pool.query<EventRow>({
             name: 'event-store-outbox-sweep',
-            text: `${MARK}
+            text: `${MARK}, due AS MATERIALIZED (
+               SELECT c.key, greatest(c.published_position, m.position) AS after
+                 FROM event_store.conversations c
+                 LEFT JOIN unnest($1::text[], $2::bigint[]) AS m(conversation, position) ON m.conversation = c.key
+                WHERE c.partition = ANY($3::int[]) AND c.last_position > c.published_position)
              SELECT ${columns}
-               FROM event_store.conversations c
-               LEFT JOIN event_store.published p ON p.conversation = c.key
-               LEFT JOIN unnest($1::text[], $2::bigint[]) AS m(conversation, position) ON m.conversation = c.key
-               CROSS JOIN LATERAL (
-                 SELECT ${columns} FROM event_store.events e
-                  WHERE e.conversation = c.key AND e.position > greatest(p.position, m.position, 0)) e
-              WHERE c.partition = ANY($3::int[]) AND c.last_position > greatest(p.position, m.position, 0)
+               FROM due CROSS JOIN LATERAL (
+                 SELECT ${columns} FROM event_store.events e WHERE e.conversation = due.key AND e.position > due.after OFFSET 0) e
               ORDER BY e.position LIMIT $4`,
             values: [...marks(), options.ownedPartitions(), batchSize],
           })
@@ -243,10 +247,9 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
              SELECT ${columns}
                FROM unnest($5::text[], $6::bigint[]) AS w(conversation, after)
                JOIN event_store.conversations c ON c.key = w.conversation AND c.partition = ANY($3::int[])
-               LEFT JOIN event_store.published p ON p.conversation = w.conversation
                CROSS JOIN LATERAL (
                  SELECT ${columns} FROM event_store.events e
-                  WHERE e.conversation = w.conversation AND e.position > greatest(w.after, p.position)) e
+                  WHERE e.conversation = w.conversation AND e.position > greatest(w.after, c.published_position) OFFSET 0) e
               ORDER BY e.position LIMIT $4`,
             values: [...marks(), options.ownedPartitions(), batchSize, conversations, conversations.map((c) => published.get(c) ?? 0)],
           });

@@ -35,8 +35,8 @@ describe('the published watermark migration', () => {
     await pool.query(`UPDATE event_store.events SET published_at = now() WHERE conversation = 'all' OR (conversation = 'some' AND position <= 5)`);
     await migrate(eventStoreMigrations.length);
 
-    const { rows } = await pool.query<{ conversation: string; position: string }>('SELECT conversation, position FROM event_store.published ORDER BY conversation');
-    expect(Object.fromEntries(rows.map((r) => [r.conversation, Number(r.position)]))).toEqual({ all: 4, some: 6, none: 2, empty: 0 });
+    const { rows } = await pool.query<{ key: string; published_position: string }>('SELECT key, published_position FROM event_store.conversations');
+    expect(Object.fromEntries(rows.map((r) => [r.key, Number(r.published_position)]))).toEqual({ all: 4, some: 6, none: 2, empty: 0 });
     const outbox = await pool.query<{ conversation: string; position: string }>('SELECT conversation, position FROM event_store.outbox ORDER BY position');
     expect(outbox.rows.map((r) => `${r.conversation}@${r.position}`)).toEqual(['none@3', 'none@6', 'some@7']);
     const column = await pool.query(`SELECT 1 FROM information_schema.columns WHERE table_schema = 'event_store' AND table_name = 'events' AND column_name = 'published_at'`);
