@@ -30,11 +30,11 @@ const cpu = () => { const acc = {}; for (const p of procs()) { try { const f = f
 const waits = () => { const acc = {}; for (const p of procs()) { try { const m = /voluntary_ctxt_switches:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p.pid}/status`, 'utf8')); acc[p.name] = (acc[p.name] ?? 0) + +m[1]; } catch {} } return acc; };
 const databaseUrl = () => /DATABASE_URL=(\S+)/.exec(fs.readFileSync(`${workDir}/rudder.log`, "utf8"))?.[1];
 const transactions = async () => {
-  const url = databaseUrl(); if (!url) return NaN;
+  const url = databaseUrl(); if (!url) return { n: NaN, wal: NaN };
   const { default: pg } = await import(path.join(dir, 'node_modules/pg/lib/index.js'));
   const client = new pg.Client(url); await client.connect();
-  const { rows } = await client.query('SELECT sum(xact_commit + xact_rollback)::bigint AS n FROM pg_stat_database'); await client.end();
-  return Number(rows[0].n);
+  const { rows } = await client.query("SELECT sum(xact_commit + xact_rollback)::bigint AS n, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint AS wal FROM pg_stat_database"); await client.end();
+  return { n: Number(rows[0].n), wal: Number(rows[0].wal) };
 };
 const convs = await Promise.all(Array.from({ length: +nconv }, (_, w) => sys.open(`p-${randomUUID().slice(0, 6)}-${w}`)));
 // warm-up
@@ -50,7 +50,7 @@ const el = (Date.now() - start) / 1000; const after = cpu(); const m1 = machine(
 lat.sort((a, b) => a - b);
 console.log(`turns ${turns} in ${el.toFixed(1)} s = ${(turns / el).toFixed(1)} turns/s; turn p50 ${lat[lat.length >> 1]} ms p99 ${lat[Math.floor(lat.length * 0.99)]} ms`);
 let tot = 0; for (const k of Object.keys(after)) { if (k.endsWith('.sys')) continue; const d = after[k] - (before[k] ?? 0); tot += d; console.log(`${k.padEnd(14)} ${(d / turns).toFixed(2)} CPU-ms/turn  ${(d / el / 10).toFixed(0)}%  ${k in w1 ? ((w1[k] - (w0[k] ?? 0)) / turns).toFixed(1) + ' waits/turn' : ''}${`${k}.sys` in after ? `, kernel ${((100 * (after[`${k}.sys`] - (before[`${k}.sys`] ?? 0))) / Math.max(d, 1e-9)).toFixed(0)}%` : ''}`); }
-console.log(`total          ${(tot / turns).toFixed(2)} CPU-ms/turn; PostgreSQL ${((tx1 - tx0) / turns).toFixed(1)} transactions/turn (each statement outside BEGIN…COMMIT is one)`);
+console.log(`total          ${(tot / turns).toFixed(2)} CPU-ms/turn; PostgreSQL ${((tx1.n - tx0.n) / turns).toFixed(1)} transactions/turn (each statement outside BEGIN…COMMIT is one), ${((tx1.wal - tx0.wal) / turns / 1024).toFixed(1)} kB of WAL/turn`);
 { const d = m1.map((v, i) => v - m0[i]); const all = d.reduce((a, b) => a + b, 0); const pct = (v) => `${((100 * v) / all).toFixed(0)}%`;
   console.log(`machine        busy ${pct(all - d[3] - d[4] - d[7])}, idle ${pct(d[3] + d[4])}, stolen ${pct(d[7])} (of ${os.cpus().length} CPUs)`); }
 for (const c of convs) c.close();
