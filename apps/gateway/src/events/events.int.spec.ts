@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import { createKafka } from '@rudder/runtime';
 import { startHarness, turnStarted, type Harness } from '../../../../test/support/gateway/harness';
 import { sseReader } from '../../../../test/support/gateway/sse-reader';
 
@@ -145,5 +146,37 @@ describe('GET /v1/conversations/{key}/events', () => {
     const stream = sseReader(response);
     await own.stop();
     await expect(stream.next(5000)).rejects.toThrow('the stream ended');
+  });
+});
+
+describe("the gateway's live consumer", () => {
+  /**
+   * A group with no offsets starts at the end when it joins: a consumer kafkajs replaced
+   * before the first periodic commit (the broker killed right after a partition's first
+   * records) started at the end again, after what was published while it was away, and the
+   * streams open across it never got that (CI, infrastructure-faults "the Kafka broker killed").
+   */
+  it('has the topics’ ends as its offsets from the start, before any record came, so a replaced consumer resumes there', async () => {
+    const own = await startHarness();
+    const admin = createKafka(inject('kafkaBrokers'), 'events-test').admin();
+    await admin.connect();
+    try {
+      const namespace = own.topics.events.slice(0, -'agent.events'.length);
+      const { groups } = await admin.listGroups();
+      const gateway = groups.filter((g) => g.groupId.startsWith(`${namespace}gateway-`));
+      expect(gateway, "the gateway's group").toHaveLength(1);
+      // Both topics are empty: their end is offset 0 (-1 is "nothing committed"). Committed at
+      // the group's join, which may come a moment after the gateway is up.
+      await vi.waitFor(async () => {
+        const committed = await admin.fetchOffsets({ groupId: gateway[0].groupId, topics: [own.topics.events, own.topics.tokens] });
+        expect(committed.map((t) => ({ topic: t.topic, offsets: t.partitions.map((p) => p.offset) }))).toEqual([
+          { topic: own.topics.events, offsets: ['0'] },
+          { topic: own.topics.tokens, offsets: ['0'] },
+        ]);
+      }, { timeout: 5000, interval: 100 });
+    } finally {
+      await admin.disconnect();
+      await own.stop();
+    }
   });
 });

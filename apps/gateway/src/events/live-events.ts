@@ -8,7 +8,7 @@ import {
 } from '@nestjs/common';
 import { ConversationEventRecord, TokenRecord, type ConversationEvent } from '@rudder/contracts';
 import { keepConsuming, periodicCommits, READER_SESSION, topicNames, type Config, type KeptConsumer, type Log, type PeriodicCommits } from '@rudder/runtime';
-import type { Kafka, KafkaMessage } from 'kafkajs';
+import type { Kafka, KafkaMessage, TopicPartitionOffset } from 'kafkajs';
 import { GatewayError } from '../errors/gateway-error';
 import { CONFIG, KAFKA, LOG } from '../tokens';
 import type { LiveListener } from './event-stream';
@@ -28,8 +28,9 @@ const COMMIT_EVERY_MS = 1000;
  *
  * Every gateway process must see every record (a client's stream may be on any replica), so
  * each process has a consumer group of its own, `${ns}gateway-<uuid>`, that starts at the end
- * of the topics (fromBeginning false: what came before is the store's to replay) and never
- * commits offsets (a restarted gateway is a new group; nothing is left to resume).
+ * of the topics (what came before is the store's to replay). A restarted gateway is a new
+ * group; within a process the group's offsets are committed from its first join on, so a
+ * consumer kafkajs had to replace resumes where the last one was (see `onModuleInit`).
  *
  * Boot waits until the consumer has joined and completed a first fetch, i.e. has resolved
  * its start offsets: a stream opened after `startGateway` resolves sees every event
@@ -147,6 +148,13 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     // At most once a second (`periodicCommits`), not after every batch (a request per batch): a
     // replacement then reads up to a second again, which the streams drop by position and
     // decisions ignore.
+    //
+    // The group's first offsets are the topics' ends as they were before it joined, committed
+    // once it runs. Without them a replacement that came before the first periodic commit (the
+    // broker killed a moment after a partition's first records) would start at the end as of
+    // *its* join, after whatever was published while it was away: streams open across it would
+    // never get that. (kafkajs' admin.setOffsets runs a whole consumer of its own: 5 s a topic.)
+    let startAt: TopicPartitionOffset[] | undefined = await this.topicEnds();
     this.consumer = await keepConsuming({
       log: this.log,
       create: () =>
@@ -159,6 +167,13 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
         const off = consumer.on(consumer.events.FETCH, () => {
           off();
           positioned();
+        });
+        // At its first fetch: before that (at the join, say) kafkajs drops a commit unsent.
+        const fetching = consumer.on(consumer.events.FETCH_START, () => {
+          fetching();
+          const offsets = startAt;
+          startAt = undefined;
+          if (offsets) void consumer.commitOffsets(offsets).catch((error: unknown) => this.log.warn("committing the live consumer's first offsets failed", { error: String(error) }));
         });
         await consumer.connect();
         await consumer.subscribe({ topics: [this.topics.events, this.topics.tokens], fromBeginning: false });
@@ -179,6 +194,19 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     const outcome = await Promise.race([firstFetch, timedOut]);
     clearTimeout(timer);
     if (outcome === 'timeout') this.log.warn('live events consumer not positioned after 30 s; streams may miss early events');
+  }
+
+  /** Where each partition of the two topics ends now. */
+  private async topicEnds(): Promise<TopicPartitionOffset[]> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    try {
+      const topics = [this.topics.events, this.topics.tokens];
+      const ends = await Promise.all(topics.map((topic) => admin.fetchTopicOffsets(topic)));
+      return topics.flatMap((topic, i) => ends[i].map(({ partition, high }) => ({ topic, partition, offset: high })));
+    } finally {
+      await admin.disconnect();
+    }
   }
 
   /** Streams end before the HTTP server closes, or it would wait on them forever. */
