@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lastMessage, lastUserText, reply, toolResults, type Script } from '@rudder/scripted-model';
 import { answered, WAIT, startStack, type Stack } from './stack';
-import { gateName, requestsWith, testScript } from './scripts';
+import { gateName, requestsAbout, requestsWith, testScript } from './scripts';
 
 /**
- * Agents as a team registers them (test/agents/worker.ts: `default` and `quiet`, whose turns
- * take no steers), in worker processes of their own.
+ * Agents as a team registers them (test/agents/worker.ts: `default`; `quiet`, whose turns
+ * take no steers; `brief`, whose model requests carry one earlier turn), in worker processes
+ * of their own.
  */
 const toolLog = join(mkdtempSync(join(tmpdir(), 'rudder-tools-')), 'calls.jsonl');
 const failures = new Map<string, number>();
@@ -80,6 +81,23 @@ describe('agents of a deployment', () => {
     const own = await answered(client, conversation, 's');
     expect(own).toMatchObject({ agent: 'quiet', prompt: { id: 's', text: 'not now' } });
     expect(Date.parse(own.startedAt)).toBeGreaterThanOrEqual(Date.parse(running.endedAt!));
+  });
+
+  it("a model request carries the agent's last history.turns earlier turns, each whole; the default agent's carry them all (HISTORY_TURNS 100)", async () => {
+    const { client } = stack;
+    for (const agent of ['brief', 'default']) {
+      const conversation = key(`history-${agent}`);
+      // The first turn calls a tool: what later turns see of it is its prompt and its answer.
+      const chats = ['record 1', `second to ${agent}`, `third to ${agent}`];
+      const answers: string[] = [];
+      for (const [i, text] of chats.entries()) {
+        await client.chat(conversation, { text, id: `h${i}`, ...(i === 0 ? { agent } : {}) });
+        answers.push((await answered(client, conversation, `h${i}`)).content);
+      }
+      const [third] = requestsAbout(stack.model.requests, chats[2]);
+      const earlier = [0, 1].flatMap((i) => [{ role: 'user', content: chats[i] }, { role: 'assistant', content: answers[i] }]);
+      expect(third.body.messages.slice(1), agent).toEqual([...(agent === 'brief' ? earlier.slice(2) : earlier), { role: 'user', content: chats[2] }]);
+    }
   });
 
   it('an unknown agent is 400 unknown_agent, and nothing waits or runs in the conversation', async () => {

@@ -54,6 +54,7 @@ const tools: AgentDefinition['tools'] = [...(defaultAgent.tools ?? []), Recordin
 const agents: AgentDefinition[] = [
   { ...defaultAgent, tools },
   { ...defaultAgent, name: 'quiet', tools, steering: { maxTaken: 0 } },
+  { ...defaultAgent, name: 'brief', tools, history: { turns: 1 } },
 ];
 
 @Module({ imports: [TurnWorkerModule.forRoot({ agents })], providers: [ToolLog, RecordingTools, GateTools] })

@@ -11,7 +11,8 @@ import { evolve, hasOpenWork, initialState, parseState, type ConversationState }
 export type Conversation = {
   state: ConversationState;
   running: TurnState | null;
-  history: ModelMessage[];
+  /** One entry per earlier turn, oldest first, each its messages (a rolled-back turn has none: no entry). */
+  history: ModelMessage[][];
 };
 
 export const emptyConversation = (): Conversation => ({ state: initialState(), running: null, history: [] });
@@ -21,7 +22,15 @@ export const emptyConversation = (): Conversation => ({ state: initialState(), r
  * (event_store.snapshots): raise it whenever either changes, and the snapshots folded by older
  * code are ignored (the log is read from the start).
  */
-export const CONVERSATION_FOLD_VERSION = 1;
+export const CONVERSATION_FOLD_VERSION = 2;
+
+/**
+ * What a model request carries of the earlier turns: the last `turns` of them, whole, oldest
+ * first (an agent's `history.turns`); the running turn's own messages come after them.
+ */
+export function recentHistory(conversation: Conversation, turns: number): ModelMessage[] {
+  return turns <= 0 ? [] : conversation.history.slice(-turns).flat();
+}
 
 export function evolveConversation(conversation: Conversation, event: DomainEvent): Conversation {
   const { state, running, history } = conversation;
@@ -39,15 +48,13 @@ export function evolveConversation(conversation: Conversation, event: DomainEven
     case 'turn.ended': {
       if (!running || running.id !== event.data.turn) return { state: next, running, history };
       // A rolled-back turn leaves no trace in what later turns see.
-      const kept =
-        running.ending === 'rollback'
-          ? []
-          : [
-              ...running.prompt.messages.map(userMessage),
-              ...running.steered.map((s) => userMessage(s.text)),
-              ...running.answers.map((answer) => assistantMessage(answer, [])),
-            ];
-      return { state: next, running: null, history: [...history, ...kept] };
+      if (running.ending === 'rollback') return { state: next, running: null, history };
+      const kept = [
+        ...running.prompt.messages.map(userMessage),
+        ...running.steered.map((s) => userMessage(s.text)),
+        ...running.answers.map((answer) => assistantMessage(answer, [])),
+      ];
+      return { state: next, running: null, history: [...history, kept] };
     }
     default:
       return { state: next, running: running ? evolveTurn(running, event) : null, history };

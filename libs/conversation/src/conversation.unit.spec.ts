@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
-import { emptyConversation, evolveConversation, type Conversation } from './conversation';
+import { emptyConversation, evolveConversation, recentHistory, type Conversation } from './conversation';
 
 /** Folds events in log order, as the turn runner does. */
 const fold = (events: DomainEvent[], from: Conversation = emptyConversation()) => events.reduce(evolveConversation, from);
@@ -71,8 +71,10 @@ describe('the conversation fold', () => {
       ]),
     );
     expect(interrupted.history).toEqual([
-      { role: 'user', content: 'first' },
-      { role: 'assistant', content: 'half done' },
+      [
+        { role: 'user', content: 'first' },
+        { role: 'assistant', content: 'half done' },
+      ],
     ]);
   });
 
@@ -100,11 +102,13 @@ describe('the conversation fold', () => {
     );
     expect(state.running).toBeNull();
     expect(state.history).toEqual([
-      { role: 'user', content: 'one' },
-      { role: 'user', content: 'two' },
-      { role: 'user', content: 'use Celsius' },
-      { role: 'assistant', content: 'let me wait' },
-      { role: 'assistant', content: 'done, in Celsius' },
+      [
+        { role: 'user', content: 'one' },
+        { role: 'user', content: 'two' },
+        { role: 'user', content: 'use Celsius' },
+        { role: 'assistant', content: 'let me wait' },
+        { role: 'assistant', content: 'done, in Celsius' },
+      ],
     ]);
   });
 
@@ -160,5 +164,50 @@ describe('the conversation fold', () => {
     const resumed = fold(events.slice(3), fold(events.slice(0, 3)));
     expect(whole.history).toEqual([]);
     expect(resumed).toEqual(whole);
+  });
+});
+
+describe('what a model request carries of the earlier turns (recentHistory)', () => {
+  /** `n` completed turns, each a one-message prompt `chat <i>` answered `answer <i>`; turn 2 rolled back when asked. */
+  const turns = (n: number, rollBack?: number) =>
+    fold(
+      Array.from({ length: n }, (_, i): DomainEvent[] => [
+        accepted(`a${i}`, `chat ${i}`),
+        started(`t${i}`, `a${i}`, `chat ${i}`),
+        ...(i === rollBack ? [{ type: 'stop.requested', data: { stop: `s${i}`, turn: `t${i}`, mode: 'rollback' } } as DomainEvent] : []),
+        replied(`t${i}`, 0, `answer ${i}`),
+        ended(`t${i}`, `answer ${i}`, i === rollBack ? 'stopped' : 'completed'),
+      ]).flat(),
+    );
+  const contents = (messages: { content?: unknown }[]) => messages.map((m) => m.content);
+
+  it('the last `turns` earlier turns, whole and oldest first; all of them when fewer; none for 0', () => {
+    const five = turns(5);
+    expect(contents(recentHistory(five, 2))).toEqual(['chat 3', 'answer 3', 'chat 4', 'answer 4']);
+    expect(contents(recentHistory(five, 100))).toEqual(['chat 0', 'answer 0', 'chat 1', 'answer 1', 'chat 2', 'answer 2', 'chat 3', 'answer 3', 'chat 4', 'answer 4']);
+    expect(recentHistory(five, 0)).toEqual([]);
+  });
+
+  it('a turn is never cut: its prompt, the messages steered to it and its answers come together', () => {
+    const state = fold([
+      accepted('a', 'one', 'two'),
+      started('t1', 'a', 'one\n\ntwo'),
+      replied('t1', 0, 'let me wait', [call]),
+      ...steer('s', 'use Celsius', 't1'),
+      toolEnded('t1', 0, 'c1', 'waited 5 ms'),
+      taken('t1', 1, 's', 'use Celsius'),
+      replied('t1', 1, 'done, in Celsius'),
+      ended('t1', 'let me wait\n\ndone, in Celsius'),
+      accepted('b', 'three'),
+      started('t2', 'b', 'three'),
+      replied('t2', 0, 'answer three'),
+      ended('t2', 'answer three'),
+    ]);
+    expect(contents(recentHistory(state, 1))).toEqual(['three', 'answer three']);
+    expect(contents(recentHistory(state, 2))).toEqual(['one', 'two', 'use Celsius', 'let me wait', 'done, in Celsius', 'three', 'answer three']);
+  });
+
+  it('a rolled-back turn is not one of them: the window counts the turns later turns see', () => {
+    expect(contents(recentHistory(turns(4, 2), 2))).toEqual(['chat 1', 'answer 1', 'chat 3', 'answer 3']);
   });
 });

@@ -49,6 +49,12 @@ const Env = z.object({
   MAX_TEXT_CHARS: z.coerce.number().int().positive().default(8000),
   /** How many steered messages a turn takes at most; 0: the agent's turns take none (every steer becomes a turn of its own). */
   STEERS_PER_TURN: z.coerce.number().int().nonnegative().default(16),
+  /**
+   * How many earlier turns a model request carries, the latest ones, each whole (its prompt, the
+   * messages steered to it, its answers); 0: none. A conversation's log keeps every turn; what a
+   * request carries stays bounded however long it grows (its size, and a model's context window).
+   */
+  HISTORY_TURNS: z.coerce.number().int().nonnegative().default(100),
   /** Bounds of what waits in a conversation: steers for the running turn, inputs queued behind it, and their characters together. */
   MAX_PENDING_STEERS: z.coerce.number().int().positive().default(4),
   MAX_PENDING_CHATS: z.coerce.number().int().positive().default(4),

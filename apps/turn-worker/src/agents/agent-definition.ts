@@ -40,6 +40,11 @@ export type AgentDefinition = {
   bounds?: { steers?: number; chats?: number; chars?: number };
   /** A turn fails rather than asking the model more than this many times. Default 32. */
   maxSteps?: number;
+  /**
+   * What its model requests carry of the conversation's earlier turns: the last `turns`, each
+   * whole (prompt, steered messages, answers); 0: none. Default HISTORY_TURNS (100).
+   */
+  history?: { turns?: number };
   /** Runs on every chat and every steer before it is accepted; a refusal answers 422 with its reason. */
   guard?: (input: GuardInput) => GuardVerdict | Promise<GuardVerdict>;
 };

@@ -18,6 +18,8 @@ export type RunnableAgent = {
   loop: Omit<Agent, 'systemPrompt'>;
   model: ModelClient;
   policy: InputPolicy;
+  /** How many earlier turns its model requests carry (`history.turns`). */
+  historyTurns: number;
   guard(input: GuardInput): Promise<GuardVerdict>;
 };
 
@@ -69,6 +71,8 @@ export class AgentRegistry implements Agents, OnModuleInit {
   private build(definition: AgentDefinition, config: Config): RunnableAgent {
     const { instructions } = definition;
     const tools = (definition.tools ?? []).flatMap((tool) => (typeof tool === 'function' ? this.toolsOf(tool, definition.name) : [tool]));
+    const historyTurns = definition.history?.turns ?? config.HISTORY_TURNS;
+    if (!Number.isInteger(historyTurns) || historyTurns < 0) throw new Error(`TurnWorkerModule: agent ${definition.name}: history.turns must be a whole number, 0 or more`);
     const names = tools.map((t) => t.name);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice) throw new Error(`TurnWorkerModule: agent ${definition.name} has two tools named ${twice}`);
@@ -85,6 +89,7 @@ export class AgentRegistry implements Agents, OnModuleInit {
           chars: definition.bounds?.chars ?? config.MAX_PENDING_CHARS,
         },
       },
+      historyTurns,
       guard: async (input) => (definition.guard ? definition.guard(input) : null),
     };
   }

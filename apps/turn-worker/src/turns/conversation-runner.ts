@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { runTurn } from '@rudder/agent';
-import { CONVERSATION_FOLD_VERSION, conversationRules, decideTurnCommit, emptyConversation, evolveConversation, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
+import { CONVERSATION_FOLD_VERSION, conversationRules, decideTurnCommit, emptyConversation, evolveConversation, recentHistory, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
 import { AlreadyStoredError, appendToConversation, FencedError, readConversation, readConversationFromSnapshot, storeSnapshot, type Epochs, type OutboxRelay, type Seen } from '@rudder/event-store';
 import { inSpan, tracerOf, type Log, type Pool } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
@@ -166,7 +166,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
                 conversation: key,
                 agent: { ...agent.loop, systemPrompt },
                 model: agent.model,
-                history: current.history,
+                history: recentHistory(current, agent.historyTurns),
                 turn,
                 commit,
                 signal,
