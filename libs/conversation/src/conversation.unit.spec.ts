@@ -29,6 +29,17 @@ const ended = (turn: string, content: string, status: 'completed' | 'stopped' = 
   data: { turn, status, outcome: null, content, steered: [] },
 });
 const call = { id: 'c1', name: 'wait', arguments: '{"ms":5}' };
+/** A turn `t1` of two prompt messages whose tool call was steered: it took `use Celsius` at its second step. */
+const steeredTurn = (): DomainEvent[] => [
+  accepted('a', 'one', 'two'),
+  started('t1', 'a', 'one\n\ntwo'),
+  replied('t1', 0, 'let me wait', [call]),
+  ...steer('s', 'use Celsius', 't1'),
+  toolEnded('t1', 0, 'c1', 'waited 5 ms'),
+  taken('t1', 1, 's', 'use Celsius'),
+  replied('t1', 1, 'done, in Celsius'),
+  ended('t1', 'let me wait\n\ndone, in Celsius'),
+];
 
 describe('the conversation fold', () => {
   it('keeps what waits, with its messages, until a turn starts for it', () => {
@@ -88,18 +99,7 @@ describe('the conversation fold', () => {
   });
 
   it('later turns see an earlier turn as its prompt, the messages steered to it, then its answers', () => {
-    const state = fold(
-      log([
-        accepted('a', 'one', 'two'),
-        started('t1', 'a', 'one\n\ntwo'),
-        replied('t1', 0, 'let me wait', [call]),
-        ...steer('s', 'use Celsius', 't1'),
-        toolEnded('t1', 0, 'c1', 'waited 5 ms'),
-        taken('t1', 1, 's', 'use Celsius'),
-        replied('t1', 1, 'done, in Celsius'),
-        ended('t1', 'let me wait\n\ndone, in Celsius'),
-      ]),
-    );
+    const state = fold(log(steeredTurn()));
     expect(state.running).toBeNull();
     expect(state.history).toEqual([
       [
@@ -190,14 +190,7 @@ describe('what a model request carries of the earlier turns (recentHistory)', ()
 
   it('a turn is never cut: its prompt, the messages steered to it and its answers come together', () => {
     const state = fold([
-      accepted('a', 'one', 'two'),
-      started('t1', 'a', 'one\n\ntwo'),
-      replied('t1', 0, 'let me wait', [call]),
-      ...steer('s', 'use Celsius', 't1'),
-      toolEnded('t1', 0, 'c1', 'waited 5 ms'),
-      taken('t1', 1, 's', 'use Celsius'),
-      replied('t1', 1, 'done, in Celsius'),
-      ended('t1', 'let me wait\n\ndone, in Celsius'),
+      ...steeredTurn(),
       accepted('b', 'three'),
       started('t2', 'b', 'three'),
       replied('t2', 0, 'answer three'),
