@@ -165,8 +165,9 @@ try {
     ),
     'Each run measures the new conversation and then the long one, each after a restart of its own; the ratio is taken per ' +
       'run and its median given, so that a machine that drifts between runs moves both sides of it.',
-    'The next turn runs on the fold the first one left in memory, so what it costs more in the long conversation is the ' +
-      'history its model request carries (every earlier turn: the model is sent the whole conversation), not reading the log again.',
+    'A model request carries the last HISTORY_TURNS (100) earlier turns, not all of them, so the next turn, which runs on ' +
+      'the fold the first one left in memory, costs what a new conversation\'s does; what the first one costs more is ' +
+      'reading the fold: its snapshot holds every earlier turn.',
   ];
   const cpu = os.cpus();
   const header = [
