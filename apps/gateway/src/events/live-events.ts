@@ -154,7 +154,10 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     // broker killed a moment after a partition's first records) would start at the end as of
     // *its* join, after whatever was published while it was away: streams open across it would
     // never get that. (kafkajs' admin.setOffsets runs a whole consumer of its own: 5 s a topic.)
-    let startAt: TopicPartitionOffset[] | undefined = await this.topicEnds();
+    let startAt: TopicPartitionOffset[] | undefined = await this.topicEnds().catch((error: unknown) => {
+      this.log.warn("reading the topics' ends failed; the live consumer starts where Kafka says", { error: String(error) });
+      return undefined;
+    });
     this.consumer = await keepConsuming({
       log: this.log,
       create: () =>
