@@ -168,7 +168,7 @@ describe('the conversation fold', () => {
 });
 
 describe('what a model request carries of the earlier turns (recentHistory)', () => {
-  /** `n` completed turns, each a one-message prompt `chat <i>` answered `answer <i>`; turn 2 rolled back when asked. */
+  /** `n` turns, each a one-message prompt `chat <i>` answered `answer <i>`; the turn `rollBack`, when given, rolled back. */
   const turns = (n: number, rollBack?: number) =>
     fold(
       Array.from({ length: n }, (_, i): DomainEvent[] => [

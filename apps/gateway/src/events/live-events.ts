@@ -29,7 +29,7 @@ const COMMIT_EVERY_MS = 1000;
  * Every gateway process must see every record (a client's stream may be on any replica), so
  * each process has a consumer group of its own, `${ns}gateway-<uuid>`, that starts at the end
  * of the topics (what came before is the store's to replay). A restarted gateway is a new
- * group; within a process the group's offsets are committed from its first join on, so a
+ * group; within a process the group's offsets are committed from its first fetch on, so a
  * consumer kafkajs had to replace resumes where the last one was (see `onModuleInit`).
  *
  * Boot waits until the consumer has joined and completed a first fetch, i.e. has resolved

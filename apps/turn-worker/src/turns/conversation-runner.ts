@@ -1,4 +1,4 @@
-import { setTimeout as sleep } from 'node:timers/promises';
+import { setImmediate as nextTurnOfTheLoop, setTimeout as sleep } from 'node:timers/promises';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { runTurn } from '@rudder/agent';
 import { CONVERSATION_FOLD_VERSION, conversationRules, decideTurnCommit, emptyConversation, evolveConversation, recentHistory, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
@@ -213,7 +213,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
   // handed to the relay first, and that publication (a chat's 202 waits for it) goes out before
   // the turn's first model request is built and sent (chat-accept: stored → 202 p50 11–12 → 9–10 ms).
   const run = () => {
-    loop ??= new Promise<void>((resolve) => setImmediate(resolve)).then(runDue).finally(() => {
+    loop ??= nextTurnOfTheLoop().then(runDue).finally(() => {
       loop = null;
       if ((wanted || due) && !controller.signal.aborted) run();
     });
