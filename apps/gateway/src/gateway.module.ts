@@ -20,7 +20,7 @@ import { HealthController } from './health/health.controller';
 import { HealthChecks } from './health/health-checks';
 import { InputsPublisher } from './inputs-publisher';
 import { InputRateGuard } from './limits/input-rate.guard';
-import { SubjectLimits } from './limits/subject-limits';
+import { limitSettings, SubjectLimits } from './limits/subject-limits';
 import { MessagesController } from './messages/messages.controller';
 import { PromoteController } from './promote/promote.controller';
 import { PromoteHandler } from './promote/promote-handler';
@@ -44,6 +44,7 @@ export class GatewayModule {
   /** The whole gateway for one configuration; `startGateway` is the way to run it. */
   static forConfig(config: Config, log: Log, options: GatewayOptions = {}): DynamicModule {
     const positions = new Positions();
+    const authenticator = Authenticator.fromConfig(config, options.now);
     return {
       module: GatewayModule,
       controllers: [
@@ -68,13 +69,13 @@ export class GatewayModule {
         { provide: LOG, useValue: log },
         { provide: OPTIONS, useValue: options },
         { provide: KAFKA, useValue: createKafka(config.KAFKA_BROKERS, 'gateway', log) },
-        { provide: Authenticator, useValue: Authenticator.fromConfig(config, options.now) },
+        { provide: Authenticator, useValue: authenticator },
         { provide: Positions, useValue: positions },
         { provide: GatewayMetrics, useValue: new GatewayMetrics() },
         { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log, positions) },
         { provide: APP_INTERCEPTOR, useClass: PositionInterceptor },
         { provide: APP_FILTER, useClass: GatewayErrorFilter },
-        { provide: SubjectLimits, useValue: new SubjectLimits(config, options.now) },
+        { provide: SubjectLimits, useValue: new SubjectLimits(limitSettings(config, authenticator.open), options.now) },
         AuthGuard,
         InputRateGuard,
         ConversationAccess,

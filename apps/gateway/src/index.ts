@@ -37,7 +37,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   const authConfigured = (config.AUTH_TOKENS ?? '').trim() !== '' || config.AUTH_JWT_SECRET !== undefined || config.AUTH_JWKS_URL !== undefined;
   if (!authConfigured) {
     log.warn(
-      '!!! AUTH_TOKENS, AUTH_JWT_SECRET and AUTH_JWKS_URL are unset: OPEN DEVELOPMENT MODE, every request is the subject "anonymous" and no token is checked. Never run it like this in production. !!!',
+      '!!! AUTH_TOKENS, AUTH_JWT_SECRET and AUTH_JWKS_URL are unset: OPEN DEVELOPMENT MODE, every request is the subject "anonymous", no token is checked and the limits per subject are off unless set. Never run it like this in production. !!!',
     );
   }
   const app = await NestFactory.create<NestExpressApplication>(GatewayModule.forConfig(config, log, options), {

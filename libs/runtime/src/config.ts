@@ -41,11 +41,13 @@ const Env = z.object({
   /**
    * Limits per subject, per gateway process: inputs (chat, steer, stop, retract, promote) per
    * second with a burst of LIMIT_INPUTS_BURST (default twice the rate), and event streams
-   * open at once. Past either: 429 with Retry-After. 0 turns a limit off.
+   * open at once. Past either: 429 with Retry-After. 0 turns a limit off. Unset: 50 inputs a
+   * second and 32 streams where requests are authenticated, no limit in open development mode,
+   * where every request is one subject (`limitSettings` in the gateway).
    */
-  LIMIT_INPUTS_PER_SECOND: z.coerce.number().nonnegative().default(50),
+  LIMIT_INPUTS_PER_SECOND: z.coerce.number().nonnegative().optional(),
   LIMIT_INPUTS_BURST: z.coerce.number().int().positive().optional(),
-  LIMIT_STREAMS_PER_SUBJECT: z.coerce.number().int().nonnegative().default(32),
+  LIMIT_STREAMS_PER_SUBJECT: z.coerce.number().int().nonnegative().optional(),
   MAX_TEXT_CHARS: z.coerce.number().int().positive().default(8000),
   /** How many steered messages a turn takes at most; 0: the agent's turns take none (every steer becomes a turn of its own). */
   STEERS_PER_TURN: z.coerce.number().int().nonnegative().default(16),

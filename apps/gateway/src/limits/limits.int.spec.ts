@@ -77,3 +77,46 @@ describe('limits per subject', () => {
     for (const stream of [second, bobs, again]) stream.close();
   });
 });
+
+describe('limits left unset', () => {
+  /** Sends `count` chats to one conversation, ten at a time; returns their statuses. */
+  const chats = async (harness: Harness, count: number, headers: Record<string, string>) => {
+    const key = uniqueKey('unset');
+    const statuses: number[] = [];
+    for (let from = 0; from < count; from += 10) {
+      const batch = Array.from({ length: Math.min(10, count - from) }, (_, i) =>
+        harness.call(path(key, '/chat'), { body: { text: `hi ${from + i}`, id: `unset-${from + i}` }, headers }).then((r) => r.status),
+      );
+      statuses.push(...(await Promise.all(batch)));
+    }
+    return statuses;
+  };
+  const counts = (statuses: number[]) => statuses.reduce<Record<number, number>>((acc, s) => ({ ...acc, [s]: (acc[s] ?? 0) + 1 }), {});
+
+  it('in open development mode there are none: every request is the one subject anonymous, so a limit would cap every client together', async () => {
+    const open = await startHarness({}, { now: () => now });
+    open.worker = acceptEverything;
+    try {
+      // Past the authenticated default's burst (100) with the clock standing still: no bucket refills.
+      expect(counts(await chats(open, 130, {}))).toEqual({ 202: 130 });
+      // Past the authenticated default of 32 streams at once.
+      const key = uniqueKey('open-streams');
+      const streams = Array.from({ length: 36 }, () => new AbortController());
+      const opened = await Promise.all(streams.map((c) => fetch(`${open.gateway.url}${path(key, '/events')}`, { signal: c.signal })));
+      expect(counts(opened.map((r) => r.status))).toEqual({ 200: 36 });
+      for (const c of streams) c.abort();
+    } finally {
+      await open.stop();
+    }
+  });
+
+  it('where requests are authenticated they are 50 inputs a second in bursts of 100 per subject', async () => {
+    const authenticated = await startHarness({ AUTH_TOKENS: 'tok-alice=alice' }, { now: () => now });
+    authenticated.worker = acceptEverything;
+    try {
+      expect(counts(await chats(authenticated, 110, as('alice')))).toEqual({ 202: 100, 429: 10 });
+    } finally {
+      await authenticated.stop();
+    }
+  });
+});

@@ -9,6 +9,28 @@ export type LimitSettings = {
   LIMIT_STREAMS_PER_SUBJECT: number;
 };
 
+/** The limits where requests are authenticated, unless set. */
+export const DEFAULT_LIMITS = { LIMIT_INPUTS_PER_SECOND: 50, LIMIT_STREAMS_PER_SUBJECT: 32 } as const;
+
+/**
+ * The limits a gateway applies: what is set, else `DEFAULT_LIMITS` where requests are
+ * authenticated, and none in open development mode (`open`). There every request is the one
+ * subject `anonymous`, so a limit per subject would be a cap on the whole deployment, every
+ * client together, not a guard of one subject against the others (a load test or a demo with a
+ * few users of `npm start` would get 429s at 50 inputs a second in all).
+ */
+export function limitSettings(
+  config: { LIMIT_INPUTS_PER_SECOND?: number; LIMIT_INPUTS_BURST?: number; LIMIT_STREAMS_PER_SUBJECT?: number },
+  open: boolean,
+): LimitSettings {
+  const unset = open ? { LIMIT_INPUTS_PER_SECOND: 0, LIMIT_STREAMS_PER_SUBJECT: 0 } : DEFAULT_LIMITS;
+  return {
+    LIMIT_INPUTS_PER_SECOND: config.LIMIT_INPUTS_PER_SECOND ?? unset.LIMIT_INPUTS_PER_SECOND,
+    LIMIT_INPUTS_BURST: config.LIMIT_INPUTS_BURST,
+    LIMIT_STREAMS_PER_SUBJECT: config.LIMIT_STREAMS_PER_SUBJECT ?? unset.LIMIT_STREAMS_PER_SUBJECT,
+  };
+}
+
 /** What a 429 for too many open streams tells the client to wait: streams end when clients leave, not on a clock. */
 const STREAM_RETRY_AFTER_SECONDS = 5;
 /** Past this many subjects tracked, buckets that have refilled are forgotten (they hold nothing a fresh one would not). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SubjectLimits } from './subject-limits';
+import { limitSettings, SubjectLimits } from './subject-limits';
 
 const limited = expect.objectContaining({ code: 'rate_limited', status: 429 });
 
@@ -49,5 +49,20 @@ describe('SubjectLimits', () => {
       limits.takeInput('alice');
       limits.openStream('alice');
     }
+  });
+});
+
+describe('limitSettings', () => {
+  it('takes what is set, in open development mode too', () => {
+    const set = { LIMIT_INPUTS_PER_SECOND: 5, LIMIT_INPUTS_BURST: 7, LIMIT_STREAMS_PER_SUBJECT: 3 };
+    expect(limitSettings(set, true)).toEqual(set);
+    expect(limitSettings(set, false)).toEqual(set);
+    expect(limitSettings({ LIMIT_INPUTS_PER_SECOND: 0, LIMIT_STREAMS_PER_SUBJECT: 0 }, false)).toMatchObject({ LIMIT_INPUTS_PER_SECOND: 0, LIMIT_STREAMS_PER_SUBJECT: 0 });
+  });
+
+  it('unset: the defaults where requests are authenticated, no limit in open development mode', () => {
+    expect(limitSettings({}, false)).toEqual({ LIMIT_INPUTS_PER_SECOND: 50, LIMIT_INPUTS_BURST: undefined, LIMIT_STREAMS_PER_SUBJECT: 32 });
+    expect(limitSettings({}, true)).toEqual({ LIMIT_INPUTS_PER_SECOND: 0, LIMIT_INPUTS_BURST: undefined, LIMIT_STREAMS_PER_SUBJECT: 0 });
+    expect(limitSettings({ LIMIT_STREAMS_PER_SUBJECT: 4 }, true)).toEqual({ LIMIT_INPUTS_PER_SECOND: 0, LIMIT_INPUTS_BURST: undefined, LIMIT_STREAMS_PER_SUBJECT: 4 });
   });
 });
