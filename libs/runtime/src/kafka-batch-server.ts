@@ -137,7 +137,10 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
 
   /** Runs the handler of `pattern` to its end; throws what it throws. */
   private async dispatch(pattern: string, data: PartitionBatch | PartitionsAssigned): Promise<void> {
-    const handler = this.getHandlerByPattern(pattern);
+    // Patterns are plain strings (topic names, ASSIGNED), which Nest keeps as they are. Its
+    // getHandlerByPattern would first try JSON.parse on the name, and build and throw away a
+    // SyntaxError on every slice (3 % of the companion's CPU at saturation).
+    const handler = this.messageHandlers.get(pattern) ?? null;
     if (!handler) {
       if (pattern !== ASSIGNED) throw new Error(`no @EventPattern('${pattern}') handler: nothing may be committed`);
       return;
