@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +28,8 @@ export type LongConversation = {
   /** Median of each run's own long / new ratio (the two measured one right after the other: steadier than a ratio of medians on a machine that drifts). */
   firstRatio: number;
   nextRatio: number;
+  /** The long conversation's snapshot as stored (its fold as JSON), kB: what a first read after a restart loads. */
+  snapshotKb: number;
 };
 
 const GC_PRELOAD = fileURLToPath(new URL('gc-on-signal.cjs', import.meta.url));
@@ -123,6 +126,7 @@ export async function longConversation(infra: Infra, options: { earlierTurns: nu
       longNext.push(await chatAndWait(stack, long, `after-restart-next-${run}`, 'and then'));
     }
     return {
+      snapshotKb: await snapshotKb(stack, long),
       earlierTurns: options.earlierTurns,
       newConversationMs: median(fresh),
       longConversationMs: median(longOnes),
@@ -133,5 +137,16 @@ export async function longConversation(infra: Infra, options: { earlierTurns: nu
     };
   } finally {
     await stack.stop();
+  }
+}
+
+async function snapshotKb(stack: BenchStack, conversation: string): Promise<number> {
+  const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
+  await db.connect();
+  try {
+    const { rows } = await db.query<{ bytes: number }>('SELECT octet_length(fold::text) AS bytes FROM event_store.snapshots WHERE conversation = $1', [conversation]);
+    return (rows[0]?.bytes ?? 0) / 1024;
+  } finally {
+    await db.end();
   }
 }

@@ -81,6 +81,45 @@ describe('idle conversations', () => {
       { role: 'user', content: 'four' },
     ]);
   });
+
+  it("a snapshot folded keeping fewer earlier turns than this worker's agents need is read past: the next turn still carries them all", async () => {
+    const { client, http, model } = stack;
+    const conversation = `snapshot-kept/${Math.random().toString(36).slice(2, 8)}`;
+    for (const n of ['uno', 'dos', 'tres']) {
+      expect((await http.post(conversation, '/chat', { text: n, id: n })).status).toBe(202);
+      await answered(client, conversation, n);
+    }
+    // The worker's fold keeps what its agents' largest window needs (HISTORY_TURNS, 100 here).
+    const stored = await vi.waitFor(async () => {
+      const rows = await query<{ kept: number; turns: number }>(
+        "SELECT (fold->>'historyKept')::int AS kept, jsonb_array_length(fold->'history') AS turns FROM event_store.snapshots WHERE conversation = $1",
+        [conversation],
+      );
+      expect(rows).toHaveLength(1);
+      return rows[0];
+    }, WAIT);
+    expect(stored.kept).toBe(100);
+    expect(stored.turns).toBeGreaterThanOrEqual(2);
+
+    // As a worker whose agents carry one earlier turn would have stored it: the last turn only.
+    await vi.waitFor(async () => expect(await held()).toBe(0), WAIT);
+    await query(
+      `UPDATE event_store.snapshots SET fold = jsonb_set(jsonb_set(fold, '{historyKept}', '1'), '{history}', jsonb_build_array(fold->'history'->-1)) WHERE conversation = $1`,
+      [conversation],
+    );
+    expect((await http.post(conversation, '/chat', { text: 'cuatro', id: 'cuatro' })).status).toBe(202);
+    await answered(client, conversation, 'cuatro');
+    const [cuatro] = requestsAbout(model.requests, 'cuatro');
+    expect(cuatro.body.messages.slice(1)).toEqual([
+      { role: 'user', content: 'uno' },
+      { role: 'assistant', content: 'answer to uno' },
+      { role: 'user', content: 'dos' },
+      { role: 'assistant', content: 'answer to dos' },
+      { role: 'user', content: 'tres' },
+      { role: 'assistant', content: 'answer to tres' },
+      { role: 'user', content: 'cuatro' },
+    ]);
+  });
 });
 
 async function query<R extends pg.QueryResultRow>(sql: string, values: unknown[]): Promise<R[]> {

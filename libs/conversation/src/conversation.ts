@@ -11,18 +11,41 @@ import { evolve, hasOpenWork, initialState, parseState, type ConversationState }
 export type Conversation = {
   state: ConversationState;
   running: TurnState | null;
-  /** One entry per earlier turn, oldest first, each its messages (a rolled-back turn has none: no entry). */
+  /**
+   * One entry per earlier turn, oldest first, each its messages (a rolled-back turn has none: no
+   * entry); the last `historyKept` of them.
+   */
   history: ModelMessage[][];
+  /**
+   * How many earlier turns `history` keeps at most; null: every one. A worker keeps what the
+   * largest window of its agents (`history.turns`) needs, so a long conversation's fold, held in
+   * memory and stored as its snapshot, stays as small as a short one's.
+   */
+  historyKept: number | null;
 };
 
-export const emptyConversation = (): Conversation => ({ state: initialState(), running: null, history: [] });
+export const emptyConversation = (historyKept: number | null = null): Conversation => ({ state: initialState(), running: null, history: [], historyKept });
+
+/**
+ * A snapshot's fold made to keep `historyKept` earlier turns; null when it may lack turns that
+ * needs (it was folded keeping fewer, and had as many as it kept): read the log from the start
+ * instead. A fold that kept more is cut down to `historyKept`.
+ */
+export function fromSnapshot(fold: Conversation, historyKept: number | null): Conversation | null {
+  const kept = fold.historyKept;
+  const mayLackTurns = kept !== null && fold.history.length >= kept && (historyKept === null || historyKept > kept);
+  if (mayLackTurns) return null;
+  return { ...fold, historyKept, history: lastTurns(fold.history, historyKept) };
+}
+
+const lastTurns = (history: ModelMessage[][], turns: number | null) => (turns === null || history.length <= turns ? history : turns === 0 ? [] : history.slice(-turns));
 
 /**
  * The version of `Conversation` and `evolveConversation`, stored with each snapshot of the fold
  * (event_store.snapshots): raise it whenever either changes, and the snapshots folded by older
  * code are ignored (the log is read from the start).
  */
-export const CONVERSATION_FOLD_VERSION = 2;
+export const CONVERSATION_FOLD_VERSION = 3;
 
 /**
  * What a model request carries of the earlier turns: the last `turns` of them, whole, oldest
@@ -33,7 +56,7 @@ export function recentHistory(conversation: Conversation, turns: number): ModelM
 }
 
 export function evolveConversation(conversation: Conversation, event: DomainEvent): Conversation {
-  const { state, running, history } = conversation;
+  const { state, running, history, historyKept } = conversation;
   const next = evolve(state, event);
   switch (event.type) {
     case 'turn.started': {
@@ -43,21 +66,23 @@ export function evolveConversation(conversation: Conversation, event: DomainEven
         messages: waiting?.messages ?? [event.data.prompt.text],
         subject: waiting?.subject ?? state.owner ?? 'anonymous',
       };
-      return { state: next, running: startTurn(event.data.turn, prompt), history };
+      return { state: next, running: startTurn(event.data.turn, prompt), history, historyKept };
     }
     case 'turn.ended': {
-      if (!running || running.id !== event.data.turn) return { state: next, running, history };
+      if (!running || running.id !== event.data.turn) return { state: next, running, history, historyKept };
       // A rolled-back turn leaves no trace in what later turns see.
-      if (running.ending === 'rollback') return { state: next, running: null, history };
-      const kept = [
+      if (running.ending === 'rollback') return { state: next, running: null, history, historyKept };
+      const ended = [
         ...running.prompt.messages.map(userMessage),
         ...running.steered.map((s) => userMessage(s.text)),
         ...running.answers.map((answer) => assistantMessage(answer, [])),
       ];
-      return { state: next, running: null, history: [...history, kept] };
+      // Copies the list of earlier turns (at most `historyKept` references), never their messages.
+      const earlier = historyKept === null ? history : lastTurns(history, Math.max(0, historyKept - 1));
+      return { state: next, running: null, history: historyKept === 0 ? [] : [...earlier, ended], historyKept };
     }
     default:
-      return { state: next, running: running ? evolveTurn(running, event) : null, history };
+      return { state: next, running: running ? evolveTurn(running, event) : null, history, historyKept };
   }
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
-import { emptyConversation, evolveConversation, recentHistory, type Conversation } from './conversation';
+import { emptyConversation, evolveConversation, fromSnapshot, recentHistory, type Conversation } from './conversation';
 
 /** Folds events in log order, as the turn runner does. */
 const fold = (events: DomainEvent[], from: Conversation = emptyConversation()) => events.reduce(evolveConversation, from);
@@ -168,8 +168,11 @@ describe('the conversation fold', () => {
 });
 
 describe('what a model request carries of the earlier turns (recentHistory)', () => {
-  /** `n` turns, each a one-message prompt `chat <i>` answered `answer <i>`; the turn `rollBack`, when given, rolled back. */
-  const turns = (n: number, rollBack?: number) =>
+  /**
+   * `n` turns, each a one-message prompt `chat <i>` answered `answer <i>`; the turn `rollBack`, when given, rolled back;
+   * folded keeping `kept` earlier turns (null: every one).
+   */
+  const turns = (n: number, rollBack?: number, kept: number | null = null) =>
     fold(
       Array.from({ length: n }, (_, i): DomainEvent[] => [
         accepted(`a${i}`, `chat ${i}`),
@@ -178,6 +181,7 @@ describe('what a model request carries of the earlier turns (recentHistory)', ()
         replied(`t${i}`, 0, `answer ${i}`),
         ended(`t${i}`, `answer ${i}`, i === rollBack ? 'stopped' : 'completed'),
       ]).flat(),
+      emptyConversation(kept),
     );
   const contents = (messages: { content?: unknown }[]) => messages.map((m) => m.content);
 
@@ -202,5 +206,45 @@ describe('what a model request carries of the earlier turns (recentHistory)', ()
 
   it('a rolled-back turn is not one of them: the window counts the turns later turns see', () => {
     expect(contents(recentHistory(turns(4, 2), 2))).toEqual(['chat 1', 'answer 1', 'chat 3', 'answer 3']);
+  });
+});
+
+describe('a fold keeps the earlier turns its worker needs (historyKept)', () => {
+  const history = (n: number, kept: number | null) =>
+    fold(
+      Array.from({ length: n }, (_, i): DomainEvent[] => [
+        accepted(`a${i}`, `chat ${i}`),
+        started(`t${i}`, `a${i}`, `chat ${i}`),
+        replied(`t${i}`, 0, `answer ${i}`),
+        ended(`t${i}`, `answer ${i}`),
+      ]).flat(),
+      emptyConversation(kept),
+    );
+  const prompts = (conversation: Conversation) => conversation.history.map((turn) => turn[0].content);
+
+  it('keeps the last `historyKept` turns, so a window up to it carries what an unbounded fold would', () => {
+    const bounded = history(7, 3);
+    const unbounded = history(7, null);
+    expect(prompts(bounded)).toEqual(['chat 4', 'chat 5', 'chat 6']);
+    expect(unbounded.history).toHaveLength(7);
+    for (const window of [0, 1, 2, 3]) expect(recentHistory(bounded, window)).toEqual(recentHistory(unbounded, window));
+    expect(bounded.state).toEqual(unbounded.state); // only the history is bounded
+    expect(history(4, 0).history).toEqual([]);
+    expect(prompts(history(2, 3))).toEqual(['chat 0', 'chat 1']);
+  });
+
+  it('a snapshot kept with fewer turns than wanted is not used once it may have dropped some; one with more is cut down', () => {
+    const snapshot = (n: number, kept: number | null) => JSON.parse(JSON.stringify(history(n, kept))) as Conversation;
+    // Folded keeping 2, and it had 2 or more: turns before them may be gone.
+    expect(fromSnapshot(snapshot(5, 2), 3)).toBeNull();
+    expect(fromSnapshot(snapshot(2, 2), 3)).toBeNull();
+    expect(fromSnapshot(snapshot(5, 2), null)).toBeNull();
+    // Fewer turns than it kept: none was dropped, whatever is wanted now.
+    expect(fromSnapshot(snapshot(1, 2), 5)).toEqual({ ...history(1, 5), historyKept: 5 });
+    expect(fromSnapshot(snapshot(1, 2), null)).toEqual(history(1, null));
+    // Kept as many or more: cut down to what is wanted, as a fold keeping that many would be.
+    expect(fromSnapshot(snapshot(5, 2), 2)).toEqual(history(5, 2));
+    expect(fromSnapshot(snapshot(5, null), 2)).toEqual(history(5, 2));
+    expect(fromSnapshot(snapshot(5, 4), 0)).toEqual(history(5, 0));
   });
 });

@@ -55,6 +55,11 @@ export class AgentRegistry implements Agents, OnModuleInit {
     if (!this.agents.has(this.defaultAgent)) throw new Error(`TurnWorkerModule: the default agent ${this.defaultAgent} is not registered`);
   }
 
+  /** The most earlier turns any agent's model request carries: what a conversation's fold keeps. */
+  mostHistoryTurns(): number {
+    return Math.max(...[...this.agents.values()].map((a) => a.historyTurns));
+  }
+
   get(name: string | null): RunnableAgent | undefined {
     return this.agents.get(name ?? this.defaultAgent);
   }

@@ -1,7 +1,7 @@
 import { setImmediate as nextTurnOfTheLoop, setTimeout as sleep } from 'node:timers/promises';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { runTurn } from '@rudder/agent';
-import { CONVERSATION_FOLD_VERSION, conversationRules, decideTurnCommit, emptyConversation, evolveConversation, recentHistory, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
+import { CONVERSATION_FOLD_VERSION, conversationRules, decideTurnCommit, emptyConversation, evolveConversation, fromSnapshot, recentHistory, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
 import { AlreadyStoredError, appendToConversation, FencedError, readConversation, readConversationFromSnapshot, storeSnapshot, type Epochs, type OutboxRelay, type Seen } from '@rudder/event-store';
 import { inSpan, tracerOf, type Log, type Pool } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
@@ -19,6 +19,8 @@ export type RunnerDeps = {
   /** The agent that answers a conversation (null: not opened yet, the default). */
   agentOf(name: string | null): RunnableAgent | undefined;
   onToken(token: { conversation: string; turn: string; step: number; text: string }): void;
+  /** How many earlier turns a fold keeps (the largest `history.turns` of the agents; null: every one). */
+  historyKept: number | null;
   /** Sends the tokens held back; awaited before a commit so tokens go out before their step's events. */
   flushTokens(): Promise<void>;
   newTurnId(): string;
@@ -71,7 +73,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
   const apply = (events: readonly ConversationEvent[]) => {
     for (const event of events) {
       if (event.position <= readUpTo) continue;
-      conversation = evolveConversation(conversation ?? emptyConversation(), event);
+      conversation = evolveConversation(conversation ?? emptyConversation(deps.historyKept), event);
       readUpTo = event.position;
       sinceSnapshot += 1;
       forLoop?.push(event);
@@ -90,12 +92,14 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
 
   const catchUp = async () => {
     if (conversation) return apply(await readConversation(pool, key, readUpTo));
-    // From the start: the latest snapshot, then only the events after it.
+    // From the start: the latest snapshot, then only the events after it; the whole log when
+    // the snapshot kept fewer earlier turns than this worker's agents need.
     const { snapshot, events } = await readConversationFromSnapshot(pool, key, CONVERSATION_FOLD_VERSION);
-    conversation = snapshot ? (snapshot.fold as Conversation) : emptyConversation();
-    readUpTo = snapshot?.position ?? 0;
+    const held = snapshot && fromSnapshot(snapshot.fold as Conversation, deps.historyKept);
+    conversation = held || emptyConversation(deps.historyKept);
+    readUpTo = held ? snapshot.position : 0;
     sinceSnapshot = 0;
-    apply(events);
+    apply(snapshot && !held ? await readConversation(pool, key, 0) : events);
   };
 
   /** Between turns, once the log has grown by `snapshotEvery` events: a snapshot of the fold, so a next read is short. */
@@ -149,7 +153,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
           wanted = false;
           await catchUp();
         }
-        const current: Conversation = conversation ?? emptyConversation();
+        const current: Conversation = conversation ?? emptyConversation(deps.historyKept);
         if (current.running) {
           const turn = current.running;
           const agent = deps.agentOf(current.state.agent);
