@@ -48,19 +48,12 @@ describe('idle conversations', () => {
   it('a snapshot of the fold is stored between turns; read again, the conversation starts from it, and the next turn still sees every earlier one', async () => {
     const { client, http, model } = stack;
     const conversation = `snapshot/${Math.random().toString(36).slice(2, 8)}`;
-    for (const n of ['one', 'two', 'three']) {
-      expect((await http.post(conversation, '/chat', { text: n, id: n })).status).toBe(202);
-      await answered(client, conversation, n);
-    }
+    await chats(conversation, ['one', 'two', 'three']);
     // Ten events and more since none: a snapshot, between turns, at a position of the log.
-    const snapshot = await vi.waitFor(async () => {
-      const rows = await query<{ position: string; last: string }>(
-        'SELECT s.position, (SELECT max(position) FROM event_store.events WHERE conversation = $1) AS last FROM event_store.snapshots s WHERE s.conversation = $1',
-        [conversation],
-      );
-      expect(rows).toHaveLength(1);
-      return rows[0];
-    }, WAIT);
+    const snapshot = await snapshotOf<{ position: string; last: string }>(
+      conversation,
+      's.position, (SELECT max(position) FROM event_store.events WHERE conversation = $1) AS last',
+    );
     expect(Number(snapshot.position)).toBeGreaterThanOrEqual(10);
     expect(Number(snapshot.position)).toBeLessThanOrEqual(Number(snapshot.last));
 
@@ -85,19 +78,9 @@ describe('idle conversations', () => {
   it("a snapshot folded keeping fewer earlier turns than this worker's agents need is read past: the next turn still carries them all", async () => {
     const { client, http, model } = stack;
     const conversation = `snapshot-kept/${Math.random().toString(36).slice(2, 8)}`;
-    for (const n of ['uno', 'dos', 'tres']) {
-      expect((await http.post(conversation, '/chat', { text: n, id: n })).status).toBe(202);
-      await answered(client, conversation, n);
-    }
+    await chats(conversation, ['uno', 'dos', 'tres']);
     // The worker's fold keeps what its agents' largest window needs (HISTORY_TURNS, 100 here).
-    const stored = await vi.waitFor(async () => {
-      const rows = await query<{ kept: number; turns: number }>(
-        "SELECT (fold->>'historyKept')::int AS kept, jsonb_array_length(fold->'history') AS turns FROM event_store.snapshots WHERE conversation = $1",
-        [conversation],
-      );
-      expect(rows).toHaveLength(1);
-      return rows[0];
-    }, WAIT);
+    const stored = await snapshotOf<{ kept: number; turns: number }>(conversation, "(s.fold->>'historyKept')::int AS kept, jsonb_array_length(s.fold->'history') AS turns");
     expect(stored.kept).toBe(100);
     expect(stored.turns).toBeGreaterThanOrEqual(2);
 
@@ -121,6 +104,23 @@ describe('idle conversations', () => {
     ]);
   });
 });
+
+/** Sends each text as a chat (its id the text itself) and waits for its answer, one after the other. */
+async function chats(conversation: string, texts: string[]): Promise<void> {
+  for (const text of texts) {
+    expect((await stack.http.post(conversation, '/chat', { text, id: text })).status).toBe(202);
+    await answered(stack.client, conversation, text);
+  }
+}
+
+/** `columns` of the conversation's snapshot (`s`, `$1` the conversation), once one is stored. */
+function snapshotOf<R extends pg.QueryResultRow>(conversation: string, columns: string): Promise<R> {
+  return vi.waitFor(async () => {
+    const rows = await query<R>(`SELECT ${columns} FROM event_store.snapshots s WHERE s.conversation = $1`, [conversation]);
+    expect(rows).toHaveLength(1);
+    return rows[0];
+  }, WAIT);
+}
 
 async function query<R extends pg.QueryResultRow>(sql: string, values: unknown[]): Promise<R[]> {
   const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
