@@ -1,0 +1,60 @@
+// `node bench/turn-timeline.mjs <checkout> [turns]`: one conversation, one-tool turns one at a time (each waited to its
+// end) on a checkout's `npm start`; prints, per hop, the median ms after the POST: the 202, each event's stored time (its
+// `at`: when its write began) and the time the stream delivered it (`seen`), and each model request (the scripted
+// model's own log). The first ten turns warm up. Uses the anchors' model and `npm start` adapter (../shared/anchors).
+// See docs/performance.md.
+import fs from 'node:fs'; import os from 'node:os'; import path from 'node:path';
+import { startFakeModel } from '../../shared/anchors/lib/model.mjs';
+import { startSystemB } from '../../shared/anchors/lib/systems.mjs';
+const [dir, count = '70'] = process.argv.slice(2);
+const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'timeline-'));
+const model = await startFakeModel();
+const modelUrl = model.url ?? `http://127.0.0.1:${model.port}/v1`;
+const modelAdmin = modelUrl.replace(/\/v1$/, '');
+delete process.env.KAFKA_BROKERS; delete process.env.DATABASE_URL;
+const sys = await startSystemB({ modelUrl, workDir, rudderDir: dir });
+const base = `${sys.base}/v1/conversations/timeline-${Date.now()}`;
+
+// Every event of the conversation as it arrives, with the time it was seen.
+const events = []; const waiting = new Map();
+const stream = await fetch(`${base}/events`, { headers: { accept: 'text/event-stream' } });
+(async () => {
+  let buffer = '';
+  for await (const chunk of stream.body) {
+    buffer += Buffer.from(chunk).toString();
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end); buffer = buffer.slice(end + 2);
+      const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5)).join('');
+      if (!data) continue;
+      const event = JSON.parse(data); event.seen = Date.now(); events.push(event);
+      if (event.type === 'turn.ended') waiting.get(event.data.turn)?.();
+    }
+  }
+})().catch(() => undefined);
+
+const rows = [];
+for (let i = 0; i < +count; i++) {
+  await fetch(`${modelAdmin}/__reset`, { method: 'POST' });
+  const from = events.length; const t0 = Date.now();
+  const response = await fetch(`${base}/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: `wait:0 timeline ${i}` }) });
+  const accepted = Date.now(); const { id } = await response.json();
+  let turn;
+  while (!turn) {
+    turn = events.slice(from).find((e) => e.type === 'turn.started' && e.data.prompt.id === id)?.data.turn;
+    if (!turn) await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  await new Promise((resolve) => (events.slice(from).some((e) => e.type === 'turn.ended' && e.data.turn === turn) ? resolve() : waiting.set(turn, resolve)));
+  const requests = await (await fetch(`${modelAdmin}/__log`)).json();
+  const row = { '202': accepted - t0 };
+  for (const e of events.slice(from)) {
+    if (e.at && row[`${e.type} stored`] === undefined) { row[`${e.type} stored`] = Date.parse(e.at) - t0; row[`${e.type} seen`] = e.seen - t0; }
+  }
+  requests.forEach((r, j) => (row[`model request ${j + 1}`] = r.at - t0));
+  if (i >= 10) rows.push(row);
+}
+const median = (k) => { const xs = rows.map((r) => r[k]).filter((x) => x !== undefined).sort((a, b) => a - b); return xs[xs.length >> 1]; };
+const keys = [...new Set(rows.flatMap(Object.keys))].sort((a, b) => median(a) - median(b));
+console.log(`${rows.length} turns, median ms after POST chat:`);
+for (const k of keys) console.log(`${String(median(k)).padStart(5)}  ${k}`);
+await sys.stop(); process.exit(0);
