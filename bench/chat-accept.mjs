@@ -4,6 +4,7 @@
 import fs from 'node:fs'; import os from 'node:os'; import path from 'node:path';
 import { startFakeModel } from '../../shared/anchors/lib/model.mjs';
 import { startSystemB } from '../../shared/anchors/lib/systems.mjs';
+import { followConversation } from './conversation-stream.mjs';
 const [dir, count = '60'] = process.argv.slice(2);
 const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'accept-'));
 const model = await startFakeModel();
@@ -13,23 +14,11 @@ const base = `${sys.base}/v1/conversations/accept-${Date.now()}`;
 
 // The conversation's events as they arrive: input.accepted's stored time, and each turn's end.
 const stored = new Map(); const ended = new Map(); const waiting = new Map();
-const stream = await fetch(`${base}/events`, { headers: { accept: 'text/event-stream' } });
-(async () => {
-  let buffer = '';
-  for await (const chunk of stream.body) {
-    buffer += Buffer.from(chunk).toString();
-    let end;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end); buffer = buffer.slice(end + 2);
-      const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5)).join('');
-      if (!data) continue;
-      const event = JSON.parse(data);
-      if (event.type === 'input.accepted') stored.set(event.data.input.id, Date.parse(event.at));
-      if (event.type === 'turn.started') ended.set(event.data.turn, event.data.prompt.id);
-      if (event.type === 'turn.ended') waiting.get(ended.get(event.data.turn))?.(Date.now());
-    }
-  }
-})().catch(() => undefined);
+await followConversation(base, (event) => {
+  if (event.type === 'input.accepted') stored.set(event.data.input.id, Date.parse(event.at));
+  if (event.type === 'turn.started') ended.set(event.data.turn, event.data.prompt.id);
+  if (event.type === 'turn.ended') waiting.get(ended.get(event.data.turn))?.(event.seen);
+});
 
 const rows = [];
 for (let i = 0; i < +count; i++) {

@@ -165,9 +165,9 @@ try {
     ),
     'Each run measures the new conversation and then the long one, each after a restart of its own; the ratio is taken per ' +
       'run and its median given, so that a machine that drifts between runs moves both sides of it.',
-    'A model request carries the last HISTORY_TURNS (100) earlier turns, not all of them, so the next turn, which runs on ' +
-      'the fold the first one left in memory, costs what a new conversation\'s does; and the fold keeps only those turns, so ' +
-      `the snapshot the first one reads is as small as a short conversation's: ${long.snapshotKb.toFixed(0)} kB here.`,
+    'A model request carries at most the last HISTORY_TURNS (100) earlier turns, and the fold keeps only those, so neither ' +
+      'the next turn\'s request nor the snapshot the first one reads grows past them with the conversation\'s length: ' +
+      `the long conversation's snapshot is ${long.snapshotKb.toFixed(0)} kB here.`,
   ];
   const cpu = os.cpus();
   const header = [

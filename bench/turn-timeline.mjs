@@ -6,6 +6,7 @@
 import fs from 'node:fs'; import os from 'node:os'; import path from 'node:path';
 import { startFakeModel } from '../../shared/anchors/lib/model.mjs';
 import { startSystemB } from '../../shared/anchors/lib/systems.mjs';
+import { followConversation } from './conversation-stream.mjs';
 const [dir, count = '70'] = process.argv.slice(2);
 const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'timeline-'));
 const model = await startFakeModel();
@@ -17,21 +18,10 @@ const base = `${sys.base}/v1/conversations/timeline-${Date.now()}`;
 
 // Every event of the conversation as it arrives, with the time it was seen.
 const events = []; const waiting = new Map();
-const stream = await fetch(`${base}/events`, { headers: { accept: 'text/event-stream' } });
-(async () => {
-  let buffer = '';
-  for await (const chunk of stream.body) {
-    buffer += Buffer.from(chunk).toString();
-    let end;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end); buffer = buffer.slice(end + 2);
-      const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5)).join('');
-      if (!data) continue;
-      const event = JSON.parse(data); event.seen = Date.now(); events.push(event);
-      if (event.type === 'turn.ended') waiting.get(event.data.turn)?.();
-    }
-  }
-})().catch(() => undefined);
+await followConversation(base, (event) => {
+  events.push(event);
+  if (event.type === 'turn.ended') waiting.get(event.data.turn)?.();
+});
 
 const rows = [];
 for (let i = 0; i < +count; i++) {

@@ -46,7 +46,6 @@ describe('idle conversations', () => {
   });
 
   it('a snapshot of the fold is stored between turns; read again, the conversation starts from it, and the next turn still sees every earlier one', async () => {
-    const { client, http, model } = stack;
     const conversation = `snapshot/${Math.random().toString(36).slice(2, 8)}`;
     await chats(conversation, ['one', 'two', 'three']);
     // Ten events and more since none: a snapshot, between turns, at a position of the log.
@@ -61,22 +60,15 @@ describe('idle conversations', () => {
     // in the next request (a test's doing; the worker itself only ever stores folds of the log).
     await vi.waitFor(async () => expect(await held()).toBe(0), WAIT);
     await query(`UPDATE event_store.snapshots SET fold = jsonb_set(fold, '{history,0,0,content}', '"one, as the snapshot has it"') WHERE conversation = $1`, [conversation]);
-    expect((await http.post(conversation, '/chat', { text: 'four', id: 'four' })).status).toBe(202);
-    await answered(client, conversation, 'four');
-    const [four] = requestsAbout(model.requests, 'four');
-    expect(four.body.messages.slice(1)).toEqual([
+    expect(await requestAfter(conversation, 'four')).toEqual([
       { role: 'user', content: 'one, as the snapshot has it' },
       { role: 'assistant', content: 'answer to one' },
-      { role: 'user', content: 'two' },
-      { role: 'assistant', content: 'answer to two' },
-      { role: 'user', content: 'three' },
-      { role: 'assistant', content: 'answer to three' },
+      ...turnsOf(['two', 'three']),
       { role: 'user', content: 'four' },
     ]);
   });
 
   it("a snapshot folded keeping fewer earlier turns than this worker's agents need is read past: the next turn still carries them all", async () => {
-    const { client, http, model } = stack;
     const conversation = `snapshot-kept/${Math.random().toString(36).slice(2, 8)}`;
     await chats(conversation, ['uno', 'dos', 'tres']);
     // The worker's fold keeps what its agents' largest window needs (HISTORY_TURNS, 100 here).
@@ -90,18 +82,7 @@ describe('idle conversations', () => {
       `UPDATE event_store.snapshots SET fold = jsonb_set(jsonb_set(fold, '{historyKept}', '1'), '{history}', jsonb_build_array(fold->'history'->-1)) WHERE conversation = $1`,
       [conversation],
     );
-    expect((await http.post(conversation, '/chat', { text: 'cuatro', id: 'cuatro' })).status).toBe(202);
-    await answered(client, conversation, 'cuatro');
-    const [cuatro] = requestsAbout(model.requests, 'cuatro');
-    expect(cuatro.body.messages.slice(1)).toEqual([
-      { role: 'user', content: 'uno' },
-      { role: 'assistant', content: 'answer to uno' },
-      { role: 'user', content: 'dos' },
-      { role: 'assistant', content: 'answer to dos' },
-      { role: 'user', content: 'tres' },
-      { role: 'assistant', content: 'answer to tres' },
-      { role: 'user', content: 'cuatro' },
-    ]);
+    expect(await requestAfter(conversation, 'cuatro')).toEqual([...turnsOf(['uno', 'dos', 'tres']), { role: 'user', content: 'cuatro' }]);
   });
 });
 
@@ -112,6 +93,16 @@ async function chats(conversation: string, texts: string[]): Promise<void> {
     await answered(stack.client, conversation, text);
   }
 }
+
+/** Sends `text` as a chat and answers the messages its model request carried after the system prompt. */
+async function requestAfter(conversation: string, text: string): Promise<unknown[]> {
+  await chats(conversation, [text]);
+  const [request] = requestsAbout(stack.model.requests, text);
+  return request.body.messages.slice(1);
+}
+
+/** Earlier turns as a model request carries them: each text, then the scripted model's answer to it. */
+const turnsOf = (texts: string[]) => texts.flatMap((text) => [{ role: 'user', content: text }, { role: 'assistant', content: `answer to ${text}` }]);
 
 /** `columns` of the conversation's snapshot (`s`, `$1` the conversation), once one is stored. */
 function snapshotOf<R extends pg.QueryResultRow>(conversation: string, columns: string): Promise<R> {

@@ -66,7 +66,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       relay: this.relay,
       agentOf: (name) => this.agents.get(name),
       onToken: this.publishing.token,
-      historyKept: this.agents.mostHistoryTurns(),
+      historyKept: this.agents.historyKept(),
       flushTokens: this.publishing.flushTokens,
       newTurnId: randomUUID,
       fault: this.fault,

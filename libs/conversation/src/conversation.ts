@@ -38,7 +38,8 @@ export function fromSnapshot(fold: Conversation, historyKept: number | null): Co
   return { ...fold, historyKept, history: lastTurns(fold.history, historyKept) };
 }
 
-const lastTurns = (history: ModelMessage[][], turns: number | null) => (turns === null || history.length <= turns ? history : turns === 0 ? [] : history.slice(-turns));
+/** The last `turns` of `history` (null: all of them); `history` itself when it has no more. */
+const lastTurns = (history: ModelMessage[][], turns: number | null) => (turns === null || history.length <= turns ? history : history.slice(history.length - turns));
 
 /**
  * The version of `Conversation` and `evolveConversation`, stored with each snapshot of the fold
@@ -52,12 +53,13 @@ export const CONVERSATION_FOLD_VERSION = 3;
  * first (an agent's `history.turns`); the running turn's own messages come after them.
  */
 export function recentHistory(conversation: Conversation, turns: number): ModelMessage[] {
-  return turns <= 0 ? [] : conversation.history.slice(-turns).flat();
+  return lastTurns(conversation.history, Math.max(0, turns)).flat();
 }
 
 export function evolveConversation(conversation: Conversation, event: DomainEvent): Conversation {
   const { state, running, history, historyKept } = conversation;
   const next = evolve(state, event);
+  // `history` and `historyKept` go on unchanged but at the end of a turn.
   switch (event.type) {
     case 'turn.started': {
       const waiting = state.queue.find((p) => p.id === event.data.prompt.id);
@@ -66,23 +68,22 @@ export function evolveConversation(conversation: Conversation, event: DomainEven
         messages: waiting?.messages ?? [event.data.prompt.text],
         subject: waiting?.subject ?? state.owner ?? 'anonymous',
       };
-      return { state: next, running: startTurn(event.data.turn, prompt), history, historyKept };
+      return { ...conversation, state: next, running: startTurn(event.data.turn, prompt) };
     }
     case 'turn.ended': {
-      if (!running || running.id !== event.data.turn) return { state: next, running, history, historyKept };
+      if (!running || running.id !== event.data.turn) return { ...conversation, state: next };
       // A rolled-back turn leaves no trace in what later turns see.
-      if (running.ending === 'rollback') return { state: next, running: null, history, historyKept };
+      if (running.ending === 'rollback') return { ...conversation, state: next, running: null };
       const ended = [
         ...running.prompt.messages.map(userMessage),
         ...running.steered.map((s) => userMessage(s.text)),
         ...running.answers.map((answer) => assistantMessage(answer, [])),
       ];
-      // Copies the list of earlier turns (at most `historyKept` references), never their messages.
-      const earlier = historyKept === null ? history : lastTurns(history, Math.max(0, historyKept - 1));
-      return { state: next, running: null, history: historyKept === 0 ? [] : [...earlier, ended], historyKept };
+      // Copies the list of earlier turns (at most `historyKept` + 1 references), never their messages.
+      return { ...conversation, state: next, running: null, history: lastTurns([...history, ended], historyKept) };
     }
     default:
-      return { state: next, running: running ? evolveTurn(running, event) : null, history, historyKept };
+      return { ...conversation, state: next, running: running ? evolveTurn(running, event) : null };
   }
 }
 

@@ -55,8 +55,8 @@ export class AgentRegistry implements Agents, OnModuleInit {
     if (!this.agents.has(this.defaultAgent)) throw new Error(`TurnWorkerModule: the default agent ${this.defaultAgent} is not registered`);
   }
 
-  /** The most earlier turns any agent's model request carries: what a conversation's fold keeps. */
-  mostHistoryTurns(): number {
+  /** How many earlier turns a conversation's fold keeps: the most any agent's model request carries (`history.turns`). */
+  historyKept(): number {
     return Math.max(...[...this.agents.values()].map((a) => a.historyTurns));
   }
 
