@@ -1,6 +1,6 @@
 // `node bench/npm-start-cpu.mjs <checkout> [seconds] [conversations]`: M4-shaped load (the anchors' model and `npm start`
 // adapter from ../shared/anchors) on a checkout's `npm start`; prints turns/s, p50 and CPU-ms per turn of each process of
-// that tree (read from /proc). Run two checkouts alternately to compare. See docs/performance.md.
+// that tree, and its waits and read/write system calls per turn (read from /proc). Run two checkouts alternately to compare. See docs/performance.md.
 import fs from 'node:fs'; import os from 'node:os'; import path from 'node:path'; import { execSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { startFakeModel } from '../../shared/anchors/lib/model.mjs';
@@ -28,6 +28,10 @@ const procs = () => {
 const cpu = () => { const acc = {}; for (const p of procs()) { try { const f = fs.readFileSync(`/proc/${p.pid}/stat`, 'utf8').split(') ')[1].split(' '); acc[p.name] = (acc[p.name] ?? 0) + (+f[11] + +f[12]) * 1000 / HZ; acc[`${p.name}.sys`] = (acc[`${p.name}.sys`] ?? 0) + +f[12] * 1000 / HZ; } catch {} } acc.driver = process.cpuUsage().user / 1000 + process.cpuUsage().system / 1000; return acc; };
 // Context switches a process made waiting (a read that had nothing yet, a wait on a lock): about one per message it waited for.
 const waits = () => { const acc = {}; for (const p of procs()) { try { const m = /voluntary_ctxt_switches:\s+(\d+)/.exec(fs.readFileSync(`/proc/${p.pid}/status`, 'utf8')); acc[p.name] = (acc[p.name] ?? 0) + +m[1]; } catch {} } return acc; };
+// read/write system calls (/proc/<pid>/io syscr, syscw: sockets, pipes and files): for Node and the broker about one a
+// message sent or taken in (the broker's reads also take each request's size apart from its body); PostgreSQL's sockets use
+// recv/send, which these counts do not see, so its column is its file writes (WAL) only.
+const io = () => { const acc = {}; for (const p of procs()) { try { const t = fs.readFileSync(`/proc/${p.pid}/io`, 'utf8'); const a = (acc[p.name] ??= { r: 0, w: 0 }); a.r += +/syscr:\s+(\d+)/.exec(t)[1]; a.w += +/syscw:\s+(\d+)/.exec(t)[1]; } catch {} } return acc; };
 const databaseUrl = () => /DATABASE_URL=(\S+)/.exec(fs.readFileSync(`${workDir}/rudder.log`, "utf8"))?.[1];
 const transactions = async () => {
   const url = databaseUrl(); if (!url) return { n: NaN, wal: NaN };
@@ -44,12 +48,12 @@ await Promise.all(convs.map(async (c) => { for (let i = 0; i < 3 || Date.now() <
 // The machine's own count (all CPUs, USER_HZ ticks): busy, idle and stolen by the hypervisor in the window.
 const machine = () => fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
 const m0 = machine();
-const tx0 = await transactions(); const w0 = waits(); const before = cpu(); const start = Date.now(); const deadline = start + +secs * 1000; let turns = 0; const lat = [];
+const tx0 = await transactions(); const w0 = waits(); const io0 = io(); const before = cpu(); const start = Date.now(); const deadline = start + +secs * 1000; let turns = 0; const lat = [];
 await Promise.all(convs.map(async (c, w) => { while (Date.now() < deadline) { const a = Date.now(); const { id } = await c.chat(`wait:0 m4 ${w}`); await c.turnEnded(id); lat.push(Date.now() - a); turns++; } }));
-const el = (Date.now() - start) / 1000; const after = cpu(); const m1 = machine(); const w1 = waits(); const tx1 = await transactions();
+const el = (Date.now() - start) / 1000; const after = cpu(); const m1 = machine(); const w1 = waits(); const io1 = io(); const tx1 = await transactions();
 lat.sort((a, b) => a - b);
 console.log(`turns ${turns} in ${el.toFixed(1)} s = ${(turns / el).toFixed(1)} turns/s; turn p50 ${lat[lat.length >> 1]} ms p99 ${lat[Math.floor(lat.length * 0.99)]} ms`);
-let tot = 0; for (const k of Object.keys(after)) { if (k.endsWith('.sys')) continue; const d = after[k] - (before[k] ?? 0); tot += d; console.log(`${k.padEnd(14)} ${(d / turns).toFixed(2)} CPU-ms/turn  ${(d / el / 10).toFixed(0)}%  ${k in w1 ? ((w1[k] - (w0[k] ?? 0)) / turns).toFixed(1) + ' waits/turn' : ''}${`${k}.sys` in after ? `, kernel ${((100 * (after[`${k}.sys`] - (before[`${k}.sys`] ?? 0))) / Math.max(d, 1e-9)).toFixed(0)}%` : ''}`); }
+let tot = 0; for (const k of Object.keys(after)) { if (k.endsWith('.sys')) continue; const d = after[k] - (before[k] ?? 0); tot += d; console.log(`${k.padEnd(14)} ${(d / turns).toFixed(2)} CPU-ms/turn  ${(d / el / 10).toFixed(0)}%  ${k in w1 ? ((w1[k] - (w0[k] ?? 0)) / turns).toFixed(1) + ' waits/turn' : ''}${`${k}.sys` in after ? `, kernel ${((100 * (after[`${k}.sys`] - (before[`${k}.sys`] ?? 0))) / Math.max(d, 1e-9)).toFixed(0)}%` : ''}${k in io1 ? `, ${((io1[k].w - (io0[k]?.w ?? 0)) / turns).toFixed(1)} writes and ${((io1[k].r - (io0[k]?.r ?? 0)) / turns).toFixed(1)} reads/turn` : ''}`); }
 console.log(`total          ${(tot / turns).toFixed(2)} CPU-ms/turn; PostgreSQL ${((tx1.n - tx0.n) / turns).toFixed(1)} transactions/turn (each statement outside BEGIN…COMMIT is one), ${((tx1.wal - tx0.wal) / turns / 1024).toFixed(1)} kB of WAL/turn`);
 { const d = m1.map((v, i) => v - m0[i]); const all = d.reduce((a, b) => a + b, 0); const pct = (v) => `${((100 * v) / all).toFixed(0)}%`;
   console.log(`machine        busy ${pct(all - d[3] - d[4] - d[7])}, idle ${pct(d[3] + d[4])}, stolen ${pct(d[7])} (of ${os.cpus().length} CPUs)`); }
