@@ -2,7 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { conversationsWithOpenWork, createOutboxRelay, FencedError, migrateEventStore, PartitionBusyError, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
+import { conversationsWithOpenWork, createOutboxRelay, FencedError, groupedWrites, migrateEventStore, PartitionBusyError, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
+import { conversationRules } from '@rudder/conversation';
 import { createKafka, createLog, createPool, ensureTopics, serveMetrics, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
 import type { ConversationEvent } from '@rudder/contracts';
 import { AgentRegistry } from './agents/agents';
@@ -64,6 +65,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       pool: this.pool,
       epochs: () => this.epochs,
       relay: this.relay,
+      writeUnchanged: groupedWrites(this.pool, conversationRules),
       agentOf: (name) => this.agents.get(name),
       onToken: this.publishing.token,
       historyKept: this.agents.historyKept(),

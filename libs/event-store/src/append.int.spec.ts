@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
 import type { Pool } from '@rudder/runtime';
-import { appendToConversation, appendToConversations, type StreamRules } from './append';
+import { AlreadyStoredError, appendToConversation, appendToConversations, groupedWrites, type StreamRules } from './append';
 import { FencedError, takePartitions } from './fencing';
 import { readConversation } from './read';
 import { useEventStoreDatabase } from './testing';
@@ -199,5 +199,90 @@ describe('appendToConversations, holding the conversations', () => {
       appendToConversations(db.pool(), countingRules, 11, epochs, [{ conversation: 'held-fenced', probe: [] }], (_c, count) => decidedOn(count, 'zombie'), heldAt({ 'held-fenced': last })),
     ).rejects.toBeInstanceOf(FencedError);
     expect(await stepsOf('held-fenced')).toEqual([0]);
+  });
+});
+
+describe('groupedWrites', () => {
+  /** Conversations `keys` on `partition`, one event each, stored by one batch: the epochs and each one's last position. */
+  async function heldTogether(partition: number, keys: string[]) {
+    const epochs = await takePartitions(db.pool(), [partition], 'grouped-test');
+    const { stored } = await appendToConversations(db.pool(), countingRules, partition, epochs, keys.map((conversation) => ({ conversation, probe: [] })), (_c, count) => decidedOn(count, 'first'));
+    return { epochs, last: new Map(stored.map((e) => [e.conversation, e.position])) };
+  }
+  const traceOf = (n: number) => `00-${n.toString(16).padStart(32, '0')}-${'0'.repeat(15)}1-01`;
+  const labels = (stored: { conversation: string; data: unknown }[] | null) => stored?.map((e) => [e.conversation, (e.data as { turn: string }).turn]) ?? null;
+
+  it('the writes handed over together share one statement and one commit; each gets its own events, stored with its own trace', async () => {
+    const keys = ['grouped-a', 'grouped-b', 'grouped-c'];
+    const { epochs, last } = await heldTogether(30, keys);
+    const { pool, counts } = counted(db.pool());
+    const write = groupedWrites(pool, countingRules);
+    const results = await Promise.all(
+      keys.map((conversation, i) => write({ conversation, position: last.get(conversation)!, state: 1, events: decidedOn(1, `${conversation} second`), trace: traceOf(i + 1) }, epochs)),
+    );
+    expect(counts).toEqual({ statements: 1, connections: 0 });
+    expect(results.map(labels)).toEqual(keys.map((k) => [[k, `${k} second`]]));
+    for (const k of keys) expect(await stepsOf(k)).toEqual([0, 1]);
+    const { rows } = await db.pool().query<{ conversation: string; trace: string }>(
+      `SELECT conversation, trace FROM event_store.events WHERE conversation = ANY($1) AND trace IS NOT NULL ORDER BY conversation`,
+      [keys],
+    );
+    expect(rows).toEqual(keys.map((conversation, i) => ({ conversation, trace: traceOf(i + 1) })));
+    // Handed over one at a time, each is a statement of its own.
+    await write({ conversation: 'grouped-a', position: results[0]![0].position, state: 2, events: decidedOn(2, 'third'), trace: null }, epochs);
+    expect(counts.statements).toBe(2);
+  });
+
+  it('when one of them moved since its writer saw it, the statement writes nothing: the others are stored alone, and it alone answers null', async () => {
+    const keys = ['grouped-moved-a', 'grouped-moved-b', 'grouped-moved-c'];
+    const { epochs, last } = await heldTogether(31, keys);
+    // Another writer (an ingest) appends to grouped-moved-b after what its runner holds.
+    await appendToConversation(db.pool(), countingRules, 'grouped-moved-b', epochs, (count) => decidedOn(count, 'other'));
+    const { pool, counts } = counted(db.pool());
+    const write = groupedWrites(pool, countingRules);
+    const results = await Promise.all(
+      keys.map((conversation) => write({ conversation, position: last.get(conversation)!, state: 1, events: decidedOn(1, `${conversation} ours`), trace: null }, epochs)),
+    );
+    expect(results.map(labels)).toEqual([[['grouped-moved-a', 'grouped-moved-a ours']], null, [['grouped-moved-c', 'grouped-moved-c ours']]]);
+    // The shared statement, then one each.
+    expect(counts).toEqual({ statements: 4, connections: 0 });
+    expect(await stepsOf('grouped-moved-a')).toEqual([0, 1]);
+    expect(await stepsOf('grouped-moved-b')).toEqual([0, 1]); // the other writer's, nothing decided on the old state
+    expect(await stepsOf('grouped-moved-c')).toEqual([0, 1]);
+  });
+
+  it("one write's error (a once key stored before) is its own: the others are stored", async () => {
+    const keys = ['failing-a', 'failing-b'];
+    const { epochs, last } = await heldTogether(32, keys);
+    const write = groupedWrites(db.pool(), countingRules);
+    const [failing, other] = await Promise.allSettled([
+      // The very event stored first, again: its once key is taken.
+      write({ conversation: 'failing-a', position: last.get('failing-a')!, state: 1, events: decidedOn(0, 'first'), trace: null }, epochs),
+      write({ conversation: 'failing-b', position: last.get('failing-b')!, state: 1, events: decidedOn(1, 'second'), trace: null }, epochs),
+    ]);
+    expect(failing.status === 'rejected' && failing.reason).toBeInstanceOf(AlreadyStoredError);
+    expect(failing.status === 'rejected' && (failing.reason as AlreadyStoredError).conversation).toBe('failing-a');
+    expect(other.status === 'fulfilled' && labels(other.value)).toEqual([['failing-b', 'second']]);
+    expect(await stepsOf('failing-a')).toEqual([0]);
+    expect(await stepsOf('failing-b')).toEqual([0, 1]);
+  });
+
+  it('writes under other epochs (a rebalance between them) never share a statement: the stale one is not written', async () => {
+    const stale = await heldTogether(33, ['rebalanced-a']);
+    // The partition is taken again (a new epoch): the fresh writer holds it, the stale one does not.
+    const fresh = await heldTogether(33, ['rebalanced-b']);
+    const { pool, counts } = counted(db.pool());
+    const write = groupedWrites(pool, countingRules);
+    const results = await Promise.all([
+      write({ conversation: 'rebalanced-a', position: stale.last.get('rebalanced-a')!, state: 1, events: decidedOn(1, 'stale'), trace: null }, stale.epochs),
+      write({ conversation: 'rebalanced-b', position: fresh.last.get('rebalanced-b')!, state: 1, events: decidedOn(1, 'fresh'), trace: null }, fresh.epochs),
+    ]);
+    expect(results.map(labels)).toEqual([null, [['rebalanced-b', 'fresh']]]);
+    expect(counts).toEqual({ statements: 2, connections: 0 });
+    expect(await stepsOf('rebalanced-a')).toEqual([0]);
+    // And through appendToConversation, the stale writer is told it is fenced.
+    await expect(
+      appendToConversation(db.pool(), countingRules, 'rebalanced-a', stale.epochs, (count) => decidedOn(count, 'stale'), { position: stale.last.get('rebalanced-a')!, state: 1 }, write),
+    ).rejects.toBeInstanceOf(FencedError);
   });
 });

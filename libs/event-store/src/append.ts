@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { storableJson, type ConversationEvent, type DomainEvent } from '@rudder/contracts';
-import { isSessionLost, traceparent, type Pool, type PoolClient } from '@rudder/runtime';
+import { grouped, isSessionLost, traceparent, type Pool, type PoolClient } from '@rudder/runtime';
 import { FencedError, type Epochs } from './fencing';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 
@@ -59,6 +59,9 @@ export type Seen<S> = { position: number; state?: S };
  * `earlier` are the conversation's events after `seen.position` that were in the log before
  * this write (others' writes the caller has not read yet), so a caller folding the log can
  * apply them, then `stored`, in log order, without another round trip.
+ *
+ * `writeUnchanged` makes the one statement: by default a statement of its own; a writer of
+ * many conversations at once passes `groupedWrites`, which shares it with theirs.
  */
 export async function appendToConversation<S>(
   pool: Pool,
@@ -67,11 +70,12 @@ export async function appendToConversation<S>(
   epochs: Epochs,
   decide: (state: S) => DomainEvent[],
   seen: Seen<S> = { position: Number.MAX_SAFE_INTEGER },
+  writeUnchanged: UnchangedWriter<S> = singleWrites(pool, rules),
 ): Promise<Written & { earlier: ConversationEvent[] }> {
   const trace = traceparent();
   const events = seen.state === undefined ? [] : decide(seen.state);
   if (events.length > 0) {
-    const stored = await appendIfUnchanged(pool, rules, [{ conversation, position: seen.position, state: seen.state as S, events }], epochs, trace);
+    const stored = await writeUnchanged({ conversation, position: seen.position, state: seen.state as S, events, trace }, epochs);
     // The guard wrote only with the conversation's last event at `seen.position`.
     if (stored) return { stored, earlier: [], before: new Map([[conversation, seen.position]]), trace };
   }
@@ -97,8 +101,66 @@ export async function appendToConversation<S>(
   });
 }
 
-/** One conversation's part of a one-statement write: `events` decided on `state`, its state as of its last event at `position`. */
-type UnchangedWrite<S> = { conversation: string; position: number; state: S; events: DomainEvent[] };
+/**
+ * One conversation's part of a one-statement write: `events` decided on `state`, its state as
+ * of its last event at `position`, stored with `trace` (the writer's traceparent, null without).
+ */
+export type UnchangedWrite<S> = { conversation: string; position: number; state: S; events: DomainEvent[]; trace: string | null };
+
+/**
+ * How `appendToConversation` makes its one-statement write: answers what it stored, or null
+ * when it wrote nothing (the caller then decides again in a transaction, on what is stored).
+ */
+export type UnchangedWriter<S> = (write: UnchangedWrite<S>, epochs: Epochs) => Promise<ConversationEvent[] | null>;
+
+/** Each write in a statement of its own. */
+export const singleWrites =
+  <S>(pool: Pool, rules: StreamRules<S>): UnchangedWriter<S> =>
+  (write, epochs) =>
+    appendIfUnchanged(pool, rules, [write], epochs);
+
+/**
+ * Group commit of one-statement writes (a worker's turns' steps, #13): the writes handed over
+ * while a statement is in flight go together into the next one, one statement and one commit
+ * for all of them (`grouped`: the first after a quiet spell waits one turn of the event loop,
+ * no timer). That statement writes all or nothing: when any one conversation is not where its
+ * writer saw it, its epoch moved, or it is not on an owned partition, nothing is written and
+ * each write goes again in a statement of its own, which answers for it alone (its events, null
+ * or its error). Only writes of different conversations under the same epochs (the worker's
+ * map of the moment; a rebalance replaces it) share a statement.
+ */
+export function groupedWrites<S>(pool: Pool, rules: StreamRules<S>): UnchangedWriter<S> {
+  type Item = { write: UnchangedWrite<S>; epochs: Epochs };
+  type Outcome = { stored: ConversationEvent[] | null } | { error: unknown };
+  const alone = ({ write, epochs }: Item): Promise<Outcome> =>
+    appendIfUnchanged(pool, rules, [write], epochs).then(
+      (stored) => ({ stored }),
+      (error: unknown) => ({ error }),
+    );
+  const write = grouped<Item, Outcome>(async (items) => {
+    const [first] = items;
+    const distinct = new Set(items.map((i) => i.write.conversation)).size === items.length;
+    if (items.length > 1 && distinct && items.every((i) => i.epochs === first.epochs)) {
+      const stored = await appendIfUnchanged(
+        pool,
+        rules,
+        items.map((i) => i.write),
+        first.epochs,
+      ).catch(() => null); // each write alone says what was wrong with it
+      if (stored) return items.map((i) => ({ stored: stored.filter((e) => e.conversation === i.write.conversation) }));
+    }
+    if (distinct) return Promise.all(items.map(alone));
+    // Two writes of one conversation: the second follows the first.
+    const outcomes: Outcome[] = [];
+    for (const item of items) outcomes.push(await alone(item));
+    return outcomes;
+  });
+  return async (unchanged, epochs) => {
+    const outcome = await write({ write: unchanged, epochs });
+    if ('error' in outcome) throw outcome.error;
+    return outcome.stored;
+  };
+}
 
 /**
  * The one-statement write, of one conversation or several: each one's `events` decided on its
@@ -126,7 +188,6 @@ async function appendIfUnchanged<S>(
   rules: StreamRules<S>,
   writes: readonly UnchangedWrite<S>[],
   epochs: Epochs,
-  trace: string | null,
   { partition = null, probe = [] }: { partition?: number | null; probe?: readonly { conversation: string; onceKey: string }[] } = {},
 ): Promise<ConversationEvent[] | null> {
   const columns = writeColumns(rules, writes);
@@ -149,8 +210,8 @@ async function appendIfUnchanged<S>(
                                             WHERE e.conversation = k.conversation AND e.once_key = k.once_key OFFSET 0)) AS ok
        ), inserted AS (
          INSERT INTO event_store.events (id, conversation, type, data, once_key, trace, at)
-         SELECT e.id, e.conversation, e.type, e.data, e.once_key, $16::text, statement_timestamp()
-           FROM unnest($8::uuid[], $9::text[], $10::text[], $11::jsonb[], $12::text[]) WITH ORDINALITY AS e(id, conversation, type, data, once_key, n)
+         SELECT e.id, e.conversation, e.type, e.data, e.once_key, e.trace, statement_timestamp()
+           FROM unnest($8::uuid[], $9::text[], $10::text[], $11::jsonb[], $12::text[], $16::text[]) WITH ORDINALITY AS e(id, conversation, type, data, once_key, trace, n)
           WHERE (SELECT ok FROM go)
           ORDER BY e.n
          RETURNING ${EVENT_COLUMNS}
@@ -172,7 +233,8 @@ async function appendIfUnchanged<S>(
         probe.map((k) => k.onceKey),
         ...columns.events,
         ...columns.heads,
-        trace,
+        // Each event's writer's trace (null when tracing is off).
+        writes.flatMap((w) => w.events.map(() => w.trace)),
       ],
     });
     return rows.length === 0 ? null : rows.map(toConversationEvent);
@@ -219,11 +281,11 @@ export async function appendToConversations<S>(
   if (held.every((h) => h.seen?.state !== undefined)) {
     const writes = held.map(({ conversation, seen }) => {
       const state = seen!.state as S;
-      return { conversation, position: seen!.position, state, events: decide(conversation, state, new Set()) };
+      return { conversation, position: seen!.position, state, events: decide(conversation, state, new Set()), trace };
     });
     const probe = sorted.flatMap((r) => r.probe.map((onceKey) => ({ conversation: r.conversation, onceKey })));
     const stored = writes.some((w) => w.events.length > 0)
-      ? await appendIfUnchanged(pool, rules, writes, epochs, trace, { partition, probe }).catch((error: unknown) => {
+      ? await appendIfUnchanged(pool, rules, writes, epochs, { partition, probe }).catch((error: unknown) => {
           if (error instanceof AlreadyStoredError) return null; // the transaction finds what is stored
           throw error;
         })

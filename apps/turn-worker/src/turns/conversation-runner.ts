@@ -2,7 +2,7 @@ import { setImmediate as nextTurnOfTheLoop, setTimeout as sleep } from 'node:tim
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { runTurn } from '@rudder/agent';
 import { CONVERSATION_FOLD_VERSION, conversationRules, decideTurnCommit, emptyConversation, evolveConversation, fromSnapshot, recentHistory, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
-import { AlreadyStoredError, appendToConversation, FencedError, readConversation, readConversationFromSnapshot, storeSnapshot, type Epochs, type OutboxRelay, type Seen } from '@rudder/event-store';
+import { AlreadyStoredError, appendToConversation, FencedError, readConversation, readConversationFromSnapshot, storeSnapshot, type Epochs, type OutboxRelay, type Seen, type UnchangedWriter } from '@rudder/event-store';
 import { inSpan, tracerOf, type Log, type Pool } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
 import type { FaultPoint } from '../fault-points';
@@ -16,6 +16,11 @@ export type RunnerDeps = {
   /** The epochs this worker holds now; every write is checked against them. */
   epochs(): Epochs;
   relay: OutboxRelay;
+  /**
+   * Makes a write's one statement (`appendToConversation`): the worker's `groupedWrites`, so
+   * the steps its turns store at the same moment share a statement and a commit.
+   */
+  writeUnchanged: UnchangedWriter<ConversationState>;
   /** The agent that answers a conversation (null: not opened yet, the default). */
   agentOf(name: string | null): RunnableAgent | undefined;
   onToken(token: { conversation: string; turn: string; step: number; text: string }): void;
@@ -120,7 +125,7 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
   const append = async (decide: (state: ConversationState) => DomainEvent[]) => {
     // Holding the fold as of the last event, the write is one statement unless the log moved meanwhile.
     const seen = { position: readUpTo, state: conversation?.state };
-    const written = await appendToConversation(pool, conversationRules, key, deps.epochs(), decide, seen);
+    const written = await appendToConversation(pool, conversationRules, key, deps.epochs(), decide, seen, deps.writeUnchanged);
     apply(written.earlier);
     apply(written.stored);
     relay.enqueue(written);
