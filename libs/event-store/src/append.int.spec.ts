@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
 import type { Pool } from '@rudder/runtime';
-import { AlreadyStoredError, appendToConversation, appendToConversations, groupedWrites, type StreamRules } from './append';
+import { AlreadyStoredError, appendToConversation, appendToConversations, groupedWrites, WRITES_PER_STATEMENT, type StreamRules } from './append';
 import { FencedError, takePartitions } from './fencing';
 import { readConversation } from './read';
 import { useEventStoreDatabase } from './testing';
@@ -231,6 +231,16 @@ describe('groupedWrites', () => {
     // Handed over one at a time, each is a statement of its own.
     await write({ conversation: 'grouped-a', position: results[0]![0].position, state: 2, events: decidedOn(2, 'third'), trace: null }, epochs);
     expect(counts.statements).toBe(2);
+  });
+
+  it(`at most ${WRITES_PER_STATEMENT} writes share a statement`, async () => {
+    const keys = Array.from({ length: WRITES_PER_STATEMENT + 8 }, (_, i) => `bounded-${i}`);
+    const { epochs, last } = await heldTogether(34, keys);
+    const { pool, counts } = counted(db.pool());
+    const write = groupedWrites(pool, countingRules);
+    const results = await Promise.all(keys.map((conversation) => write({ conversation, position: last.get(conversation)!, state: 1, events: decidedOn(1, 'second'), trace: null }, epochs)));
+    expect(counts).toEqual({ statements: 2, connections: 0 });
+    expect(results.map(labels)).toEqual(keys.map((k) => [[k, 'second']]));
   });
 
   it('when one of them moved since its writer saw it, the statement writes nothing: the others are stored alone, and it alone answers null', async () => {

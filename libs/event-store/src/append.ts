@@ -120,6 +120,13 @@ export const singleWrites =
     appendIfUnchanged(pool, rules, [write], epochs);
 
 /**
+ * At most this many writes share a statement (`groupedWrites`). One conversation that moved
+ * sends all of a statement's writes to statements of their own, so a statement of thousands
+ * would cost a worker holding thousands of busy conversations a storm of them.
+ */
+export const WRITES_PER_STATEMENT = 32;
+
+/**
  * Group commit of one-statement writes (a worker's turns' steps, #13): the writes handed over
  * while a statement is in flight go together into the next one, one statement and one commit
  * for all of them (`grouped`: the first after a quiet spell waits one turn of the event loop,
@@ -127,7 +134,7 @@ export const singleWrites =
  * writer saw it, its epoch moved, or it is not on an owned partition, nothing is written and
  * each write goes again in a statement of its own, which answers for it alone (its events, null
  * or its error). Only writes of different conversations under the same epochs (the worker's
- * map of the moment; a rebalance replaces it) share a statement.
+ * map of the moment; a rebalance replaces it) share a statement, `WRITES_PER_STATEMENT` at most.
  */
 export function groupedWrites<S>(pool: Pool, rules: StreamRules<S>): UnchangedWriter<S> {
   type Item = { write: UnchangedWrite<S>; epochs: Epochs };
@@ -154,7 +161,7 @@ export function groupedWrites<S>(pool: Pool, rules: StreamRules<S>): UnchangedWr
     const outcomes: Outcome[] = [];
     for (const item of items) outcomes.push(await alone(item));
     return outcomes;
-  });
+  }, { most: WRITES_PER_STATEMENT, size: () => 1 });
   return async (unchanged, epochs) => {
     const outcome = await write({ write: unchanged, epochs });
     if ('error' in outcome) throw outcome.error;
