@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { lastMessage, lastUserText, reply, type Script } from '@rudder/scripted-model';
+import { createKafka, topicNames } from '@rudder/runtime';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { testScript } from './scripts';
 import { startStack, type Stack } from './stack';
@@ -122,6 +123,23 @@ describe('the web chat', () => {
     await type('walk tool-gate:web-walk', 'Send');
     await stack.model.gate('web-walk').reached();
     await shows('#turn-state', 'tool hold');
+
+    // Tokens and events are two topics: a step's last tokens may reach the page after the events
+    // that stored it. Those of the first turn, ended, come now, then one of the running turn (the
+    // same partition: in that order): the running turn's shows live, the late ones never do.
+    const prompt = page.locator('#transcript li[data-role=user]:not([data-turn=""])', { hasText: 'walk tool-gate:web-walk' });
+    await prompt.waitFor(WAIT);
+    const walking = await prompt.getAttribute('data-turn');
+    const late = createKafka(stack.env.KAFKA_BROKERS, 'late-tokens').producer();
+    await late.connect();
+    const token = (turn: string, step: number, text: string) => ({ key, value: JSON.stringify({ v: 1, conversation: key, turn, step, text }) });
+    await late.send({
+      topic: topicNames(stack.env.KAFKA_NAMESPACE).tokens,
+      messages: [token(rows[0].turn!, 1, ' (late)'), token(rows[0].turn!, 2, ' (late)'), token(walking!, 1, 'Walking on')],
+    });
+    await late.disconnect();
+    await shows('#transcript li[data-role=live]', 'Walking on');
+    expect(await page.locator('#transcript li', { hasText: '(late)' }).count()).toBe(0);
     await page.getByRole('button', { name: 'Stop' }).click();
     await shows('#answers li.ok[data-control=stop]', /stopping turn \S+/);
     await shows('#turn-state', 'the last one stopped');

@@ -53,6 +53,8 @@ type Conversation = {
   /** The streamed text of each step not yet in the transcript (`turn:step`), and the steps stored since. */
   live: Map<string, string>;
   stored: Set<string>;
+  /** The turns that ended: their steps are all in the transcript. */
+  endedTurns: Set<string>;
   refreshing: Promise<void> | null;
   again: boolean;
 };
@@ -103,6 +105,7 @@ async function open(key: string) {
     ended: null,
     live: new Map(),
     stored: new Set(),
+    endedTurns: new Set(),
     refreshing: null,
     again: false,
   };
@@ -132,6 +135,9 @@ function onEvent(c: Conversation, event: StreamEvent) {
   switch (event.type) {
     case 'token': {
       const step = `${event.data.turn}:${event.data.step}`;
+      // Tokens and events are two topics: a step's last tokens may come after the event that
+      // stored it. The transcript has that step whole by then; a fragment would linger.
+      if (c.stored.has(step) || c.endedTurns.has(event.data.turn)) return;
       c.live.set(step, (c.live.get(step) ?? '') + event.data.text);
       render();
       return;
@@ -152,6 +158,7 @@ function onEvent(c: Conversation, event: StreamEvent) {
       c.running = null;
       c.tool = null;
       c.ended = event.data.status;
+      c.endedTurns.add(event.data.turn);
       for (const step of c.live.keys()) if (step.startsWith(`${event.data.turn}:`)) c.stored.add(step);
       break;
   }
