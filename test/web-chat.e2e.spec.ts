@@ -125,8 +125,9 @@ describe('the web chat', () => {
     await shows('#turn-state', 'tool hold');
 
     // Tokens and events are two topics: a step's last tokens may reach the page after the events
-    // that stored it. Those of the first turn, ended, come now, then one of the running turn (the
-    // same partition: in that order): the running turn's shows live, the late ones never do.
+    // that stored it. Late ones come now: of the first turn, ended (its step 1, and a step 2 it
+    // never stored, as a stop cuts one off), and of the running turn's stored step 0; then one of
+    // its next step (the same partition: in that order). That one shows live, the late ones never.
     const prompt = page.locator('#transcript li[data-role=user]:not([data-turn=""])', { hasText: 'walk tool-gate:web-walk' });
     await prompt.waitFor(WAIT);
     const walking = await prompt.getAttribute('data-turn');
@@ -135,7 +136,7 @@ describe('the web chat', () => {
     const token = (turn: string, step: number, text: string) => ({ key, value: JSON.stringify({ v: 1, conversation: key, turn, step, text }) });
     await late.send({
       topic: topicNames(stack.env.KAFKA_NAMESPACE).tokens,
-      messages: [token(rows[0].turn!, 1, ' (late)'), token(rows[0].turn!, 2, ' (late)'), token(walking!, 1, 'Walking on')],
+      messages: [token(rows[0].turn!, 1, ' (late)'), token(rows[0].turn!, 2, ' (late)'), token(walking!, 0, ' (late)'), token(walking!, 1, 'Walking on')],
     });
     await late.disconnect();
     await shows('#transcript li[data-role=live]', 'Walking on');
