@@ -261,6 +261,20 @@ describe('groupedWrites', () => {
     expect(await stepsOf('grouped-moved-c')).toEqual([0, 1]);
   });
 
+  it('two writes of one conversation handed over together go one after the other: the first is stored, the second (decided on the same state) answers null', async () => {
+    const { epochs, last } = await heldTogether(35, ['twice']);
+    const { pool, counts } = counted(db.pool());
+    const write = groupedWrites(pool, countingRules);
+    const at = last.get('twice')!;
+    const results = await Promise.all([
+      write({ conversation: 'twice', position: at, state: 1, events: decidedOn(1, 'one'), trace: null }, epochs),
+      write({ conversation: 'twice', position: at, state: 1, events: decidedOn(1, 'other'), trace: null }, epochs),
+    ]);
+    expect(results.map(labels)).toEqual([[['twice', 'one']], null]);
+    expect(counts).toEqual({ statements: 2, connections: 0 });
+    expect(await stepsOf('twice')).toEqual([0, 1]);
+  });
+
   it("one write's error (a once key stored before) is its own: the others are stored", async () => {
     const keys = ['failing-a', 'failing-b'];
     const { epochs, last } = await heldTogether(32, keys);

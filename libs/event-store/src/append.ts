@@ -240,8 +240,7 @@ async function appendIfUnchanged<S>(
         probe.map((k) => k.onceKey),
         ...columns.events,
         ...columns.heads,
-        // Each event's writer's trace (null when tracing is off).
-        writes.flatMap((w) => w.events.map(() => w.trace)),
+        columns.traces,
       ],
     });
     return rows.length === 0 ? null : rows.map(toConversationEvent);
@@ -398,10 +397,11 @@ async function writeEvents<S>(
 /**
  * A write's parameters, column by column as its statement unnests them: the events in order
  * (ids, conversations, types, data, once keys), then the new head of each conversation they
- * change (keys, states, whether work is left).
+ * change (keys, states, whether work is left), and each event's writer's trace (`traces`, for
+ * a statement whose writes come from several writers).
  */
-function writeColumns<S>(rules: StreamRules<S>, writes: readonly { conversation: string; state: S; events: DomainEvent[] }[]) {
-  const events = writes.flatMap((w) => w.events.map((event) => ({ conversation: w.conversation, event })));
+function writeColumns<S>(rules: StreamRules<S>, writes: readonly { conversation: string; state: S; events: DomainEvent[]; trace?: string | null }[]) {
+  const events = writes.flatMap((w) => w.events.map((event) => ({ conversation: w.conversation, event, trace: w.trace ?? null })));
   const heads = writes
     .filter((w) => w.events.length > 0)
     .map((w) => {
@@ -417,6 +417,8 @@ function writeColumns<S>(rules: StreamRules<S>, writes: readonly { conversation:
       events.map((e) => rules.onceKey(e.event)),
     ],
     heads: [heads.map((h) => h.key), heads.map((h) => h.state), heads.map((h) => h.open)],
+    /** Each event's writer's trace (null when tracing is off). */
+    traces: events.map((e) => e.trace),
   };
 }
 
