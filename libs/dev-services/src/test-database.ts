@@ -8,14 +8,26 @@ export type TestDatabase = {
   drop(): Promise<void>;
 };
 
+export type TestDatabaseOptions = {
+  /**
+   * The database's default collation: an ICU locale (`'en-US'`), as a production database
+   * made by a locale-aware `initdb` compares text, instead of the server's (C on the run's
+   * embedded PostgreSQL). PostgreSQL 15+; the machine needs no OS locale for it.
+   */
+  icuLocale?: string;
+};
+
 /**
  * Creates an empty database `rudder_<random>` on the server of `serverUrl` (same host,
  * credentials and options), so that each test file gets a database of its own on one
  * shared server.
  */
-export async function createTestDatabase(serverUrl: string): Promise<TestDatabase> {
+export async function createTestDatabase(serverUrl: string, options: TestDatabaseOptions = {}): Promise<TestDatabase> {
   const name = `rudder_${randomBytes(6).toString('hex')}`;
-  await onServer(serverUrl, `CREATE DATABASE ${name}`);
+  const collation = options.icuLocale === undefined
+    ? ''
+    : ` TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '${options.icuLocale.replace(/'/g, "''")}' LOCALE 'C'`;
+  await onServer(serverUrl, `CREATE DATABASE ${name}${collation}`);
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   return {

@@ -27,6 +27,17 @@ export type StreamRules<S> = {
 type StateRow = { key: string; state: unknown };
 
 /**
+ * The one order in which every write of several conversations locks their rows, and the outbox
+ * relay its watermarks' rows: their keys' UTF-8 bytes, which is what `COLLATE "C"` compares in
+ * the database. Not the column's collation (an ICU or libc locale orders `a` before `B`, bytes
+ * the other way round), nor JavaScript's default order (UTF-16 code units, which put a
+ * character above U+FFFF before U+E000–U+FFFF): two writers locking the same rows in two orders
+ * can deadlock (#31 item 5). Every statement that locks several conversations sorts them
+ * `COLLATE "C"`; an array handed to one is sorted by this.
+ */
+export const byKeyBytes = (a: string, b: string): number => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+
+/**
  * What a write stored, as the outbox relay needs it to publish the write without reading it
  * back: `stored`, each written conversation's last position `before` them (0: none) — every
  * event of it up to there was committed before, and none lies between — and the traceparent
@@ -208,7 +219,7 @@ async function appendIfUnchanged<S>(
           WHERE c.key = ANY($1::text[]) AND c.last_position = ($2::bigint[])[array_position($1::text[], c.key)]
             AND ($3::int IS NULL OR c.partition = $3)
             AND (p.partition, p.epoch) IN (SELECT * FROM unnest($4::int[], $5::bigint[]))
-          ORDER BY c.key
+          ORDER BY c.key COLLATE "C"
             FOR UPDATE OF c FOR SHARE OF p
        ), go AS (
          SELECT (SELECT count(*) FROM guard) = cardinality($1::text[])
@@ -282,7 +293,7 @@ export async function appendToConversations<S>(
 ): Promise<Written & { elsewhere: Map<string, number> }> {
   const trace = traceparent();
   if (requests.length === 0) return { stored: [], elsewhere: new Map(), before: new Map(), trace };
-  const sorted = [...requests].sort((a, b) => (a.conversation < b.conversation ? -1 : 1));
+  const sorted = [...requests].sort((a, b) => byKeyBytes(a.conversation, b.conversation));
   const held = sorted.map((r) => ({ conversation: r.conversation, seen: seen(r.conversation) }));
   if (held.every((h) => h.seen?.state !== undefined)) {
     const writes = held.map(({ conversation, seen }) => {
@@ -301,14 +312,15 @@ export async function appendToConversations<S>(
   return inTransaction(pool, sorted[0].conversation, async (client) => {
     // The epoch check first (a share lock on the partition's owner row), then the
     // conversations' rows, in one statement: nothing is written when the epoch is not ours.
-    // The no-op update keeps the stored partition and locks the row, as a write does; two
-    // batches creating one conversation on two partitions serialize on its key, the second
-    // finds it on the first one's partition.
+    // The no-op update keeps the stored partition and locks the row, as a write does, in the
+    // one lock order (`byKeyBytes`); two batches creating one conversation on two partitions
+    // serialize on its key, the second finds it on the first one's partition.
     const rows = await client.query<StateRow & { partition: number; last_position: string }>({
       name: 'event-store-lock-conversations',
       text: `WITH owner AS (SELECT epoch FROM event_store.partition_owners WHERE partition = $2 FOR SHARE)
        INSERT INTO event_store.conversations (key, partition)
        SELECT k, $2 FROM unnest($1::text[]) AS k WHERE EXISTS (SELECT 1 FROM owner WHERE epoch = $3)
+        ORDER BY k COLLATE "C"
        ON CONFLICT (key) DO UPDATE SET partition = event_store.conversations.partition
        RETURNING key, head AS state, partition, last_position`,
       values: [sorted.map((r) => r.conversation), partition, epochs.get(partition) ?? -1],

@@ -1,6 +1,6 @@
 import type { ConversationEvent } from '@rudder/contracts';
 import type { Log, Pool } from '@rudder/runtime';
-import type { Written } from './append';
+import { byKeyBytes, type Written } from './append';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 
 export type OutboxRelayOptions = {
@@ -77,12 +77,12 @@ export type OutboxRelay = {
  */
 /**
  * Stores watermarks (`$1` conversations in key order, `$2` positions), never lowering one. The
- * rows are locked in key order, as every write of several conversations locks them, so it never
+ * rows are locked in key order (bytes, `byKeyBytes`), as every write of several conversations locks them, so it never
  * deadlocks with a writer. The statement's own snapshot does not see what it stores: a read in
  * the same statement takes the greater of the stored watermark and the one it stores.
  */
 const MARK = `WITH locked AS (
-  SELECT key FROM event_store.conversations WHERE key = ANY($1::text[]) ORDER BY key FOR NO KEY UPDATE
+  SELECT key FROM event_store.conversations WHERE key = ANY($1::text[]) ORDER BY key COLLATE "C" FOR NO KEY UPDATE
 ), marked AS (
   UPDATE event_store.conversations c
      SET published_position = greatest(c.published_position, ($2::bigint[])[array_position($1::text[], c.key)])
@@ -118,7 +118,7 @@ export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
 
   /** The watermarks to store, as the statements' two arrays, in key order (the order their rows are locked in). */
   const marks = (): [string[], number[]] => {
-    const keys = [...unmarked.keys()].sort();
+    const keys = [...unmarked.keys()].sort(byKeyBytes);
     return [keys, keys.map((k) => unmarked.get(k)!)];
   };
 

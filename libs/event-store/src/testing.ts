@@ -1,18 +1,19 @@
 import { afterAll, beforeAll, inject } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '@rudder/dev-services';
+import { createTestDatabase, type TestDatabase, type TestDatabaseOptions } from '@rudder/dev-services';
 import { createPool, type Pool } from '@rudder/runtime';
 import type { StreamRules } from './append';
 import { migrateEventStore } from './schema';
 
 /**
  * For a spec file: a fresh database on the run's PostgreSQL with the event store migrated,
- * dropped after the file. `pool()` is valid inside tests.
+ * dropped after the file. `pool()` is valid inside tests. `options.icuLocale` gives the
+ * database that default collation (the run's server compares in C otherwise).
  */
-export function useEventStoreDatabase(): { pool(): Pool } {
+export function useEventStoreDatabase(options: TestDatabaseOptions = {}): { pool(): Pool } {
   let database: TestDatabase;
   let pool: Pool;
   beforeAll(async () => {
-    database = await createTestDatabase(inject('databaseUrl'));
+    database = await createTestDatabase(inject('databaseUrl'), options);
     await migrateEventStore(database.url);
     pool = createPool(database.url);
   });
