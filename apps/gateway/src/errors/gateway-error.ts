@@ -32,9 +32,15 @@ export class GatewayError extends Error {
   }
 }
 
-/** A zod failure at the edge: 400 with every failing path, so a client can fix all of them at once. */
+/** At most this many of a zod failure's issues are told, each cut to ISSUE_CHARS: a body of 300,000 bad items (or one huge key) is not echoed back. */
+const MAX_ISSUES = 20;
+const ISSUE_CHARS = 300;
+const cut = (text: string) => (text.length > ISSUE_CHARS ? `${text.slice(0, ISSUE_CHARS)}…` : text);
+
+/** A zod failure at the edge: 400 with the failing paths (the first MAX_ISSUES), so a client can fix them at once. */
 export function badInput(what: string, error: ZodError): GatewayError {
-  const issues = error.issues.map((issue) => ({ path: issue.path.map(String).join('.'), message: issue.message }));
-  const summary = issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ');
+  const issues = error.issues.slice(0, MAX_ISSUES).map((issue) => ({ path: cut(issue.path.map(String).join('.')), message: cut(issue.message) }));
+  const more = error.issues.length - issues.length;
+  const summary = issues.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; ') + (more > 0 ? `; and ${more} more` : '');
   return new GatewayError('bad_request', `bad ${what}: ${summary}`, issues);
 }

@@ -130,6 +130,61 @@ const hostileRequest = fc
     return { method: r.route.method, path: r.route.path(key, id), headers, body, hostility };
   });
 
+/**
+ * Bodies of hostile *shape*, each well-formed JSON within the body limit or just past it: wide
+ * arrays (300,000 elements), many keys, huge keys, deep nesting, at the top or inside a field.
+ * Built as text (a generated value of this size would cost fast-check more than the gateway).
+ */
+const repeated = (count: number, item: string) => Array.from({ length: count }, () => item).join(',');
+const wideShape = fc.oneof(
+  fc.record({ count: fc.integer({ min: 1000, max: 300_000 }), item: fc.constantFrom('1', '"a"', 'null', '{}', '[]', '{"text":"hi"}') }).map(({ count, item }) => `[${repeated(count, item)}]`),
+  fc.integer({ min: 1000, max: 200_000 }).map((count) => `{"messages":[${repeated(count, '1')}]}`),
+  fc.integer({ min: 1000, max: 200_000 }).map((count) => `{"text":"hi","x":[${repeated(count, '[1]')}]}`),
+  fc.integer({ min: 1000, max: 60_000 }).map((count) => `{${Array.from({ length: count }, (_, i) => `"k${i}":${i}`).join(',')}}`),
+  fc.integer({ min: 1000, max: 60_000 }).map((count) => `{"text":"hi","x":{${Array.from({ length: count }, (_, i) => `"k${i}":[]`).join(',')}}}`),
+  fc.tuple(fc.integer({ min: 10_000, max: 900_000 }), fc.constantFrom('{"%":1}', '{"text":"hi","%":1}', '[{"%":{"%":1}}]')).map(([length, shape]) => shape.replaceAll('%', 'k'.repeat(length))),
+  fc.tuple(fc.integer({ min: 1, max: 32 }), fc.integer({ min: 1000, max: 100_000 })).map(([depth, count]) => nested(depth, repeated(count, '0'))),
+  fc.integer({ min: 33, max: 200_000 }).map((depth) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth)),
+);
+const shapeRoute = fc.constantFrom(...routes.filter((route) => route.method === 'POST'));
+
+describe('the gateway under bodies of hostile shape', () => {
+  it('answers every one with a 4xx JSON error, with a token or without, and enqueues nothing', async () => {
+    const seen = new Map<number, number>();
+    const produced = await h.producedDuring(async () => {
+      await fc.assert(
+        fc.asyncProperty(shapeRoute, wideShape, fc.boolean(), async (route, body, authorized) => {
+          const path = route.path('fuzz-shape', 'some-id');
+          const headers: Record<string, string> = { 'content-type': 'application/json', ...(authorized ? { authorization: 'Bearer tok' } : {}) };
+          const answer = await rawRequest(h.gateway.url, { method: route.method, path, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) }, body });
+          seen.set(answer.status, (seen.get(answer.status) ?? 0) + 1);
+          const what = `${route.method} ${path} with ${body.length} bytes (${body.slice(0, 40)}…) → ${answer.text.slice(0, 200)}`;
+          expect(answer.status, what).toBeGreaterThanOrEqual(400);
+          expect(answer.status, what).toBeLessThan(500);
+          expect(answer.contentType, what).toMatch(/^application\/json/);
+          expect(answer.json, what).toMatchObject({ error: { code: expect.any(String), message: expect.any(String) } });
+          // A refusal names what is wrong; it does not echo a million issues back.
+          expect(answer.text.length, what).toBeLessThan(20_000);
+        }),
+        { numRuns: 80, interruptAfterTimeLimit: 40_000 },
+      );
+    });
+    expect(produced).toEqual([]);
+    expect((await h.call('/healthz')).status).toBe(200);
+    process.stderr.write(`[fuzz shapes] statuses: ${JSON.stringify(Object.fromEntries(seen))}\n`);
+  }, 90_000);
+
+  it('a top-level JSON array of 300,000 elements is 400 with a token and 401 without (it was a RangeError, 500)', async () => {
+    const body = `[${repeated(300_000, '1')}]`;
+    const send = (headers: Record<string, string>) =>
+      rawRequest(h.gateway.url, { method: 'POST', path: '/v1/conversations/fuzz-wide/chat', headers: { 'content-type': 'application/json', 'content-length': String(body.length), ...headers }, body });
+    const withToken = await send({ authorization: 'Bearer tok' });
+    expect({ status: withToken.status, code: withToken.json?.error?.code }, withToken.text.slice(0, 200)).toEqual({ status: 400, code: 'bad_request' });
+    const without = await send({});
+    expect({ status: without.status, code: without.json?.error?.code }, without.text.slice(0, 200)).toEqual({ status: 401, code: 'unauthorized' });
+  });
+});
+
 describe('the gateway under random hostile requests', () => {
   it('answers every one with a 4xx JSON error, enqueues nothing, and stays healthy', async () => {
     const seen = new Map<number, number>();

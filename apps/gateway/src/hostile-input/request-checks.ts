@@ -157,14 +157,19 @@ function isJson(contentType: string | undefined): boolean {
   return type === 'application/json' && parameters.every((parameter) => parameter === '' || parameter === 'charset=utf-8' || parameter === 'charset="utf-8"');
 }
 
-/** The first polluting key in a parsed JSON value, depth first; iterative (the depth is bounded already, this is belt and braces). */
+/**
+ * The first polluting key in a parsed JSON value, depth first; iterative (the depth is bounded
+ * already, this is belt and braces). Items are pushed one by one: a spread (`push(...array)`)
+ * passes every item as an argument, and an array of a few hundred thousand items (well within
+ * the body limit) overflows the call stack (`RangeError`, which was a 500).
+ */
 function pollutingKeyIn(value: unknown): string | undefined {
   const stack: unknown[] = [value];
   while (stack.length > 0) {
     const next = stack.pop();
     if (next === null || typeof next !== 'object') continue;
     if (Array.isArray(next)) {
-      stack.push(...next);
+      for (const item of next) stack.push(item);
       continue;
     }
     for (const key of Object.keys(next)) {
