@@ -16,6 +16,7 @@ import { GatewayErrorFilter } from './errors/error-filter';
 import { EventsController } from './events/events.controller';
 import { EventsHandler } from './events/events-handler';
 import { LiveEvents } from './events/live-events';
+import { StreamBuffers } from './events/stream-buffers';
 import { HealthController } from './health/health.controller';
 import { HealthChecks } from './health/health-checks';
 import { InputsPublisher } from './inputs-publisher';
@@ -90,6 +91,7 @@ export class GatewayModule {
         RetractHandler,
         PromoteHandler,
         EventsHandler,
+        StreamBuffers,
       ],
     };
   }

@@ -48,6 +48,16 @@ const Env = z.object({
   LIMIT_INPUTS_PER_SECOND: z.coerce.number().nonnegative().optional(),
   LIMIT_INPUTS_BURST: z.coerce.number().int().positive().optional(),
   LIMIT_STREAMS_PER_SUBJECT: z.coerce.number().int().nonnegative().optional(),
+  /**
+   * What a gateway holds in memory for its event streams (docs/security.md, "Memory caps"):
+   * the bytes an event stream's response may hold unsent (a client that reads slower than its
+   * conversation produces) before the gateway drops that stream (the client resumes with
+   * Last-Event-ID); and, gateway-wide, the bytes of the recent events and of the kept tokens
+   * (as received from Kafka), the oldest let go first past them.
+   */
+  STREAM_BUFFER_BYTES: z.coerce.number().int().positive().default(1024 * 1024),
+  RECENT_EVENTS_BYTES: z.coerce.number().int().positive().default(32 * 1024 * 1024),
+  KEPT_TOKENS_BYTES: z.coerce.number().int().positive().default(32 * 1024 * 1024),
   MAX_TEXT_CHARS: z.coerce.number().int().positive().default(8000),
   /** How many steered messages a turn takes at most; 0: the agent's turns take none (every steer becomes a turn of its own). */
   STEERS_PER_TURN: z.coerce.number().int().nonnegative().default(16),

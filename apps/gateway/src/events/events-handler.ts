@@ -8,6 +8,7 @@ import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { EventStream } from './event-stream';
 import { LiveEvents } from './live-events';
 import { responseSink } from './sse';
+import { StreamBuffers } from './stream-buffers';
 
 export type OpenStream = {
   /** Already validated (`ConversationKey`). */
@@ -31,6 +32,7 @@ export class EventsHandler {
     @Inject(LiveEvents) private readonly live: LiveEvents,
     @Inject(SubjectLimits) private readonly limits: SubjectLimits,
     @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
+    @Inject(StreamBuffers) private readonly buffers: StreamBuffers,
   ) {}
 
   async open({ key, subject, after, response }: OpenStream): Promise<void> {
@@ -45,7 +47,7 @@ export class EventsHandler {
     ];
     const stream = new EventStream({
       after,
-      sink: responseSink(response),
+      sink: responseSink(response, this.buffers.capOf(key)),
       replay,
       replayTokens: (cursor) => this.live.tokensAfter(key, cursor),
       latestPosition: () => this.live.latestPosition(key),

@@ -12,6 +12,7 @@ import type { Kafka, KafkaMessage, TopicPartitionOffset } from 'kafkajs';
 import { GatewayError } from '../errors/gateway-error';
 import { CONFIG, KAFKA, LOG } from '../tokens';
 import type { LiveListener } from './event-stream';
+import { ByteBudget } from './byte-budget';
 import { KeptTokens, type KeptToken } from './kept-tokens';
 
 /** Bounds how long boot waits for the consumer to be positioned at the end of its topics. */
@@ -19,6 +20,8 @@ const READY_TIMEOUT_MS = 30_000;
 /** How long events seen live are kept for replays: far longer than the companion takes to store one. */
 const RECENT_MS = 60_000;
 const RECENT_MAX_PER_CONVERSATION = 1000;
+/** An event seen live, kept for `RECENT_MS`. */
+type Seen = { event: ConversationEvent; seenAt: number };
 /** How often the consumer's offsets are committed (see `onModuleInit`). */
 const COMMIT_EVERY_MS = 1000;
 
@@ -46,7 +49,9 @@ const COMMIT_EVERY_MS = 1000;
 @Injectable()
 export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly listeners = new Map<string, Set<LiveListener>>();
-  private readonly recent = new Map<string, { event: ConversationEvent; seenAt: number }[]>();
+  private readonly recent = new Map<string, Seen[]>();
+  /** All of `recent` together, in bytes as received (`RECENT_EVENTS_BYTES`): past it the oldest go first, whatever their conversation. */
+  private readonly recentBytes: ByteBudget<Seen>;
   /**
    * `recent` by the ids its events name (`namedKey(conversation, id)`): a decision looked for
    * among them is found without reading the conversation's last minute (up to 1,000 events,
@@ -55,7 +60,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private readonly named = new Map<string, ConversationEvent[]>();
   /** The highest position of each conversation among `recent`: what a token arriving now follows. */
   private readonly latest = new Map<string, number>();
-  private readonly tokens = new KeptTokens();
+  private readonly tokens: KeptTokens;
   private sweeper: NodeJS.Timeout | undefined;
   private consumer: KeptConsumer | undefined;
   private commits: PeriodicCommits | undefined;
@@ -66,6 +71,8 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     const names = topicNames(config.KAFKA_NAMESPACE);
     this.topics = { events: names.events, tokens: names.tokens };
     this.groupId = `${config.KAFKA_NAMESPACE}gateway-${randomUUID()}`;
+    this.recentBytes = new ByteBudget(config.RECENT_EVENTS_BYTES, (seen) => this.evictRecent(seen));
+    this.tokens = new KeptTokens(config.KEPT_TOKENS_BYTES);
   }
 
   /** Adds a stream of a conversation; the returned function removes it. */
@@ -229,40 +236,67 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     if (topic === this.topics.events) {
       const event = ConversationEventRecord.safeParse(value);
       if (!event.success) return this.skip(topic, message, event.error.message);
-      this.remember(event.data);
+      this.remember(event.data, message.value?.length ?? 0);
       if (event.data.type === 'turn.ended') this.tokens.turnEnded(event.data.conversation, event.data.data.turn, Date.now());
       this.handOut(event.data.conversation, (listener) => listener.event(event.data));
     } else {
       const token = TokenRecord.safeParse(value);
       if (!token.success) return this.skip(topic, message, token.error.message);
       const conversation = token.data.conversation;
-      const kept = this.tokens.keep(token.data, Number(message.offset), this.latestPosition(conversation), Date.now());
+      const kept = this.tokens.keep(token.data, Number(message.offset), this.latestPosition(conversation), Date.now(), message.value?.length ?? 0);
       if (kept) this.handOut(conversation, (listener) => listener.token(kept));
     }
   }
 
-  private remember(event: ConversationEvent): void {
+  /** Keeps an event seen live; `bytes`: its record's size, counted against `RECENT_EVENTS_BYTES`. */
+  private remember(event: ConversationEvent, bytes: number): void {
     let seen = this.recent.get(event.conversation);
     if (!seen) this.recent.set(event.conversation, (seen = []));
-    seen.push({ event, seenAt: Date.now() });
+    const entry: Seen = { event, seenAt: Date.now() };
+    seen.push(entry);
     for (const id of idsNamedBy(event)) {
       const key = namedKey(event.conversation, id);
       const naming = this.named.get(key);
       if (naming) naming.push(event);
       else this.named.set(key, [event]);
     }
-    if (seen.length > RECENT_MAX_PER_CONVERSATION) this.unname(seen.shift()!.event);
+    if (seen.length > RECENT_MAX_PER_CONVERSATION) this.forget(seen.shift()!);
     this.latest.set(event.conversation, Math.max(event.position, this.latest.get(event.conversation) ?? 0));
+    this.recentBytes.add(entry, bytes);
   }
 
   private forgetOld(before: number): void {
     for (const [conversation, seen] of this.recent) {
       const kept = seen.filter((s) => s.seenAt >= before);
-      for (const s of seen) if (s.seenAt < before) this.unname(s.event);
+      for (const s of seen) if (s.seenAt < before) this.forget(s);
       if (kept.length === 0) {
         this.recent.delete(conversation);
         this.latest.delete(conversation);
       } else this.recent.set(conversation, kept);
+    }
+  }
+
+  /** An event leaves `recent` by age or by the bound per conversation. */
+  private forget(seen: Seen): void {
+    this.recentBytes.release(seen);
+    this.unname(seen.event);
+  }
+
+  /**
+   * `RECENT_EVENTS_BYTES` lets `seen` go: the oldest of all, so the first of its conversation's.
+   * A conversation left with none is forgotten, as after a minute.
+   */
+  private evictRecent(seen: Seen): void {
+    const conversation = seen.event.conversation;
+    const list = this.recent.get(conversation);
+    if (!list) return;
+    const at = list[0] === seen ? 0 : list.indexOf(seen);
+    if (at < 0) return;
+    list.splice(at, 1);
+    this.unname(seen.event);
+    if (list.length === 0) {
+      this.recent.delete(conversation);
+      this.latest.delete(conversation);
     }
   }
 

@@ -17,8 +17,8 @@ const accepted = (id: string, kind: 'chat' | 'steer' = 'chat') => ({
 const started = (turn: string, id: string) => ({ type: 'turn.started' as const, data: { turn, prompt: prompt(id) } });
 
 /** A LiveEvents fed by hand, as its consumer feeds it (the consumer itself is not started). */
-function liveEvents() {
-  const live = new LiveEvents({} as Kafka, config, log);
+function liveEvents(settings: Partial<typeof config> = {}) {
+  const live = new LiveEvents({} as Kafka, { ...config, ...settings }, log);
   let position = 0;
   const give = (conversation: string, event: { type: string; data: unknown }) => {
     position += 1;
@@ -77,6 +77,28 @@ describe('LiveEvents: decisions seen before a request waits', () => {
     expect(kept.seen).toBe(1002);
     kept.cancel();
     expect(live['named'].size).toBe(1000);
+  });
+
+  it('keeps at most RECENT_EVENTS_BYTES of events across conversations, the oldest going first', () => {
+    const { live, give } = liveEvents({ RECENT_EVENTS_BYTES: 2000 });
+    const first = give('c', accepted('first'));
+    for (let i = 0; i < 20; i += 1) give(i % 2 === 0 ? 'c' : 'd', accepted(`chat-${i}`));
+    expect(live['recentBytes'].bytes).toBeGreaterThan(1000);
+    expect(live['recentBytes'].bytes).toBeLessThanOrEqual(2000);
+    const gone = firstOf(live, 'c', ['first'], 'input.accepted');
+    expect(gone.seen).toBeUndefined();
+    gone.cancel();
+    // What is left of each conversation is its latest events, with no hole.
+    const kept = live.recentAfter('c', first);
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.at(-1)?.data).toMatchObject({ input: { id: 'chat-18' } });
+    expect(kept.map((e) => e.position)).toEqual([...kept.map((e) => e.position)].sort((a, b) => a - b));
+    const named = [...live['named'].values()].flat().length;
+    expect(named).toBe(live.recentAfter('c', 0).length + live.recentAfter('d', 0).length);
+    // Forgetting by age frees their bytes too.
+    live['forgetOld'](Date.now() + 1);
+    expect(live['recentBytes'].bytes).toBe(0);
+    expect(live.latestPosition('c')).toBeNull();
   });
 
   it('a decision arriving after the call is handed to the waiting request', async () => {

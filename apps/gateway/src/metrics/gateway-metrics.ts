@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { Gauge, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from 'prom-client';
 import { createMetricsRegistry } from '@rudder/runtime';
 
 type Request = { method: string; route?: { path?: string } };
@@ -12,6 +12,11 @@ type Response = { statusCode: number; once(event: 'finish' | 'close', listener: 
 export class GatewayMetrics {
   readonly registry = createMetricsRegistry('gateway');
   private readonly sseClients = new Gauge({ name: 'rudder_sse_clients', help: 'Event streams open on this gateway', registers: [this.registry] });
+  private readonly slowClientsDropped = new Counter({
+    name: 'rudder_sse_slow_clients_dropped_total',
+    help: 'Event streams dropped because their client read too slowly: the response held STREAM_BUFFER_BYTES unsent (the client resumes with Last-Event-ID)',
+    registers: [this.registry],
+  });
   private readonly requests = new Histogram({
     name: 'rudder_http_request_duration_seconds',
     help: 'HTTP requests by method, route (the template, `unmatched` for none) and status; an event stream counts when it closes',
@@ -34,6 +39,11 @@ export class GatewayMetrics {
     response.once('close', observe);
     next();
   };
+
+  /** An event stream was dropped past its buffer cap (`StreamBuffers`). */
+  slowClientDropped(): void {
+    this.slowClientsDropped.inc();
+  }
 
   /** An event stream opened: counted until the returned function is called (once is enough; more change nothing). */
   streamOpened(release: () => void): () => void {
