@@ -90,7 +90,11 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   async ingest(batch: PartitionBatch): Promise<void> {
     const { partition, messages } = batch;
     rememberInputTraces(messages);
-    const { stored, before, trace, conversations, news, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents, this.scheduler.seen).catch((error: unknown) => {
+    const { stored, before, trace, conversations, news, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents, this.scheduler.seen, (failure) => {
+      // Its own error is logged here, never published: the input's answer says only that the guard failed.
+      this.log.error('an input guard failed; the input is answered guard_failed and may be sent again', { ...failure, partition });
+      this.metrics.guardFailed(failure.agent, failure.reason);
+    }).catch((error: unknown) => {
       if (error instanceof FencedError) this.metrics.fenced();
       throw error;
     });
@@ -158,5 +162,6 @@ function logOutcomes(log: Log, events: readonly ConversationEvent[]): void {
     if (event.type === 'turn.started') log.info('turn started', { conversation, turn: event.data.turn, input: event.data.prompt.id });
     else if (event.type === 'turn.ended') log.info('turn ended', { conversation, turn: event.data.turn, status: event.data.status, steered: event.data.steered.map((s) => s.id) });
     else if (event.type === 'input.rejected') log.info('input refused', { conversation, input: event.data.input.id, code: event.data.code });
+    else if (event.type === 'guard.failed') log.info('input undecided: its guard failed', { conversation, input: event.data.input.id, attempt: event.data.attempt });
   }
 }

@@ -80,6 +80,13 @@ export const EventData = {
     code: z.enum(['queue_full', 'precondition_failed', 'busy', 'unknown_agent', 'agent_mismatch', 'refused', 'forbidden']),
     message: z.string(),
   }),
+  /**
+   * The agent's input guard failed on a chat or steer — it threw, or ran past its time budget —
+   * so nothing was decided: this is no answer to the input, and the same id sent again is
+   * guarded again (the gateway answers 503 `guard_failed`, to be retried). `attempt` names the
+   * try (one per record guarded), `message` says what failed without the guard's own error.
+   */
+  'guard.failed': z.object({ input: z.object({ id: InputId, kind: z.enum(['chat', 'steer']) }), attempt: z.string(), message: z.string() }),
   /** A promotion found no pending follow-up under that id (delivered, retracted, a steer, or unknown). */
   'promote.refused': z.object({ promote: InputId, target: InputId, code: z.enum(['delivered', 'not_found', 'forbidden']) }),
   /** A stop from a subject that may not write: it stops and discards nothing. */
@@ -155,6 +162,7 @@ export const ConversationEventRecord = z.discriminatedUnion('type', [
   record('retract.refused'),
   record('input.discarded'),
   record('input.rejected'),
+  record('guard.failed'),
   record('promote.refused'),
   record('stop.refused'),
   record('access.granted'),

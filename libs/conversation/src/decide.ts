@@ -14,32 +14,46 @@ export type InputPolicy = { maxTaken: number; bounds: { steers: number; chats: n
 export type Agents = { defaultAgent: string; policyOf(agent: string): InputPolicy | undefined };
 
 /**
+ * What the agent's input guard said of a chat or steer, before the lock: it refused it (its
+ * reason), or it failed — threw, or ran past its time budget — and so decided nothing
+ * (`attempt` names this try: the same id sent again is guarded again).
+ */
+export type GuardOutcome = { refuse: string } | { failed: string; attempt: string };
+
+/**
  * Decides, under the conversation's lock, what the inputs of an ingested batch add to its
  * log, one after another, each seeing the state the ones before it left. An input handled
  * before (one of its receipt keys is in `stored`) adds nothing.
+ *
+ * `guarded` answers what the guard said of an input of THIS conversation (ids are the
+ * client's choice: another conversation's input may share the id, never its outcome). A guard
+ * that failed gets `guard.failed`, which is no receipt: the id stays undecided, and the same
+ * id sent again is guarded and decided again (a later record of the id in this batch adds
+ * nothing: it was sent at the same moment, and that failure answers it).
  */
 export function decideInputs(
   state: ConversationState,
   inputs: readonly InputRecord[],
   stored: ReadonlySet<string>,
   agents: Agents,
-  /** The reasons the agent's input guard refused inputs for, by input id (the guards ran before the lock). */
-  refusals: ReadonlyMap<string, string> = new Map(),
+  guarded: (input: InputRecord) => GuardOutcome | undefined = () => undefined,
 ): DomainEvent[] {
   const events: DomainEvent[] = [];
   const handled = new Set(stored);
+  const failed = new Set<string>();
   for (const input of inputs) {
     const keys = receiptKeys(input);
-    if (keys.some((k) => handled.has(k))) continue;
-    const decided = decideInput(state, input, agents, refusals.get(input.id));
-    for (const k of keys) handled.add(k);
+    if (keys.some((k) => handled.has(k)) || failed.has(input.id)) continue;
+    const decided = decideInput(state, input, agents, guarded(input));
+    if (decided.some((e) => e.type === 'guard.failed')) failed.add(input.id);
+    else for (const k of keys) handled.add(k);
     state = decided.reduce(evolve, state);
     events.push(...decided);
   }
   return events;
 }
 
-function decideInput(state: ConversationState, input: InputRecord, agents: Agents, guardRefusal: string | undefined): DomainEvent[] {
+function decideInput(state: ConversationState, input: InputRecord, agents: Agents, guarded: GuardOutcome | undefined): DomainEvent[] {
   switch (input.type) {
     case 'chat':
     case 'steer': {
@@ -47,10 +61,13 @@ function decideInput(state: ConversationState, input: InputRecord, agents: Agent
       const named = input.type === 'chat' ? input.agent : undefined;
       const agent = state.agent ?? named ?? agents.defaultAgent;
       const policy = agents.policyOf(agent);
+      if (policy && guarded && 'failed' in guarded) {
+        return [{ type: 'guard.failed', data: { input: { id: input.id, kind: input.type }, attempt: guarded.attempt, message: guarded.failed } }];
+      }
       const refusal = !policy
         ? { code: 'unknown_agent' as const, message: `there is no agent named ${agent} in this deployment` }
-        : guardRefusal !== undefined
-          ? { code: 'refused' as const, message: guardRefusal }
+        : guarded !== undefined && 'refuse' in guarded
+          ? { code: 'refused' as const, message: guarded.refuse }
           : refuse(state, input, text, named, policy);
       if (refusal) return [{ type: 'input.rejected', data: { input: { id: input.id, kind: input.type, text }, ...refusal } }];
       const opened: DomainEvent[] = state.agent === null ? [{ type: 'conversation.opened', data: { owner: input.subject, agent } }] : [];

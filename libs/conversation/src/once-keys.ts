@@ -15,6 +15,9 @@ export function onceKey(event: DomainEvent): string {
       return keys.input(event.data.input.id);
     case 'input.rejected':
       return keys.rejected(event.data.input.id);
+    case 'guard.failed':
+      // One per try, and no receipt (see receiptKeys): the id stays open for the try after it.
+      return `guard-failed:${event.data.input.id}:${event.data.attempt}`;
     case 'input.delivered':
       return `delivered:${event.data.input.id}`;
     case 'input.retracted':

@@ -101,6 +101,7 @@ export function evolve(state: ConversationState, event: DomainEvent): Conversati
     case 'input.discarded':
       return { ...state, queue: without(state.queue, event.data.input.id), steers: without(state.steers, event.data.input.id) };
     case 'input.rejected':
+    case 'guard.failed':
     case 'retract.refused':
     case 'promote.refused':
     case 'stop.refused':

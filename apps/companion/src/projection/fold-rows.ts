@@ -68,6 +68,7 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
         break;
       case 'retract.refused':
       case 'promote.refused':
+      case 'guard.failed':
       case 'tool.started':
       case 'tool.ended':
         break;
@@ -105,7 +106,9 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
  * - `turn.ended`: the turn's final status, outcome, content and steered messages; the
  *   conversation is idle again if this was its running turn. (Landed steers it did not take
  *   stay pending; the status query shows them queued once their turn no longer runs.)
- * - `retract.refused`, `promote.refused`, `tool.*`: copied for replay only.
+ * - `retract.refused`, `promote.refused`, `tool.*`: copied for replay only; so is `guard.failed`
+ *   (the guard failed, nothing was decided): its input gets no row, so the same id sent again
+ *   is not answered from here but guarded again.
  * Only a pending input changes state, and the first final state stands. A repeated
  * `turn.started` for a known turn, or an input accepted (or rejected) twice under other event
  * ids, changes nothing.
@@ -350,6 +353,7 @@ export function foldRows(before: Rows, events: readonly ConversationEvent[]): Ch
       }
       case 'retract.refused':
       case 'promote.refused':
+      case 'guard.failed':
       case 'tool.started':
       case 'tool.ended':
         break;

@@ -12,8 +12,12 @@ export type ModelSettings = {
   maxRetries?: number;
 };
 
-/** What an input guard sees: every chat and every steer, before it is accepted. */
-export type GuardInput = { conversation: string; kind: 'chat' | 'steer'; text: string; subject: string };
+/**
+ * What an input guard sees: every chat and every steer, before it is accepted. `signal` is
+ * aborted once the guard's time budget (`guardTimeoutMs`) is spent: a guard that calls out
+ * should pass it on.
+ */
+export type GuardInput = { conversation: string; kind: 'chat' | 'steer'; text: string; subject: string; signal: AbortSignal };
 /** A guard's verdict: `{ refuse: reason }` refuses the input (422, recorded as refused, never shown to the model). */
 export type GuardVerdict = { refuse: string } | null | undefined;
 
@@ -45,6 +49,17 @@ export type AgentDefinition = {
    * whole (prompt, steered messages, answers); 0: none. Default HISTORY_TURNS (100).
    */
   history?: { turns?: number };
-  /** Runs on every chat and every steer before it is accepted; a refusal answers 422 with its reason. */
+  /**
+   * Runs on every chat and every steer before it is accepted; a refusal answers 422 with its
+   * reason. A guard that throws, or has not answered within `guardTimeoutMs`, decides nothing:
+   * the input is answered 503 `guard_failed` (logged, counted in `rudder_guard_failures_total`)
+   * and the same id sent again is guarded again. The inputs after it, of every conversation on
+   * its partition, go on meanwhile.
+   */
   guard?: (input: GuardInput) => GuardVerdict | Promise<GuardVerdict>;
+  /**
+   * The guard's time budget per input, in milliseconds. Default GUARD_TIMEOUT_MS (3000): the
+   * partition's next inputs wait for the guards of a batch, so keep it short.
+   */
+  guardTimeoutMs?: number;
 };

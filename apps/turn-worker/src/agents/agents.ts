@@ -21,7 +21,12 @@ export type RunnableAgent = {
   /** How many earlier turns its model requests carry (`history.turns`). */
   historyTurns: number;
   guard(input: GuardInput): Promise<GuardVerdict>;
+  /** How long its guard may take on one input (`guardTimeoutMs`). */
+  guardTimeoutMs: number;
 };
+
+/** An agent's guard's time budget per input when its definition sets none. */
+export const GUARD_TIMEOUT_MS = 3000;
 
 /**
  * The deployment's agents, built at start-up from the module's definitions: tools given as
@@ -78,6 +83,8 @@ export class AgentRegistry implements Agents, OnModuleInit {
     const tools = (definition.tools ?? []).flatMap((tool) => (typeof tool === 'function' ? this.toolsOf(tool, definition.name) : [tool]));
     const historyTurns = definition.history?.turns ?? config.HISTORY_TURNS;
     if (!Number.isInteger(historyTurns) || historyTurns < 0) throw new Error(`TurnWorkerModule: agent ${definition.name}: history.turns must be a whole number, 0 or more`);
+    const guardTimeoutMs = definition.guardTimeoutMs ?? GUARD_TIMEOUT_MS;
+    if (!Number.isInteger(guardTimeoutMs) || guardTimeoutMs <= 0) throw new Error(`TurnWorkerModule: agent ${definition.name}: guardTimeoutMs must be a whole number of milliseconds, more than 0`);
     const names = tools.map((t) => t.name);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice) throw new Error(`TurnWorkerModule: agent ${definition.name} has two tools named ${twice}`);
@@ -96,6 +103,7 @@ export class AgentRegistry implements Agents, OnModuleInit {
       },
       historyTurns,
       guard: async (input) => (definition.guard ? definition.guard(input) : null),
+      guardTimeoutMs,
     };
   }
 

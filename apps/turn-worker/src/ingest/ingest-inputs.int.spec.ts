@@ -3,7 +3,7 @@ import type { KafkaMessage } from 'kafkajs';
 import type { ChatInput } from '@rudder/contracts';
 import { readConversation, takePartitions } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
-import { ingestInputs, type IngestAgents } from './ingest-inputs';
+import { ingestInputs, type GuardFailure, type IngestAgents } from './ingest-inputs';
 
 const db = useEventStoreDatabase();
 const policy = { maxTaken: 16, bounds: { steers: 4, chats: 4, chars: 8000 } };
@@ -77,5 +77,68 @@ describe('ingesting a batch', () => {
     expect(new Set(stored.map((e) => e.at)).size).toBe(1);
     const again = await ingestInputs(db.pool(), 5, epochs, [record(chat('t', 't-3', 'third'))], agents);
     expect(again.stored.map((e) => e.type)).toEqual(['input.accepted']);
+  });
+
+  it('two conversations whose inputs share an id each get their own guard verdict, not each other\'s refusal (#31 item 3)', async () => {
+    const epochs = await takePartitions(db.pool(), [6], 'worker-a');
+    const guarding: IngestAgents = {
+      ...agents,
+      anyGuard: () => true,
+      get: () => ({ name: 'default', guardTimeoutMs: 1000, guard: async ({ text }) => (text.includes('card 4111') ? { refuse: 'no card numbers' } : null) }),
+    };
+    // Ids are the client's choice: two clients both call their first chat "1".
+    const batch = [record(chat('g-alice', '1', 'my card 4111 1111 1111 1111')), record(chat('g-bob', '1', 'hello'))];
+
+    const { stored } = await ingestInputs(db.pool(), 6, epochs, batch, guarding);
+
+    const decisions = stored.flatMap((e) =>
+      e.type === 'input.accepted' ? [[e.conversation, 'accepted']] : e.type === 'input.rejected' ? [[e.conversation, e.data.code]] : [],
+    );
+    expect(decisions).toEqual([['g-alice', 'refused'], ['g-bob', 'accepted']]);
+  });
+
+  it('a guard that throws or hangs past its budget decides nothing for its input (guard.failed), the rest of the batch is decided, and the same id sent again is guarded again (#31 item 4)', async () => {
+    const epochs = await takePartitions(db.pool(), [7], 'worker-a');
+    let failing = true;
+    const guarding: IngestAgents = {
+      ...agents,
+      anyGuard: () => true,
+      get: () => ({
+        name: 'default',
+        guardTimeoutMs: 50,
+        guard: ({ text, signal }) => {
+          if (failing && text === 'throw') return Promise.reject(new Error('the moderation service is down'));
+          // Waits until its budget is spent (the ingest aborts it), never answering before.
+          if (failing && text === 'hang') return new Promise((resolve) => signal.addEventListener('abort', () => setTimeout(resolve, 10, null)));
+          return Promise.resolve(null);
+        },
+      }),
+    };
+    const failures: GuardFailure[] = [];
+    const batch = [record(chat('h-1', 'x', 'throw')), record(chat('h-2', 'y', 'hang')), record(chat('h-3', 'z', 'fine'))];
+
+    const first = await ingestInputs(db.pool(), 7, epochs, batch, guarding, undefined, (f) => failures.push(f));
+
+    const decided = (events: typeof first.stored) =>
+      events.flatMap((e) => (e.type === 'input.accepted' ? [[e.data.input.id, 'accepted']] : e.type === 'guard.failed' ? [[e.data.input.id, 'guard.failed']] : []));
+    expect(decided(first.stored)).toEqual([['x', 'guard.failed'], ['y', 'guard.failed'], ['z', 'accepted']]);
+    expect(failures.map((f) => [f.input, f.reason])).toEqual([['x', 'error'], ['y', 'timeout']]);
+    expect(failures[0].error).toContain('the moderation service is down');
+    const failed = first.stored.find((e) => e.type === 'guard.failed');
+    // The guard's own error stays in the worker's log; the input's answer only says the guard failed.
+    expect(failed?.data).toMatchObject({ message: expect.stringMatching(/input guard of agent default failed/) });
+    expect(JSON.stringify(failed)).not.toContain('moderation');
+
+    // Sent again (a retry with the same id): guarded again, twice failing, then accepted once.
+    const again = await ingestInputs(db.pool(), 7, epochs, [record(chat('h-1', 'x', 'throw'))], guarding);
+    expect(decided(again.stored)).toEqual([['x', 'guard.failed']]);
+    failing = false;
+    const retried = await ingestInputs(db.pool(), 7, epochs, [record(chat('h-1', 'x', 'throw')), record(chat('h-2', 'y', 'hang'))], guarding);
+    expect(decided(retried.stored)).toEqual([['x', 'accepted'], ['y', 'accepted']]);
+    const log = await readConversation(db.pool(), 'h-1');
+    expect(log.map((e) => e.type)).toEqual(['guard.failed', 'guard.failed', 'conversation.opened', 'input.accepted', 'turn.started', 'input.delivered']);
+    // Answered now: a redelivery of the id adds nothing.
+    const redelivered = await ingestInputs(db.pool(), 7, epochs, [record(chat('h-1', 'x', 'throw'))], guarding);
+    expect(redelivered.stored).toEqual([]);
   });
 });

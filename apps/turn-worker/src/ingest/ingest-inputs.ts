@@ -1,13 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
 import { InputRecord, inputText, type ConversationEvent } from '@rudder/contracts';
-import { conversationRules, decideInputs, evolve, receiptKeys, startNextTurn, type ConversationState } from '@rudder/conversation';
+import { conversationRules, decideInputs, evolve, receiptKeys, startNextTurn, type ConversationState, type GuardOutcome } from '@rudder/conversation';
 import { appendToConversations, readStates, type Epochs, type Seen, type Written } from '@rudder/event-store';
 import { isRefusedByDatabase, type Pool, type Rejected } from '@rudder/runtime';
-import type { AgentRegistry } from '../agents/agents';
+import type { GuardInput } from '../agents/agent-definition';
+import type { AgentRegistry, RunnableAgent } from '../agents/agents';
 
 /** What ingesting needs of the deployment's agents. */
-export type IngestAgents = Pick<AgentRegistry, 'defaultAgent' | 'policyOf' | 'get' | 'anyGuard'>;
+export type IngestAgents = Pick<AgentRegistry, 'defaultAgent' | 'policyOf' | 'anyGuard'> & {
+  get(name: string | null): Pick<RunnableAgent, 'name' | 'guard' | 'guardTimeoutMs'> | undefined;
+};
+
+/** A guard that threw or ran past its time budget on one input: the caller logs and counts it. */
+export type GuardFailure = { conversation: string; input: string; agent: string; reason: 'error' | 'timeout'; error: string };
 
 export type { Rejected };
 
@@ -50,7 +56,10 @@ export function parseInput(message: KafkaMessage): { input: InputRecord } | { re
  * it commits the offsets.
  *
  * The agents' input guards run first, outside the transaction (a guard may call out), on every
- * chat and steer; the decisions under the lock record their refusals.
+ * chat and steer; the decisions under the lock record their refusals. What a guard said is
+ * kept by conversation and input id (ids are the client's choice: two conversations may use
+ * the same). A guard that throws or runs past its agent's `guardTimeoutMs` decides nothing for
+ * that input (`guard.failed`, reported to `guardFailed`), and the batch goes on.
  *
  * A record the database refuses (which the schemas should have caught) must not fail its
  * batch on every redelivery and so stop the partition: then the batch is ingested record by
@@ -67,6 +76,7 @@ export async function ingestInputs(
   messages: readonly KafkaMessage[],
   agents: IngestAgents,
   seen: (conversation: string) => Seen<ConversationState> | undefined = () => undefined,
+  guardFailed: (failure: GuardFailure) => void = () => undefined,
 ) {
   const readable: { message: KafkaMessage; input: InputRecord }[] = [];
   const rejected: Rejected[] = [];
@@ -75,8 +85,8 @@ export async function ingestInputs(
     if ('reason' in read) rejected.push({ message, reason: read.reason });
     else readable.push({ message, input: read.input });
   }
-  const refusals = await guard(pool, readable.map((r) => r.input), agents);
-  const ingest = (inputs: readonly InputRecord[]) => appendInputs(pool, partition, epochs, inputs, agents, refusals, seen);
+  const guarded = await guard(pool, readable.map((r) => r.input), agents, guardFailed);
+  const ingest = (inputs: readonly InputRecord[]) => appendInputs(pool, partition, epochs, inputs, agents, guarded, seen);
   const done = (stored: ConversationEvent[], elsewhere: ReadonlyMap<string, number>, written?: Pick<Written, 'before' | 'trace'>) => ({
     stored,
     // For the outbox relay: with `before` it publishes these as they are (record by record, it reads them back).
@@ -142,7 +152,7 @@ function appendInputs(
   epochs: Epochs,
   inputs: readonly InputRecord[],
   agents: IngestAgents,
-  refusals: ReadonlyMap<string, string>,
+  guarded: ReadonlyMap<string, GuardOutcome>,
   seen: (conversation: string) => Seen<ConversationState> | undefined,
 ) {
   const byConversation = new Map<string, InputRecord[]>();
@@ -154,7 +164,7 @@ function appendInputs(
     epochs,
     [...byConversation].map(([conversation, of]) => ({ conversation, probe: of.flatMap(receiptKeys) })),
     (conversation, state, alreadyStored) => {
-      const decided = decideInputs(state, byConversation.get(conversation)!, alreadyStored, agents, refusals);
+      const decided = decideInputs(state, byConversation.get(conversation)!, alreadyStored, agents, (input) => guarded.get(inputKey(input)));
       // An idle conversation's next turn starts in the same transaction: one commit less per turn.
       return [...decided, ...startNextTurn(decided.reduce(evolve, state), randomUUID())];
     },
@@ -162,26 +172,68 @@ function appendInputs(
   );
 }
 
+/** An input among a batch's per-input facts: its conversation and its id, never its id alone. */
+const inputKey = (input: Pick<InputRecord, 'conversation' | 'id'>) => JSON.stringify([input.conversation, input.id]);
+
 /**
  * Runs the input guards of the chats and steers of a batch, each with the agent that will
  * answer it: the conversation's (it never changes once chosen), else the one its chat names,
  * else the default. Reads the conversations' agents only when some agent has a guard.
+ * Answers what they said by `inputKey`; an id that comes twice in a conversation's batch is
+ * guarded once (the decider answers its second record by the first's decision).
  */
-async function guard(pool: Pool, inputs: readonly InputRecord[], agents: IngestAgents): Promise<Map<string, string>> {
-  const refusals = new Map<string, string>();
+async function guard(
+  pool: Pool,
+  inputs: readonly InputRecord[],
+  agents: IngestAgents,
+  guardFailed: (failure: GuardFailure) => void,
+): Promise<Map<string, GuardOutcome>> {
+  const outcomes = new Map<string, GuardOutcome>();
   const guarded = inputs.filter((i) => i.type === 'chat' || i.type === 'steer');
-  if (guarded.length === 0 || !agents.anyGuard()) return refusals;
+  if (guarded.length === 0 || !agents.anyGuard()) return outcomes;
   const states = await readStates(pool, conversationRules, [...new Set(guarded.map((i) => i.conversation))]);
   const chosen = new Map([...states].map(([key, state]) => [key, state.agent]));
+  const firsts = new Map<string, (typeof guarded)[number]>();
+  for (const input of guarded) if (!firsts.has(inputKey(input))) firsts.set(inputKey(input), input);
   await Promise.all(
-    guarded.map(async (input) => {
+    [...firsts].map(async ([key, input]) => {
       const named = input.type === 'chat' ? input.agent : undefined;
       const agent = agents.get(chosen.get(input.conversation) ?? named ?? null);
-      if (!chosen.get(input.conversation) && agent) chosen.set(input.conversation, agent.name);
+      if (!agent) return;
+      if (!chosen.get(input.conversation)) chosen.set(input.conversation, agent.name);
       const text = input.type === 'chat' ? inputText(input.messages) : input.text;
-      const verdict = await agent?.guard({ conversation: input.conversation, kind: input.type, text, subject: input.subject });
-      if (verdict?.refuse) refusals.set(input.id, verdict.refuse);
+      const verdict = await withinBudget(agent, { conversation: input.conversation, kind: input.type, text, subject: input.subject });
+      if ('failed' in verdict) {
+        guardFailed({ conversation: input.conversation, input: input.id, agent: agent.name, reason: verdict.failed, error: verdict.error });
+        const why = verdict.failed === 'timeout' ? `did not answer within ${agent.guardTimeoutMs} ms` : 'failed';
+        outcomes.set(key, {
+          failed: `the input guard of agent ${agent.name} ${why}, so nothing was decided; send it again with the same id, and it is guarded again`,
+          attempt: randomUUID(),
+        });
+      } else if (verdict.refuse !== undefined) outcomes.set(key, { refuse: verdict.refuse });
     }),
   );
-  return refusals;
+  return outcomes;
+}
+
+/** An agent's guard on one input, given its time budget: its verdict, or how it failed (its own error, for the log only). */
+async function withinBudget(
+  agent: Pick<RunnableAgent, 'guard' | 'guardTimeoutMs'>,
+  input: Omit<GuardInput, 'signal'>,
+): Promise<{ refuse?: string } | { failed: 'error' | 'timeout'; error: string }> {
+  const budget = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const spent = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), agent.guardTimeoutMs);
+  });
+  try {
+    const verdict = await Promise.race([agent.guard({ ...input, signal: budget.signal }), spent]);
+    if (verdict !== 'timeout') return verdict ?? {};
+    budget.abort(new Error(`the guard's time budget (${agent.guardTimeoutMs} ms) is spent`));
+    return { failed: 'timeout', error: `no verdict within ${agent.guardTimeoutMs} ms` };
+  } catch (error) {
+    return { failed: 'error', error: cut(String(error instanceof Error ? (error.stack ?? error.message) : error), 2000) };
+  } finally {
+    clearTimeout(timer);
+  }
 }

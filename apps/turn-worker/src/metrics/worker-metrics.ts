@@ -62,6 +62,12 @@ export class WorkerMetrics {
     help: 'Writes refused because another worker holds the partition now (this one was paused or cut off past its session)',
     registers: [this.registry],
   });
+  private readonly guardFailures = new Counter({
+    name: 'rudder_guard_failures_total',
+    help: "Inputs an agent's input guard failed on, by agent and reason (error: it threw; timeout: no verdict within guardTimeoutMs); each is answered guard_failed",
+    labelNames: ['agent', 'reason'],
+    registers: [this.registry],
+  });
   /** A batch of agent.inputs was handled: its partition's lag (`rudder_consumer_lag`). */
   readonly ingested = consumerLag(this.registry);
   private readonly seen = new Set<string>();
@@ -123,6 +129,11 @@ export class WorkerMetrics {
     return fresh;
   }
 
+  /** An agent's input guard threw (`error`) or ran past its budget (`timeout`) on an input. */
+  guardFailed(agent: string, reason: 'error' | 'timeout'): void {
+    this.guardFailures.inc({ agent, reason });
+  }
+
   /** A write of this worker was fenced. */
   fenced(): void {
     this.fencedWrites.inc();
@@ -169,6 +180,8 @@ export class WorkerMetrics {
         return this.inputs.inc({ kind: event.data.input.kind, decision: 'accepted' });
       case 'input.rejected':
         return this.inputs.inc({ kind: event.data.input.kind, decision: event.data.code });
+      case 'guard.failed':
+        return this.inputs.inc({ kind: event.data.input.kind, decision: 'guard_failed' });
       case 'steer.accepted':
         return this.steers.inc({ landed: String(event.data.landed) });
       case 'steer.taken':
