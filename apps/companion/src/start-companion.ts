@@ -6,6 +6,7 @@ import { createKafka, createLog, ensureTopics, nestLogger, startTracing, topicNa
 import { AppModule } from './app.module';
 import { DatabaseOutage } from './http/database-outage';
 import { CompanionErrorFilter } from './http/errors';
+import { checkBinding, requireServiceToken } from './http/service-token';
 import { connectEventDeadLetters } from './projection/dead-letters';
 import { companionTransport } from './projection/fold.controller';
 import { openReadModels } from './read-models/data-source';
@@ -24,13 +25,15 @@ export type CompanionOptions = {
 };
 
 /**
- * Migrates the `companion` schema, serves the internal HTTP API on COMPANION_PORT and folds
+ * Migrates the `companion` schema, serves the internal HTTP API on COMPANION_HOST (loopback
+ * unless set; anywhere else only with COMPANION_TOKEN, checked first) and COMPANION_PORT, and folds
  * `agent.events` into the projections (a Nest microservice transport on the same application).
  * Resolves once all three are up; anything that fails on the way is closed again before the
  * error is thrown.
  */
 export async function startCompanion(config: Config, options: CompanionOptions = {}): Promise<Companion> {
   const log = options.log ?? createLog('companion');
+  checkBinding(config.COMPANION_HOST, config.COMPANION_TOKEN);
   startTracing('companion');
   // Until the application owns the read models (and closes them on shutdown), closing is ours.
   let closers: (() => Promise<void>)[] = [];
@@ -46,6 +49,7 @@ export async function startCompanion(config: Config, options: CompanionOptions =
     const deadLetters = consume ? await connectEventDeadLetters(config) : null;
     if (deadLetters) closers.push(() => deadLetters.close());
     const app = await NestFactory.create(AppModule.forRoot(readModels, log, deadLetters), { logger: nestLogger(log), abortOnError: false });
+    app.use(requireServiceToken(config.COMPANION_TOKEN));
     const outage = new DatabaseOutage(readModels, log);
     app.useGlobalFilters(new CompanionErrorFilter(log, outage));
     // Closed in reverse: the outage watch, the application (transport, HTTP, pool), the dead letters' producer.
@@ -54,7 +58,7 @@ export async function startCompanion(config: Config, options: CompanionOptions =
       app.connectMicroservice({ strategy: companionTransport(config, log) });
       await app.startAllMicroservices();
     }
-    await app.listen(config.COMPANION_PORT);
+    await app.listen(config.COMPANION_PORT, config.COMPANION_HOST);
     const port = (app.getHttpServer() as Server).address() as AddressInfo;
     return { port: port.port, stop: closeAll };
   } catch (error) {

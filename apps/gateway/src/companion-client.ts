@@ -36,6 +36,8 @@ export class CompanionClient {
     private readonly baseUrl: string,
     private readonly log: Log,
     private readonly positions: Positions = new Positions(),
+    /** COMPANION_TOKEN: sent on every request (`authorization: Bearer`); a companion bound beyond loopback requires it. */
+    private readonly token: string | undefined = undefined,
     private readonly timeoutMs = 8000,
   ) {
     this.outage = new OutageLog(log, 'the companion');
@@ -103,7 +105,11 @@ export class CompanionClient {
     let response: Response;
     try {
       response = await fetch(this.baseUrl + path, {
-        headers: { accept: 'application/json', ...(min > 0 ? { 'rudder-min-position': String(min) } : {}) },
+        headers: {
+          accept: 'application/json',
+          ...(this.token === undefined ? {} : { authorization: `Bearer ${this.token}` }),
+          ...(min > 0 ? { 'rudder-min-position': String(min) } : {}),
+        },
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (error) {
@@ -112,6 +118,11 @@ export class CompanionClient {
     }
     const body: unknown = await response.json().catch(() => undefined);
     const error = CompanionError.safeParse(body);
+    // The companion refused this gateway's service token: a configuration fault, not the client's.
+    if (response.status === 401 || response.status === 403) {
+      this.outage.failed(new Error(`the companion refused the service token (${response.status}): set the same COMPANION_TOKEN on the gateway and the companion`), { path });
+      throw new GatewayError('unavailable', 'the companion (read side) refused this gateway; try again shortly', { companion: 'unauthorized' });
+    }
     if (response.status < 500) this.outage.answered();
     if (response.ok) return body;
     if (response.status < 500 && error.success) {

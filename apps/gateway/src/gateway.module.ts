@@ -73,7 +73,7 @@ export class GatewayModule {
         { provide: Authenticator, useValue: authenticator },
         { provide: Positions, useValue: positions },
         { provide: GatewayMetrics, useValue: new GatewayMetrics() },
-        { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log, positions) },
+        { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log, positions, config.COMPANION_TOKEN) },
         { provide: APP_INTERCEPTOR, useClass: PositionInterceptor },
         { provide: APP_FILTER, useClass: GatewayErrorFilter },
         { provide: SubjectLimits, useValue: new SubjectLimits(limitSettings(config, authenticator.open), options.now) },

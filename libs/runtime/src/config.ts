@@ -16,6 +16,14 @@ const Env = z.object({
   GATEWAY_PORT: z.coerce.number().int().nonnegative().default(3000),
   COMPANION_PORT: z.coerce.number().int().nonnegative().default(3001),
   COMPANION_URL: z.string().optional(),
+  /**
+   * Where the companion's internal API listens: 127.0.0.1 unless set. Bound anywhere else it
+   * needs COMPANION_TOKEN (it refuses to start without one): a shared service token, at least
+   * 16 characters, that every gateway sends (`authorization: Bearer <token>`) and the
+   * companion checks on every route but /healthz and /metrics. Set the same on both sides.
+   */
+  COMPANION_HOST: z.string().min(1).default('127.0.0.1'),
+  COMPANION_TOKEN: z.string().optional(),
   OPENAI_BASE_URL: z.string().optional(),
   OPENAI_API_KEY: z.string().optional(),
   OPENAI_MODEL: z.string().default('gpt-4o-mini'),
