@@ -5,7 +5,10 @@
  *   `ms` (the crash tests see every run of a call there);
  *   `hold`, which waits at a gate of the scripted model (`POST /gates/{gate}/pass`) until the
  *   test opens it: a tool call held open by construction, not for a time;
- * - `quiet`: the same tools, and its turns take no steered messages.
+ * - `quiet`: the same tools, and its turns take no steered messages;
+ * - `guarded`: the default agent with an input guard that fails on purpose, once per text:
+ *   `guard:throw-once:<tag>` throws, `guard:hang-once:<tag>` never answers (its budget,
+ *   `guardTimeoutMs` 300, runs out); sent again, the same text passes.
  */
 import 'reflect-metadata';
 import { appendFile } from 'node:fs/promises';
@@ -51,10 +54,22 @@ class GateTools {
 }
 
 const tools: AgentDefinition['tools'] = [...(defaultAgent.tools ?? []), RecordingTools, GateTools];
+
+/** The texts the `guarded` agent's guard has failed on: each fails once, then passes. */
+const failedOnce = new Set<string>();
+const failingGuard: AgentDefinition['guard'] = ({ text }) => {
+  const failure = /guard:(throw|hang)-once:\S+/.exec(text);
+  if (!failure || failedOnce.has(failure[0])) return null;
+  failedOnce.add(failure[0]);
+  if (failure[1] === 'throw') throw new Error('the moderation service is down (on purpose)');
+  // Ignores its signal too: the worst a guard can do.
+  return new Promise<never>(() => undefined);
+};
 const agents: AgentDefinition[] = [
   { ...defaultAgent, tools },
   { ...defaultAgent, name: 'quiet', tools, steering: { maxTaken: 0 } },
   { ...defaultAgent, name: 'brief', tools, history: { turns: 1 } },
+  { ...defaultAgent, name: 'guarded', tools, guard: failingGuard, guardTimeoutMs: 300 },
 ];
 
 @Module({ imports: [TurnWorkerModule.forRoot({ agents })], providers: [ToolLog, RecordingTools, GateTools] })

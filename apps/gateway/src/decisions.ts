@@ -9,6 +9,9 @@ import { DEFAULT_DECISION_TIMEOUT_MS, OPTIONS, type GatewayOptions } from './tok
 /** `Retry-After` of a 429 `queue_full`: long enough for a step or two to take what waits. */
 export const RETRY_AFTER_SECONDS = 5;
 
+/** `Retry-After` of a 503 `guard_failed`: a guard's dependency that failed may be back soon; the retry is guarded again. */
+export const GUARD_RETRY_AFTER_SECONDS = 2;
+
 /** How a refusal of the worker (`input.rejected`'s `code`) is answered: the one place it is mapped. */
 const REFUSALS = {
   busy: { error: 'conflict', hint: 'send it with another onBusy (enqueue, interrupt or rollback), or once the turn has ended' },
@@ -45,18 +48,37 @@ export class Decisions {
    * (`LiveEvents.watch`), among events that name one of `ids` (what was sent: `pick` must
    * answer only events naming them). That event is the worker's decision: its position is
    * noted, so the answer carries it (`Rudder-Position`) and later reads through this gateway
-   * reflect it.
+   * reflect it. `pick` is told whether the event arrived after the watch began (`live`) or is
+   * one of the recent events it starts from: a `guard.failed` answers only the send it follows,
+   * never a later send of the id (which is guarded again).
    */
   watch<T>(
     key: string,
     ids: readonly string[],
-    pick: (event: ConversationEvent) => T | undefined,
+    pick: (event: ConversationEvent, live: boolean) => T | undefined,
   ): { result: Promise<T>; seen: T | undefined; cancel(): void } {
-    return this.live.watch(key, ids, (event) => {
-      const value = pick(event);
+    let live = false;
+    const watched = this.live.watch(key, ids, (event) => {
+      const value = pick(event, live);
       if (value !== undefined) this.positions.note(key, event.position);
       return value;
     });
+    // LiveEvents.watch reads the recent events before it returns; what comes after is live.
+    live = true;
+    return watched;
+  }
+
+  /**
+   * The answer to a chat or steer whose guard failed (`guard.failed`): 503 `guard_failed` with
+   * `Retry-After`. Nothing was decided: unlike a refusal, the same id sent again is guarded again.
+   */
+  guardFailed(input: { id: string; kind: string }, reason: string): GatewayError {
+    return new GatewayError(
+      'guard_failed',
+      `${input.kind} ${input.id} was not decided: ${reason} (in ${GUARD_RETRY_AFTER_SECONDS} s or later)`,
+      { id: input.id, reason, retryAfter: GUARD_RETRY_AFTER_SECONDS },
+      { 'retry-after': String(GUARD_RETRY_AFTER_SECONDS) },
+    );
   }
 
   /** The decision, or the error `late` makes (a 503 saying what was sent) once `timeoutMs` has passed. */

@@ -99,5 +99,7 @@ export const ErrorStatus = {
   agent_mismatch: 409,
   queue_full: 429,
   unavailable: 503,
+  /** The agent's input guard failed (threw, or ran past its budget): nothing was decided; the same id again is guarded again. */
+  guard_failed: 503,
 } as const;
 export type ErrorCode = keyof typeof ErrorStatus;

@@ -20,8 +20,11 @@ export type ChatRequest = {
   idempotencyKey: string | undefined;
 };
 
-/** The worker's decision on a chat: taken into the log (with its place), refused, or (another input under the id) not this chat's. */
-type ChatDecision = { accepted: { ahead: number } } | { rejection: Rejection } | { reused: true };
+/**
+ * The worker's decision on a chat: taken into the log (with its place), refused, or (another
+ * input under the id) not this chat's; or none, its guard having failed (`guardFailed`: its reason).
+ */
+type ChatDecision = { accepted: { ahead: number } } | { rejection: Rejection } | { reused: true } | { guardFailed: string };
 
 /**
  * `POST /v1/conversations/{key}/chat`: validates the input, settles its id, enqueues it on
@@ -55,7 +58,7 @@ export class ChatHandler {
 
     await this.access.require(request.key, request.subject, 'write');
 
-    const decision = this.decisions.watch(request.key, [id], (event) => decisionOn(event, id, messages));
+    const decision = this.decisions.watch(request.key, [id], (event, live) => decisionOn(event, id, messages, live));
     try {
       // The same id again is the same input: answered as it was, never enqueued twice. The
       // companion lags agent.inputs slightly, so two retries racing each other may both get
@@ -103,12 +106,20 @@ export class ChatHandler {
   private async answer(key: string, id: string, decided: ChatDecision): Promise<ChatAccepted> {
     if ('reused' in decided) throw reused(id);
     if ('rejection' in decided) throw await this.decisions.rejected(key, { id, kind: 'chat' }, decided.rejection);
+    if ('guardFailed' in decided) throw this.decisions.guardFailed({ id, kind: 'chat' }, decided.guardFailed);
     return { id, turn: null, position: decided.accepted.ahead };
   }
 }
 
-/** The worker's decision on the chat `id` with these messages, if `event` is one. */
-function decisionOn(event: ConversationEvent, id: string, messages: string[]): ChatDecision | undefined {
+/**
+ * The worker's decision on the chat `id` with these messages, if `event` is one. A guard that
+ * failed answers only a send it follows (`live`): a recent one answered an earlier send.
+ */
+function decisionOn(event: ConversationEvent, id: string, messages: string[], live: boolean): ChatDecision | undefined {
+  if (event.type === 'guard.failed' && event.data.input.id === id) {
+    if (!live) return undefined;
+    return event.data.input.kind === 'chat' ? { guardFailed: event.data.message } : { reused: true };
+  }
   if (event.type === 'input.accepted' && event.data.input.id === id) {
     const same = event.data.input.kind === 'chat' && sameList(event.data.input.messages, messages);
     // `ahead` is absent only on events stored before the worker recorded it.

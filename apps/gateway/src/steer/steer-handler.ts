@@ -21,7 +21,7 @@ export type SteerRequest = {
 };
 
 /** The worker's decision on a steer: where it goes (`steer.accepted`), its refusal (`input.rejected`), or (another input under the id) not this steer's. */
-type SteerDecision = { answer: SteerAnswer } | { rejection: Rejection } | { reused: true };
+type SteerDecision = { answer: SteerAnswer } | { rejection: Rejection } | { reused: true } | { guardFailed: string };
 
 /**
  * `POST /v1/conversations/{key}/steer`: validates the message like a chat, produces it to
@@ -52,7 +52,7 @@ export class SteerHandler {
 
     await this.access.require(request.key, request.subject, 'write');
 
-    const decision = this.decisions.watch(request.key, [id], (event) => decisionOn(event, id, body.text));
+    const decision = this.decisions.watch(request.key, [id], (event, live) => decisionOn(event, id, body.text, live));
     try {
       // A new id (ours, or one the companion has not seen) is produced; the worker dedupes
       // ids, so a retry racing the companion's lag is still answered once.
@@ -97,6 +97,7 @@ export class SteerHandler {
   private async answer(key: string, id: string, decided: SteerDecision): Promise<SteerAnswer> {
     if ('reused' in decided) throw reused(id);
     if ('rejection' in decided) throw await this.decisions.rejected(key, { id, kind: 'steer' }, decided.rejection);
+    if ('guardFailed' in decided) throw this.decisions.guardFailed({ id, kind: 'steer' }, decided.guardFailed);
     return decided.answer;
   }
 }
@@ -107,7 +108,12 @@ export class SteerHandler {
  * showed it): that is not this steer's decision, and the id is reused (422), as it is once the
  * companion shows the first input.
  */
-function decisionOn(event: ConversationEvent, id: string, text: string): SteerDecision | undefined {
+function decisionOn(event: ConversationEvent, id: string, text: string, live: boolean): SteerDecision | undefined {
+  // A guard that failed answers only a send it follows (`live`): a recent one answered an earlier send.
+  if (event.type === 'guard.failed' && event.data.input.id === id) {
+    if (!live) return undefined;
+    return event.data.input.kind === 'steer' ? { guardFailed: event.data.message } : { reused: true };
+  }
   if (event.type === 'input.accepted' && event.data.input.id === id) {
     // This steer's acceptance: its decision is the steer.accepted that follows it.
     return event.data.input.kind === 'steer' && event.data.input.text === text ? undefined : { reused: true };
