@@ -12,6 +12,7 @@ import { rememberInputTraces } from './tracing/input-traces';
 import { ingestInputs } from './ingest/ingest-inputs';
 import { connectPublishing, type Publishing } from './publishing';
 import { createScheduler, type Scheduler } from './turns/scheduler';
+import { createHeldEpochs, type HeldEpochs } from './turns/held-epochs';
 import { WorkerMetrics } from './metrics/worker-metrics';
 import { TURN_WORKER_OPTIONS, type TurnWorkerOptions } from './turn-worker.options';
 
@@ -33,6 +34,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   private fault = faultPoints({});
   private owned: ReadonlySet<number> = new Set();
   private epochs: Epochs = new Map();
+  private held!: HeldEpochs;
   private metricsServer: MetricsServer | undefined;
 
   constructor(
@@ -61,9 +63,11 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       afterPublish: () => this.fault('after-publish'),
       log,
     });
+    this.held = createHeldEpochs({ pool: this.pool, epochs: () => this.epochs, sessionTimeoutMs: config.WORKER_SESSION_TIMEOUT_MS });
     this.scheduler = createScheduler({
       pool: this.pool,
       epochs: () => this.epochs,
+      held: this.held,
       relay: this.relay,
       writeUnchanged: groupedWrites(this.pool, conversationRules),
       agentOf: (name) => this.agents.get(name),
@@ -90,6 +94,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   async ingest(batch: PartitionBatch): Promise<void> {
     const { partition, messages } = batch;
     rememberInputTraces(messages);
+    const sentAt = this.held.now();
     const { stored, before, trace, conversations, news, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents, this.scheduler.seen, (failure) => {
       // Its own error is logged here, never published: the input's answer says only that the guard failed.
       this.log.error('an input guard failed; the input is answered guard_failed and may be sent again', { ...failure, partition });
@@ -98,6 +103,8 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       if (error instanceof FencedError) this.metrics.fenced();
       throw error;
     });
+    // What it stored passed the epoch check: the partition was this worker's when the ingest began.
+    if (stored.length > 0) this.held.proven(partition, sentAt);
     this.relay.enqueue({ stored, before, trace });
     // A conversation stays on the partition where it was first seen: its records that came
     // here (a producer with another partitioner) go there, and are ingested by its owner.
@@ -129,7 +136,9 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     // Until the epochs are taken nothing of these partitions is written; retry while they are ours.
     while (current()) {
       try {
+        const sentAt = this.held.now();
         this.epochs = await takePartitions(this.pool, [...partitions], this.workerId, this.epochs);
+        for (const partition of partitions) this.held.proven(partition, sentAt);
         this.log.info('epochs taken', { epochs: Object.fromEntries(this.epochs) });
         this.relay.sweep();
         this.scheduler.poke(await conversationsWithOpenWork(this.pool, [...partitions]));

@@ -28,6 +28,12 @@ export type RunTurnOptions = {
    */
   commit(events: DomainEvent[]): Promise<DomainEvent[]>;
   onToken?: (step: number, text: string) => void;
+  /**
+   * Runs before each model request. A rejection ends the run before the request is sent,
+   * nothing stored, as a commit's does (the turn resumes from what was stored): the worker
+   * checks there that it still owns the conversation after a pause.
+   */
+  beforeModelRequest?: () => Promise<void>;
   /** Aborting stops the model request and the tools in flight; nothing more is stored. */
   signal: AbortSignal;
 };
@@ -57,6 +63,8 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
         break;
 
       case 'request-model': {
+        await options.beforeModelRequest?.();
+        signal.throwIfAborted();
         let reply;
         try {
           reply = await model.reply({

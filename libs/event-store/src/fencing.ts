@@ -52,6 +52,17 @@ export async function takePartitions(pool: Pool, partitions: readonly number[], 
 
 const ignore = () => undefined;
 
+/**
+ * Whether `epoch` is still the partition's: no other owner took it since. A read, without a
+ * lock: the answer may be outdated at once (an owner taking the partition right after), which
+ * the epoch check of every write still catches; it is for a writer that was paused (past its
+ * session, say) to learn, before it calls out again, that it was fenced meanwhile.
+ */
+export async function holdsEpoch(pool: Pool, partition: number, epoch: number): Promise<boolean> {
+  const { rows } = await pool.query<{ epoch: string }>('SELECT epoch FROM event_store.partition_owners WHERE partition = $1', [partition]);
+  return rows.length === 1 && Number(rows[0].epoch) === epoch;
+}
+
 /** How long taking epochs waits for the row locks of the writes in flight before it gives up (and is retried). */
 export const EPOCH_LOCK_TIMEOUT_MS = 2000;
 

@@ -8,6 +8,7 @@ import type { RunnableAgent } from '../agents/agents';
 import type { FaultPoint } from '../fault-points';
 import type { ConversationNews } from '../ingest/ingest-inputs';
 import { inputTraceContext } from '../tracing/input-traces';
+import type { HeldEpochs } from './held-epochs';
 
 const tracer = tracerOf('turn-worker');
 
@@ -15,6 +16,8 @@ export type RunnerDeps = {
   pool: Pool;
   /** The epochs this worker holds now; every write is checked against them. */
   epochs(): Epochs;
+  /** When the worker last knew it held each partition's epoch; checked before each model request. */
+  held: HeldEpochs;
   relay: OutboxRelay;
   /**
    * Makes a write's one statement (`appendToConversation`): the worker's `groupedWrites`, so
@@ -62,7 +65,7 @@ export type ConversationRunner = {
  * inputs), so what it holds is always what folding the log from the start gives. Whatever this
  * process forgets is recovered by reading the log again.
  */
-export function createConversationRunner(key: string, deps: RunnerDeps): ConversationRunner {
+export function createConversationRunner(key: string, partition: number, deps: RunnerDeps): ConversationRunner {
   const { pool, relay, log } = deps;
   const controller = new AbortController();
   let turnController: AbortController | null = null;
@@ -125,7 +128,9 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
   const append = async (decide: (state: ConversationState) => DomainEvent[]) => {
     // Holding the fold as of the last event, the write is one statement unless the log moved meanwhile.
     const seen = { position: readUpTo, state: conversation?.state };
+    const sentAt = deps.held.now();
     const written = await appendToConversation(pool, conversationRules, key, deps.epochs(), decide, seen, deps.writeUnchanged);
+    deps.held.proven(partition, sentAt);
     apply(written.earlier);
     apply(written.stored);
     relay.enqueue(written);
@@ -178,6 +183,8 @@ export function createConversationRunner(key: string, deps: RunnerDeps): Convers
                 history: recentHistory(current, agent.historyTurns),
                 turn,
                 commit,
+                // After a pause past the session timeout, the partition may be another worker's: ask the model only if it is still ours.
+                beforeModelRequest: () => deps.held.check(partition),
                 signal,
                 onToken: (step, text) => deps.onToken({ conversation: key, turn: turn.id, step, text }),
               }),

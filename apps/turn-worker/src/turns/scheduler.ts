@@ -21,7 +21,7 @@ export function createScheduler(deps: RunnerDeps & { idleForgetMs: number }) {
     poke(conversations: Iterable<{ conversation: string; partition: number; news?: ConversationNews }>) {
       for (const { conversation, partition, news } of conversations) {
         let entry = runners.get(conversation);
-        if (!entry) runners.set(conversation, (entry = { partition, runner: createConversationRunner(conversation, deps), pokedAt: 0 }));
+        if (!entry) runners.set(conversation, (entry = { partition, runner: createConversationRunner(conversation, partition, deps), pokedAt: 0 }));
         entry.pokedAt = Date.now();
         entry.runner.poke(news);
       }

@@ -1,0 +1,109 @@
+import { describe, expect, it, vi } from 'vitest';
+import type { KafkaMessage } from 'kafkajs';
+import type { ChatInput } from '@rudder/contracts';
+import type { ModelClient } from '@rudder/agent';
+import { conversationRules } from '@rudder/conversation';
+import { groupedWrites, readConversation, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
+import { useEventStoreDatabase } from '@rudder/event-store/testing';
+import { createLog } from '@rudder/runtime';
+import type { RunnableAgent } from '../agents/agents';
+import { ingestInputs, type IngestAgents } from '../ingest/ingest-inputs';
+import { createConversationRunner, type RunnerDeps } from './conversation-runner';
+import { createHeldEpochs } from './held-epochs';
+
+const db = useEventStoreDatabase();
+const policy = { maxTaken: 16, bounds: { steers: 4, chats: 4, chars: 8000 } };
+const SESSION_TIMEOUT_MS = 6000;
+
+const chat = (conversation: string, id: string): KafkaMessage => {
+  const input: ChatInput = { v: 1, type: 'chat', id, conversation, subject: 'someone', messages: ['hello'], onBusy: 'enqueue', sentAt: '2026-12-01T00:00:00.000Z' };
+  return { key: Buffer.from(conversation), value: Buffer.from(JSON.stringify(input)), offset: '0', headers: {} } as KafkaMessage;
+};
+
+/**
+ * A worker's runner of one conversation, as the worker wires it, with the monotonic clock in
+ * the test's hand (a pause is a step of the test: `clock.now += …`) and a model that counts
+ * its requests.
+ */
+function worker(epochs: () => Epochs) {
+  const clock = { now: 0 };
+  const requests: string[] = [];
+  const model: ModelClient = {
+    reply: async () => {
+      requests.push('request');
+      return { content: 'answered', toolCalls: [] };
+    },
+  };
+  const agent: RunnableAgent = {
+    name: 'default',
+    systemPrompt: async () => 'be brief',
+    loop: { tools: [], maxSteps: 4 },
+    model,
+    policy,
+    historyTurns: 10,
+    guard: async () => null,
+    guardTimeoutMs: 1000,
+  };
+  const fenced: string[] = [];
+  const relay: OutboxRelay = { enqueue: () => undefined, sweep: () => undefined, idle: async () => undefined, stop: async () => undefined };
+  const held = createHeldEpochs({ pool: db.pool(), epochs, sessionTimeoutMs: SESSION_TIMEOUT_MS, now: () => clock.now });
+  const deps: RunnerDeps = {
+    pool: db.pool(),
+    epochs,
+    held,
+    relay,
+    writeUnchanged: groupedWrites(db.pool(), conversationRules),
+    agentOf: () => agent,
+    onToken: () => undefined,
+    historyKept: 10,
+    flushTokens: async () => undefined,
+    newTurnId: () => crypto.randomUUID(),
+    fault: () => undefined,
+    log: createLog('turn-worker', { level: 'error' }),
+    onFenced: () => fenced.push('fenced'),
+    // A fenced runner retries (and is fenced again) until the rebalance releases it.
+    retryMs: 20,
+    snapshotEvery: 250,
+  };
+  const agents: IngestAgents = { defaultAgent: 'default', policyOf: () => policy, get: () => agent, anyGuard: () => false };
+  return { clock, requests, fenced, held, deps, agents };
+}
+
+describe('a runner after a pause', () => {
+  it('a worker paused past its session whose partition was taken meanwhile sends no model request: it checks its epoch first (#31 item 6)', async () => {
+    const epochs = await takePartitions(db.pool(), [0], 'worker-a');
+    const a = worker(() => epochs);
+    // The ingest starts the conversation's turn under worker-a's epoch (the worker notes the proof, as it does).
+    const sentAt = a.clock.now;
+    await ingestInputs(db.pool(), 0, epochs, [chat('paused', 'p-1')], a.agents);
+    a.held.proven(0, sentAt);
+
+    // Paused (SIGSTOP) longer than the session: the group moved the partition to worker-b, which took its epoch.
+    a.clock.now += SESSION_TIMEOUT_MS + 1000;
+    await takePartitions(db.pool(), [0], 'worker-b');
+
+    // It resumes before the rebalance reaches it: its epochs are still the old ones, and its runner runs the turn.
+    const runner = createConversationRunner('paused', 0, a.deps);
+    runner.poke();
+    await vi.waitFor(() => expect(a.fenced.length).toBeGreaterThanOrEqual(2), { timeout: 10_000, interval: 20 });
+    expect(a.requests).toEqual([]);
+    await runner.abort();
+    expect((await readConversation(db.pool(), 'paused')).map((e) => e.type)).toEqual(['conversation.opened', 'input.accepted', 'turn.started', 'input.delivered']);
+  });
+
+  it('a worker paused past its session that still holds its partition finds its epoch and asks the model', async () => {
+    const epochs = await takePartitions(db.pool(), [1], 'worker-a');
+    const a = worker(() => epochs);
+    const sentAt = a.clock.now;
+    await ingestInputs(db.pool(), 1, epochs, [chat('kept', 'k-1')], a.agents);
+    a.held.proven(1, sentAt);
+    a.clock.now += SESSION_TIMEOUT_MS + 1000;
+
+    const runner = createConversationRunner('kept', 1, a.deps);
+    runner.poke();
+    await vi.waitFor(async () => expect((await readConversation(db.pool(), 'kept')).at(-1)?.type).toBe('turn.ended'), { timeout: 10_000, interval: 20 });
+    expect(a.requests).toEqual(['request']);
+    expect(a.fenced).toEqual([]);
+    await runner.abort();
+  });
+});
