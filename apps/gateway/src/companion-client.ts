@@ -43,8 +43,9 @@ export class CompanionClient {
     this.outage = new OutageLog(log, 'the companion');
   }
 
-  async status(key: string): Promise<CompanionStatus> {
-    return this.parse(CompanionStatus, await this.get(conversationPath(key), key), 'status');
+  /** The conversation's status, once the companion has folded it at least up to `floor` (and the writes this gateway answered). */
+  async status(key: string, floor = 0): Promise<CompanionStatus> {
+    return this.parse(CompanionStatus, await this.get(conversationPath(key), key, floor), 'status');
   }
 
   /** The input with this id, or null when the companion has not seen it. */
@@ -74,34 +75,37 @@ export class CompanionClient {
   }
 
   /**
-   * Every stored event of the conversation after `position`, oldest first, all pages.
-   * Records that do not parse as a `ConversationEvent` are left out (and logged).
+   * The stored events of the conversation after `position`, oldest first, a page at a time
+   * (a replay never holds a long history in memory at once), once the companion has folded
+   * the conversation at least up to `floor`: so none is missing up to there. Records that do
+   * not parse as a `ConversationEvent` are left out (and logged).
    */
-  async eventsAfter(key: string, position: number): Promise<ConversationEvent[]> {
-    const events: ConversationEvent[] = [];
+  async *eventPages(key: string, position: number, floor = 0): AsyncGenerator<ConversationEvent[]> {
     let after = position;
     for (;;) {
-      const answer = await this.get(`${conversationPath(key)}/events${queryString({ after: String(after), limit: EVENTS_PAGE_SIZE })}`);
+      const answer = await this.get(`${conversationPath(key)}/events${queryString({ after: String(after), limit: EVENTS_PAGE_SIZE })}`, key, floor);
       const page = this.parse(EventsPage, answer, 'events');
       const items = Array.isArray(page) ? page : page.items;
+      const events: ConversationEvent[] = [];
       for (const item of items) {
         const parsed = ConversationEventRecord.safeParse(item);
         if (parsed.success) events.push(parsed.data);
         else this.log.warn('companion sent an event that does not parse; left out', { key, issues: parsed.error.issues });
       }
+      if (events.length > 0) yield events;
       const last = events.at(-1)?.position;
-      if (items.length < EVENTS_PAGE_SIZE || last === undefined || last <= after) return events;
+      if (items.length < EVENTS_PAGE_SIZE || last === undefined || last <= after) return;
       after = last;
     }
   }
 
   /**
    * GET from the companion. For a conversation's route, the view must reflect at least the
-   * writes this gateway answered for it and the position the client asked for (read your
-   * writes): the companion waits for it, bounded.
+   * writes this gateway answered for it, the position the client asked for (read your
+   * writes) and `floor`: the companion waits for it, bounded.
    */
-  private async get(path: string, key?: string): Promise<unknown> {
-    const min = key === undefined ? 0 : Math.max(this.positions.get(key), requestedPosition());
+  private async get(path: string, key?: string, floor = 0): Promise<unknown> {
+    const min = key === undefined ? 0 : Math.max(this.positions.get(key), requestedPosition(), floor);
     let response: Response;
     try {
       response = await fetch(this.baseUrl + path, {

@@ -24,6 +24,11 @@ export const CompanionStatus = z.object({
   agent: z.string().nullable(),
   owner: z.string().nullable(),
   grants: z.array(Grant),
+  /**
+   * The position of the conversation's last event folded into this status (0: none): owner
+   * and grants are exact as of it, and a stream folds access from the events after it.
+   */
+  position: z.number().int().nonnegative().default(0),
 });
 export type CompanionStatus = z.infer<typeof CompanionStatus>;
 

@@ -130,10 +130,12 @@ export const hasOpenWork = (state: ConversationState): boolean => state.runningT
 
 /**
  * Who may do what: the owner reads and writes, a subject granted `write` too, one granted
- * `read` reads. A conversation nobody opened yet is open to its first writer.
+ * `read` reads. A conversation nobody opened yet is open to its first writer, and readable by nobody.
  */
 export function mayAccess(state: Pick<ConversationState, 'owner' | 'grants'>, subject: string, access: 'read' | 'write'): boolean {
-  if (state.owner === null || state.owner === subject) return true;
+  // Nobody owns it yet: its first write makes the writer the owner; there is nothing to read.
+  if (state.owner === null) return access === 'write';
+  if (state.owner === subject) return true;
   const granted = state.grants[subject];
   return granted === 'write' || (granted === 'read' && access === 'read');
 }

@@ -30,8 +30,9 @@ export type StubInput = {
 /**
  * A stand-in for the companion's internal read API, for the gateway's own tests only (the
  * full-stack tests use the real companion). It answers from in-memory maps the test fills,
- * like the companion: an unknown conversation is an idle one without owner, anything else
- * unknown is 404 `{error: {code, message}}`. `requests` records every path asked for.
+ * like the companion: an unknown conversation is an idle one without owner, one the test gave
+ * a transcript or turns is owned by `anonymous` (the subject of open mode) unless `setStatus`
+ * says otherwise, anything else unknown is 404 `{error: {code, message}}`. `requests` records every path asked for.
  */
 export type CompanionStub = {
   url: string;
@@ -55,6 +56,8 @@ export async function startCompanionStub(): Promise<CompanionStub> {
   const transcripts = new Map<string, TranscriptPage>();
   const turns = new Map<string, TurnView[]>();
   const requests: string[] = [];
+  /** Conversations the test gave a transcript or turns: somebody wrote to them. */
+  const written = new Set<string>();
   const notFound = (message: string) => ({ status: 404, body: { error: { code: 'not_found', message } } });
 
   const answer = (path: string, query: URLSearchParams): { status: number; body: unknown } => {
@@ -63,7 +66,7 @@ export async function startCompanionStub(): Promise<CompanionStub> {
     const key = segments[1];
     const [, , resource, id] = segments;
     if (resource === undefined) {
-      return { status: 200, body: { key, running: null, steering: [], queue: [], lastInputId: null, agent: null, owner: null, grants: [], ...statuses.get(key) } };
+      return { status: 200, body: { key, running: null, steering: [], queue: [], lastInputId: null, agent: null, owner: written.has(key) ? 'anonymous' : null, grants: [], ...statuses.get(key) } };
     }
     if (resource === 'inputs' && id !== undefined) {
       const input = inputs.get(`${key}\n${id}`);
@@ -106,7 +109,7 @@ export async function startCompanionStub(): Promise<CompanionStub> {
     requests,
     failing: false,
     setStatus: (key, status) => statuses.set(key, { ...statuses.get(key), ...status }),
-    addInput: (key, input) =>
+    addInput: (key, input) => {
       inputs.set(`${key}\n${input.id}`, {
         id: input.id,
         kind: input.kind ?? 'chat',
@@ -116,10 +119,19 @@ export async function startCompanionStub(): Promise<CompanionStub> {
         steer: input.steer ?? null,
         state: input.state ?? 'pending',
         rejection: input.rejection ?? null,
-      }),
-    addEvents: (key, added) => events.set(key, [...(events.get(key) ?? []), ...added].sort((a, b) => a.position - b.position)),
-    setTranscript: (key, page) => transcripts.set(key, page),
-    addTurn: (key, turn) => turns.set(key, [...(turns.get(key) ?? []), turn]),
+      });
+    },
+    addEvents: (key, added) => {
+      events.set(key, [...(events.get(key) ?? []), ...added].sort((a, b) => a.position - b.position));
+    },
+    setTranscript: (key, page) => {
+      written.add(key);
+      transcripts.set(key, page);
+    },
+    addTurn: (key, turn) => {
+      written.add(key);
+      turns.set(key, [...(turns.get(key) ?? []), turn]);
+    },
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

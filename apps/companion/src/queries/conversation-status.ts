@@ -42,5 +42,6 @@ export async function readConversationStatus(readModels: DataSource, key: string
     agent: conversation?.agent ?? null,
     owner: conversation?.owner ?? null,
     grants: Object.entries(conversation?.grants ?? {}).map(([subject, access]) => ({ subject, access })),
+    position: conversation?.position ?? 0,
   };
 }

@@ -60,9 +60,11 @@ describe('Authenticator', () => {
 });
 
 describe('mayAccess', () => {
-  it('a new conversation (no owner) is open; an owned one only to its owner', () => {
+  it('a new conversation (no owner) may be written by anyone and read by nobody; an owned one only by its owner', () => {
     expect(mayAccess(null, 'alice', 'write')).toBe(true);
     expect(mayAccess({ owner: null }, 'alice', 'write')).toBe(true);
+    expect(mayAccess(null, 'alice', 'read')).toBe(false);
+    expect(mayAccess({ owner: null }, 'alice', 'read')).toBe(false);
     expect(mayAccess({ owner: 'alice' }, 'alice', 'read')).toBe(true);
     expect(mayAccess({ owner: 'bob' }, 'alice', 'read')).toBe(false);
     expect(mayAccess({ owner: 'bob' }, 'alice', 'write')).toBe(false);

@@ -56,7 +56,7 @@ export class ChatHandler {
     const clientId = clientIdOf(body.id, request.idempotencyKey);
     const id = clientId ?? randomUUID();
 
-    await this.access.require(request.key, request.subject, 'write');
+    await this.access.mayWrite(request.key, request.subject);
 
     const decision = this.decisions.watch(request.key, [id], (event, live) => decisionOn(event, id, messages, live));
     try {

@@ -11,6 +11,7 @@ const status = (running: boolean, queue: string[]): CompanionStatus => ({
   agent: 'default',
   grants: [],
   owner: null,
+  position: 0,
 });
 
 describe('position of a chat sent again', () => {

@@ -27,7 +27,7 @@ beforeAll(async () => {
       return;
     }
     const key = decodeURIComponent((request.url ?? '').split('/')[2] ?? '');
-    response.end(JSON.stringify({ key, running: null, steering: [], queue: [], lastInputId: null, agent: null, owner: null, grants: [] }));
+    response.end(JSON.stringify({ key, running: null, steering: [], queue: [], lastInputId: null, agent: null, owner: 'anonymous', grants: [] }));
   });
   await new Promise<void>((resolve) => companion.listen(0, '127.0.0.1', resolve));
   h = await startHarness({ COMPANION_URL: `http://127.0.0.1:${(companion.address() as AddressInfo).port}` }, { log, decisionTimeoutMs: 3000 });

@@ -1,5 +1,6 @@
 import type { ConversationEvent, StreamCursor } from '@rudder/contracts';
 import type { KeptToken } from './kept-tokens';
+import { opensConversation, type ReaderAccess } from './reader-access';
 import { sseEvent, sseToken } from './sse';
 
 /** What the live consumer hands each open stream of a conversation. */
@@ -19,82 +20,225 @@ export type StreamSink = {
 };
 
 export type EventStreamOptions = {
-  /** Where the client is (Last-Event-ID or `?after=`); null: live from now on, no replay. */
+  /** Where the client is (Last-Event-ID or `?after=`); null: live from now on, no history. */
   after: StreamCursor | null;
-  /** The events after a position that are already out (stored, or recently seen live), in any order. */
-  replay: (after: number) => Promise<ConversationEvent[]>;
+  /**
+   * Who reads, and what they may read as of a position, asked once the stream is subscribed;
+   * null in open development mode (everyone reads everything). Rejects (403, say) to refuse
+   * the stream before anything is sent.
+   */
+  reader: () => Promise<ReaderAccess | null>;
+  /**
+   * The stored events after a position, oldest first, a page at a time, from a store that has
+   * folded the conversation at least up to `floor`: every event after `after` up to the last
+   * one given, none missing.
+   */
+  stored: (after: number, floor: number) => AsyncIterable<ConversationEvent[]>;
+  /** The events after a position this gateway saw lately, oldest first: a tail of the log, none missing inside it. */
+  recent: (after: number) => ConversationEvent[];
   /** The kept tokens a client at the cursor has not had (`KeptTokens.after`), in offset order. */
   replayTokens: (after: StreamCursor) => KeptToken[];
-  /** For a live stream that has sent no event yet: the position its tokens' ids name (the conversation's latest seen). */
+  /** The highest position of the conversation this gateway has seen lately, if any. */
   latestPosition: () => number | null;
   sink: StreamSink;
+  /** Told why the stream ended on its own (a revoke, a gap the store could not fill). */
+  ended?: (reason: string) => void;
 };
 
+type Item = { event: ConversationEvent } | { token: KeptToken };
+
 /**
- * One client's event stream: what it missed, then live, in position order, each position once.
+ * One client's event stream: what it missed, then live, in position order, each position once,
+ * and only what its reader may read.
  *
  * Contract: the stream is subscribed to the live consumer before `start()` asks for the
- * replay, and holds live events back until the replay is out; then it flushes them, skipping
- * positions already sent. An event published during the replay is in the replay, in the held
- * back events, or both — never in neither. From then on a live event is sent when its
- * position is above the last one sent: duplicates (the outbox relay may publish twice; the
- * replay and the live copy overlap) are dropped by position.
+ * reader's access and the history; live records are held back until the history is out.
  *
- * Positions grow within a conversation but are not consecutive (one sequence for all
- * conversations), so a missing one cannot be noticed here; the replay closes the only window
- * where one could go missing (see `LiveEvents.recentAfter`).
+ * The log reaches a stream two ways: the store (the companion: contiguous from where it was
+ * asked, as far as it has folded) and the tail (what this gateway saw lately and everything
+ * handed to the stream since it subscribed: contiguous from its first record on). Between the
+ * two there may be a gap: events the gateway consumed before the stream subscribed and the
+ * store had not folded yet when it was asked. Before the stream carries the tail's first
+ * event past what it knows, it fills that gap from the store, waiting for the store to reach
+ * that event (`stored(known, floor)`), so
+ * - a resume delivers every event after its cursor, in order, or ends (the client resumes
+ *   again); it never skips one;
+ * - the reader's access is folded from every event in log order (`ReaderAccess`): an event is
+ *   carried only if the reader may read the conversation at its position, a revoke ends the
+ *   stream, and a stream opened before the owner's first write carries nothing of it.
  *
- * Tokens go the same way on a second track: replayed from the kept ones after the cursor's
- * token offset (`KeptTokens`), held back during the replay, then sent live when their offset
- * is above the last one sent. The two tracks are independent (two topics have no order
- * between them), so each message's id carries both: an event's is its position, a token's
- * `<last position sent>.<its offset>`. In a replay a token goes after the event it followed
- * when it arrived (its anchor).
+ * Duplicates (the outbox relay may publish twice; the store and the tail overlap) are dropped
+ * by position. Tokens go on a second track: replayed from the kept ones after the cursor's
+ * token offset, then live when their offset is above the last one sent, each while the reader
+ * may read. The two tracks have no order between them, so each message's id carries both: an
+ * event's is its position, a token's `<last position sent>.<its offset>`; in a replay a token
+ * goes after the event it followed when it arrived (its anchor).
  */
 export class EventStream implements LiveListener {
-  private phase: 'replaying' | 'live' | 'ended' = 'replaying';
+  private phase: 'starting' | 'live' | 'ended' = 'starting';
+  private opened = false;
+  private reader: ReaderAccess | null = null;
+  /** Every event of the conversation up to here has been through this stream (folded, and carried when it should be). */
+  private known = Number.POSITIVE_INFINITY;
+  /** The tail's records have started: from now on they follow each other with none missing. */
+  private tailJoined = false;
   private lastSent: number | null;
   private lastToken: number | null;
-  private heldBack: ConversationEvent[] = [];
-  private heldBackTokens: KeptToken[] = [];
+  /** Tail records waiting their turn, in arrival order. */
+  private pending: Item[] = [];
+  private pumping = false;
 
   constructor(private readonly options: EventStreamOptions) {
     this.lastSent = options.after?.position ?? null;
     this.lastToken = options.after?.tokenOffset ?? null;
   }
 
-  /** Replays what the client missed, then goes live. A failed replay rejects before anything is sent. */
+  /**
+   * Asks for the reader's access, replays what the client missed, then goes live. Rejects
+   * before anything is sent when access is refused or the history cannot be had.
+   */
   async start(): Promise<void> {
-    const after = this.options.after;
-    const replayed = after === null ? [] : await this.options.replay(after.position);
-    if (this.phase === 'ended') return;
-    this.options.sink.open();
-    const tokens = after === null ? this.heldBackTokens : [...this.options.replayTokens(after), ...this.heldBackTokens];
-    for (const item of inReplayOrder([...replayed, ...this.heldBack], tokens)) {
-      if ('position' in item) this.sendIfNew(item);
-      else this.sendTokenIfNew(item);
+    const { after } = this.options;
+    this.reader = await this.options.reader();
+    if (this.reader) this.known = this.reader.position;
+    if (after === null) {
+      if (this.stopped()) return;
+      this.openSink();
+    } else {
+      if (!this.reader) this.known = after.position;
+      await this.replay(after);
+      if (this.stopped()) return;
     }
-    this.heldBack = [];
-    this.heldBackTokens = [];
     this.phase = 'live';
+    void this.pump();
   }
 
   event(event: ConversationEvent): void {
-    if (this.phase === 'replaying') this.heldBack.push(event);
-    else if (this.phase === 'live') this.sendIfNew(event);
+    this.take({ event });
   }
 
   token(token: KeptToken): void {
-    if (this.phase === 'replaying') this.heldBackTokens.push(token);
-    else if (this.phase === 'live') this.sendTokenIfNew(token);
+    this.take({ token });
   }
 
   end(): void {
-    if (this.phase === 'ended') return;
+    if (this.stopped()) return;
     this.phase = 'ended';
-    this.heldBack = [];
-    this.heldBackTokens = [];
+    this.pending = [];
     this.options.sink.end();
+  }
+
+  private take(item: Item): void {
+    if (this.stopped()) return;
+    this.pending.push(item);
+    if (this.phase === 'live') void this.pump();
+  }
+
+  /**
+   * The stored history after the cursor (from further back when the reader's access is known
+   * only up to an earlier position: those events are folded, not carried), the kept tokens
+   * after it, and this gateway's recent tail ahead of what was held back meanwhile.
+   */
+  private async replay(after: StreamCursor): Promise<void> {
+    const tokens = this.options.replayTokens(after);
+    const floor = this.options.latestPosition() ?? 0;
+    try {
+      for await (const page of this.options.stored(Math.min(after.position, this.known), floor)) {
+        if (this.stopped()) return;
+        this.openSink();
+        for (const event of [...page].sort(byPosition)) {
+          while (tokens.length > 0 && tokens[0].anchor < event.position) this.sendToken(tokens.shift()!);
+          this.fromStore(event);
+          if (this.stopped()) return;
+        }
+      }
+    } catch (error) {
+      // Before the head: the request answers the error. After it: the client resumes from what it has.
+      if (!this.opened) throw error;
+      this.finish('the stored history could not be read');
+      return;
+    }
+    if (this.stopped()) return;
+    this.openSink();
+    const recent: Item[] = this.options.recent(after.position).map((event) => ({ event }));
+    this.pending = [...inReplayOrder(recent, tokens), ...this.pending];
+  }
+
+  /**
+   * Carries the tail's records in order. A record past what the stream knows, with records
+   * possibly missing before it, waits until the store has filled the gap.
+   */
+  private async pump(): Promise<void> {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      while (this.pending.length > 0 && this.phase === 'live') {
+        const item = this.pending[0];
+        if ('event' in item && this.gapBefore(item.event)) {
+          await this.fillGap(item.event.position);
+          continue;
+        }
+        this.pending.shift();
+        if ('event' in item) this.fromTail(item.event);
+        else this.sendToken(item.token);
+      }
+    } catch {
+      this.finish('the store could not fill a gap before a live event');
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private gapBefore(event: ConversationEvent): boolean {
+    return event.position > this.known && !this.tailJoined && !opensConversation(event);
+  }
+
+  /** Everything stored between what the stream knows and `position`, once the store has it. */
+  private async fillGap(position: number): Promise<void> {
+    for await (const page of this.options.stored(this.known, position)) {
+      for (const event of [...page].sort(byPosition)) {
+        if (this.phase !== 'live') return;
+        this.fromStore(event);
+      }
+    }
+    // The store has folded up to `position`: nothing before it can be missing any more.
+    this.known = Math.max(this.known, position - 1);
+    this.tailJoined = true;
+  }
+
+  /** A stored event: carried when the client asked for history, folded in any case. */
+  private fromStore(event: ConversationEvent): void {
+    this.see(event, this.options.after !== null);
+  }
+
+  /** The tail's records come in log order with none missing, so once one is through (none missing before it), so is the rest. */
+  private fromTail(event: ConversationEvent): void {
+    this.tailJoined = true;
+    this.see(event, true);
+  }
+
+  private see(event: ConversationEvent, carry: boolean): void {
+    if (event.position > this.known) this.known = event.position;
+    const reading = this.reader?.see(event) ?? 'carry';
+    if (reading === 'revoked') return this.finish(`${this.reader!.subject} may no longer read the conversation`);
+    if (reading === 'carry' && carry) this.sendIfNew(event);
+  }
+
+  /** A method, not a field test: a call in between may have ended the stream, which narrowing would not see. */
+  private stopped(): boolean {
+    return this.phase === 'ended';
+  }
+
+  private finish(reason: string): void {
+    if (this.stopped()) return;
+    this.options.ended?.(reason);
+    this.end();
+  }
+
+  private openSink(): void {
+    if (this.opened) return;
+    this.opened = true;
+    this.options.sink.open();
   }
 
   private sendIfNew(event: ConversationEvent): void {
@@ -103,7 +247,8 @@ export class EventStream implements LiveListener {
     this.options.sink.write(sseEvent(event));
   }
 
-  private sendTokenIfNew(token: KeptToken): void {
+  private sendToken(token: KeptToken): void {
+    if (this.reader && !this.reader.mayRead()) return;
     if (this.lastToken !== null && token.offset <= this.lastToken) return;
     this.lastToken = token.offset;
     const position = this.lastSent ?? this.options.latestPosition() ?? 0;
@@ -111,11 +256,13 @@ export class EventStream implements LiveListener {
   }
 }
 
+const byPosition = (a: ConversationEvent, b: ConversationEvent) => a.position - b.position;
+
 /** Events by position, each token after the event it followed (its anchor), tokens by offset. */
-function inReplayOrder(events: ConversationEvent[], tokens: KeptToken[]): (ConversationEvent | KeptToken)[] {
-  const key = (item: ConversationEvent | KeptToken): [number, number, number] =>
-    'position' in item ? [item.position, 0, 0] : [item.anchor, 1, item.offset];
-  return [...events, ...tokens].sort((a, b) => {
+function inReplayOrder(events: Item[], tokens: KeptToken[]): Item[] {
+  const key = (item: Item): [number, number, number] =>
+    'event' in item ? [item.event.position, 0, 0] : [item.token.anchor, 1, item.token.offset];
+  return [...events, ...tokens.map((token) => ({ token }))].sort((a, b) => {
     const [x, y] = [key(a), key(b)];
     return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
   });

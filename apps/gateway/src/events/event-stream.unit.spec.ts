@@ -2,6 +2,7 @@ import type { ConversationEvent } from '@rudder/contracts';
 import { describe, expect, it } from 'vitest';
 import { EventStream, type EventStreamOptions, type StreamSink } from './event-stream';
 import type { KeptToken } from './kept-tokens';
+import { ReaderAccess } from './reader-access';
 
 const event = (position: number): ConversationEvent => ({
   v: 1,
@@ -12,6 +13,16 @@ const event = (position: number): ConversationEvent => ({
   type: 'turn.started',
   data: { turn: 't', prompt: { id: `i-${position}`, text: 'x' } },
 });
+const opened = (position: number, owner: string): ConversationEvent => ({
+  ...event(position),
+  type: 'conversation.opened',
+  data: { owner, agent: 'default' },
+});
+const granted = (position: number, subject: string, access: 'read' | 'write' | null): ConversationEvent => ({
+  ...event(position),
+  type: 'access.granted',
+  data: { grant: `g-${position}`, subject, access },
+});
 
 const token = (offset: number, anchor: number, text = `t${offset}`): KeptToken => ({
   record: { v: 1, conversation: 'c', turn: 't', step: 0, text },
@@ -20,9 +31,29 @@ const token = (offset: number, anchor: number, text = `t${offset}`): KeptToken =
 });
 const at = (position: number, tokenOffset: number | null = null) => ({ position, tokenOffset });
 
-/** A stream with no kept tokens and no position seen, unless told. */
-const streamOf = (options: Partial<EventStreamOptions> & Pick<EventStreamOptions, 'after' | 'sink' | 'replay'>) =>
-  new EventStream({ replayTokens: () => [], latestPosition: () => null, ...options });
+/** The store as pages: what it holds after a position, all in one page (or none). */
+type Store = (after: number, floor: number) => Promise<ConversationEvent[]>;
+const pagesOf = (store: Store) =>
+  async function* (after: number, floor: number): AsyncGenerator<ConversationEvent[]> {
+    const page = await store(after, floor);
+    if (page.length > 0) yield page;
+  };
+const nothingStored: Store = () => Promise.resolve([]);
+const storeOf = (events: ConversationEvent[]): Store => (after) => Promise.resolve(events.filter((e) => e.position > after));
+
+/** A stream in open development mode (no reader), with no kept tokens and no position seen, unless told. */
+const streamOf = (options: Partial<Omit<EventStreamOptions, 'stored'>> & Pick<EventStreamOptions, 'after' | 'sink'> & { store?: Store }) =>
+  new EventStream({
+    reader: () => Promise.resolve(null),
+    recent: () => [],
+    replayTokens: () => [],
+    latestPosition: () => null,
+    stored: pagesOf(options.store ?? nothingStored),
+    ...options,
+  });
+
+const readerOf = (subject: string, owner: string | null, asOf: number, grants: Record<string, 'read' | 'write'> = {}) => () =>
+  Promise.resolve(new ReaderAccess(subject, { owner, grants }, asOf));
 
 function recordingSink() {
   const log: string[] = [];
@@ -32,12 +63,16 @@ function recordingSink() {
   return { sink, log, ids, all };
 }
 
+/** Lets the stream's pending promises (a gap being filled) run. */
+const settle = () => new Promise((resolve) => setImmediate(resolve));
+
 describe('EventStream', () => {
   it('sends the replay, then the events held back during it, in position order and each position once', async () => {
     const { sink, ids } = recordingSink();
     let finishReplay!: (events: ConversationEvent[]) => void;
-    const stream = streamOf({ after: at(5), sink, replay: () => new Promise((resolve) => (finishReplay = resolve)) });
+    const stream = streamOf({ after: at(5), sink, store: () => new Promise((resolve) => (finishReplay = resolve)) });
     const started = stream.start();
+    await settle();
     stream.event(event(8)); // live during the replay, also in it
     stream.event(event(9)); // live during the replay, not in it yet
     stream.event(event(4)); // older than what the client has
@@ -48,9 +83,9 @@ describe('EventStream', () => {
     expect(ids()).toEqual([6, 7, 8, 9, 10]);
   });
 
-  it('without a position it goes live at once and asks for no replay', async () => {
+  it('without a position it goes live at once and asks the store for nothing', async () => {
     const { sink, log, ids } = recordingSink();
-    const stream = streamOf({ after: null, sink, replay: () => Promise.reject(new Error('not asked')) });
+    const stream = streamOf({ after: null, sink, store: () => Promise.reject(new Error('not asked')) });
     await stream.start();
     stream.event(event(3));
     stream.event(event(2));
@@ -61,7 +96,7 @@ describe('EventStream', () => {
 
   it('a failed replay rejects before anything is sent', async () => {
     const { sink, log } = recordingSink();
-    const stream = streamOf({ after: at(1), sink, replay: () => Promise.reject(new Error('companion away')) });
+    const stream = streamOf({ after: at(1), sink, store: () => Promise.reject(new Error('companion away')) });
     await expect(stream.start()).rejects.toThrow('companion away');
     expect(log).toEqual([]);
   });
@@ -69,8 +104,12 @@ describe('EventStream', () => {
   it('a token carries <last position sent>.<offset> as id; held back during the replay, each offset once', async () => {
     const { sink, log } = recordingSink();
     let finishReplay!: (events: ConversationEvent[]) => void;
-    const stream = streamOf({ after: at(0), sink, replay: () => new Promise((resolve) => (finishReplay = resolve)) });
+    // The first live event is past what the replay had: the stream asks the store up to it first.
+    const later = storeOf([event(3), event(4)]);
+    const store: Store = (after, floor) => (floor === 0 ? new Promise((resolve) => (finishReplay = resolve)) : later(after, floor));
+    const stream = streamOf({ after: at(0), sink, store });
     const started = stream.start();
+    await settle();
     stream.token(token(7, 3, 'early'));
     finishReplay([event(3)]);
     await started;
@@ -78,6 +117,7 @@ describe('EventStream', () => {
     stream.token(token(8, 3, 'late'));
     stream.event(event(4));
     stream.token(token(9, 4, '!'));
+    await settle();
     expect(log).toEqual([
       'open',
       expect.stringMatching(/^id: 3\n/),
@@ -94,7 +134,7 @@ describe('EventStream', () => {
     const stream = streamOf({
       after: at(2, 10),
       sink,
-      replay: async () => [event(5), event(4), event(3)],
+      store: async () => [event(5), event(4), event(3)],
       replayTokens: (cursor) => kept.filter((t) => cursor.tokenOffset !== null && t.offset > cursor.tokenOffset),
     });
     await stream.start();
@@ -103,9 +143,9 @@ describe('EventStream', () => {
     expect(all()).toEqual(['2.11', '3', '4', '4.12', '5', '5.13', '5.14']);
   });
 
-  it('a live stream that has sent no event yet names the latest position seen in its tokens\' ids', async () => {
+  it("a live stream that has sent no event yet names the latest position seen in its tokens' ids", async () => {
     const { sink, all } = recordingSink();
-    const stream = streamOf({ after: null, sink, replay: () => Promise.reject(new Error('not asked')), latestPosition: () => 41 });
+    const stream = streamOf({ after: null, sink, latestPosition: () => 41 });
     await stream.start();
     stream.token(token(3, 41));
     expect(all()).toEqual(['41.3']);
@@ -114,13 +154,130 @@ describe('EventStream', () => {
   it('after end nothing more is written, and a replay that finishes late opens nothing', async () => {
     const { sink, log } = recordingSink();
     let finishReplay!: (events: ConversationEvent[]) => void;
-    const stream = streamOf({ after: at(0), sink, replay: () => new Promise((resolve) => (finishReplay = resolve)) });
+    const stream = streamOf({ after: at(0), sink, store: () => new Promise((resolve) => (finishReplay = resolve)) });
     const started = stream.start();
+    await settle();
     stream.end();
     stream.end();
     finishReplay([event(1)]);
     await started;
     stream.event(event(2));
     expect(log).toEqual(['end']);
+  });
+
+  it('a resume never skips: events the store had not folded when asked, and this gateway no longer keeps, are fetched before the next live one', async () => {
+    const { sink, ids } = recordingSink();
+    // The store is behind: at first it has up to 3; 4 and 5 were seen live before the stream
+    // subscribed and are gone from the gateway's recent events. Asked with a floor, it has them.
+    const floors: number[] = [];
+    const store: Store = async (after, floor) => {
+      floors.push(floor);
+      const held = floor >= 6 ? [event(3), event(4), event(5), event(6)] : [event(3)];
+      return held.filter((e) => e.position > after);
+    };
+    const stream = streamOf({ after: at(2), sink, store });
+    await stream.start();
+    stream.event(event(6));
+    stream.event(event(7));
+    await settle();
+    expect(ids()).toEqual([3, 4, 5, 6, 7]);
+    expect(floors).toEqual([0, 6]);
+  });
+
+  it('a gap the store cannot fill ends the stream (the client resumes) instead of skipping', async () => {
+    const { sink, log, ids } = recordingSink();
+    const endings: string[] = [];
+    let asked = 0;
+    const store: Store = async (after) => {
+      if (asked++ > 0) throw new Error('the read view is behind');
+      return [event(3)].filter((e) => e.position > after);
+    };
+    const stream = streamOf({ after: at(2), sink, store, ended: (reason) => endings.push(reason) });
+    await stream.start();
+    stream.event(event(6));
+    await settle();
+    expect(ids()).toEqual([3]);
+    expect(log.at(-1)).toBe('end');
+    expect(endings).toHaveLength(1);
+  });
+
+  it('the recent tail that overlaps the store needs no fetch', async () => {
+    const { sink, ids } = recordingSink();
+    let asked = 0;
+    const stream = streamOf({
+      after: at(2),
+      sink,
+      store: async (after) => (asked++, [event(3), event(4)].filter((e) => e.position > after)),
+      recent: () => [event(4), event(5)],
+    });
+    await stream.start();
+    stream.event(event(6));
+    await settle();
+    expect(ids()).toEqual([3, 4, 5, 6]);
+    expect(asked).toBe(1);
+  });
+});
+
+describe('EventStream: the reader may read the conversation at each event position', () => {
+  it("a stream opened on a key nobody owns carries nothing of another's conversation", async () => {
+    const { sink, log } = recordingSink();
+    const stream = streamOf({ after: null, sink, reader: readerOf('bob', null, 0) });
+    await stream.start();
+    stream.event(opened(10, 'alice'));
+    stream.token(token(1, 10, 'secret'));
+    stream.event(event(11));
+    await settle();
+    expect(log).toEqual(['open']);
+  });
+
+  it("the owner's own stream, opened before the first write, carries the conversation from its opening", async () => {
+    const { sink, ids } = recordingSink();
+    let asked = 0;
+    const stream = streamOf({ after: null, sink, reader: readerOf('alice', null, 0), store: async () => (asked++, []) });
+    await stream.start();
+    stream.event(opened(10, 'alice'));
+    stream.event(event(11));
+    await settle();
+    expect(ids()).toEqual([10, 11]);
+    expect(asked).toBe(0); // the conversation's first event: nothing can come before it
+  });
+
+  it('an event after the status the stream opened with is judged after the access facts before it, fetched when it was not seen live', async () => {
+    const { sink, log } = recordingSink();
+    // bob had read access at 20 (the status); it was revoked at 21, which this gateway
+    // consumed before bob subscribed, and the store had not folded when the status was read.
+    const store: Store = async (after, floor) => [granted(21, 'bob', null), event(22)].filter((e) => e.position > after && e.position <= Math.max(floor, 20));
+    const stream = streamOf({ after: null, sink, reader: readerOf('bob', 'alice', 20, { bob: 'read' }), store });
+    await stream.start();
+    stream.event(event(22));
+    await settle();
+    expect(log).toEqual(['open', 'end']);
+  });
+
+  it('a revoke ends the stream of the revoked reader; a grant opens it to the grantee', async () => {
+    const bob = recordingSink();
+    const carol = recordingSink();
+    const endings: string[] = [];
+    const bobs = streamOf({ after: null, sink: bob.sink, reader: readerOf('bob', 'alice', 10, { bob: 'read' }), ended: (r) => endings.push(r) });
+    const carols = streamOf({ after: null, sink: carol.sink, reader: readerOf('carol', 'alice', 10) });
+    await Promise.all([bobs.start(), carols.start()]);
+    for (const e of [event(11), granted(12, 'carol', 'read'), event(13), granted(14, 'bob', null), event(15)]) {
+      bobs.event(e);
+      carols.event(e);
+    }
+    await settle();
+    expect(bob.ids()).toEqual([11, 12, 13]);
+    expect(bob.log.at(-1)).toBe('end');
+    expect(endings).toEqual(['bob may no longer read the conversation']);
+    expect(carol.ids()).toEqual([12, 13, 14, 15]);
+  });
+
+  it('history is replayed from where the access is known, carrying only what comes after the cursor', async () => {
+    const { sink, ids } = recordingSink();
+    const history = [opened(1, 'alice'), event(2), granted(3, 'bob', 'read'), event(4), granted(5, 'bob', null), event(6)];
+    // The status said bob may read as of 3; his cursor is at 4.
+    const stream = streamOf({ after: at(4), sink, reader: readerOf('bob', 'alice', 3, { bob: 'read' }), store: storeOf(history) });
+    await stream.start();
+    expect(ids()).toEqual([]);
   });
 });

@@ -1,12 +1,15 @@
 import type { ServerResponse } from 'node:http';
 import { Inject, Injectable } from '@nestjs/common';
 import type { StreamCursor } from '@rudder/contracts';
+import type { Log } from '@rudder/runtime';
 import { ConversationAccess } from '../auth/conversation-access';
 import { CompanionClient } from '../companion-client';
 import { SubjectLimits } from '../limits/subject-limits';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { LOG } from '../tokens';
 import { EventStream } from './event-stream';
 import { LiveEvents } from './live-events';
+import { ReaderAccess } from './reader-access';
 import { responseSink } from './sse';
 import { StreamBuffers } from './stream-buffers';
 
@@ -20,9 +23,14 @@ export type OpenStream = {
 };
 
 /**
- * `GET /v1/conversations/{key}/events`: checks read access, then serves one `EventStream`
- * until the client goes away or the gateway stops. Resolves once the stream is live; rejects
- * (with nothing sent) when access is refused or the replay cannot be had.
+ * `GET /v1/conversations/{key}/events`: serves one `EventStream` until the client goes away,
+ * its reader loses read access, or the gateway stops. Resolves once the stream is live;
+ * rejects (with nothing sent) when access is refused or the history cannot be had.
+ *
+ * The stream subscribes to the live consumer first, then asks for the reader's access (the
+ * companion's status, once it has folded at least what this gateway has seen of the
+ * conversation): everything after that status's position reaches the stream, which folds the
+ * reader's access along it (see `EventStream`, `ReaderAccess`).
  */
 @Injectable()
 export class EventsHandler {
@@ -33,26 +41,23 @@ export class EventsHandler {
     @Inject(SubjectLimits) private readonly limits: SubjectLimits,
     @Inject(GatewayMetrics) private readonly metrics: GatewayMetrics,
     @Inject(StreamBuffers) private readonly buffers: StreamBuffers,
+    @Inject(LOG) private readonly log: Log,
   ) {}
 
   async open({ key, subject, after, response }: OpenStream): Promise<void> {
-    await this.access.require(key, subject, 'read');
     // A slot of the subject's open streams (429 past LIMIT_STREAMS_PER_SUBJECT), held until the response closes.
     const release = this.metrics.streamOpened(this.limits.openStream(subject));
-    // What the client missed: the companion's store, plus what this gateway saw live lately and
-    // the store may not have folded yet (LiveEvents.recentAfter); the stream drops the overlap.
-    const replay = async (position: number) => [
-      ...(await this.companion.eventsAfter(key, position)),
-      ...this.live.recentAfter(key, position),
-    ];
     const stream = new EventStream({
       after,
-      sink: responseSink(response, this.buffers.capOf(key)),
-      replay,
+      reader: () => this.readerOf(key, subject),
+      stored: (position, floor) => this.companion.eventPages(key, position, floor),
+      recent: (position) => this.live.recentAfter(key, position),
       replayTokens: (cursor) => this.live.tokensAfter(key, cursor),
       latestPosition: () => this.live.latestPosition(key),
+      sink: responseSink(response, this.buffers.capOf(key)),
+      ended: (reason) => this.log.info('ended an event stream', { conversation: key, subject, reason }),
     });
-    // Subscribed before the replay is asked for: see EventStream.
+    // Subscribed before the access and the history are asked for: see EventStream.
     const unsubscribe = this.live.subscribe(key, stream);
     // The response's 'close': the client went away (or the stream ended). Not the request's:
     // since Node 16 that fires as soon as the request has been read.
@@ -62,7 +67,7 @@ export class EventsHandler {
       release();
     };
     response.on('close', close);
-    // The client may have gone while access was checked: its 'close' has fired already.
+    // The client may have gone while the stream was being set up: its 'close' has fired already.
     if (response.destroyed) close();
     try {
       await stream.start();
@@ -72,5 +77,13 @@ export class EventsHandler {
       release();
       throw error;
     }
+  }
+
+  /** The reader's access as of the companion's status; null in open development mode (no check). */
+  private async readerOf(key: string, subject: string): Promise<ReaderAccess | null> {
+    if (this.access.open) return null;
+    const status = await this.access.streamable(key, subject, this.live.latestPosition(key) ?? 0);
+    const grants = Object.fromEntries((status?.grants ?? []).map((g) => [g.subject, g.access]));
+    return new ReaderAccess(subject, { owner: status?.owner ?? null, grants }, status?.position ?? 0);
   }
 }

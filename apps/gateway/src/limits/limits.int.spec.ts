@@ -39,7 +39,8 @@ describe('limits per subject', () => {
       // Every kind of input counts against the same rate.
       expect((await h.call(path(key, '/steer'), { body: { text: 'steer', id: 'rate-5' }, headers: as('alice') })).status).toBe(429);
       expect((await h.call(path(key, '/stop'), { body: {}, headers: as('alice') })).status).toBe(429);
-      // Reads are not inputs.
+      // Reads are not inputs (the companion's view shows alice's chats: she owns the conversation).
+      h.companion.setStatus(key, { owner: 'alice' });
       expect((await h.call(path(key), { headers: as('alice') })).status).toBe(200);
       expect((await h.call(path(bobKey, '/chat'), { body: { text: 'bob is fine', id: 'bob-1' }, headers: as('bob') })).status).toBe(202);
     });

@@ -33,7 +33,7 @@ export class MessagesController {
   ): Promise<unknown> {
     const key = conversationKeyOf(rawKey);
     const query = parseEdge(MessagesQuery, rawQuery, 'query');
-    await this.access.require(key, subject, 'read');
+    await this.access.readable(key, subject);
     return this.companion.messages(key, query);
   }
 }

@@ -136,7 +136,7 @@ const paths: ZodOpenApiPathsObject = {
         header: readHeaders,
         query: z.object({ after: z.string().optional().meta({ description: 'the `next` cursor of the previous page' }), limit: z.string().regex(/^\d+$/).optional().meta({ description: '1-200' }) }),
       },
-      responses: read('one page', TranscriptAnswer),
+      responses: read('one page', TranscriptAnswer, ['not_found']),
     }),
   },
   '/v1/conversations/{key}/turns/{turn}': {
@@ -156,7 +156,7 @@ const paths: ZodOpenApiPathsObject = {
   '/v1/conversations/{key}/events': {
     get: op('Server-Sent Events of the conversation, resumable with `Last-Event-ID`', {
       operationId: 'events',
-      description: `Event types: ${streamEventTypes().map((t) => `\`${t}\``).join(', ')}. Stored events carry their position as SSE id; \`token\` events carry \`<position>.<offset>\` (the last position sent before it, its offset on agent.tokens), and a reconnect with either kind of id replays the events and the tokens missed (tokens are kept until their turn ended plus 60 s). Without \`Last-Event-ID\` (or \`?after=\`) the stream starts live. A \`: keep-alive\` comment comes every 15 s.`,
+      description: `Event types: ${streamEventTypes().map((t) => `\`${t}\``).join(', ')}. Stored events carry their position as SSE id; \`token\` events carry \`<position>.<offset>\` (the last position sent before it, its offset on agent.tokens), and a reconnect with either kind of id replays the events and the tokens missed (tokens are kept until their turn ended plus 60 s). Without \`Last-Event-ID\` (or \`?after=\`) the stream starts live. A \`: keep-alive\` comment comes every 15 s. A stream may be opened on a key nobody owns yet; it carries an event only to a subject who may read the conversation at that event's position, and ends when its subject's read access is revoked.`,
       requestParams: {
         path: conversation,
         header: z.object({ 'last-event-id': z.string().regex(STREAM_ID_PATTERN).optional().meta({ description: 'resume after this event (a position) or token (<position>.<offset>)' }) }),

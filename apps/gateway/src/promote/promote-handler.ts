@@ -46,7 +46,7 @@ export class PromoteHandler {
   async promote(request: PromoteRequest): Promise<SteerAnswer> {
     parseEdge(PromoteBody, request.body ?? {}, 'promote body');
     const { key, target } = request;
-    await this.access.require(key, request.subject, 'write');
+    await this.access.mayWrite(key, request.subject);
     const id = randomUUID();
     const decision = this.decisions.watch(key, [id, target], (event): PromoteDecision | undefined => {
       if (event.type === 'promote.refused' && event.data.promote === id) return { refused: event.data.code };

@@ -44,7 +44,7 @@ export class RetractHandler {
 
   async retract(request: RetractRequest): Promise<RetractAnswer> {
     const { key, target } = request;
-    await this.access.require(key, request.subject, 'write');
+    await this.access.mayWrite(key, request.subject);
     const id = randomUUID();
     const decision = this.decisions.watch(key, [id], (event): RetractDecision | undefined => {
       if (event.type === 'input.retracted' && event.data.retract === id) return { retracted: { id: event.data.input.id, text: event.data.input.text } };

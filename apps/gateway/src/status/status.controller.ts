@@ -4,20 +4,17 @@ import { AuthGuard, Subject } from '../auth/auth.guard';
 import { ConversationAccess } from '../auth/conversation-access';
 import type { CompanionStatus } from '../companion-client';
 import { conversationKeyOf } from '../edge';
-import { GatewayError } from '../errors/gateway-error';
 
 @Controller('v1/conversations/:key')
 @UseGuards(AuthGuard)
 export class StatusController {
   constructor(@Inject(ConversationAccess) private readonly access: ConversationAccess) {}
 
-  /** The companion's status without its internal fields; the companion's 404 is passed on. */
+  /** The companion's status without its internal fields; 404 for a key nobody owns. */
   @Get()
   async status(@Param('key') rawKey: string, @Subject() subject: string): Promise<ConversationStatus> {
     const key = conversationKeyOf(rawKey);
-    const status = await this.access.statusFor(key, subject, 'read');
-    if (!status) throw new GatewayError('not_found', `no conversation ${key}`);
-    return publicStatus(status, subject);
+    return publicStatus(await this.access.readable(key, subject), subject);
   }
 }
 

@@ -18,9 +18,10 @@ describe('GET /v1/conversations/{key}', () => {
     expect(h.companion.requests).toContain('/conversations/user-42%2Ftrip');
   });
 
-  it('a conversation nobody wrote to yet is idle and empty', async () => {
+  it('a key nobody wrote to yet has no status: 404', async () => {
     const answer = await h.call('/v1/conversations/fresh');
-    expect(answer.body).toEqual({ key: 'fresh', running: null, steering: [], queue: [], lastInputId: null, agent: null });
+    expect(answer.status).toBe(404);
+    expect(answer.body.error.code).toBe('not_found');
   });
 
   it('a bad key is 400 and the companion is not asked', async () => {

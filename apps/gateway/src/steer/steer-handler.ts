@@ -50,7 +50,7 @@ export class SteerHandler {
     const clientId = clientIdOf(body.id, request.idempotencyKey);
     const id = clientId ?? randomUUID();
 
-    await this.access.require(request.key, request.subject, 'write');
+    await this.access.mayWrite(request.key, request.subject);
 
     const decision = this.decisions.watch(request.key, [id], (event, live) => decisionOn(event, id, body.text, live));
     try {

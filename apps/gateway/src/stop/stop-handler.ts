@@ -34,7 +34,7 @@ export class StopHandler {
 
   async stop(request: StopRequest): Promise<StopAnswer> {
     const body = parseEdge(StopBody, request.body ?? {}, 'stop body');
-    await this.access.require(request.key, request.subject, 'write');
+    await this.access.mayWrite(request.key, request.subject);
     const id = randomUUID();
     const decision = this.decisions.watch(request.key, [id], (event) => {
       if (event.type === 'stop.requested' && event.data.stop === id) return { turn: event.data.turn };

@@ -18,15 +18,16 @@ export class StreamTokensController {
 
   /**
    * 201 `{token, expiresAt}`: a short-lived token that opens this conversation's event stream
-   * and nothing else (see `StreamTokens`). Needs read access now, checked as a read is; the
-   * stream checks it again when it opens.
+   * and nothing else (see `StreamTokens`). Refused as opening the stream is (403 when the
+   * conversation has an owner and the subject may not read it); the stream carries only what
+   * its reader may read at each event's position.
    */
   @Post('stream-tokens')
   @HttpCode(201)
   async issue(@Param('key') rawKey: string, @Body() body: unknown, @Subject() subject: string): Promise<{ token: string; expiresAt: string }> {
     const key = conversationKeyOf(rawKey);
     parseEdge(StreamTokenBody, body, 'stream-token body');
-    await this.access.require(key, subject, 'read');
+    await this.access.streamable(key, subject);
     return this.authenticator.streamTokens.issue({ subject, conversation: key });
   }
 }

@@ -28,7 +28,7 @@ export class TurnsController {
     const key = conversationKeyOf(rawKey);
     if (rawInput === undefined) throw new GatewayError('bad_request', 'give the input id: /turns?input={id}');
     const input = parseEdge(InputId, rawInput, 'query input');
-    await this.access.require(key, subject, 'read');
+    await this.access.readable(key, subject);
     return this.companion.turnOfInput(key, input);
   }
 
@@ -37,7 +37,7 @@ export class TurnsController {
   async turn(@Param('key') rawKey: string, @Param('turn') rawTurn: string, @Subject() subject: string): Promise<unknown> {
     const key = conversationKeyOf(rawKey);
     const turn = parseEdge(TurnId, rawTurn, 'turn id');
-    await this.access.require(key, subject, 'read');
+    await this.access.readable(key, subject);
     return this.companion.turn(key, turn);
   }
 }
