@@ -71,6 +71,10 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
   /** Settles once the latest assignment's handler has run; batches wait for it. */
   private assignment: Promise<void> = Promise.resolve();
   private generation = 0;
+  /** Set by close(): no slice starts after it (its records are read again by the next consumer). */
+  private closing = false;
+  /** The batches being handled (`eachBatch` calls not returned yet): close() waits for them. */
+  private readonly batches = new Set<Promise<void>>();
 
   constructor(private readonly options: KafkaBatchServerOptions) {
     super();
@@ -106,12 +110,12 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
             autoCommit: false,
             eachBatchAutoResolve: false,
             partitionsConsumedConcurrently: this.options.partitionsAtOnce ?? 1,
-            eachBatch: async ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => {
+            eachBatch: ({ batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, uncommittedOffsets, isRunning, isStale }) => this.tracked(async () => {
               const topic = named.get(batch.topic)!;
               const size = this.options.maxBatchSize ?? batch.messages.length;
               for (let from = 0; from < batch.messages.length; from += size) {
-                // After a rebalance or a seek the rest of this batch is not ours to handle.
-                if (!isRunning() || isStale()) return;
+                // After a rebalance or a seek the rest of this batch is not ours to handle; after close(), nothing is.
+                if (!isRunning() || isStale() || this.closing) return;
                 await this.assignment;
                 const messages = batch.messages.slice(from, from + size);
                 const lag = Math.max(0, Number(batch.highWatermark) - Number(messages[messages.length - 1].offset) - 1);
@@ -125,7 +129,7 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
                 } else await commitOffsetsIfNecessary(uncommittedOffsets());
                 await heartbeat();
               }
-            },
+            }),
           });
         },
       });
@@ -148,9 +152,30 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
     await lastValueFrom(this.transformToObservable(await handler(data)), { defaultValue: undefined });
   }
 
+  /** Runs one `eachBatch`, known to close() until it returns. */
+  private async tracked(handle: () => Promise<void>): Promise<void> {
+    const running = handle();
+    const settled = running.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.batches.add(settled);
+    try {
+      await running;
+    } finally {
+      this.batches.delete(settled);
+    }
+  }
+
+  /**
+   * Stops consuming: the slices in hand end (no other starts), then what was handled is
+   * committed, then the consumer leaves. The commit must come before kafkajs' `stop()`, which
+   * drops the consumer's group, after which a commit only fails (#31: with `commitEveryMs`,
+   * close() committed nothing, and up to that much was read again).
+   */
   async close(): Promise<void> {
-    // Consuming stops first (the batch in hand ends), so the flush commits everything handled.
-    if (this.commits) await this.consumer?.stop().catch(() => undefined);
+    this.closing = true;
+    await Promise.all([...this.batches]);
     await this.commits?.flush();
     await this.kept?.stop();
     this.kept = null;
