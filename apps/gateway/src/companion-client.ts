@@ -8,7 +8,7 @@ import {
 } from '@rudder/contracts';
 import type { Log } from '@rudder/runtime';
 import { z } from 'zod';
-import { Positions, requestedPosition } from './consistency/positions';
+import { noteViewPosition, Positions, requestedPosition } from './consistency/positions';
 import { GatewayError } from './errors/gateway-error';
 import { OutageLog } from './errors/outage-log';
 
@@ -106,6 +106,9 @@ export class CompanionClient {
    */
   private async get(path: string, key?: string, floor = 0): Promise<unknown> {
     const min = key === undefined ? 0 : Math.max(this.positions.get(key), requestedPosition(), floor);
+    // A position the client asked for: refused at once when beyond the log, else (if this
+    // gateway has not seen it yet) one wait shared by every read asking for it (ProducedPositions).
+    if (key !== undefined) await this.positions.produced.reach(requestedPosition());
     let response: Response;
     try {
       response = await fetch(this.baseUrl + path, {
@@ -122,6 +125,12 @@ export class CompanionClient {
     }
     const body: unknown = await response.json().catch(() => undefined);
     const error = CompanionError.safeParse(body);
+    // How far the companion's view of the conversation had folded when it answered (see ReadFloorInterceptor).
+    const viewed = Number(response.headers.get('rudder-position'));
+    if (key !== undefined && Number.isSafeInteger(viewed) && viewed > 0) {
+      noteViewPosition(viewed);
+      this.positions.produced.saw(viewed);
+    }
     // The companion refused this gateway's service token: a configuration fault, not the client's.
     if (response.status === 401 || response.status === 403) {
       this.outage.failed(new Error(`the companion refused the service token (${response.status}): set the same COMPANION_TOKEN on the gateway and the companion`), { path });

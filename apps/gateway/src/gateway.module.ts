@@ -21,6 +21,7 @@ import { HealthController } from './health/health.controller';
 import { HealthChecks } from './health/health-checks';
 import { InputsPublisher } from './inputs-publisher';
 import { InputRateGuard } from './limits/input-rate.guard';
+import { ReadRateInterceptor } from './limits/read-rate.interceptor';
 import { limitSettings, SubjectLimits } from './limits/subject-limits';
 import { MessagesController } from './messages/messages.controller';
 import { PromoteController } from './promote/promote.controller';
@@ -44,7 +45,7 @@ import { CONFIG, KAFKA, LOG, OPTIONS, type GatewayOptions } from './tokens';
 export class GatewayModule {
   /** The whole gateway for one configuration; `startGateway` is the way to run it. */
   static forConfig(config: Config, log: Log, options: GatewayOptions = {}): DynamicModule {
-    const positions = new Positions();
+    const positions = new Positions(options.aheadWaitMs);
     const authenticator = Authenticator.fromConfig(config, options.now);
     return {
       module: GatewayModule,
@@ -75,6 +76,7 @@ export class GatewayModule {
         { provide: GatewayMetrics, useValue: new GatewayMetrics() },
         { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log, positions, config.COMPANION_TOKEN) },
         { provide: APP_INTERCEPTOR, useClass: PositionInterceptor },
+        { provide: APP_INTERCEPTOR, useClass: ReadRateInterceptor },
         { provide: APP_FILTER, useClass: GatewayErrorFilter },
         { provide: SubjectLimits, useValue: new SubjectLimits(limitSettings(config, authenticator.open), options.now) },
         AuthGuard,

@@ -27,6 +27,8 @@ export type GatewayOptions = {
    * "after a second" is a step of the test, not a wait.
    */
   now?: () => number;
+  /** How long a read waits for a `Rudder-Min-Position` ahead of what the gateway has seen (`ProducedPositions`). Default 2 s. */
+  aheadWaitMs?: number;
 };
 
 export const DEFAULT_DECISION_TIMEOUT_MS = 30_000;

@@ -57,6 +57,13 @@ const Env = z.object({
   LIMIT_INPUTS_BURST: z.coerce.number().int().positive().optional(),
   LIMIT_STREAMS_PER_SUBJECT: z.coerce.number().int().nonnegative().optional(),
   /**
+   * Reads of a conversation (status, transcript, turns, event streams opened) per second per
+   * subject, per gateway, with bursts of LIMIT_READS_BURST (default twice the rate); past it 429.
+   * 0 turns it off. Unset: 100 a second where requests are authenticated, none in open development mode.
+   */
+  LIMIT_READS_PER_SECOND: z.coerce.number().nonnegative().optional(),
+  LIMIT_READS_BURST: z.coerce.number().int().positive().optional(),
+  /**
    * What a gateway holds in memory for its event streams (docs/security.md, "Memory caps"):
    * the bytes an event stream's response may hold unsent (a client that reads slower than its
    * conversation produces) before the gateway drops that stream (the client resumes with

@@ -44,6 +44,8 @@ export type CompanionStub = {
   addEvents(key: string, events: ConversationEvent[]): void;
   setTranscript(key: string, page: TranscriptPage): void;
   addTurn(key: string, turn: TurnView): void;
+  /** The position the companion's view of the conversation has folded to: sent as `rudder-position` on every answer about it, as the companion does. */
+  setPosition(key: string, position: number): void;
   /** While true, every request is answered 500 (a companion in trouble). */
   failing: boolean;
   stop(): Promise<void>;
@@ -55,6 +57,7 @@ export async function startCompanionStub(): Promise<CompanionStub> {
   const events = new Map<string, ConversationEvent[]>();
   const transcripts = new Map<string, TranscriptPage>();
   const turns = new Map<string, TurnView[]>();
+  const positions = new Map<string, number>();
   const requests: string[] = [];
   /** Conversations the test gave a transcript or turns: somebody wrote to them. */
   const written = new Set<string>();
@@ -98,7 +101,9 @@ export async function startCompanionStub(): Promise<CompanionStub> {
     const { status, body } = stub.failing
       ? { status: 500, body: { error: { code: 'internal', message: 'the companion failed to answer' } } }
       : answer(url.pathname, url.searchParams);
-    response.writeHead(status, { 'content-type': 'application/json' });
+    const key = url.pathname.startsWith('/conversations/') ? decodeURIComponent(url.pathname.split('/')[2] ?? '') : undefined;
+    const position = key === undefined ? undefined : positions.get(key);
+    response.writeHead(status, { 'content-type': 'application/json', ...(position === undefined || status >= 400 ? {} : { 'rudder-position': String(position) }) });
     response.end(JSON.stringify(body));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -132,6 +137,7 @@ export async function startCompanionStub(): Promise<CompanionStub> {
       written.add(key);
       turns.set(key, [...(turns.get(key) ?? []), turn]);
     },
+    setPosition: (key, position) => positions.set(key, position),
     stop: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -1,47 +1,114 @@
-import { Inject, Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { Observable } from 'rxjs';
-import type { DataSource } from 'typeorm';
+import { Inject, Injectable, type CallHandler, type ExecutionContext, type NestInterceptor, type OnModuleDestroy } from '@nestjs/common';
+import { from, mergeMap, type Observable } from 'rxjs';
+import { In, type DataSource } from 'typeorm';
 import { READ_MODELS } from '../read-models/data-source';
 import { Conversations } from '../read-models/entities';
 import { CompanionError } from './errors';
 
-/** How long a read waits for the view to reach the position asked for, and how often it looks. */
+/** How long a read waits for the view to reach the position asked for, and how often the waiting reads look, together. */
 const WAIT_MS = 5000;
 const POLL_MS = 15;
 
 type Request = { headers: Record<string, string | string[] | undefined>; params?: Record<string, string> };
+type Response = { setHeader(name: string, value: string): void; headersSent: boolean };
+type Waiter = { key: string; min: number; deadline: number; done(position: number | null): void };
 
 /**
  * Read your writes: a read of a conversation that carries `rudder-min-position: N` (the gateway
  * sends the position of the writes it answered, or the one the client passed) is answered only
  * once the companion has folded that conversation up to N — waiting up to WAIT_MS, then 503
  * saying the view is behind.
+ *
+ * The waits are shared: however many reads wait, of however many conversations, one query
+ * every POLL_MS reads the positions of the conversations waited on, and wakes the reads whose
+ * floor is reached. (The view is the database's, folded by whichever companion holds the
+ * conversation's partition, so it is read there, not learned from this process's own folds.)
+ *
+ * Every answer about a conversation carries `Rudder-Position`: the position the view of it
+ * had reached once the answer was read (0: none). Whatever the answer shows was produced at or
+ * before it, so the gateway may answer a write it finds decided here with that position.
  */
 @Injectable()
-export class ReadFloorInterceptor implements NestInterceptor {
+export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
+  private readonly waiting = new Set<Waiter>();
+  private timer: NodeJS.Timeout | undefined;
+  /** Queries the shared wait has made (for tests: they do not grow with the number of reads waiting). */
+  polls = 0;
+
   constructor(@Inject(READ_MODELS) private readonly readModels: DataSource) {}
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
     const request = context.switchToHttp().getRequest<Request>();
     const raw = request.headers['rudder-min-position'];
     const key = request.params?.key;
-    if (typeof raw === 'string' && key !== undefined) {
+    if (key === undefined) return next.handle();
+    if (typeof raw === 'string') {
       const min = Number(raw);
       if (!Number.isSafeInteger(min) || min < 0) throw new CompanionError('bad_request', 'rudder-min-position is a non-negative integer');
       if (min > 0) await this.reached(key, min);
     }
-    return next.handle();
+    const response = context.switchToHttp().getResponse<Response>();
+    return next.handle().pipe(
+      mergeMap((answer) =>
+        from(
+          this.positionOf(key).then((position) => {
+            if (!response.headersSent) response.setHeader('Rudder-Position', String(position));
+            return answer;
+          }),
+        ),
+      ),
+    );
   }
 
+  onModuleDestroy(): void {
+    clearTimeout(this.timer);
+    for (const waiter of this.waiting) waiter.done(null);
+    this.waiting.clear();
+  }
+
+  private async positionOf(key: string): Promise<number> {
+    const row = await this.readModels.manager.findOne(Conversations, { select: { position: true }, where: { key } });
+    return row?.position ?? 0;
+  }
+
+  /** Resolves once the view of `key` is at `min` or later; 503 after WAIT_MS. The first look is the read's own. */
   private async reached(key: string, min: number): Promise<void> {
-    const deadline = Date.now() + WAIT_MS;
-    for (;;) {
-      const row = await this.readModels.manager.findOne(Conversations, { select: { position: true }, where: { key } });
-      const position = row?.position ?? 0;
-      if (position >= min) return;
-      if (Date.now() > deadline) throw new CompanionError('unavailable', `the read view of ${key} is at position ${position}, not yet at ${min}; try again`);
-      await sleep(POLL_MS);
+    const now = await this.positionOf(key);
+    if (now >= min) return;
+    const position = await new Promise<number | null>((resolve) => {
+      this.waiting.add({ key, min, deadline: Date.now() + WAIT_MS, done: resolve });
+      this.schedule();
+    });
+    if (position === null || position < min) {
+      throw new CompanionError('unavailable', `the read view of ${key} is at position ${position ?? now}, not yet at ${min}; try again`);
     }
+  }
+
+  private schedule(): void {
+    if (this.timer === undefined && this.waiting.size > 0) this.timer = setTimeout(() => void this.poll(), POLL_MS);
+  }
+
+  /** One look for every read waiting: their conversations' positions in one query. */
+  private async poll(): Promise<void> {
+    const waiters = [...this.waiting];
+    const keys = [...new Set(waiters.map((w) => w.key))];
+    let positions = new Map<string, number>();
+    try {
+      this.polls++;
+      const rows = await this.readModels.manager.find(Conversations, { select: { key: true, position: true }, where: { key: In(keys) } });
+      positions = new Map(rows.map((row) => [row.key, row.position]));
+    } catch {
+      // The database away: the reads keep waiting until their deadline (then 503).
+    }
+    const now = Date.now();
+    for (const waiter of waiters) {
+      const position = positions.get(waiter.key) ?? 0;
+      if (position >= waiter.min || now > waiter.deadline) {
+        this.waiting.delete(waiter);
+        waiter.done(position);
+      }
+    }
+    this.timer = undefined;
+    this.schedule();
   }
 }

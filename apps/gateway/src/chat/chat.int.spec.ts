@@ -243,6 +243,18 @@ describe('POST /v1/conversations/{key}/chat', () => {
     expect(produced).toEqual([]);
   });
 
+  it('the same id answered from the companion carries Rudder-Position: the position its view had when it answered, at or past the decision', async () => {
+    const key = uniqueKey('retry-position');
+    h.companion.addInput(key, { id: 'dup-pos', messages: ['same text'], state: 'delivered' });
+    h.companion.setPosition(key, 4242);
+    const produced = await h.producedDuring(async () => {
+      const again = await h.call(chatPath(key), { body: { text: 'same text', id: 'dup-pos' } });
+      expect({ status: again.status, body: again.body }).toEqual({ status: 202, body: { id: 'dup-pos', turn: null, position: 0 } });
+      expect(again.headers.get('rudder-position')).toBe('4242');
+    });
+    expect(produced).toEqual([]);
+  });
+
   it('the same id with other messages is 422 id_reused and nothing is enqueued', async () => {
     const key = uniqueKey('reused');
     h.companion.addInput(key, { id: 'reused-1', messages: ['first text'] });

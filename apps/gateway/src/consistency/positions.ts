@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { GatewayError } from '../errors/gateway-error';
+import { ProducedPositions } from './produced-positions';
 
 /** How many conversations a gateway remembers the last write position of (least recently written go first). */
 const REMEMBERED = 100_000;
@@ -11,8 +12,15 @@ const REMEMBERED = 100_000;
  */
 export class Positions {
   private readonly latest = new Map<string, number>();
+  /** The highest position this gateway knows the log produced, and the reads waiting for later ones. */
+  readonly produced: ProducedPositions;
+
+  constructor(aheadWaitMs?: number) {
+    this.produced = new ProducedPositions(aheadWaitMs);
+  }
 
   note(key: string, position: number): void {
+    this.produced.saw(position);
     const known = this.latest.get(key) ?? 0;
     this.latest.delete(key);
     this.latest.set(key, Math.max(known, position));
@@ -25,20 +33,32 @@ export class Positions {
 }
 
 /**
- * The position a client asked its reads to reflect (`Rudder-Min-Position`: what another
- * gateway answered its write with), for the request being handled.
+ * What the request being handled knows of positions: the one the client asked its reads to
+ * reflect (`Rudder-Min-Position`: what another gateway answered its write with, 0: none), and
+ * the highest the companion's answers to it carried (`Rudder-Position`: its view of the
+ * conversation had folded that far when it answered, 0: none).
  */
-const requested = new AsyncLocalStorage<number>();
+type RequestPositions = { requested: number; view: number };
+const current = new AsyncLocalStorage<RequestPositions>();
 
-export const requestedPosition = (): number => requested.getStore() ?? 0;
+export const requestedPosition = (): number => current.getStore()?.requested ?? 0;
+
+/** The highest position the companion's answers to this request carried (0: none). */
+export const viewPosition = (): number => current.getStore()?.view ?? 0;
+
+/** Notes a position a companion answer to this request carried. */
+export function noteViewPosition(position: number): void {
+  const store = current.getStore();
+  if (store !== undefined && position > store.view) store.view = position;
+}
 
 type Request = { headers: Record<string, string | string[] | undefined> };
 
 /** Express middleware: reads `Rudder-Min-Position` (a non-negative integer, else 400) into the request's context. */
 export function readMinPosition(request: Request, _response: unknown, next: (error?: unknown) => void): void {
   const raw = request.headers['rudder-min-position'];
-  if (raw === undefined) return next();
+  if (raw === undefined) return current.run({ requested: 0, view: 0 }, next);
   const value = typeof raw === 'string' && /^\d{1,15}$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isSafeInteger(value)) return next(new GatewayError('bad_request', 'Rudder-Min-Position is a non-negative integer (a position a write answered with)'));
-  requested.run(value, next);
+  current.run({ requested: value, view: 0 }, next);
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   Inject,
   Injectable,
+  Optional,
   type BeforeApplicationShutdown,
   type OnApplicationShutdown,
   type OnModuleInit,
@@ -9,6 +10,7 @@ import {
 import { ConversationEventRecord, TokenRecord, type ConversationEvent } from '@rudder/contracts';
 import { keepConsuming, periodicCommits, READER_SESSION, topicNames, type Config, type KeptConsumer, type Log, type PeriodicCommits } from '@rudder/runtime';
 import type { Kafka, KafkaMessage, TopicPartitionOffset } from 'kafkajs';
+import { Positions } from '../consistency/positions';
 import { GatewayError } from '../errors/gateway-error';
 import { CONFIG, KAFKA, LOG } from '../tokens';
 import type { LiveListener } from './event-stream';
@@ -67,7 +69,13 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private readonly topics: { events: string; tokens: string };
   private readonly groupId: string;
 
-  constructor(@Inject(KAFKA) private readonly kafka: Kafka, @Inject(CONFIG) config: Config, @Inject(LOG) private readonly log: Log) {
+  constructor(
+    @Inject(KAFKA) private readonly kafka: Kafka,
+    @Inject(CONFIG) config: Config,
+    @Inject(LOG) private readonly log: Log,
+    /** Told every position consumed: reads waiting for a position wake on the record that reaches it (consistency/). */
+    @Optional() @Inject(Positions) private readonly positions?: Positions,
+  ) {
     const names = topicNames(config.KAFKA_NAMESPACE);
     this.topics = { events: names.events, tokens: names.tokens };
     this.groupId = `${config.KAFKA_NAMESPACE}gateway-${randomUUID()}`;
@@ -236,6 +244,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     if (topic === this.topics.events) {
       const event = ConversationEventRecord.safeParse(value);
       if (!event.success) return this.skip(topic, message, event.error.message);
+      this.positions?.produced.saw(event.data.position);
       this.remember(event.data, message.value?.length ?? 0);
       if (event.data.type === 'turn.ended') this.tokens.turnEnded(event.data.conversation, event.data.data.turn, Date.now());
       this.handOut(event.data.conversation, (listener) => listener.event(event.data));

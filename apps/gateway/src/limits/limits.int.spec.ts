@@ -79,6 +79,34 @@ describe('limits per subject', () => {
   });
 });
 
+describe('reads per subject', () => {
+  it('a subject past its reads per second gets 429 rate_limited with Retry-After, before the companion is asked; others and its inputs are unaffected', async () => {
+    const reads = await startHarness({ AUTH_TOKENS: 'tok-alice=alice,tok-bob=bob', LIMIT_READS_PER_SECOND: '0.5', LIMIT_READS_BURST: '3' }, { now: () => now });
+    reads.worker = acceptEverything;
+    try {
+      const key = uniqueKey('reads');
+      reads.companion.setStatus(key, { owner: 'alice', grants: [{ subject: 'bob', access: 'read' }] });
+      const read = (subject: string, rest = '') => reads.call(path(key, rest), { headers: as(subject) });
+      expect([(await read('alice')).status, (await read('alice', '/messages')).status, (await read('alice', '/turns/t-1')).status]).not.toContain(429);
+      const asked = reads.companion.requests.length;
+      const over = await read('alice');
+      expect(over.status).toBe(429);
+      expect(over.headers.get('retry-after')).toBe('2');
+      expect(over.body).toEqual({ error: { code: 'rate_limited', message: expect.stringMatching(/alice sends more than 0.5 reads per second/), details: { limit: 'reads', retryAfter: 2 } } });
+      expect((await read('alice', '/messages')).status).toBe(429);
+      expect((await read('alice', '/events')).status).toBe(429);
+      expect(reads.companion.requests.length, 'a refused read asks the companion nothing').toBe(asked);
+      expect((await read('bob')).status).toBe(200);
+      expect((await reads.call(path(key, '/chat'), { body: { text: 'writes have their own rate' }, headers: as('alice') })).status).toBe(202);
+      now += 2000; // one read back at 0.5 per second
+      expect((await read('alice')).status).toBe(200);
+      expect((await read('alice')).status).toBe(429);
+    } finally {
+      await reads.stop();
+    }
+  });
+});
+
 describe('limits left unset', () => {
   /** Sends `count` chats to one conversation, ten at a time; returns their statuses. */
   const chats = async (harness: Harness, count: number, headers: Record<string, string>) => {

@@ -7,10 +7,14 @@ export type LimitSettings = {
   LIMIT_INPUTS_BURST?: number;
   /** Event streams a subject may hold open at once; 0: no limit. */
   LIMIT_STREAMS_PER_SUBJECT: number;
+  /** Reads (status, transcript, turns, events, stream tokens) per second per subject; 0 or unset: no limit. */
+  LIMIT_READS_PER_SECOND?: number;
+  /** Reads a subject may send at once after a quiet spell; default twice the rate (at least 1). */
+  LIMIT_READS_BURST?: number;
 };
 
 /** The limits where requests are authenticated, unless set. */
-export const DEFAULT_LIMITS = { LIMIT_INPUTS_PER_SECOND: 50, LIMIT_STREAMS_PER_SUBJECT: 32 } as const;
+export const DEFAULT_LIMITS = { LIMIT_INPUTS_PER_SECOND: 50, LIMIT_STREAMS_PER_SUBJECT: 32, LIMIT_READS_PER_SECOND: 100 } as const;
 
 /**
  * The limits a gateway applies: what is set, else `DEFAULT_LIMITS` where requests are
@@ -20,14 +24,22 @@ export const DEFAULT_LIMITS = { LIMIT_INPUTS_PER_SECOND: 50, LIMIT_STREAMS_PER_S
  * few users of `npm start` would get 429s at 50 inputs a second in all).
  */
 export function limitSettings(
-  config: { LIMIT_INPUTS_PER_SECOND?: number; LIMIT_INPUTS_BURST?: number; LIMIT_STREAMS_PER_SUBJECT?: number },
+  config: {
+    LIMIT_INPUTS_PER_SECOND?: number;
+    LIMIT_INPUTS_BURST?: number;
+    LIMIT_STREAMS_PER_SUBJECT?: number;
+    LIMIT_READS_PER_SECOND?: number;
+    LIMIT_READS_BURST?: number;
+  },
   open: boolean,
 ): LimitSettings {
-  const unset = open ? { LIMIT_INPUTS_PER_SECOND: 0, LIMIT_STREAMS_PER_SUBJECT: 0 } : DEFAULT_LIMITS;
+  const unset = open ? { LIMIT_INPUTS_PER_SECOND: 0, LIMIT_STREAMS_PER_SUBJECT: 0, LIMIT_READS_PER_SECOND: 0 } : DEFAULT_LIMITS;
   return {
     LIMIT_INPUTS_PER_SECOND: config.LIMIT_INPUTS_PER_SECOND ?? unset.LIMIT_INPUTS_PER_SECOND,
     LIMIT_INPUTS_BURST: config.LIMIT_INPUTS_BURST,
     LIMIT_STREAMS_PER_SUBJECT: config.LIMIT_STREAMS_PER_SUBJECT ?? unset.LIMIT_STREAMS_PER_SUBJECT,
+    LIMIT_READS_PER_SECOND: config.LIMIT_READS_PER_SECOND ?? unset.LIMIT_READS_PER_SECOND,
+    LIMIT_READS_BURST: config.LIMIT_READS_BURST,
   };
 }
 
@@ -40,40 +52,34 @@ type Bucket = { tokens: number; at: number };
 
 /**
  * Limits per subject, kept in this gateway process: a token bucket of inputs (rate
- * LIMIT_INPUTS_PER_SECOND, burst LIMIT_INPUTS_BURST) and a count of open event streams
+ * LIMIT_INPUTS_PER_SECOND, burst LIMIT_INPUTS_BURST), one of reads (LIMIT_READS_PER_SECOND,
+ * LIMIT_READS_BURST) and a count of open event streams
  * (LIMIT_STREAMS_PER_SUBJECT). Past either: 429 `rate_limited` with `Retry-After` (whole
  * seconds) and `details: {limit, retryAfter}`. Subjects never share a bucket, so one
  * subject over its limits slows down nobody else. With N gateways behind a balancer a
  * subject gets up to N times the limits: they guard each gateway, not a global quota.
  */
 export class SubjectLimits {
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly inputs: Rate;
+  private readonly reads: Rate;
   private readonly streams = new Map<string, number>();
-  private readonly burst: number;
 
   constructor(
     private readonly settings: LimitSettings,
     private readonly now: () => number = Date.now,
   ) {
-    this.burst = settings.LIMIT_INPUTS_BURST ?? Math.max(1, Math.ceil(2 * settings.LIMIT_INPUTS_PER_SECOND));
+    this.inputs = new Rate('inputs', settings.LIMIT_INPUTS_PER_SECOND, settings.LIMIT_INPUTS_BURST);
+    this.reads = new Rate('reads', settings.LIMIT_READS_PER_SECOND ?? 0, settings.LIMIT_READS_BURST);
   }
 
   /** Counts one input of `subject`; 429 when its bucket is empty. */
   takeInput(subject: string): void {
-    const rate = this.settings.LIMIT_INPUTS_PER_SECOND;
-    if (rate === 0) return;
-    const now = this.now();
-    const bucket = this.buckets.get(subject) ?? { tokens: this.burst, at: now };
-    bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.at) / 1000) * rate);
-    bucket.at = now;
-    if (bucket.tokens < 1) {
-      this.buckets.set(subject, bucket);
-      const retryAfter = Math.max(1, Math.ceil((1 - bucket.tokens) / rate));
-      throw tooMany(`${subject} sends more than ${rate} inputs per second (bursts of ${this.burst}); retry in ${retryAfter} s`, 'inputs', retryAfter);
-    }
-    bucket.tokens -= 1;
-    this.buckets.set(subject, bucket);
-    if (this.buckets.size > PRUNE_ABOVE) this.prune(now, rate);
+    this.inputs.take(subject, this.now());
+  }
+
+  /** Counts one read of `subject` (a bucket of its own: reading never costs a subject its inputs); 429 when it is empty. */
+  takeRead(subject: string): void {
+    this.reads.take(subject, this.now());
   }
 
   /**
@@ -102,11 +108,42 @@ export class SubjectLimits {
     return this.streams.get(subject) ?? 0;
   }
 
-  private prune(now: number, rate: number): void {
-    const refill = (this.burst / rate) * 1000;
+}
+
+/** A token bucket per subject: `rate` a second, bursts of `burst` (default twice the rate, at least 1); rate 0: no limit. */
+class Rate {
+  private readonly buckets = new Map<string, Bucket>();
+  private readonly burst: number;
+
+  constructor(
+    private readonly what: 'inputs' | 'reads',
+    private readonly rate: number,
+    burst: number | undefined,
+  ) {
+    this.burst = burst ?? Math.max(1, Math.ceil(2 * rate));
+  }
+
+  take(subject: string, now: number): void {
+    const rate = this.rate;
+    if (rate === 0) return;
+    const bucket = this.buckets.get(subject) ?? { tokens: this.burst, at: now };
+    bucket.tokens = Math.min(this.burst, bucket.tokens + ((now - bucket.at) / 1000) * rate);
+    bucket.at = now;
+    if (bucket.tokens < 1) {
+      this.buckets.set(subject, bucket);
+      const retryAfter = Math.max(1, Math.ceil((1 - bucket.tokens) / rate));
+      throw tooMany(`${subject} sends more than ${rate} ${this.what} per second (bursts of ${this.burst}); retry in ${retryAfter} s`, this.what, retryAfter);
+    }
+    bucket.tokens -= 1;
+    this.buckets.set(subject, bucket);
+    if (this.buckets.size > PRUNE_ABOVE) this.prune(now);
+  }
+
+  private prune(now: number): void {
+    const refill = (this.burst / this.rate) * 1000;
     for (const [subject, bucket] of this.buckets) if (now - bucket.at >= refill) this.buckets.delete(subject);
   }
 }
 
-const tooMany = (message: string, limit: 'inputs' | 'streams', retryAfter: number) =>
+const tooMany = (message: string, limit: 'inputs' | 'reads' | 'streams', retryAfter: number) =>
   new GatewayError('rate_limited', message, { limit, retryAfter }, { 'retry-after': String(retryAfter) });

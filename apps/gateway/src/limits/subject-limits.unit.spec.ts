@@ -43,6 +43,16 @@ describe('SubjectLimits', () => {
     expect(() => limits.openStream('alice')).toThrow(limited);
   });
 
+  it('reads have a bucket of their own: a subject out of reads may still send inputs, and the other way round', () => {
+    const limits = new SubjectLimits({ LIMIT_INPUTS_PER_SECOND: 1, LIMIT_INPUTS_BURST: 1, LIMIT_STREAMS_PER_SUBJECT: 0, LIMIT_READS_PER_SECOND: 1, LIMIT_READS_BURST: 2 }, () => 0);
+    limits.takeRead('alice');
+    limits.takeRead('alice');
+    expect(() => limits.takeRead('alice')).toThrow(expect.objectContaining({ code: 'rate_limited', details: { limit: 'reads', retryAfter: 1 } }));
+    limits.takeInput('alice');
+    expect(() => limits.takeInput('alice')).toThrow(limited);
+    limits.takeRead('bob');
+  });
+
   it('0 turns a limit off', () => {
     const limits = new SubjectLimits({ LIMIT_INPUTS_PER_SECOND: 0, LIMIT_STREAMS_PER_SUBJECT: 0 }, () => 0);
     for (let i = 0; i < 1000; i++) {
@@ -55,14 +65,16 @@ describe('SubjectLimits', () => {
 describe('limitSettings', () => {
   it('takes what is set, in open development mode too', () => {
     const set = { LIMIT_INPUTS_PER_SECOND: 5, LIMIT_INPUTS_BURST: 7, LIMIT_STREAMS_PER_SUBJECT: 3 };
-    expect(limitSettings(set, true)).toEqual(set);
-    expect(limitSettings(set, false)).toEqual(set);
+    expect(limitSettings(set, true)).toEqual({ ...set, LIMIT_READS_PER_SECOND: 0 });
+    expect(limitSettings(set, false)).toEqual({ ...set, LIMIT_READS_PER_SECOND: 100 });
+    const reads = { ...set, LIMIT_READS_PER_SECOND: 7, LIMIT_READS_BURST: 9 };
+    expect(limitSettings(reads, true)).toEqual(reads);
     expect(limitSettings({ LIMIT_INPUTS_PER_SECOND: 0, LIMIT_STREAMS_PER_SUBJECT: 0 }, false)).toMatchObject({ LIMIT_INPUTS_PER_SECOND: 0, LIMIT_STREAMS_PER_SUBJECT: 0 });
   });
 
   it('unset: the defaults where requests are authenticated, no limit in open development mode', () => {
-    expect(limitSettings({}, false)).toEqual({ LIMIT_INPUTS_PER_SECOND: 50, LIMIT_INPUTS_BURST: undefined, LIMIT_STREAMS_PER_SUBJECT: 32 });
-    expect(limitSettings({}, true)).toEqual({ LIMIT_INPUTS_PER_SECOND: 0, LIMIT_INPUTS_BURST: undefined, LIMIT_STREAMS_PER_SUBJECT: 0 });
-    expect(limitSettings({ LIMIT_STREAMS_PER_SUBJECT: 4 }, true)).toEqual({ LIMIT_INPUTS_PER_SECOND: 0, LIMIT_INPUTS_BURST: undefined, LIMIT_STREAMS_PER_SUBJECT: 4 });
+    expect(limitSettings({}, false)).toEqual({ LIMIT_INPUTS_PER_SECOND: 50, LIMIT_INPUTS_BURST: undefined, LIMIT_STREAMS_PER_SUBJECT: 32, LIMIT_READS_PER_SECOND: 100 });
+    expect(limitSettings({}, true)).toEqual({ LIMIT_INPUTS_PER_SECOND: 0, LIMIT_INPUTS_BURST: undefined, LIMIT_STREAMS_PER_SUBJECT: 0, LIMIT_READS_PER_SECOND: 0 });
+    expect(limitSettings({ LIMIT_STREAMS_PER_SUBJECT: 4 }, true)).toEqual({ LIMIT_INPUTS_PER_SECOND: 0, LIMIT_INPUTS_BURST: undefined, LIMIT_STREAMS_PER_SUBJECT: 4, LIMIT_READS_PER_SECOND: 0 });
   });
 });
