@@ -6,16 +6,34 @@ import type { StreamSink } from './event-stream';
  * The wire format of `GET /v1/conversations/{key}/events` (text/event-stream).
  * A stored event carries its position as the SSE id, a token `<position>.<offset>` (see
  * `StreamCursor`), so a reconnecting client's `Last-Event-ID` says where to resume both.
+ *
+ * A record handed to every stream of a conversation is one object: it is formatted once, and
+ * the streams write (and, when their clients lag, hold) the same string, not a copy each. A
+ * token's id names the position its stream sent last, the same for the streams that are live.
  */
-export const sseEvent = (event: ConversationEvent): string =>
-  `id: ${event.position}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+export const sseEvent = (event: ConversationEvent): string => {
+  let text = formattedEvents.get(event);
+  if (text === undefined) formattedEvents.set(event, (text = `id: ${event.position}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`));
+  return text;
+};
 
-export const sseToken = (token: TokenRecord, cursor: StreamCursor): string =>
-  `id: ${formatStreamId(cursor)}\nevent: token\ndata: ${JSON.stringify({ turn: token.turn, step: token.step, text: token.text })}\n\n`;
+export const sseToken = (token: TokenRecord, cursor: StreamCursor): string => {
+  const id = formatStreamId(cursor);
+  const last = formattedTokens.get(token);
+  if (last?.id === id) return last.text;
+  const text = `id: ${id}\nevent: token\ndata: ${JSON.stringify({ turn: token.turn, step: token.step, text: token.text })}\n\n`;
+  formattedTokens.set(token, { id, text });
+  return text;
+};
+
+const formattedEvents = new WeakMap<ConversationEvent, string>();
+const formattedTokens = new WeakMap<TokenRecord, { id: string; text: string }>();
 
 /** A comment line: keeps proxies and load balancers from closing an idle stream. */
 export const SSE_KEEP_ALIVE = ': keep-alive\n\n';
 export const KEEP_ALIVE_MS = 15_000;
+/** A response a turn left past its cap, with no write after it, is looked at again this much later. */
+export const LAG_GRACE_MS = 1000;
 
 /** What one stream's response may hold unsent, and who hears of a stream dropped past it. */
 export type StreamBufferCap = {
@@ -36,14 +54,57 @@ export type ResponseSink = StreamSink & {
  * it still answer as JSON), a keep-alive comment every 15 s after it, nothing after `end`.
  *
  * A client that reads slower than its conversation produces makes the response hold what it
- * has not taken; past `cap.maxBytes` the response is destroyed (the connection dropped, what
- * it held let go), not ended: an end would wait behind the same bytes. The client has every
- * message the kernel had taken, and resumes after the last whole one with `Last-Event-ID`
- * (`@rudder/client` does by itself). A message larger than the cap still goes out when the
- * response holds nothing else, so no message can drop every stream that carries it.
+ * has not taken. What it still holds from earlier turns of the event loop is the client's lag:
+ * past `cap.maxBytes` the response is destroyed (the connection dropped, what it held let go),
+ * not ended: an end would wait behind the same bytes. The client has every message the kernel
+ * had taken, and resumes after the last whole one with `Last-Event-ID` (`@rudder/client` does
+ * by itself).
+ *
+ * What one turn of the event loop writes is not held against the client, however large (a
+ * Kafka batch handed out at once, a message larger than the cap: no client could take it
+ * between two writes): a stream holds at most the cap plus one turn's writes. Nor is the
+ * burst of the turn the stream opens (`EventStream.start` writes its whole replay there, from
+ * an array already in memory): the cap counts beyond what is left of it, which only shrinks. A
+ * writer that writes a replay over several turns (in pages) awaits `drained` between them.
+ * A turn that leaves the response past the cap is looked at again `LAG_GRACE_MS` later, so a
+ * stream is dropped also when no write follows.
  */
 export function responseSink(response: ServerResponse, cap?: StreamBufferCap): ResponseSink {
   let keepAlive: NodeJS.Timeout | undefined;
+  /** Writes of this turn of the event loop have begun (reset by `setImmediate`). */
+  let inTurn = false;
+  /** What is left of the burst of the turn the stream opened (bytes). */
+  let backlog = 0;
+  /** Set when a turn left the response over the cap: it is dropped unless its client takes enough by then. */
+  let grace: NodeJS.Timeout | undefined;
+  /** What the response holds unsent beyond the cap from earlier turns (bytes), 0 if within it. */
+  const lagPastCap = (): number => {
+    const lag = response.writableLength;
+    backlog = Math.min(backlog, lag);
+    return cap && lag > backlog + cap.maxBytes ? lag : 0;
+  };
+  const drop = (lag: number) => {
+    clearInterval(keepAlive);
+    clearTimeout(grace);
+    response.destroy();
+    cap?.dropped(lag);
+  };
+  const beginTurn = (then?: () => void) => {
+    inTurn = true;
+    setImmediate(() => {
+      inTurn = false;
+      then?.();
+      // No write may come soon to notice the lag (the conversation went quiet): look again.
+      if (grace === undefined && !response.destroyed && lagPastCap() > 0) {
+        grace = setTimeout(() => {
+          grace = undefined;
+          const lag = response.destroyed || inTurn ? 0 : lagPastCap();
+          if (lag > 0) drop(lag);
+        }, LAG_GRACE_MS);
+        grace.unref();
+      }
+    });
+  };
   const sink: ResponseSink = {
     open: () => {
       response.writeHead(200, {
@@ -54,20 +115,20 @@ export function responseSink(response: ServerResponse, cap?: StreamBufferCap): R
       });
       response.flushHeaders();
       keepAlive = setInterval(() => sink.write(SSE_KEEP_ALIVE), KEEP_ALIVE_MS);
+      beginTurn(() => (backlog = response.writableLength));
     },
     write: (chunk) => {
       if (response.writableEnded || response.destroyed) return;
-      const waiting = response.writableLength;
-      if (cap && waiting > 0 && waiting + chunk.length > cap.maxBytes) {
-        clearInterval(keepAlive);
-        response.destroy();
-        cap.dropped(waiting);
-        return;
+      if (!inTurn) {
+        const lag = lagPastCap();
+        if (lag > 0) return drop(lag);
+        beginTurn();
       }
       response.write(chunk);
     },
     end: () => {
       clearInterval(keepAlive);
+      clearTimeout(grace);
       if (!response.writableEnded) response.end();
     },
     drained: () =>

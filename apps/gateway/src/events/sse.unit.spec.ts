@@ -1,7 +1,7 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { responseSink, type StreamBufferCap } from './sse';
+import { LAG_GRACE_MS, responseSink, type StreamBufferCap } from './sse';
 
 /** A server whose one response is handed to the test, and a client that sends the request and never reads. */
 async function nonReadingClient(): Promise<{ response: ServerResponse; client: Socket; server: Server }> {
@@ -16,6 +16,9 @@ async function nonReadingClient(): Promise<{ response: ServerResponse; client: S
   return { response: await got, client, server };
 }
 
+const nextTick = () => new Promise((resolve) => setImmediate(resolve));
+const message = `data: ${'x'.repeat(4000)}\n\n`;
+
 const opened: { client: Socket; server: Server }[] = [];
 afterEach(async () => {
   for (const { client, server } of opened.splice(0)) {
@@ -26,43 +29,73 @@ afterEach(async () => {
 });
 
 describe('responseSink', () => {
-  it('drops the response of a client that stops reading once it holds the cap unsent, and says so once', async () => {
+  it('drops the response of a client that stops reading once it holds the cap from earlier turns unsent, and says so once', async () => {
     const { response, client, server } = await nonReadingClient();
     opened.push({ client, server });
     const dropped = vi.fn<StreamBufferCap['dropped']>();
     const sink = responseSink(response, { maxBytes: 64 * 1024, dropped });
     sink.open();
-    const message = `data: ${'x'.repeat(1000)}\n\n`;
-    let written = 0;
-    // The kernel takes what it can first; the response holds the rest, up to the cap.
-    while (!response.destroyed && written < 64 * 1024 * 1024) {
+    await nextTick();
+    // A message per turn of the event loop: the kernel takes what it can first; the response holds the rest, up to the cap.
+    for (let turns = 0; !response.destroyed && turns < 100_000; turns += 1) {
       sink.write(message);
-      written += message.length;
       expect(response.writableLength).toBeLessThanOrEqual(64 * 1024 + message.length);
+      await nextTick();
     }
     expect(response.destroyed).toBe(true);
     expect(dropped).toHaveBeenCalledOnce();
-    expect(dropped.mock.calls[0][0]).toBeGreaterThan(64 * 1024 - message.length);
+    expect(dropped.mock.calls[0][0]).toBeGreaterThan(64 * 1024);
     sink.write(message);
     sink.end();
     expect(dropped).toHaveBeenCalledOnce();
     await sink.drained();
   });
 
-  it('sends a message larger than the cap when nothing else waits', async () => {
+  it('does not hold what one turn writes against the client (a message larger than the cap, a batch); what is left of it on the next turn is', async () => {
     const { response, client, server } = await nonReadingClient();
     opened.push({ client, server });
     const dropped = vi.fn<StreamBufferCap['dropped']>();
     const sink = responseSink(response, { maxBytes: 1024, dropped });
     sink.open();
-    // Let the head go out, so the response holds nothing.
-    await vi.waitFor(() => expect(response.writableLength).toBe(0));
+    await nextTick();
     sink.write(`data: ${'y'.repeat(10 * 1024 * 1024)}\n\n`);
+    for (let i = 0; i < 100; i += 1) sink.write(message);
     expect(response.destroyed).toBe(false);
-    expect(dropped).not.toHaveBeenCalled();
-    // Anything after it, while it waits, goes past the cap.
-    sink.write('data: z\n\n');
+    await nextTick();
+    sink.write(message);
     expect(response.destroyed).toBe(true);
     expect(dropped).toHaveBeenCalledOnce();
+  });
+
+  it('does not cap the burst of the turn the stream opens (a replay), only what comes beyond what is left of it', async () => {
+    const { response, client, server } = await nonReadingClient();
+    opened.push({ client, server });
+    const dropped = vi.fn<StreamBufferCap['dropped']>();
+    const sink = responseSink(response, { maxBytes: 64 * 1024, dropped });
+    sink.open();
+    for (let i = 0; i < 4096; i += 1) sink.write(message);
+    await nextTick();
+    const backlog = response.writableLength;
+    expect(backlog).toBeGreaterThan(2 * 1024 * 1024);
+    while (!response.destroyed) {
+      sink.write(message);
+      expect(response.writableLength).toBeLessThanOrEqual(backlog + 64 * 1024 + message.length);
+      await nextTick();
+    }
+    expect(dropped).toHaveBeenCalledOnce();
+  });
+
+  it('drops a response a turn left past the cap when no write follows, LAG_GRACE_MS later', async () => {
+    const { response, client, server } = await nonReadingClient();
+    opened.push({ client, server });
+    const dropped = vi.fn<StreamBufferCap['dropped']>();
+    const sink = responseSink(response, { maxBytes: 64 * 1024, dropped });
+    sink.open();
+    await nextTick();
+    for (let i = 0; i < 2048; i += 1) sink.write(message);
+    await nextTick();
+    expect(response.destroyed).toBe(false);
+    await vi.waitFor(() => expect(dropped).toHaveBeenCalledOnce(), { timeout: LAG_GRACE_MS * 3 });
+    expect(response.destroyed).toBe(true);
   });
 });
