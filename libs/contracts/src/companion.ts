@@ -44,13 +44,16 @@ export type Rejection = z.infer<typeof Rejection>;
  * `GET /conversations/{key}/inputs/{id}`: an input as the gateway checks idempotency against
  * it (same id and text: the same input), accepted or rejected. `steer` is the worker's decision
  * on a steer or a promoted follow-up (null while it has none, and for a chat); `rejection` why
- * it was refused (null unless `state` is `rejected`). A rejected input has no `messages` (the
- * refusal names only its joined `text`, so a retry is compared by text) and no `subject`.
+ * it was refused (null unless `state` is `rejected`). A rejected input has no `text`, no
+ * `messages` and no `subject`: the refusal keeps only the `digest` of its joined text
+ * (`inputDigest`, `input.rejected` version 2), so a retry is compared by digest. (A companion
+ * from before version 2 answered a rejected input's `text` instead: compare by that.)
  */
 export const CompanionInput = z.object({
   id: z.string(),
   kind: z.enum(['chat', 'steer']),
-  text: z.string(),
+  text: z.string().optional(),
+  digest: z.string().optional(),
   messages: z.array(z.string()).optional(),
   subject: z.string().nullable(),
   steer: z.object({ turn: z.string().nullable(), landed: z.boolean() }).nullable(),

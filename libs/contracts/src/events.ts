@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AgentName, ConversationKey, InputId, Subject } from './conversation-key';
+import { sha256Hex } from './sha256';
 
 /**
  * Events of a conversation: the worker's event log, published on `agent.events`
@@ -9,6 +10,14 @@ import { AgentName, ConversationKey, InputId, Subject } from './conversation-key
  */
 const Prompt = z.object({ id: InputId, text: z.string() });
 const PendingInput = z.object({ id: InputId, kind: z.enum(['chat', 'steer']), text: z.string() });
+
+/**
+ * What a refusal keeps of its input's text: its SHA-256 (hex, of the text's UTF-8), enough to
+ * tell the same input sent again (same id, same text: the same answer) from another one under
+ * the id, and nothing a spammer can grow the log with (#31 item 10).
+ */
+export const inputDigest = (text: string): string => sha256Hex(text);
+const RefusedInput = z.object({ id: InputId, kind: z.enum(['chat', 'steer']), digest: z.string().regex(/^[0-9a-f]{64}$/) });
 const ToolCall = z.object({ id: z.string(), name: z.string(), arguments: z.string() });
 export type ToolCall = z.infer<typeof ToolCall>;
 
@@ -69,9 +78,13 @@ export const EventData = {
   'retract.refused': z.object({ retract: InputId, target: InputId.nullable(), code: z.enum(['delivered', 'not_found', 'forbidden']) }),
   /** A stop with discardPending dropped this pending input; it is never answered. */
   'input.discarded': z.object({ input: PendingInput, stop: InputId }),
-  /** An input was refused and is answered by this refusal: a queue was full, a precondition failed, or the conversation was busy. */
+  /**
+   * An input was refused and is answered by this refusal: a queue was full, a precondition failed, or the conversation was busy.
+   * Its text is not kept, only its `digest` (`inputDigest`): record version 2. Version 1 kept
+   * `input.text`; readers upcast it (`upcastEventData`), so its data always has this shape.
+   */
   'input.rejected': z.object({
-    input: PendingInput,
+    input: RefusedInput,
     /**
      * `unknown_agent`: the chat named an agent this deployment does not run; `agent_mismatch`:
      * the conversation has another; `refused`: the agent's input guard refused it (`message` is its reason);
@@ -133,13 +146,35 @@ export const EventData = {
 export type EventType = keyof typeof EventData;
 export type EventDataOf<T extends EventType> = z.infer<(typeof EventData)[T]>;
 
+/**
+ * The record version `v` of each event type's current shape: 1, but for `input.rejected`, at 2
+ * since its refusal keeps a digest of the input's text instead of the text. A published shape
+ * never changes in place; a reader upcasts an older version (`upcastEventData`).
+ */
+export type EventVersion<T extends EventType> = T extends 'input.rejected' ? 2 : 1;
+export const eventVersion = <T extends EventType>(type: T): EventVersion<T> => (type === 'input.rejected' ? 2 : 1) as EventVersion<T>;
+
+/**
+ * An event's data in its type's current shape, from any version of it: `input.rejected` of
+ * version 1 (`input.text`) becomes version 2 (`input.digest`, the text's `inputDigest`).
+ * Anything else, and anything not shaped like an old version, is returned as it is (a schema
+ * then says whether it is valid).
+ */
+export function upcastEventData(type: string, data: unknown): unknown {
+  if (type !== 'input.rejected' || !isObject(data) || !isObject(data.input) || typeof data.input.text !== 'string' || 'digest' in data.input) return data;
+  const { text, ...input } = data.input;
+  return { ...data, input: { ...input, digest: inputDigest(text) } };
+}
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
 /** An event as the domain makes it: type and data only; the store gives id, position and time. */
 export type DomainEvent = { [T in EventType]: { type: T; data: EventDataOf<T> } }[EventType];
 
 /** An event as stored and published. */
 export type ConversationEvent = {
   [T in EventType]: {
-    v: 1;
+    /** The record version of its type's shape (`eventVersion`): 2 for `input.rejected`, 1 for the others. */
+    v: EventVersion<EventType>;
     id: string;
     conversation: string;
     position: number;
@@ -152,6 +187,14 @@ export type ConversationEvent = {
 const envelope = { v: z.literal(1), id: z.string(), conversation: ConversationKey, position: z.number().int(), at: z.string() };
 const record = <T extends EventType>(type: T) =>
   z.object({ ...envelope, type: z.literal(type), data: EventData[type] });
+/** `input.rejected` at version 2; a version 1 record (its input's text) is read as version 2. */
+const rejectedRecord = z.object({
+  ...envelope,
+  v: z.preprocess((v) => (v === 1 ? 2 : v), z.literal(2)),
+  type: z.literal('input.rejected'),
+  data: z.preprocess((data) => upcastEventData('input.rejected', data), EventData['input.rejected']),
+});
+/** A record of `agent.events`, in its type's current version: older versions are upcast as they are read. */
 export const ConversationEventRecord = z.discriminatedUnion('type', [
   record('conversation.opened'),
   record('input.accepted'),
@@ -161,7 +204,7 @@ export const ConversationEventRecord = z.discriminatedUnion('type', [
   record('input.retracted'),
   record('retract.refused'),
   record('input.discarded'),
-  record('input.rejected'),
+  rejectedRecord,
   record('guard.failed'),
   record('promote.refused'),
   record('stop.refused'),

@@ -1,4 +1,4 @@
-import { inputText, type DomainEvent, type EventDataOf, type InputRecord } from '@rudder/contracts';
+import { inputDigest, inputText, type DomainEvent, type EventDataOf, type InputRecord } from '@rudder/contracts';
 import { endTurn, evolveTurn, ROLLED_BACK, STOPPED, SUPERSEDED, type TurnState } from '@rudder/agent';
 import { receiptKeys } from './once-keys';
 import { evolve, mayAccess, type ConversationState, type PendingInput } from './state';
@@ -69,7 +69,9 @@ function decideInput(state: ConversationState, input: InputRecord, agents: Agent
         : guarded !== undefined && 'refuse' in guarded
           ? { code: 'refused' as const, message: guarded.refuse }
           : refuse(state, input, text, named, policy);
-      if (refusal) return [{ type: 'input.rejected', data: { input: { id: input.id, kind: input.type, text }, ...refusal } }];
+      // A refusal keeps the text's digest, not the text: enough to answer the same input sent
+      // again, and nothing a flood of refused inputs grows the log with (#31 item 10).
+      if (refusal) return [{ type: 'input.rejected', data: { input: { id: input.id, kind: input.type, digest: inputDigest(text) }, ...refusal } }];
       const opened: DomainEvent[] = state.agent === null ? [{ type: 'conversation.opened', data: { owner: input.subject, agent } }] : [];
       const messages = input.type === 'chat' ? input.messages : [input.text];
       // A chat's place: the follow-ups waiting (steers that missed their turn among them) and the running turn.

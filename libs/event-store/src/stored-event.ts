@@ -1,4 +1,4 @@
-import type { ConversationEvent } from '@rudder/contracts';
+import { eventVersion, upcastEventData, type ConversationEvent, type EventType } from '@rudder/contracts';
 
 export type EventRow = {
   position: string;
@@ -13,17 +13,19 @@ export type EventRow = {
 
 /**
  * Rows come from our own writes of validated domain events, so their shape is trusted here;
- * consumers of agent.events validate with the contract's schema.
+ * consumers of agent.events validate with the contract's schema. A row stored in an older
+ * version of its type's shape (an `input.rejected` with its text) is upcast, and published, in
+ * the current one.
  */
 export function toConversationEvent(row: EventRow): ConversationEvent {
   return {
-    v: 1,
+    v: eventVersion(row.type as EventType),
     id: row.id,
     conversation: row.conversation,
     position: Number(row.position),
     at: row.at.toISOString(),
     type: row.type,
-    data: row.data,
+    data: upcastEventData(row.type, row.data),
   } as ConversationEvent;
 }
 

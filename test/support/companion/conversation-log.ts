@@ -1,4 +1,4 @@
-import type { ConversationEvent, DomainEvent, ToolCall, TurnStatus } from '@rudder/contracts';
+import { eventVersion, inputDigest, type ConversationEvent, type DomainEvent, type ToolCall, type TurnStatus } from '@rudder/contracts';
 
 type Pending = { id: string; kind: 'chat' | 'steer'; text: string };
 
@@ -11,7 +11,7 @@ export function conversationLog(conversation: string) {
   const event = (domain: DomainEvent): ConversationEvent => {
     position += 1;
     return {
-      v: 1,
+      v: eventVersion(domain.type),
       id: `${conversation}@${position}`,
       conversation,
       position,
@@ -44,7 +44,7 @@ export function conversationLog(conversation: string) {
     stopRequested: (stop: string, turn: string | null, mode: 'stop' | 'rollback' | 'interrupt' = 'stop') =>
       event({ type: 'stop.requested', data: { stop, turn, mode } }),
     rejected: (input: Pending, code: 'queue_full' | 'precondition_failed' | 'busy', message: string) =>
-      event({ type: 'input.rejected', data: { input, code, message } }),
+      event({ type: 'input.rejected', data: { input: { id: input.id, kind: input.kind, digest: inputDigest(input.text) }, code, message } }),
     retracted: (input: Pending, retract: string) => event({ type: 'input.retracted', data: { input, retract } }),
     retractRefused: (retract: string, target: string | null) =>
       event({ type: 'retract.refused', data: { retract, target, code: 'delivered' } }),

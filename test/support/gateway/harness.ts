@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomBytes } from 'node:crypto';
 import {
+  eventVersion,
   InputRecord,
+  inputDigest,
   inputText,
   type ChatInput,
   type ConversationEvent,
@@ -188,7 +190,7 @@ let nextPosition = 1_000_000;
 
 /** Builds an event as it is published on agent.events; positions increase across the run. */
 export function conversationEvent<T extends EventType>(conversation: string, type: T, data: EventDataOf<T>, position = nextPosition++): ConversationEvent {
-  return { v: 1, id: `e-${conversation}-${position}`, conversation, position, at: new Date().toISOString(), type, data } as ConversationEvent;
+  return { v: eventVersion(type), id: `e-${conversation}-${position}`, conversation, position, at: new Date().toISOString(), type, data } as ConversationEvent;
 }
 
 /** The worker took a chat or a steer into the log (`input.accepted`). */
@@ -207,7 +209,8 @@ export function inputRejected(
   code: 'queue_full' | 'precondition_failed' | 'busy',
   message: string,
 ): ConversationEvent {
-  return conversationEvent(conversation, 'input.rejected', { input: { kind: 'chat', ...input }, code, message });
+  const { text, ...named } = input;
+  return conversationEvent(conversation, 'input.rejected', { input: { kind: 'chat', ...named, digest: inputDigest(text) }, code, message });
 }
 
 /** A worker that accepts every chat and steer it gets (a steer as a turn of its own), and decides nothing else. */

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inputDigest } from '@rudder/contracts';
 import { readConfig } from '@rudder/runtime';
 import type { DataSource } from 'typeorm';
 import { startCompanion, type Companion } from '../start-companion';
@@ -136,13 +137,13 @@ describe('the companion HTTP API', () => {
     });
   });
 
-  it('answers a rejected input with why, without messages (the refusal names only its text), and never as pending', async () => {
+  it("answers a rejected input with why, without text or messages (the refusal keeps only its text's digest), and never as pending", async () => {
     expect(await get(path('conversations', 'user-42/later', 'inputs', 'refused'))).toEqual({
       status: 200,
       body: {
         id: 'refused',
         kind: 'chat',
-        text: 'four\n\nfive',
+        digest: inputDigest('four\n\nfive'),
         subject: null,
         steer: null,
         state: 'rejected',

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inputDigest } from '@rudder/contracts';
 import type { DataSource } from 'typeorm';
 import { openReadModels } from '../read-models/data-source';
 import { readConversationStatus } from '../queries/conversation-status';
@@ -595,7 +596,7 @@ describe('foldEvents', () => {
     expect(await readInput(readModels, key, 'a')).toMatchObject({ state: 'delivered' });
   });
 
-  it('records a rejected input as refused with its code and message: never pending, and not the last input', async () => {
+  it("records a rejected input as refused with its code, message and text's digest (never its text): never pending, and not the last input", async () => {
     const key = 'rejected';
     const log = conversationLog(key);
     const tooMuch = { id: 'r1', kind: 'chat' as const, text: 'one more\n\nand another' };
@@ -623,7 +624,7 @@ describe('foldEvents', () => {
     expect(await readInput(readModels, key, 'r1')).toEqual({
       id: 'r1',
       kind: 'chat',
-      text: 'one more\n\nand another',
+      digest: inputDigest('one more\n\nand another'),
       subject: null,
       steer: null,
       state: 'rejected',
@@ -638,7 +639,13 @@ describe('foldEvents', () => {
 
     // The same id refused again (the client retried) keeps the first refusal.
     await foldEvents(readModels, [log.rejected({ ...tooMuch, text: 'other' }, 'busy', 'other')]);
-    expect(await readInput(readModels, key, 'r1')).toMatchObject({ text: 'one more\n\nand another', rejection: { code: 'queue_full' } });
+    expect(await readInput(readModels, key, 'r1')).toMatchObject({ digest: inputDigest('one more\n\nand another'), rejection: { code: 'queue_full' } });
+    // No table of the companion holds a refused text (#31 item 10).
+    const [{ n }] = (await readModels.query(
+      `SELECT (SELECT count(*) FROM companion.inputs t WHERE row_to_json(t)::text LIKE '%one more%')
+            + (SELECT count(*) FROM companion.events t WHERE row_to_json(t)::text LIKE '%one more%') AS n`,
+    )) as { n: string }[];
+    expect(Number(n)).toBe(0);
     expect(await readTurnOfInput(readModels, key, 'r1')).toBeNull();
     expect((await allMessages(key)).map((m) => m.id)).toEqual(['a']);
   });

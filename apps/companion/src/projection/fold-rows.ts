@@ -87,7 +87,8 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
  *   the subject of the first one;
  *   `lastInputId` is the accepted input with the highest position.
  * - `input.rejected`: an input refused (and answered by the refusal): recorded as `rejected`
- *   with its code and message; it never was pending and does not change owner or `lastInputId`.
+ *   with its code, message and text's digest (no text); it never was pending and does not
+ *   change owner or `lastInputId`.
  * - `input.retracted`, `input.discarded`: a pending input taken back, or dropped by a stop with
  *   discardPending: it leaves status and is never answered.
  * - `input.delivered`: the input reached a turn (as `turn.started` / `steer.taken` already say).
@@ -170,6 +171,7 @@ export function foldRows(before: Rows, events: readonly ConversationEvent[]): Ch
           id: input.id,
           kind: input.kind,
           text: input.text,
+          digest: null,
           messages: input.messages.length > 0 ? input.messages : [input.text],
           subject: input.subject,
           acceptedAt: event.at,
@@ -317,7 +319,9 @@ export function foldRows(before: Rows, events: readonly ConversationEvent[]): Ch
           conversation: c,
           id: input.id,
           kind: input.kind,
-          text: input.text,
+          // A refusal keeps no text (#31 item 10), only its digest.
+          text: '',
+          digest: input.digest,
           messages: null,
           subject: null,
           acceptedAt: event.at,

@@ -1,4 +1,4 @@
-import type { ConversationEvent } from '@rudder/contracts';
+import { eventVersion, upcastEventData, type ConversationEvent } from '@rudder/contracts';
 import { MoreThan, type DataSource } from 'typeorm';
 import { EventCopies } from '../read-models/entities';
 
@@ -13,6 +13,7 @@ export async function readEventsAfter(
     order: { position: 'ASC' },
     take: page.limit,
   });
-  // The copies were parsed as ConversationEvent before they were stored.
-  return { items: copies.map((copy) => ({ v: 1, ...copy }) as ConversationEvent) };
+  // The copies were parsed as ConversationEvent before they were stored (a copy made before a
+  // type's shape changed is upcast).
+  return { items: copies.map((copy) => ({ v: eventVersion(copy.type), ...copy, data: upcastEventData(copy.type, copy.data) }) as ConversationEvent) };
 }

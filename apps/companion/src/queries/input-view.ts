@@ -9,7 +9,8 @@ export async function readInput(readModels: DataSource, key: string, id: string)
   return {
     id: row.id,
     kind: row.kind,
-    text: row.text,
+    // A refusal keeps only the digest of its text.
+    ...(row.state === 'rejected' && row.digest !== null ? { digest: row.digest } : { text: row.text }),
     ...(row.messages === null ? {} : { messages: row.messages }),
     subject: row.subject,
     steer: row.steerLanded === null ? null : { turn: row.steerTurn, landed: row.steerLanded },

@@ -29,8 +29,11 @@ export type InputRow = {
   conversation: string;
   id: string;
   kind: 'chat' | 'steer';
+  /** Empty for a rejected input: its refusal keeps only the `digest` of its text. */
   text: string;
-  /** Null for a rejected input: the refusal names only the joined text. */
+  /** A rejected input's: the SHA-256 of its joined text (`input.rejected`'s); null for every other. */
+  digest: string | null;
+  /** Null for a rejected input. */
   messages: string[] | null;
   /** Null for a rejected input. */
   subject: string | null;
@@ -119,6 +122,7 @@ export const Inputs = new EntitySchema<InputRow>({
     id: key(),
     kind: text(),
     text: text(),
+    digest: text(undefined, true),
     messages: json(true),
     subject: text(undefined, true),
     acceptedAt: time('accepted_at'),

@@ -4,7 +4,7 @@ import { ChatBody, inputText, type ChatAccepted, type ChatInput, type Conversati
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../auth/conversation-access';
 import { CompanionClient, type CompanionInput, type CompanionStatus, type Rejection } from '../companion-client';
-import { Decisions } from '../decisions';
+import { Decisions, refusedText } from '../decisions';
 import { checkTextLength, clientIdOf, parseEdge, requireJsonBody } from '../edge';
 import { GatewayError } from '../errors/gateway-error';
 import { InputsPublisher } from '../inputs-publisher';
@@ -126,7 +126,7 @@ function decisionOn(event: ConversationEvent, id: string, messages: string[], li
     return same ? { accepted: { ahead: event.data.ahead ?? 0 } } : { reused: true };
   }
   if (event.type === 'input.rejected' && event.data.input.id === id) {
-    const same = event.data.input.kind === 'chat' && event.data.input.text === inputText(messages);
+    const same = event.data.input.kind === 'chat' && refusedText(event.data.input, inputText(messages));
     return same ? { rejection: { code: event.data.code, message: event.data.message } } : { reused: true };
   }
   return undefined;
@@ -156,8 +156,8 @@ export function positionOf(id: string, status: CompanionStatus | null): number {
 /** The same chat again: a steer (or any other kind) under this id is another input. */
 function sameMessages(earlier: CompanionInput, messages: string[]): boolean {
   if (earlier.kind !== 'chat') return false;
-  // A refusal keeps the text only (`input.rejected`): the messages joined.
-  if (earlier.state === 'rejected') return earlier.text === inputText(messages);
+  // A refusal keeps only the digest of the messages joined (`input.rejected`).
+  if (earlier.state === 'rejected') return refusedText(earlier, inputText(messages));
   if (earlier.messages !== undefined) return sameList(earlier.messages, messages);
   return earlier.text === inputText(messages);
 }

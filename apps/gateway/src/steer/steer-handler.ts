@@ -4,7 +4,7 @@ import { SteerBody, type ConversationEvent, type SteerAnswer, type SteerInput } 
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../auth/conversation-access';
 import { CompanionClient, type CompanionInput, type Rejection } from '../companion-client';
-import { Decisions } from '../decisions';
+import { Decisions, refusedText } from '../decisions';
 import { checkTextLength, clientIdOf, parseEdge, requireJsonBody } from '../edge';
 import { GatewayError } from '../errors/gateway-error';
 import { InputsPublisher } from '../inputs-publisher';
@@ -122,7 +122,7 @@ function decisionOn(event: ConversationEvent, id: string, text: string, live: bo
     return event.data.input.text === text ? { answer: { id, turn: event.data.turn, landed: event.data.landed } } : { reused: true };
   }
   if (event.type === 'input.rejected' && event.data.input.id === id) {
-    const same = event.data.input.kind === 'steer' && event.data.input.text === text;
+    const same = event.data.input.kind === 'steer' && refusedText(event.data.input, text);
     return same ? { rejection: { code: event.data.code, message: event.data.message } } : { reused: true };
   }
   return undefined;
@@ -142,6 +142,8 @@ const late = (id: string, seconds: number) =>
 /** The same steer again: a steer with this text. A chat under the id, or other text, is another input. */
 function isSameSteer(earlier: CompanionInput, text: string): boolean {
   if (earlier.kind !== undefined && earlier.kind !== 'steer') return false;
+  // A refusal keeps only the digest of its text (`input.rejected`).
+  if (earlier.state === 'rejected') return refusedText(earlier, text);
   if (earlier.messages !== undefined && (earlier.messages.length !== 1 || earlier.messages[0] !== text)) return false;
   return earlier.text === undefined || earlier.text === text;
 }
