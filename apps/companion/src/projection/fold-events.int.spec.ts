@@ -139,6 +139,7 @@ describe('foldEvents', () => {
       agent: null,
       owner: 'alice',
       grants: [],
+      position: expect.any(Number),
     });
     expect(await allMessages(key)).toEqual([]);
 
@@ -572,6 +573,7 @@ describe('foldEvents', () => {
       agent: null,
       owner: 'alice',
       grants: [],
+      position: expect.any(Number),
     });
     expect(await readInput(readModels, key, 'c3')).toMatchObject({ state: 'discarded', rejection: null });
     expect(await readInput(readModels, key, 'c4')).toMatchObject({ state: 'discarded' });
@@ -620,6 +622,7 @@ describe('foldEvents', () => {
       agent: null,
       owner: 'bob',
       grants: [],
+      position: expect.any(Number),
     });
     expect(await readInput(readModels, key, 'r1')).toEqual({
       id: 'r1',
@@ -772,6 +775,7 @@ describe('foldEvents', () => {
       agent: null,
       owner: null,
       grants: [],
+      position: 0,
     });
   });
 });
