@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
 import type { Pool } from '@rudder/runtime';
-import { AlreadyStoredError, appendToConversation, appendToConversations, groupedWrites, WRITES_PER_STATEMENT, type StreamRules } from './append';
+import { appendToConversation } from './append-to-conversation';
+import { appendToConversations } from './append-to-conversations';
+import { groupedWrites, WRITES_PER_STATEMENT } from './grouped-writes';
+import { AlreadyStoredError, type StreamRules } from './writes';
 import { FencedError, takePartitions } from './fencing';
 import { readConversation } from './read';
 import { useEventStoreDatabase } from './testing';

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
-import { appendToConversation, appendToConversations } from './append';
+import { appendToConversation } from './append-to-conversation';
+import { appendToConversations } from './append-to-conversations';
 import { FencedError, takePartitions } from './fencing';
 import type { PoolClient } from '@rudder/runtime';
 import { readConversation } from './read';

@@ -32,7 +32,7 @@ export async function takePartitions(pool: Pool, partitions: readonly number[], 
   let broken = false;
   try {
     // The update waits for the writes in flight under the old epochs, but not for ever: a
-    // zombie paused inside its transaction is ended by the writers' idle timeout (append.ts),
+    // zombie paused inside its transaction is ended by the writers' idle timeout (write-transaction.ts),
     // and until then this gives up after EPOCH_LOCK_TIMEOUT_MS so the caller can retry (or stop
     // trying, once the assignment is no longer current).
     await client.query(`BEGIN; SET LOCAL lock_timeout = ${EPOCH_LOCK_TIMEOUT_MS}`);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
-import { appendToConversations, type StreamRules } from './append';
+import { appendToConversations } from './append-to-conversations';
+import type { StreamRules } from './writes';
 import { takePartitions } from './fencing';
 import { readConversation } from './read';
 import { useEventStoreDatabase } from './testing';

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
-import { AlreadyStoredError, appendToConversation, appendToConversations } from './append';
+import { appendToConversation } from './append-to-conversation';
+import { appendToConversations } from './append-to-conversations';
+import { AlreadyStoredError } from './writes';
 import { takePartitions } from './fencing';
 import { readConversation } from './read';
 import { plainRules, useEventStoreDatabase } from './testing';

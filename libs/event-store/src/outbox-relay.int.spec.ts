@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { createLog } from '@rudder/runtime';
-import { appendToConversations } from './append';
+import { appendToConversations } from './append-to-conversations';
 import { takePartitions } from './fencing';
 import { createOutboxRelay } from './outbox-relay';
 import { plainRules, useEventStoreDatabase } from './testing';

@@ -1,6 +1,6 @@
 import type { ConversationEvent } from '@rudder/contracts';
 import type { Log, Pool } from '@rudder/runtime';
-import { byKeyBytes, type Written } from './append';
+import { byKeyBytes, type Written } from './writes';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 
 export type OutboxRelayOptions = {

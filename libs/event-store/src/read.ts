@@ -1,6 +1,6 @@
 import type { ConversationEvent } from '@rudder/contracts';
 import type { Pool } from '@rudder/runtime';
-import type { StreamRules } from './append';
+import type { StreamRules } from './writes';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 
 /** A conversation's events after `afterPosition`, in order. */

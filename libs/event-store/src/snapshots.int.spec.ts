@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
-import { appendToConversations } from './append';
+import { appendToConversations } from './append-to-conversations';
 import { takePartitions } from './fencing';
 import { readConversation, readConversationFromSnapshot, storeSnapshot } from './read';
 import { plainRules, useEventStoreDatabase } from './testing';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, inject } from 'vitest';
 import { createTestDatabase, type TestDatabase, type TestDatabaseOptions } from '@rudder/dev-services';
 import { createPool, type Pool } from '@rudder/runtime';
-import type { StreamRules } from './append';
+import type { StreamRules } from './writes';
 import { migrateEventStore } from './schema';
 
 /**
