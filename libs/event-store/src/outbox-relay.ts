@@ -38,6 +38,22 @@ export type OutboxRelay = {
 };
 
 /**
+ * Stores watermarks (`$1` conversations in key order, `$2` positions), never lowering one. The
+ * rows are locked in key order (bytes, `byKeyBytes`), as every write of several conversations locks them, so it never
+ * deadlocks with a writer. The statement's own snapshot does not see what it stores: a read in
+ * the same statement takes the greater of the stored watermark and the one it stores.
+ */
+const MARK = `WITH locked AS (
+  SELECT key FROM event_store.conversations WHERE key = ANY($1::text[]) ORDER BY key COLLATE "C" FOR NO KEY UPDATE
+), marked AS (
+  UPDATE event_store.conversations c
+     SET published_position = greatest(c.published_position, ($2::bigint[])[array_position($1::text[], c.key)])
+   WHERE c.key IN (SELECT key FROM locked))`;
+
+/** Conversations whose last published position a relay keeps; past it, the oldest tenth are forgotten (read from the start again, once). */
+const PUBLISHED_KEPT = 50_000;
+
+/**
  * The relay of the transactional outbox: each conversation's events after its watermark,
  * `published_position` of its row (the view `event_store.outbox`).
  *
@@ -75,233 +91,275 @@ export type OutboxRelay = {
  * partition may still mark what it published). A crash before it is stored publishes again
  * (up to `markAfterMs` of events); consumers deduplicate by event id.
  */
-/**
- * Stores watermarks (`$1` conversations in key order, `$2` positions), never lowering one. The
- * rows are locked in key order (bytes, `byKeyBytes`), as every write of several conversations locks them, so it never
- * deadlocks with a writer. The statement's own snapshot does not see what it stores: a read in
- * the same statement takes the greater of the stored watermark and the one it stores.
- */
-const MARK = `WITH locked AS (
-  SELECT key FROM event_store.conversations WHERE key = ANY($1::text[]) ORDER BY key COLLATE "C" FOR NO KEY UPDATE
-), marked AS (
-  UPDATE event_store.conversations c
-     SET published_position = greatest(c.published_position, ($2::bigint[])[array_position($1::text[], c.key)])
-   WHERE c.key IN (SELECT key FROM locked))`;
-
-/** Conversations whose last published position a relay keeps; past it, the oldest tenth are forgotten (read from the start again, once). */
-const PUBLISHED_KEPT = 50_000;
-
 export function createOutboxRelay(options: OutboxRelayOptions): OutboxRelay {
-  const { pool, publish, log } = options;
-  const retryMs = options.retryMs ?? 1000;
-  const batchSize = options.batchSize ?? 500;
-  const markAfterMs = options.markAfterMs ?? 200;
-  let chain: Promise<void> = Promise.resolve();
-  let stopped = false;
-  let retry: NodeJS.Timeout | undefined;
-  let markTimer: NodeJS.Timeout | undefined;
+  return new Relay(options);
+}
+
+/** The relay described above: what it keeps between steps, its chain, and the steps on it. */
+class Relay implements OutboxRelay {
+  private readonly retryMs: number;
+  private readonly batchSize: number;
+  private readonly markAfterMs: number;
+  /** Every step and every mark is a link of this chain, so none overlaps another. */
+  private chain: Promise<void> = Promise.resolve();
+  private stopped = false;
+  private retry: NodeJS.Timeout | undefined;
+  private markTimer: NodeJS.Timeout | undefined;
+  private readonly backstop: NodeJS.Timeout;
   /** A step is on the chain and has not started yet: what is handed over now, it will take. */
-  let stepWaiting = false;
+  private stepWaiting = false;
   /** The waiting step reads the owned partitions' whole outbox. */
-  let wholeTable = true;
+  private wholeTable = true;
   /** Conversations the waiting step reads from the table (after what this relay published of each). */
-  const due = new Set<string>();
+  private readonly due = new Set<string>();
   /** Commits handed over since the last step began. */
-  let held: Written[] = [];
+  private held: Written[] = [];
   /** Per conversation, the highest position this relay published: every earlier one of it is published (see above). */
-  const published = new Map<string, number>();
+  private readonly published = new Map<string, number>();
   /**
    * Per conversation, the highest position published and not stored as its watermark yet: the
    * next read of the table stores them, or `mark` does.
    */
-  let unmarked = new Map<string, number>();
+  private unmarked = new Map<string, number>();
 
-  /** The watermarks to store, as the statements' two arrays, in key order (the order their rows are locked in). */
-  const marks = (): [string[], number[]] => {
-    const keys = [...unmarked.keys()].sort(byKeyBytes);
-    return [keys, keys.map((k) => unmarked.get(k)!)];
-  };
+  constructor(private readonly options: OutboxRelayOptions) {
+    this.retryMs = options.retryMs ?? 1000;
+    this.batchSize = options.batchSize ?? 500;
+    this.markAfterMs = options.markAfterMs ?? 200;
+    this.backstop = setInterval(() => this.sweep(), options.sweepMs ?? 2000);
+    this.backstop.unref();
+    this.sweep(); // a new process first publishes what a previous one may have left
+  }
 
-  const mark = async () => {
-    clearTimeout(markTimer);
-    markTimer = undefined;
-    if (unmarked.size === 0) return;
-    await pool.query({ name: 'event-store-outbox-mark', text: `${MARK} SELECT 1`, values: marks() });
-    unmarked = new Map();
-  };
+  enqueue(commit: Written): void {
+    if (commit.stored.length === 0) return;
+    this.held.push(commit);
+    this.schedule();
+  }
 
-  const wasPublished = (events: readonly ConversationEvent[]) => {
-    options.afterPublish?.();
-    for (const e of events) {
-      const upTo = Math.max(e.position, published.get(e.conversation) ?? 0);
-      published.set(e.conversation, upTo);
-      unmarked.set(e.conversation, upTo);
+  sweep(): void {
+    this.wholeTable = true;
+    this.schedule();
+  }
+
+  idle(): Promise<void> {
+    this.markOnChain();
+    return this.chain;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.backstop);
+    clearTimeout(this.retry);
+    await this.chain;
+    await this.mark().catch(() => undefined); // what stays unmarked is published again by the next owner
+  }
+
+  /** A step on the chain (one waiting is enough: it takes whatever is handed over before it starts). */
+  private schedule(): void {
+    if (this.stopped || this.stepWaiting) return;
+    this.stepWaiting = true;
+    this.chain = this.chain
+      .then(() => {
+        this.stepWaiting = false;
+        return this.step();
+      })
+      .catch((error: unknown) => this.fellBehind(error));
+  }
+
+  /** A step failed: what it was to publish is read again, with the rest of the table, after `retryMs`. */
+  private fellBehind(error: unknown): void {
+    this.wholeTable = true;
+    this.options.log.warn('outbox relay fell behind; will publish from the table', { error: String(error) });
+    if (!this.stopped && !this.retry) {
+      this.retry = setTimeout(() => {
+        this.retry = undefined;
+        this.sweep();
+      }, this.retryMs);
     }
-    if (published.size > PUBLISHED_KEPT) for (const key of [...published.keys()].slice(0, published.size / 10)) published.delete(key);
-  };
-
-  /**
-   * Splits the commits handed over into what follows what was published, per conversation (to
-   * publish as it is), and the conversations to read from the table instead (added to `due`).
-   */
-  const takeFromMemory = (commits: readonly Written[]) => {
-    const of = new Map<string, { events: ConversationEvent[]; traces: (string | null)[]; follows: boolean; upTo: number }>();
-    for (const commit of commits) {
-      for (const event of commit.stored) {
-        const c = event.conversation;
-        let taken = of.get(c);
-        if (!taken) of.set(c, (taken = { events: [], traces: [], follows: !wholeTable && !due.has(c), upTo: published.get(c) ?? 0 }));
-        if (!taken.follows) continue;
-        const before = commit.before.get(c);
-        if (before === undefined || before > taken.upTo) {
-          taken.follows = false;
-          continue;
-        }
-        // An event at or below `upTo` was published already (a read of the table met its row).
-        if (event.position <= taken.upTo) continue;
-        taken.events.push(event);
-        taken.traces.push(commit.trace);
-        taken.upTo = event.position;
-      }
-    }
-    const events: ConversationEvent[] = [];
-    const traces: (string | null)[] = [];
-    for (const [c, taken] of of) {
-      if (!taken.follows) due.add(c);
-      else {
-        events.push(...taken.events);
-        traces.push(...taken.traces);
-      }
-    }
-    return { events, traces };
-  };
+  }
 
   /** One step of the chain: the commits that follow, from memory; then what is due, from the table. */
-  const step = async () => {
-    const commits = held;
-    held = [];
-    const fromMemory = takeFromMemory(commits);
-    const conversations = wholeTable ? null : [...due];
-    wholeTable = false;
-    due.clear();
+  private async step(): Promise<void> {
+    const commits = this.held;
+    this.held = [];
+    const fromMemory = this.takeFromMemory(commits);
+    const conversations = this.wholeTable ? null : [...this.due];
+    this.wholeTable = false;
+    this.due.clear();
     if (fromMemory.events.length > 0) {
-      await publish(fromMemory.events, fromMemory.traces);
-      wasPublished(fromMemory.events);
+      await this.options.publish(fromMemory.events, fromMemory.traces);
+      this.wasPublished(fromMemory.events);
     }
-    if (conversations === null || conversations.length > 0) await publishFromTable(conversations);
-    if (unmarked.size > 0 && !markTimer && !stopped) {
-      markTimer = setTimeout(() => {
-        markTimer = undefined;
-        chain = chain.then(mark).catch((error: unknown) => log.warn('marking published events failed; the next read marks them', { error: String(error) }));
-      }, markAfterMs);
-      markTimer.unref();
-    }
-  };
+    if (conversations === null || conversations.length > 0) await this.publishFromTable(conversations);
+    this.markLater();
+  }
+
+  /**
+   * The commits handed over that follow what was published, per conversation (to publish as
+   * they are); the conversations that do not are added to `due`, to read from the table instead.
+   */
+  private takeFromMemory(commits: readonly Written[]): { events: ConversationEvent[]; traces: (string | null)[] } {
+    const { events, traces, fromTable } = following(commits, this.published, (c) => this.wholeTable || this.due.has(c));
+    for (const c of fromTable) this.due.add(c);
+    return { events, traces };
+  }
 
   /**
    * Reads the next rows to publish, in statements that also store the watermarks of what was
-   * published before, and publishes them.
-   *
-   * The read is of the owned partitions' whole outbox (the conversations with events past their
-   * watermark, a partial index of their rows, whose dead entries since the last vacuum make it
-   * the dearer read), or of the given conversations' rows after what this relay published of
-   * each (their `(conversation, position)` index, from there on: only what is new).
+   * published before, and publishes them: the owned partitions' whole outbox (null), or the
+   * given conversations' rows after what this relay published of each.
    */
-  const publishFromTable = async (conversations: readonly string[] | null) => {
+  private async publishFromTable(conversations: readonly string[] | null): Promise<void> {
     for (;;) {
-      const rows = await readUnpublished(conversations);
-      unmarked = new Map();
+      const rows = await this.readUnpublished(conversations);
+      this.unmarked = new Map();
       if (rows.length === 0) return;
       const events = rows.map(toConversationEvent);
-      await publish(events, rows.map((r) => r.trace));
-      wasPublished(events);
-      if (rows.length < batchSize) return;
+      await this.options.publish(events, rows.map((r) => r.trace));
+      this.wasPublished(events);
+      if (rows.length < this.batchSize) return;
     }
-  };
+  }
 
-  const readUnpublished = async (conversations: readonly string[] | null) => {
-    const columns = EVENT_COLUMNS.split(', ').map((c) => 'e.' + c).join(', ');
-    const { rows } =
-      conversations === null
-        ? // The owned conversations whose last event is past their watermark (the partial index
-          // conversations_to_publish; the watermark this statement stores is not in its snapshot,
-          // hence m), each read by a range of its (conversation, position) index.
-          await pool.query<EventRow>({
-            name: 'event-store-outbox-sweep',
-            text: `${MARK}, due AS MATERIALIZED (
+  private readUnpublished(conversations: readonly string[] | null): Promise<EventRow[]> {
+    const owned = this.options.ownedPartitions();
+    return conversations === null
+      ? readOwnedOutbox(this.options.pool, this.marks(), owned, this.batchSize)
+      : readConversationsAfter(this.options.pool, this.marks(), owned, this.batchSize, conversations, conversations.map((c) => this.published.get(c) ?? 0));
+  }
+
+  private wasPublished(events: readonly ConversationEvent[]): void {
+    this.options.afterPublish?.();
+    for (const e of events) {
+      const upTo = Math.max(e.position, this.published.get(e.conversation) ?? 0);
+      this.published.set(e.conversation, upTo);
+      this.unmarked.set(e.conversation, upTo);
+    }
+    const { published } = this;
+    if (published.size > PUBLISHED_KEPT) for (const key of [...published.keys()].slice(0, published.size / 10)) published.delete(key);
+  }
+
+  /** What was published and not marked is marked `markAfterMs` later, unless a read of the table marks it first. */
+  private markLater(): void {
+    if (this.unmarked.size === 0 || this.markTimer || this.stopped) return;
+    this.markTimer = setTimeout(() => {
+      this.markTimer = undefined;
+      this.markOnChain();
+    }, this.markAfterMs);
+    this.markTimer.unref();
+  }
+
+  private markOnChain(): void {
+    this.chain = this.chain
+      .then(() => this.mark())
+      .catch((error: unknown) => this.options.log.warn('marking published events failed; the next read marks them', { error: String(error) }));
+  }
+
+  private async mark(): Promise<void> {
+    clearTimeout(this.markTimer);
+    this.markTimer = undefined;
+    if (this.unmarked.size === 0) return;
+    await this.options.pool.query({ name: 'event-store-outbox-mark', text: `${MARK} SELECT 1`, values: this.marks() });
+    this.unmarked = new Map();
+  }
+
+  /** The watermarks to store, as the statements' two arrays, in key order (the order their rows are locked in). */
+  private marks(): [string[], number[]] {
+    const keys = [...this.unmarked.keys()].sort(byKeyBytes);
+    return [keys, keys.map((k) => this.unmarked.get(k)!)];
+  }
+}
+
+/**
+ * Splits commits into the events that follow what was `published`, per conversation, with
+ * their traces, and the conversations to read from the table instead: those `readsTable`
+ * already, and those with a commit whose `before` is past what was published (or missing).
+ * All of a conversation's commits go one way.
+ */
+function following(commits: readonly Written[], published: ReadonlyMap<string, number>, readsTable: (conversation: string) => boolean) {
+  const of = new Map<string, { events: ConversationEvent[]; traces: (string | null)[]; follows: boolean; upTo: number }>();
+  for (const commit of commits) {
+    for (const event of commit.stored) {
+      const c = event.conversation;
+      let taken = of.get(c);
+      if (!taken) of.set(c, (taken = { events: [], traces: [], follows: !readsTable(c), upTo: published.get(c) ?? 0 }));
+      if (!taken.follows) continue;
+      const before = commit.before.get(c);
+      if (before === undefined || before > taken.upTo) {
+        taken.follows = false;
+        continue;
+      }
+      // An event at or below `upTo` was published already (a read of the table met its row).
+      if (event.position <= taken.upTo) continue;
+      taken.events.push(event);
+      taken.traces.push(commit.trace);
+      taken.upTo = event.position;
+    }
+  }
+  const events: ConversationEvent[] = [];
+  const traces: (string | null)[] = [];
+  const fromTable: string[] = [];
+  for (const [c, taken] of of) {
+    if (!taken.follows) fromTable.push(c);
+    else {
+      events.push(...taken.events);
+      traces.push(...taken.traces);
+    }
+  }
+  return { events, traces, fromTable };
+}
+
+const COLUMNS = EVENT_COLUMNS.split(', ').map((c) => 'e.' + c).join(', ');
+
+/**
+ * The owned partitions' whole outbox, storing `marks` as it reads: the owned conversations
+ * whose last event is past their watermark (the partial index conversations_to_publish, whose
+ * dead entries since the last vacuum make it the dearer read; the watermark this statement
+ * stores is not in its snapshot, hence m), each read by a range of its (conversation,
+ * position) index.
+ */
+async function readOwnedOutbox(pool: Pool, marks: [string[], number[]], owned: readonly number[], batchSize: number): Promise<EventRow[]> {
+  const { rows } = await pool.query<EventRow>({
+    name: 'event-store-outbox-sweep',
+    text: `${MARK}, due AS MATERIALIZED (
                SELECT c.key, greatest(c.published_position, m.position) AS after
                  FROM event_store.conversations c
                  LEFT JOIN unnest($1::text[], $2::bigint[]) AS m(conversation, position) ON m.conversation = c.key
                 WHERE c.partition = ANY($3::int[]) AND c.last_position > c.published_position)
-             SELECT ${columns}
+             SELECT ${COLUMNS}
                FROM due CROSS JOIN LATERAL (
-                 SELECT ${columns} FROM event_store.events e WHERE e.conversation = due.key AND e.position > due.after OFFSET 0) e
+                 SELECT ${COLUMNS} FROM event_store.events e WHERE e.conversation = due.key AND e.position > due.after OFFSET 0) e
               ORDER BY e.position LIMIT $4`,
-            values: [...marks(), options.ownedPartitions(), batchSize],
-          })
-        : // Planned at each call (no name: a generic plan of it read the conversations' whole
-          // history, growing with it), each conversation read by a range of its (conversation,
-          // position) index from what this relay published of it or its stored watermark.
-          await pool.query<EventRow>({
-            text: `${MARK}
-             SELECT ${columns}
+    values: [...marks, owned, batchSize],
+  });
+  return rows;
+}
+
+/**
+ * The given conversations' rows after `after` (what this relay published of each) or their
+ * stored watermark, whichever is higher, storing `marks` as it reads: only what is new.
+ * Planned at each call (no name: a generic plan of it read the conversations' whole history,
+ * growing with it), each conversation read by a range of its (conversation, position) index.
+ */
+async function readConversationsAfter(
+  pool: Pool,
+  marks: [string[], number[]],
+  owned: readonly number[],
+  batchSize: number,
+  conversations: readonly string[],
+  after: readonly number[],
+): Promise<EventRow[]> {
+  const { rows } = await pool.query<EventRow>({
+    text: `${MARK}
+             SELECT ${COLUMNS}
                FROM unnest($5::text[], $6::bigint[]) AS w(conversation, after)
                JOIN event_store.conversations c ON c.key = w.conversation AND c.partition = ANY($3::int[])
                CROSS JOIN LATERAL (
-                 SELECT ${columns} FROM event_store.events e
+                 SELECT ${COLUMNS} FROM event_store.events e
                   WHERE e.conversation = w.conversation AND e.position > greatest(w.after, c.published_position) OFFSET 0) e
               ORDER BY e.position LIMIT $4`,
-            values: [...marks(), options.ownedPartitions(), batchSize, conversations, conversations.map((c) => published.get(c) ?? 0)],
-          });
-    return rows;
-  };
-
-  /** A step on the chain (one waiting is enough: it takes whatever is handed over before it starts). */
-  const schedule = () => {
-    if (stopped || stepWaiting) return;
-    stepWaiting = true;
-    chain = chain
-      .then(() => {
-        stepWaiting = false;
-        return step();
-      })
-      .catch((error: unknown) => {
-        // What this step was to publish is read again, with the rest of the table.
-        wholeTable = true;
-        log.warn('outbox relay fell behind; will publish from the table', { error: String(error) });
-        if (!stopped && !retry) {
-          retry = setTimeout(() => {
-            retry = undefined;
-            sweep();
-          }, retryMs);
-        }
-      });
-  };
-  const sweep = () => {
-    wholeTable = true;
-    schedule();
-  };
-  const backstop = setInterval(sweep, options.sweepMs ?? 2000);
-  backstop.unref();
-  sweep(); // a new process first publishes what a previous one may have left
-
-  return {
-    enqueue: (commit) => {
-      if (commit.stored.length === 0) return;
-      held.push(commit);
-      schedule();
-    },
-    sweep,
-    idle: () => {
-      chain = chain.then(mark).catch((error: unknown) => log.warn('marking published events failed; the next read marks them', { error: String(error) }));
-      return chain;
-    },
-    async stop() {
-      stopped = true;
-      clearInterval(backstop);
-      clearTimeout(retry);
-      await chain;
-      await mark().catch(() => undefined); // what stays unmarked is published again by the next owner
-    },
-  };
+    values: [...marks, owned, batchSize, conversations, after],
+  });
+  return rows;
 }
