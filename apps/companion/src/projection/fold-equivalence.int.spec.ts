@@ -1,0 +1,263 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { eventVersion, type CompanionStatus, type ConversationEvent, type DomainEvent, type InputRecord, type ToolCall } from '@rudder/contracts';
+import { endTurn, evolveTurn, nextAction } from '@rudder/agent';
+import {
+  decideInputs,
+  decideTurnCommit,
+  emptyConversation,
+  evolve,
+  evolveConversation,
+  initialState,
+  onceKey,
+  startNextTurn,
+  type Agents,
+  type Conversation,
+} from '@rudder/conversation';
+import type { DataSource } from 'typeorm';
+import { openReadModels } from '../read-models/data-source';
+import { readConversationStatus } from '../queries/conversation-status';
+import { readTranscriptPage } from '../queries/transcript-page';
+import { readTurn, toTurnView } from '../queries/turn-view';
+import { readTurnOfInput } from '../queries/turn-of-input';
+import { readInput } from '../queries/input-view';
+import { readEventsAfter } from '../queries/event-replay';
+import { createFreshDatabase } from '../../../../test/support/companion/test-database';
+import { foldEvents } from './fold-events';
+import { foldRows } from './fold-rows';
+import { readEventRecord } from './read-event-record';
+
+/**
+ * The companion's fold against the decider's own: random inputs and turn progress run through
+ * `decide` (as the worker runs them) give each conversation's log; the companion folds the logs
+ * interleaved, in batches of random sizes, with earlier events delivered again and restarts in
+ * between, through the same read path as its consumer (`readEventRecord`, which leaves out
+ * records of event types it does not know: a newer worker may publish them). After every batch
+ * each conversation's status is what `reduce(evolve)` over the events folded so far says; at the
+ * end every turn, turn of an input, input, transcript and event replay is what folding the whole
+ * log at once in memory gives.
+ */
+
+let database: Awaited<ReturnType<typeof createFreshDatabase>>;
+let readModels: DataSource;
+
+beforeAll(async () => {
+  database = await createFreshDatabase();
+  readModels = await openReadModels(database.url);
+});
+
+afterAll(async () => {
+  await readModels?.destroy();
+  await database?.drop();
+});
+
+const policy = { maxTaken: 3, bounds: { steers: 2, chats: 4, chars: 160 } };
+const agents: Agents = { defaultAgent: 'trip', policyOf: (agent) => (agent === 'trip' ? policy : undefined) };
+const subjects = ['alice', 'alice', 'bob'];
+const inputIds = ['i0', 'i1', 'i2', 'i3', 'i4', 'i5', 'i6', 'i7'];
+const controlIds = ['x0', 'x1', 'x2', 'x3'];
+
+/** What happens next in a conversation: an input arrives, the next turn starts, or the running turn goes one step. */
+type Command =
+  | { do: 'chat'; id: number; texts: string[]; subject: number; onBusy: 'enqueue' | 'reject' | 'interrupt' | 'rollback'; ifLast: boolean }
+  | { do: 'steer'; id: number; text: string; subject: number; ifLast: boolean }
+  | { do: 'stop'; id: number; discardPending: boolean; namesTurn: boolean }
+  | { do: 'retract'; id: number; target: number | 'chat' | 'steer'; subject: number }
+  | { do: 'promote'; id: number; target: number }
+  | { do: 'grant'; id: number; grantee: number; access: 'read' | 'write' | null; subject: number }
+  | { do: 'start' }
+  | { do: 'step'; content: string; calls: number; usage: boolean };
+
+/** True about once in `n` times. */
+const rare = (n: number) => fc.oneof({ weight: n - 1, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) });
+const rarely = rare(6);
+const text = fc.constantFrom('go', 'Lisbon', 'also Porto', 'hotels?', '', ' ', 'a much longer message about the trip');
+const userText = text.filter((t) => t.length > 0);
+const command: fc.Arbitrary<Command> = fc.oneof(
+  { weight: 4, arbitrary: fc.record({ do: fc.constant('chat' as const), id: fc.nat(7), texts: fc.array(userText, { minLength: 1, maxLength: 2 }), subject: fc.nat(2), onBusy: fc.constantFrom('enqueue' as const, 'enqueue' as const, 'reject' as const, 'interrupt' as const, 'rollback' as const), ifLast: rarely }) },
+  { weight: 4, arbitrary: fc.record({ do: fc.constant('steer' as const), id: fc.nat(7), text: userText, subject: fc.nat(2), ifLast: fc.constant(false) }) },
+  { weight: 1, arbitrary: fc.record({ do: fc.constant('stop' as const), id: fc.nat(3), discardPending: fc.boolean(), namesTurn: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ do: fc.constant('retract' as const), id: fc.nat(3), target: fc.oneof(fc.nat(7), fc.constantFrom('chat' as const, 'steer' as const)), subject: fc.nat(2) }) },
+  { weight: 1, arbitrary: fc.record({ do: fc.constant('promote' as const), id: fc.nat(3), target: fc.nat(7) }) },
+  { weight: 1, arbitrary: fc.record({ do: fc.constant('grant' as const), id: fc.nat(3), grantee: fc.nat(2), access: fc.constantFrom('read' as const, 'write' as const, null), subject: fc.nat(2) }) },
+  { weight: 4, arbitrary: fc.constant({ do: 'start' as const }) },
+  { weight: 10, arbitrary: fc.record({ do: fc.constant('step' as const), content: text, calls: fc.nat(2), usage: fc.boolean() }) },
+);
+
+/** A conversation's log as the worker writes it: each command decided on the state folded so far. */
+function logOf(key: string, commands: readonly Command[], future: readonly boolean[]): ConversationEvent[] {
+  let conversation: Conversation = emptyConversation();
+  const stored = new Set<string>();
+  const log: ConversationEvent[] = [];
+  let turns = 0;
+  const at = (position: number) => new Date(Date.UTC(2025, 0, 1, 12, 0, 0) + position * 1000).toISOString();
+  const append = (events: DomainEvent[]) => {
+    for (const event of events) {
+      conversation = evolveConversation(conversation, event);
+      stored.add(onceKey(event));
+      const position = log.length + 1;
+      log.push({ v: eventVersion(event.type), id: `${key}@${position}`, conversation: key, position, at: at(position), ...event } as ConversationEvent);
+    }
+  };
+  commands.forEach((c, i) => {
+    const envelope = { v: 1 as const, conversation: key, sentAt: '2025-01-01T11:59:59.000Z' };
+    const input = (record: InputRecord) => append(decideInputs(conversation.state, [record], stored, agents));
+    switch (c.do) {
+      case 'chat':
+        input({ ...envelope, type: 'chat', id: inputIds[c.id], subject: subjects[c.subject], messages: c.texts, onBusy: c.onBusy, ...(c.ifLast ? { ifLastInputId: conversation.state.lastInputId ?? 'none' } : {}) });
+        break;
+      case 'steer':
+        input({ ...envelope, type: 'steer', id: inputIds[c.id], subject: subjects[c.subject], text: c.text, ...(c.ifLast ? { ifLastInputId: 'i0' } : {}) });
+        break;
+      case 'stop':
+        input({ ...envelope, type: 'stop', id: controlIds[c.id], subject: 'alice', discardPending: c.discardPending, ...(c.namesTurn ? { turn: conversation.state.runningTurn ?? 't0' } : {}) });
+        break;
+      case 'retract':
+        input({ ...envelope, type: 'retract', id: `r-${controlIds[c.id]}`, subject: subjects[c.subject], target: typeof c.target === 'number' ? { id: inputIds[c.target] } : { latest: c.target } });
+        break;
+      case 'promote':
+        input({ ...envelope, type: 'promote', id: `p-${controlIds[c.id]}`, subject: 'alice', target: inputIds[c.target] });
+        break;
+      case 'grant':
+        input({ ...envelope, type: 'grant', id: `g-${controlIds[c.id]}`, subject: subjects[c.subject], grantee: subjects[c.grantee], access: c.access });
+        break;
+      case 'start':
+        append(startNextTurn(conversation.state, `t${turns + 1}`));
+        if (conversation.state.runningTurn === `t${turns + 1}`) turns += 1;
+        break;
+      case 'step': {
+        const turn = conversation.running;
+        if (!turn) break;
+        const action = nextAction(turn, { maxSteps: 3 });
+        let events: DomainEvent[];
+        if (action.type === 'end') events = endTurn(turn, action.status, action.outcome);
+        else if (action.type === 'run-tools') {
+          const call = action.calls[0];
+          events = [{ type: 'tool.ended', data: { turn: turn.id, step: action.step, callId: call.id, name: call.name, result: 'done', isError: false } }];
+        } else {
+          const toolCalls: ToolCall[] = Array.from({ length: c.calls }, (_, n) => ({ id: `${turn.id}-${action.step}-${n}`, name: 'wait', arguments: '{}' }));
+          const usage = c.usage ? { usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 } } : {};
+          const replied: DomainEvent = { type: 'model.replied', data: { turn: turn.id, step: action.step, content: c.content, toolCalls, ...usage } };
+          events =
+            toolCalls.length === 0
+              ? [replied, ...endTurn(evolveTurn(turn, replied), 'completed', null)]
+              : [replied, ...toolCalls.map((call): DomainEvent => ({ type: 'tool.started', data: { turn: turn.id, step: action.step, call } }))];
+        }
+        append(decideTurnCommit(conversation.state, turn, events));
+        break;
+      }
+      default: {
+        const never: never = c;
+        throw new Error(`unknown command ${JSON.stringify(never)}`);
+      }
+    }
+    // A newer worker's event, of a type this companion does not know, takes the next place in the log.
+    if (future[i]) {
+      const position = log.length + 1;
+      log.push({ v: 1, id: `${key}@${position}`, conversation: key, position, at: at(position), type: 'todo.added', data: { todo: 'pack' } } as never);
+    }
+  });
+  return log;
+}
+
+/** Each conversation's status as the decider's fold says it: what `readConversationStatus` must answer. */
+function statusOf(key: string, log: readonly ConversationEvent[]): CompanionStatus {
+  const state = log.reduce(evolve, initialState());
+  // A follow-up the worker decided on as a steer (promoted) shows as a steer, landed or not.
+  const decided = new Set(log.flatMap((e) => (e.type === 'steer.accepted' ? [e.data.input.id] : [])));
+  const started = log.findLast((e) => e.type === 'turn.started' && e.data.turn === state.runningTurn);
+  return {
+    key,
+    running: state.runningTurn === null ? null : { turn: state.runningTurn, startedAt: started!.at },
+    steering: [...state.steers, ...(state.undecided ? [state.undecided] : [])].map(({ id, text }) => ({ id, text })),
+    queue: state.queue.map(({ id, kind, text }) => ({ id, kind: decided.has(id) ? ('steer' as const) : kind, text })),
+    lastInputId: state.lastInputId,
+    agent: state.agent,
+    owner: state.owner,
+    grants: Object.entries(state.grants).map(([subject, access]) => ({ subject, access })),
+    position: log.at(-1)?.position ?? 0,
+  };
+}
+
+/** Grants in a stable order (the answer lists them as the row's JSON object holds them). */
+const comparable = (status: CompanionStatus) => ({ ...status, grants: [...status.grants].sort((a, b) => (a.subject < b.subject ? -1 : 1)) });
+
+/** Events known to this companion's contract, as its consumer reads them from their records. */
+const readable = (events: readonly ConversationEvent[]): ConversationEvent[] =>
+  events.flatMap((e) => {
+    const read = readEventRecord(Buffer.from(JSON.stringify(e)));
+    return read.ok ? [read.event] : [];
+  });
+
+type Delivery = { size: number; again: number; restart: boolean; twice: boolean };
+const delivery: fc.Arbitrary<Delivery> = fc.record({
+  size: fc.integer({ min: 1, max: 14 }),
+  again: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 8 }) }),
+  restart: rare(8),
+  twice: fc.boolean(),
+});
+
+let run = 0;
+
+describe('the companion fold, as the decider folds', () => {
+  it('answers every status after every batch, and every turn, input and transcript query at the end, as folding the log with evolve does: in batches, with redeliveries and restarts, skipping event types it does not know', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ commands: fc.array(command, { minLength: 1, maxLength: 40, size: 'medium' }), future: fc.array(rare(10), { maxLength: 40 }) }), { minLength: 1, maxLength: 3 }),
+        fc.array(fc.nat(), { maxLength: 200 }),
+        fc.array(delivery, { minLength: 1, maxLength: 40, size: 'medium' }),
+        async (conversations, interleaving, deliveries) => {
+          run += 1;
+          const keys = conversations.map((_, n) => `run-${run}/c${n}`);
+          const logs = conversations.map((c, n) => logOf(keys[n], c.commands, c.future));
+          // One stream of every conversation's records, each conversation's in log order.
+          const stream: ConversationEvent[] = [];
+          const next = logs.map(() => 0);
+          for (let k = 0; stream.length < logs.flat().length; k++) {
+            const open = logs.flatMap((log, n) => (next[n] < log.length ? [n] : []));
+            const n = open[(interleaving[k] ?? 0) % open.length];
+            stream.push(logs[n][next[n]++]);
+          }
+
+          let folded = 0;
+          for (let b = 0; folded < stream.length; b++) {
+            const d = deliveries[b % deliveries.length];
+            const batch = stream.slice(Math.max(0, folded - d.again), folded + d.size);
+            folded = Math.min(stream.length, folded + d.size);
+            await foldEvents(readModels, readable(d.twice ? [...batch, ...batch.slice(0, 2)] : batch));
+            if (d.restart) {
+              await readModels.destroy();
+              readModels = await openReadModels(database.url);
+            }
+            for (const key of keys) {
+              const sofar = readable(stream.slice(0, folded).filter((e) => e.conversation === key));
+              expect(comparable(await readConversationStatus(readModels, key))).toEqual(comparable(statusOf(key, sofar)));
+            }
+          }
+
+          for (const [n, key] of keys.entries()) {
+            const known = readable(logs[n]);
+            const expected = foldRows({ conversations: [], inputs: [], turns: [] }, known);
+            const turns = new Map(expected.turns.map((t) => [t.id, toTurnView(t)]));
+            for (const [id, view] of turns) expect(await readTurn(readModels, key, id)).toEqual(view);
+            for (const id of inputIds) {
+              const prompted = expected.turns.find((t) => t.promptId === id) ?? expected.turns.find((t) => t.steered.some((s) => s.id === id));
+              expect(await readTurnOfInput(readModels, key, id)).toEqual(prompted ? toTurnView(prompted) : null);
+              const input = expected.inputs.find((i) => i.id === id);
+              const read = await readInput(readModels, key, id);
+              expect(read && { state: read.state, steer: read.steer }).toEqual(
+                input ? { state: input.state, steer: input.steerLanded === null ? null : { turn: input.steerTurn, landed: input.steerLanded } } : null,
+              );
+            }
+            const transcript = expected.transcript
+              .sort((a, b) => a.position - b.position || a.part - b.part)
+              .map(({ id, role, text, turn, steered, at }) => ({ id, role, text, turn, steered, at }));
+            expect((await readTranscriptPage(readModels, key, { after: null, limit: 1000 })).items).toEqual(transcript);
+            expect((await readEventsAfter(readModels, key, { after: null, limit: 1000 })).items).toEqual(known);
+          }
+        },
+      ),
+      { numRuns: 80 },
+    );
+  });
+});
