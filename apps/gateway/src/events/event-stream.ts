@@ -17,6 +17,8 @@ export type StreamSink = {
   open(): void;
   write(chunk: string): void;
   end(): void;
+  /** Resolves once the client has taken what was written (an HTTP response's 'drain'); a replay awaits it between pages. */
+  drained?(): Promise<void>;
 };
 
 export type EventStreamOptions = {
@@ -151,6 +153,8 @@ export class EventStream implements LiveListener {
           this.fromStore(event);
           if (this.stopped()) return;
         }
+        // A long history goes out as fast as the client takes it, not into the response's buffer.
+        await this.options.sink.drained?.();
       }
     } catch (error) {
       // Before the head: the request answers the error. After it: the client resumes from what it has.

@@ -201,6 +201,24 @@ describe('EventStream', () => {
     expect(endings).toHaveLength(1);
   });
 
+  it('a long history is sent a page at a time, each once the client has taken the one before', async () => {
+    const { sink, log } = recordingSink();
+    const pages = [[event(3), event(4)], [event(5)], [event(6)]];
+    const stream = new EventStream({
+      reader: () => Promise.resolve(null),
+      recent: () => [],
+      replayTokens: () => [],
+      latestPosition: () => null,
+      after: at(2),
+      sink: { ...sink, drained: async () => void log.push('drained') },
+      stored: async function* () {
+        yield* pages;
+      },
+    });
+    await stream.start();
+    expect(log.map((l) => (l.startsWith('id: ') ? Number(/^id: (\d+)/.exec(l)![1]) : l))).toEqual(['open', 3, 4, 'drained', 5, 'drained', 6, 'drained']);
+  });
+
   it('the recent tail that overlaps the store needs no fetch', async () => {
     const { sink, ids } = recordingSink();
     let asked = 0;
