@@ -11,6 +11,14 @@ export type Agent = {
   maxSteps: number;
 };
 
+/**
+ * What a commit answers: the turn as the conversation's fold holds it once the commit is
+ * stored — every event stored up to it folded in, once, in log order, whoever stored it (a stop,
+ * say) — and whether what was stored ended it (then `turn` is the turn as it ended). The loop
+ * folds nothing itself: each step reads the turn the last commit answered.
+ */
+export type StoredTurn = { turn: TurnState; ended: boolean };
+
 export type RunTurnOptions = {
   /** The conversation's key, for the tools' context. */
   conversation: string;
@@ -18,15 +26,16 @@ export type RunTurnOptions = {
   model: ModelClient;
   /** The conversation before this turn: earlier turns as their prompts and answers. */
   history: readonly ModelMessage[];
+  /** The turn as stored when the run starts. */
   turn: TurnState;
   /**
-   * Stores events of the turn durably, in one transaction, and answers what was stored: the
-   * store may add to them (steered messages taken at a step) or replace the turn's end (a
-   * steer landed while the model wrote its final answer: the turn takes one more step). The
-   * loop goes on only after it resolves; a rejection ends the run and the turn resumes from
-   * what was stored.
+   * Stores events of the turn durably, in one transaction, and answers the turn as stored
+   * after them (`StoredTurn`): the store may add to them (steered messages taken at a step) or
+   * replace the turn's end (a steer landed while the model wrote its final answer: the turn
+   * takes one more step). The loop goes on only after it resolves; a rejection ends the run and
+   * the turn resumes from what was stored.
    */
-  commit(events: DomainEvent[]): Promise<DomainEvent[]>;
+  commit(events: DomainEvent[]): Promise<StoredTurn>;
   onToken?: (step: number, text: string) => void;
   /**
    * Runs before each model request. A rejection ends the run before the request is sent,
@@ -45,81 +54,80 @@ export type RunTurnOptions = {
  * as `failed`. Returns the turn as it ended.
  */
 export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
-  const { agent, model, history, commit, signal } = options;
-  let turn = options.turn;
-  /** Stores events; true when what was stored ended the turn. */
-  const store = async (events: DomainEvent[]) => {
-    const stored = await commit(events);
-    turn = stored.reduce(evolveTurn, turn);
-    return stored.some((e) => e.type === 'turn.ended');
-  };
+  let stored: StoredTurn = { turn: options.turn, ended: false };
+  while (!stored.ended) stored = await takeStep(stored.turn, options);
+  return stored.turn;
+}
 
-  for (;;) {
-    signal.throwIfAborted();
-    const action = nextAction(turn, agent);
-    switch (action.type) {
-      case 'end':
-        if (await store(endTurn(turn, action.status, action.outcome))) return turn;
-        break;
-
-      case 'request-model': {
-        await options.beforeModelRequest?.();
-        signal.throwIfAborted();
-        let reply;
-        try {
-          reply = await model.reply({
-            messages: [{ role: 'system', content: agent.systemPrompt }, ...history, ...turn.messages],
-            tools: agent.tools,
-            signal,
-            onToken: (text) => options.onToken?.(action.step, text),
-          });
-        } catch (error) {
-          if (signal.aborted) throw error;
-          if (await store(endTurn(turn, 'failed', `the model failed: ${describe(error)}`))) return turn;
-          break;
-        }
-        // A reply that came back after the abort may be only a part of one (the `openai` package ends
-        // an aborted stream as if it were complete; an agent's own client may do the same).
-        signal.throwIfAborted();
-        const toolCalls = ownCallIds(reply.toolCalls, action.step);
-        const replied: DomainEvent = {
-          type: 'model.replied',
-          data: { turn: turn.id, step: action.step, content: reply.content, toolCalls, ...(reply.usage ? { usage: reply.usage } : {}) },
-        };
-        const ended = await store(
-          toolCalls.length === 0
-            ? [replied, ...endTurn(evolveTurn(turn, replied), 'completed', null)]
-            : [replied, ...toolCalls.map((call): DomainEvent => ({ type: 'tool.started', data: { turn: turn.id, step: action.step, call } }))],
-        );
-        if (ended) return turn;
-        break;
-      }
-
-      case 'run-tools': {
-        // The calls run side by side; each result is stored as soon as it is known, one commit at a time.
-        // The store may end the turn with the last result (it was interrupted at this step).
-        let stored = Promise.resolve();
-        let ended = false;
-        await Promise.all(
-          action.calls.map(async (call) => {
-            const context = { conversation: options.conversation, turn: turn.id, callId: call.id, subject: turn.prompt.subject, signal };
-            const { result, isError } = await runToolCall(agent.tools, call, context);
-            stored = stored.then(async () => {
-              ended ||= await store([{ type: 'tool.ended', data: { turn: turn.id, step: action.step, callId: call.id, name: call.name, result, isError } }]);
-            });
-            await stored;
-          }),
-        );
-        if (ended) return turn;
-        break;
-      }
-
-      default: {
-        const never: never = action;
-        throw new Error(`unknown action ${JSON.stringify(never)}`);
-      }
+/** What the turn as stored does next (`nextAction`), up to and including its commit; answers that commit's answer. */
+async function takeStep(turn: TurnState, options: RunTurnOptions): Promise<StoredTurn> {
+  options.signal.throwIfAborted();
+  const action = nextAction(turn, options.agent);
+  switch (action.type) {
+    case 'end':
+      return options.commit(endTurn(turn, action.status, action.outcome));
+    case 'request-model':
+      return requestModel(turn, action.step, options);
+    case 'run-tools':
+      return runTools(turn, action.step, action.calls, options);
+    default: {
+      const never: never = action;
+      throw new Error(`unknown action ${JSON.stringify(never)}`);
     }
   }
+}
+
+/** Asks the model for step `step` and stores its reply: with `turn.ended` when it calls no tool, else with its calls started. */
+async function requestModel(turn: TurnState, step: number, options: RunTurnOptions): Promise<StoredTurn> {
+  const { agent, model, history, commit, signal } = options;
+  await options.beforeModelRequest?.();
+  signal.throwIfAborted();
+  let reply;
+  try {
+    reply = await model.reply({
+      messages: [{ role: 'system', content: agent.systemPrompt }, ...history, ...turn.messages],
+      tools: agent.tools,
+      signal,
+      onToken: (text) => options.onToken?.(step, text),
+    });
+  } catch (error) {
+    if (signal.aborted) throw error;
+    return commit(endTurn(turn, 'failed', `the model failed: ${describe(error)}`));
+  }
+  // A reply that came back after the abort may be only a part of one (the `openai` package ends
+  // an aborted stream as if it were complete; an agent's own client may do the same).
+  signal.throwIfAborted();
+  const toolCalls = ownCallIds(reply.toolCalls, step);
+  const replied: DomainEvent = {
+    type: 'model.replied',
+    data: { turn: turn.id, step, content: reply.content, toolCalls, ...(reply.usage ? { usage: reply.usage } : {}) },
+  };
+  return commit(
+    toolCalls.length === 0
+      ? // The end it proposes is made from the turn with this reply in it (the store may replace it).
+        [replied, ...endTurn(evolveTurn(turn, replied), 'completed', null)]
+      : [replied, ...toolCalls.map((call): DomainEvent => ({ type: 'tool.started', data: { turn: turn.id, step, call } }))],
+  );
+}
+
+/**
+ * Runs the step's calls side by side; each result is stored as soon as it is known, one commit
+ * at a time. The store may end the turn with the last result (it was interrupted at this step).
+ */
+async function runTools(turn: TurnState, step: number, calls: readonly ToolCall[], options: RunTurnOptions): Promise<StoredTurn> {
+  let stored: Promise<StoredTurn> = Promise.resolve({ turn, ended: false });
+  await Promise.all(
+    calls.map(async (call) => {
+      const context = { conversation: options.conversation, turn: turn.id, callId: call.id, subject: turn.prompt.subject, signal: options.signal };
+      const { result, isError } = await runToolCall(options.agent.tools, call, context);
+      stored = stored.then(async (before) => {
+        const after = await options.commit([{ type: 'tool.ended', data: { turn: turn.id, step, callId: call.id, name: call.name, result, isError } }]);
+        return before.ended ? before : after;
+      });
+      await stored;
+    }),
+  );
+  return stored;
 }
 
 /**

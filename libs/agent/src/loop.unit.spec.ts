@@ -2,10 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { DomainEvent } from '@rudder/contracts';
 import { reply, startScriptedModel, toolResults, type ScriptedModel } from '@rudder/scripted-model';
-import { runTurn, type Agent } from './loop';
+import { runTurn, type Agent, type StoredTurn } from './loop';
 import { openAiModel, type ModelClient } from './model';
 import { defineTool, waitTool } from './tools';
-import { evolveTurn, startTurn } from './turn';
+import { evolveTurn, startTurn, type TurnState } from './turn';
 
 // The loop against the real `openai` client talking HTTP (streaming) to the scripted model.
 let server: ScriptedModel;
@@ -18,22 +18,35 @@ const agent: Agent = { systemPrompt: 'be brief', tools: [waitTool], maxSteps: 5 
 const model = () => openAiModel({ baseURL: server.url, apiKey: 'test', model: 'scripted', maxRetries: 0 });
 const prompt = { id: 'in-1', text: 'wait a bit', messages: ['wait a bit'], subject: 'alice' };
 
+/**
+ * A store standing in for the conversation's: `store` says what a commit stores (by default what
+ * it was given), and the answer is the turn with it folded in, as the conversation's fold answers.
+ */
+function storeFrom(turn: TurnState, store: (events: DomainEvent[]) => DomainEvent[] = (events) => events) {
+  return async (events: DomainEvent[]): Promise<StoredTurn> => {
+    const stored = store(events);
+    turn = stored.reduce(evolveTurn, turn);
+    return { turn, ended: stored.some((e) => e.type === 'turn.ended') };
+  };
+}
+
 type RunOptions = { turn?: ReturnType<typeof startTurn>; signal?: AbortSignal; agent?: Agent; model?: ModelClient };
 
 /** Starts a turn; `commits` and `tokens` fill as it runs, `ended` settles with it (rejects when it is aborted). */
 function start(options: RunOptions = {}) {
   const commits: DomainEvent[][] = [];
   const tokens: string[] = [];
+  const turn = options.turn ?? startTurn('t1', prompt);
   const ended = runTurn({
     conversation: 'c',
     agent: options.agent ?? agent,
     model: options.model ?? model(),
     history: [],
-    turn: options.turn ?? startTurn('t1', prompt),
-    commit: async (events) => {
+    turn,
+    commit: storeFrom(turn, (events) => {
       commits.push(events);
       return events;
-    },
+    }),
     onToken: (_, text) => tokens.push(text),
     signal: options.signal ?? new AbortController().signal,
   });
@@ -168,7 +181,7 @@ describe('the agent loop', () => {
       model: model(),
       history: [],
       turn: startTurn('t1', prompt),
-      commit: async (events) => {
+      commit: storeFrom(startTurn('t1', prompt), (events) => {
         // What the conversation's store does when a steer landed while the model wrote its final answer.
         const stored: DomainEvent[] = steered
           ? events
@@ -176,7 +189,7 @@ describe('the agent loop', () => {
         steered = true;
         commits.push(stored);
         return stored;
-      },
+      }),
       signal: new AbortController().signal,
     });
     expect(server.requests.length - before).toBe(2);
@@ -219,13 +232,13 @@ describe('the agent loop', () => {
       model: model(),
       history: [],
       turn: startTurn('t1', prompt),
-      commit: async (events) => {
+      commit: storeFrom(startTurn('t1', prompt), (events) => {
         const stored: DomainEvent[] = events.some((e) => e.type === 'tool.ended')
           ? [...events, { type: 'turn.ended', data: { turn: 't1', status: 'superseded', outcome: 'interrupted', content: '', steered: [] } }]
           : events;
         commits.push(stored);
         return stored;
-      },
+      }),
       signal: new AbortController().signal,
     });
     expect(server.requests.length - before).toBe(1);

@@ -1,13 +1,14 @@
 import { setImmediate as nextTurnOfTheLoop, setTimeout as sleep } from 'node:timers/promises';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
-import { runTurn } from '@rudder/agent';
-import { CONVERSATION_FOLD_VERSION, conversationRules, decideTurnCommit, emptyConversation, evolveConversation, fromSnapshot, recentHistory, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
-import { AlreadyStoredError, appendToConversation, FencedError, readConversation, readConversationFromSnapshot, storeSnapshot, type Epochs, type OutboxRelay, type Seen, type UnchangedWriter } from '@rudder/event-store';
+import { runTurn, type StoredTurn, type TurnState } from '@rudder/agent';
+import { conversationRules, decideTurnCommit, emptyConversation, recentHistory, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
+import { AlreadyStoredError, appendToConversation, FencedError, type Epochs, type OutboxRelay, type Seen, type UnchangedWriter } from '@rudder/event-store';
 import { inSpan, tracerOf, type Log, type Pool } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
 import type { FaultPoint } from '../fault-points';
 import type { ConversationNews } from '../ingest/ingest-inputs';
 import { inputTraceContext } from '../tracing/input-traces';
+import { ConversationFold } from './conversation-fold';
 import type { HeldEpochs } from './held-epochs';
 
 const tracer = tracerOf('turn-worker');
@@ -60,200 +61,208 @@ export type ConversationRunner = {
 
 /**
  * Runs one conversation's turns strictly one after another, from its event log. It keeps the
- * folded conversation in memory while its partition is owned and folds the log strictly in
- * order: each of its own appends brings back the events others stored before it (the ingested
- * inputs), so what it holds is always what folding the log from the start gives. Whatever this
+ * folded conversation in memory while its partition is owned (`ConversationFold`) and folds the
+ * log strictly in order: each of its own appends brings back the events others stored before
+ * it (the ingested inputs), so what it holds is always what folding the log from the start
+ * gives. The agent loop reads its turn from that same fold, at each commit. Whatever this
  * process forgets is recovered by reading the log again.
  */
 export function createConversationRunner(key: string, partition: number, deps: RunnerDeps): ConversationRunner {
-  const { pool, relay, log } = deps;
-  const controller = new AbortController();
-  let turnController: AbortController | null = null;
-  let conversation: Conversation | null = null;
-  let readUpTo = 0; // every event at or below this position is folded into `conversation`
-  let sinceSnapshot = 0; // events folded since the latest snapshot this runner read or stored (positions are global: not their difference)
-  let wanted = false; // the log may hold events not folded yet: read it
-  let due = false; // something may be due: look again before the loop ends
-  let loop: Promise<void> | null = null;
-  /** While a turn runs: the events folded since its loop last heard (its commits give them to it, in log order). */
-  let forLoop: ConversationEvent[] | null = null;
+  return new Runner(key, partition, deps);
+}
 
-  const apply = (events: readonly ConversationEvent[]) => {
-    for (const event of events) {
-      if (event.position <= readUpTo) continue;
-      conversation = evolveConversation(conversation ?? emptyConversation(deps.historyKept), event);
-      readUpTo = event.position;
-      sinceSnapshot += 1;
-      forLoop?.push(event);
-    }
-  };
+/** The turn the runner's agent loop drives now. */
+type TurnRun = {
+  id: string;
+  /** Aborted by a stop stored for the turn: its model request and tools end, then the turn ends `stopped`. */
+  stop: AbortController;
+  /** The turn as it ended, once a commit stored its end. */
+  ended: TurnState | null;
+};
+
+class Runner implements ConversationRunner {
+  /** Aborted when the runner is let go (the partition moved, or shutdown): nothing more is stored. */
+  private readonly released = new AbortController();
+  private readonly fold: ConversationFold;
+  /** The log may hold events not folded yet: read it. */
+  private wanted = false;
+  /** Something may be due: look again before the run ends. */
+  private due = false;
+  /** The run in flight (`runDue`), if one is. */
+  private running: Promise<void> | null = null;
+  private turn: TurnRun | null = null;
+
+  constructor(
+    private readonly key: string,
+    private readonly partition: number,
+    private readonly deps: RunnerDeps,
+  ) {
+    this.fold = new ConversationFold(key, deps);
+  }
+
+  poke(news?: ConversationNews): void {
+    if (!news || !this.fold.take(news)) this.wanted = true;
+    this.due = true;
+    this.start();
+  }
+
+  stopTurn(): void {
+    this.turn?.stop.abort(new Error('stop requested'));
+    this.poke();
+  }
+
+  async abort(): Promise<void> {
+    this.released.abort(new Error('conversation released'));
+    await this.running;
+  }
+
+  seen(): Seen<ConversationState> | undefined {
+    return this.fold.seen();
+  }
+
+  idle(): boolean {
+    const { conversation } = this.fold;
+    return this.running === null && !this.wanted && !this.due && conversation !== null && conversation.running === null && conversation.state.queue.length === 0;
+  }
 
   /**
-   * Folds `news` if it follows exactly what is held; false otherwise (nothing held: the first
-   * read starts from the snapshot, and a row's `last_position` alone never stands for an empty log).
+   * Starts a run unless one is in flight. It starts on the next turn of the event loop: what the
+   * ingest that poked it stored is handed to the relay first, and that publication (a chat's
+   * 202 waits for it) goes out before the turn's first model request is built and sent
+   * (chat-accept: stored → 202 p50 11–12 → 9–10 ms).
    */
-  const take = (news: ConversationNews): boolean => {
-    if (conversation === null || readUpTo !== news.after) return false;
-    apply(news.events);
-    return true;
-  };
+  private start(): void {
+    this.running ??= nextTurnOfTheLoop()
+      .then(() => this.runDue())
+      .finally(() => {
+        this.running = null;
+        if ((this.wanted || this.due) && !this.released.signal.aborted) this.start();
+      });
+  }
 
-  const catchUp = async () => {
-    if (conversation) return apply(await readConversation(pool, key, readUpTo));
-    // From the start: the latest snapshot, then only the events after it; the whole log when
-    // the snapshot kept fewer earlier turns than this worker's agents need.
-    const { snapshot, events } = await readConversationFromSnapshot(pool, key, CONVERSATION_FOLD_VERSION);
-    const held = snapshot && fromSnapshot(snapshot.fold as Conversation, deps.historyKept);
-    conversation = held || emptyConversation(deps.historyKept);
-    readUpTo = held ? snapshot.position : 0;
-    sinceSnapshot = 0;
-    apply(snapshot && !held ? await readConversation(pool, key, 0) : events);
-  };
-
-  /** Between turns, once the log has grown by `snapshotEvery` events: a snapshot of the fold, so a next read is short. */
-  const snapshotIfDue = async () => {
-    if (!conversation || conversation.running || sinceSnapshot < deps.snapshotEvery) return;
-    try {
-      await storeSnapshot(pool, key, { position: readUpTo, version: CONVERSATION_FOLD_VERSION, fold: conversation });
-      sinceSnapshot = 0;
-    } catch (error) {
-      // Tried again after as many more events, not between every turn: a snapshot the database
-      // refuses must not add a failing statement to each of the conversation's turns.
-      sinceSnapshot = 0;
-      log.warn('storing a snapshot failed; the next read starts from an older one (or the log)', { conversation: key, error: String(error) });
+  /** Runs what is due until nothing is; after a failure, reads the log again and goes on. */
+  private async runDue(): Promise<void> {
+    while (!this.released.signal.aborted) {
+      try {
+        if (!(await this.runNext())) return;
+      } catch (error) {
+        if (this.released.signal.aborted) return;
+        await this.recover(error);
+      }
     }
-  };
+  }
 
-  /** Appends what `decide` makes of the state under the conversation's lock and folds it in, after what others stored before it, in log order; answers what it stored. */
-  const append = async (decide: (state: ConversationState) => DomainEvent[]) => {
-    // Holding the fold as of the last event, the write is one statement unless the log moved meanwhile.
-    const seen = { position: readUpTo, state: conversation?.state };
-    const sentAt = deps.held.now();
-    const written = await appendToConversation(pool, conversationRules, key, deps.epochs(), decide, seen, deps.writeUnchanged);
-    deps.held.proven(partition, sentAt);
-    apply(written.earlier);
-    apply(written.stored);
-    relay.enqueue(written);
-    return written.stored;
-  };
+  /**
+   * Reads what the log holds when it may hold more, then runs the running turn to its end, or
+   * starts the next one, or (nothing to run) stores a snapshot if one is due. Answers whether
+   * to look again.
+   */
+  private async runNext(): Promise<boolean> {
+    this.due = false;
+    if (!this.fold.conversation || this.wanted) {
+      this.wanted = false;
+      await this.fold.catchUp();
+    }
+    const current = this.fold.conversation ?? emptyConversation(this.deps.historyKept);
+    if (current.running) {
+      await this.runTurn(current, current.running);
+      return true;
+    }
+    // The fold knows whether anything waits; the state under the lock decides what starts.
+    if (current.state.queue.length > 0 && (await this.append((state) => startNextTurn(state, this.deps.newTurnId()))).stored.length > 0) return true;
+    await this.fold.snapshotIfDue();
+    return this.wanted || this.due;
+  }
+
+  /** Runs the agent loop on the running turn until it ends, or until a stop aborts it (the stop is then read from the log, and the turn ends `stopped`). */
+  private async runTurn(current: Conversation, turn: TurnState): Promise<void> {
+    const { key, deps } = this;
+    const agent = deps.agentOf(current.state.agent);
+    if (!agent) throw new Error(`this worker has no agent named ${current.state.agent}`);
+    const run: TurnRun = (this.turn = { id: turn.id, stop: new AbortController(), ended: null });
+    try {
+      const signal = AbortSignal.any([this.released.signal, run.stop.signal]);
+      const systemPrompt = await agent.systemPrompt(key);
+      // A span of the prompt's trace (see tracing/input-traces.ts); its commits store its context with their rows.
+      const about = { parent: inputTraceContext(turn.prompt.id), attributes: { 'rudder.conversation': key, 'rudder.turn': turn.id, 'rudder.input': turn.prompt.id } };
+      await inSpan(tracer, 'turn', about, () =>
+        runTurn({
+          conversation: key,
+          agent: { ...agent.loop, systemPrompt },
+          model: agent.model,
+          history: recentHistory(current, agent.historyTurns),
+          turn,
+          commit: (events) => this.commit(run, events),
+          // After a pause past the session timeout, the partition may be another worker's: ask the model only if it is still ours.
+          beforeModelRequest: () => deps.held.check(this.partition),
+          signal,
+          onToken: (step, text) => deps.onToken({ conversation: key, turn: turn.id, step, text }),
+        }),
+      );
+    } catch (error) {
+      if (!run.stop.signal.aborted || this.released.signal.aborted) throw error;
+      this.wanted = true;
+    } finally {
+      this.turn = null;
+    }
+  }
 
   /**
    * A commit of the running turn: the store may take steers at a step, or end the turn there.
-   * The loop is given every event folded since its last commit, in log order: what others
-   * stored before it too (a stop, say), whether it came back with this write or as news.
+   * Answers the turn as the fold holds it after the commit: every event folded since the loop's
+   * last commit is in it, in log order — what others stored before it too (a stop, say),
+   * whether it came back with this write or as news.
    */
-  const commit = async (events: DomainEvent[]): Promise<DomainEvent[]> => {
-    if (events.some((e) => e.type === 'model.replied')) await deps.flushTokens();
-    const turn = conversation?.running;
-    if (events.some((e) => e.type === 'tool.ended')) deps.fault('before-tool-result-stored');
-    const stored = await append((state) => (turn ? decideTurnCommit(state, turn, events) : events));
-    if (stored.some((e) => e.type === 'model.replied' && e.data.toolCalls.length > 0)) deps.fault('after-reply-stored');
-    if (stored.some((e) => e.type === 'tool.ended')) deps.fault('after-tool-result-stored');
-    if (stored.some((e) => e.type === 'steer.taken')) deps.fault('after-steer-taken');
-    const given = forLoop ?? [];
-    forLoop = [];
-    return given;
-  };
+  private async commit(run: TurnRun, events: DomainEvent[]): Promise<StoredTurn> {
+    const { fault } = this.deps;
+    if (events.some((e) => e.type === 'model.replied')) await this.deps.flushTokens();
+    const turn = this.fold.conversation?.running;
+    if (events.some((e) => e.type === 'tool.ended')) fault('before-tool-result-stored');
+    const { stored, ended } = await this.append((state) => (turn ? decideTurnCommit(state, turn, events) : events));
+    if (stored.some((e) => e.type === 'model.replied' && e.data.toolCalls.length > 0)) fault('after-reply-stored');
+    if (stored.some((e) => e.type === 'tool.ended')) fault('after-tool-result-stored');
+    if (stored.some((e) => e.type === 'steer.taken')) fault('after-steer-taken');
+    if (ended?.id === run.id) run.ended = ended;
+    const now = this.fold.conversation?.running;
+    if (now?.id === run.id) return { turn: now, ended: false };
+    if (run.ended) return { turn: run.ended, ended: true };
+    throw new Error(`turn ${run.id} is no longer running, and its end was not folded`);
+  }
 
-  const runDue = async () => {
-    while (!controller.signal.aborted) {
-      try {
-        due = false;
-        if (!conversation || wanted) {
-          wanted = false;
-          await catchUp();
-        }
-        const current: Conversation = conversation ?? emptyConversation(deps.historyKept);
-        if (current.running) {
-          const turn = current.running;
-          const agent = deps.agentOf(current.state.agent);
-          if (!agent) throw new Error(`this worker has no agent named ${current.state.agent}`);
-          turnController = new AbortController();
-          forLoop = [];
-          try {
-            const signal = AbortSignal.any([controller.signal, turnController.signal]);
-            const systemPrompt = await agent.systemPrompt(key);
-            // A span of the prompt's trace (see tracing/input-traces.ts); its commits store its context with their rows.
-            const about = { parent: inputTraceContext(turn.prompt.id), attributes: { 'rudder.conversation': key, 'rudder.turn': turn.id, 'rudder.input': turn.prompt.id } };
-            await inSpan(tracer, 'turn', about, () =>
-              runTurn({
-                conversation: key,
-                agent: { ...agent.loop, systemPrompt },
-                model: agent.model,
-                history: recentHistory(current, agent.historyTurns),
-                turn,
-                commit,
-                // After a pause past the session timeout, the partition may be another worker's: ask the model only if it is still ours.
-                beforeModelRequest: () => deps.held.check(partition),
-                signal,
-                onToken: (step, text) => deps.onToken({ conversation: key, turn: turn.id, step, text }),
-              }),
-            );
-          } catch (error) {
-            // A stop aborted the turn: read the stop from the log; the turn then ends `stopped`.
-            if (!turnController.signal.aborted || controller.signal.aborted) throw error;
-            wanted = true;
-          } finally {
-            turnController = null;
-            forLoop = null;
-          }
-          continue;
-        }
-        // The fold knows whether anything waits; the state under the lock decides what starts.
-        if (current.state.queue.length > 0 && (await append((state) => startNextTurn(state, deps.newTurnId()))).length > 0) continue;
-        await snapshotIfDue();
-        if (!wanted && !due) return;
-      } catch (error) {
-        if (controller.signal.aborted) return;
-        // What is stored is the truth: forget the fold and read it again.
-        conversation = null;
-        readUpTo = sinceSnapshot = 0;
-        if (error instanceof AlreadyStoredError) {
-          log.warn('a write was already stored; reloading the conversation', { conversation: key });
-          continue;
-        }
-        if (error instanceof FencedError) {
-          deps.onFenced();
-          // Another worker owns the partition now (or an assignment is being taken): write nothing, wait.
-          log.warn('fenced: this worker does not hold the partition; nothing was written', { conversation: key, detail: error.message });
-          await sleep(deps.retryMs);
-          continue;
-        }
-        log.error('conversation failed; retrying from the log', { conversation: key, error: String(error) });
-        await sleep(deps.retryMs);
-      }
+  /**
+   * Appends what `decide` makes of the state under the conversation's lock and folds it in,
+   * after what others stored before it, in log order. Answers what it stored, and the running
+   * turn as it ended if what was folded ended it.
+   */
+  private async append(decide: (state: ConversationState) => DomainEvent[]): Promise<{ stored: ConversationEvent[]; ended: TurnState | null }> {
+    const { deps } = this;
+    // Holding the fold as of the last event, the write is one statement unless the log moved meanwhile.
+    const seen = this.fold.seen() ?? { position: 0 };
+    const sentAt = deps.held.now();
+    const written = await appendToConversation(deps.pool, conversationRules, this.key, deps.epochs(), decide, seen, deps.writeUnchanged);
+    deps.held.proven(this.partition, sentAt);
+    const endedBefore = this.fold.apply(written.earlier);
+    const ended = this.fold.apply(written.stored) ?? endedBefore;
+    deps.relay.enqueue(written);
+    return { stored: written.stored, ended };
+  }
+
+  /** After a failure: what is stored is the truth, so the fold is read again; a fenced writer waits first, as does one that failed otherwise. */
+  private async recover(error: unknown): Promise<void> {
+    const { log } = this.deps;
+    this.fold.forget();
+    if (error instanceof AlreadyStoredError) {
+      log.warn('a write was already stored; reloading the conversation', { conversation: this.key });
+      return;
     }
-  };
-
-  // A run starts on the next turn of the event loop: what the ingest that poked it stored is
-  // handed to the relay first, and that publication (a chat's 202 waits for it) goes out before
-  // the turn's first model request is built and sent (chat-accept: stored → 202 p50 11–12 → 9–10 ms).
-  const run = () => {
-    loop ??= nextTurnOfTheLoop().then(runDue).finally(() => {
-      loop = null;
-      if ((wanted || due) && !controller.signal.aborted) run();
-    });
-  };
-
-  return {
-    poke(news) {
-      if (!news || !take(news)) wanted = true;
-      due = true;
-      run();
-    },
-    stopTurn() {
-      turnController?.abort(new Error('stop requested'));
-      this.poke();
-    },
-    async abort() {
-      controller.abort(new Error('conversation released'));
-      await loop;
-    },
-    seen() {
-      return conversation === null ? undefined : { position: readUpTo, state: conversation.state };
-    },
-    idle() {
-      return loop === null && !wanted && !due && conversation !== null && conversation.running === null && conversation.state.queue.length === 0;
-    },
-  };
+    if (error instanceof FencedError) {
+      this.deps.onFenced();
+      // Another worker owns the partition now (or an assignment is being taken): write nothing, wait.
+      log.warn('fenced: this worker does not hold the partition; nothing was written', { conversation: this.key, detail: error.message });
+      await sleep(this.deps.retryMs);
+      return;
+    }
+    log.error('conversation failed; retrying from the log', { conversation: this.key, error: String(error) });
+    await sleep(this.deps.retryMs);
+  }
 }
