@@ -25,7 +25,7 @@ const REFUSALS = {
 
 /**
  * Waiting for the worker's decision on an input the gateway produced (or found undecided):
- * chat, steer, retract and promote share it. The worker decides every input under the
+ * the one write path (`Writes.submit`) waits with it. The worker decides every input under the
  * conversation's lock and answers with an event on `agent.events`; the gateway's live
  * consumer hands it over (`watch`, which must be called before the input is produced, so the
  * decision cannot slip past).

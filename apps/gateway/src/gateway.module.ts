@@ -12,6 +12,7 @@ import { ChatController } from './chat/chat.controller';
 import { ChatHandler } from './chat/chat-handler';
 import { CompanionClient } from './companion-client';
 import { Decisions } from './decisions';
+import { Writes } from './writes/submit';
 import { GatewayErrorFilter } from './errors/error-filter';
 import { EventsController } from './events/events.controller';
 import { EventsHandler } from './events/events-handler';
@@ -85,6 +86,7 @@ export class GatewayModule {
         InputsPublisher,
         LiveEvents,
         Decisions,
+        Writes,
         HealthChecks,
         ChatHandler,
         SteerHandler,

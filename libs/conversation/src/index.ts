@@ -2,3 +2,4 @@ export * from './conversation';
 export * from './decide';
 export * from './once-keys';
 export * from './state';
+export * from './receipts';

@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { ChatBody, inputText, type ChatAccepted, type ChatInput, type ConversationEvent } from '@rudder/contracts';
+import { ChatBody, inputText, type ChatAccepted } from '@rudder/contracts';
+import type { InputOf, Outcome } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient, type CompanionInput, type CompanionStatus, type Rejection } from '../companion-client';
+import { CompanionClient, type CompanionInput, type CompanionStatus } from '../companion-client';
 import { Decisions, refusedText } from '../decisions';
 import { checkTextLength, clientIdOf, parseEdge, requireJsonBody } from '../edge';
 import { GatewayError } from '../errors/gateway-error';
-import { InputsPublisher } from '../inputs-publisher';
 import { CONFIG } from '../tokens';
+import { inputRecord, Writes, type Write } from '../writes/submit';
 
 export type ChatRequest = {
   /** Already validated (`ConversationKey`). */
@@ -21,27 +22,20 @@ export type ChatRequest = {
 };
 
 /**
- * The worker's decision on a chat: taken into the log (with its place), refused, or (another
- * input under the id) not this chat's; or none, its guard having failed (`guardFailed`: its reason).
- */
-type ChatDecision = { accepted: { ahead: number } } | { rejection: Rejection } | { reused: true } | { guardFailed: string };
-
-/**
- * `POST /v1/conversations/{key}/chat`: validates the input, settles its id, enqueues it on
- * `agent.inputs` at most once per request and answers once the worker has decided on it
- * (`input.accepted` → 202 with the place it gave; `input.rejected` → 409/412/429). Everything
- * that can refuse the request up front (bad input, 401/403, a reused id, the companion away)
- * runs before the one produce, so such a request never leaves a record behind. The wait for
- * the decision starts before the companion is asked about the id and before anything is
- * produced. A new chat in open development mode asks the companion nothing: the produce and
- * the worker's decision are its whole path.
+ * `POST /v1/conversations/{key}/chat`: validates the input, settles its id, and submits it
+ * (`Writes.submit`): answered once the worker has decided on it (`input.accepted` → 202 with
+ * the place it gave; `input.rejected` → 409/412/429; see the chat's receipt). Everything that
+ * can refuse the request up front (bad input, 401/403, a reused id, the companion away) runs
+ * before the one produce, so such a request never leaves a record behind. A new chat in open
+ * development mode asks the companion nothing: the produce and the worker's decision are its
+ * whole path.
  */
 @Injectable()
 export class ChatHandler {
   constructor(
     @Inject(ConversationAccess) private readonly access: ConversationAccess,
     @Inject(CompanionClient) private readonly companion: CompanionClient,
-    @Inject(InputsPublisher) private readonly publisher: InputsPublisher,
+    @Inject(Writes) private readonly writes: Writes,
     @Inject(Decisions) private readonly decisions: Decisions,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
@@ -54,82 +48,36 @@ export class ChatHandler {
       checkTextLength(text, body.messages === undefined ? 'text' : `messages.${index}`, this.config.MAX_TEXT_CHARS),
     );
     const clientId = clientIdOf(body.id, request.idempotencyKey);
-    const id = clientId ?? randomUUID();
-
     await this.access.mayWrite(request.key, request.subject);
+    const input = inputRecord('chat', { id: clientId ?? randomUUID(), key: request.key, subject: request.subject }, {
+      messages,
+      onBusy: body.onBusy ?? 'enqueue',
+      ...(body.ifLastInputId === undefined ? {} : { ifLastInputId: body.ifLastInputId }),
+      ...(body.agent === undefined ? {} : { agent: body.agent }),
+    });
+    return this.writes.submit(input, this.write(clientId !== undefined));
+  }
 
-    const decision = this.decisions.watch(request.key, [id], (event, live) => decisionOn(event, id, messages, live));
-    try {
+  private write(idFromClient: boolean): Write<'chat', ChatAccepted> {
+    return {
       // The same id again is the same input: answered as it was, never enqueued twice. The
       // companion lags agent.inputs slightly, so two retries racing each other may both get
       // past it and both produce; the worker answers an id once, and both get that answer.
-      const earlier = clientId === undefined ? null : await this.companion.input(request.key, id);
-      if (earlier !== null) return await this.again(request.key, earlier, messages, decision.result);
-
-      const input: ChatInput = {
-        v: 1,
-        type: 'chat',
-        id,
-        conversation: request.key,
-        subject: request.subject,
-        messages,
-        onBusy: body.onBusy ?? 'enqueue',
-        ...(body.ifLastInputId === undefined ? {} : { ifLastInputId: body.ifLastInputId }),
-        ...(body.agent === undefined ? {} : { agent: body.agent }),
-        sentAt: new Date().toISOString(),
-      };
-      // Decided in the last minute (a retry racing the companion's lag): nothing to send again.
-      if (decision.seen === undefined) await this.publisher.publish(input);
-      const decided = await this.decisions.within(decision.result, (seconds) => late(id, seconds));
-      return await this.answer(request.key, id, decided);
-    } finally {
-      decision.cancel();
-    }
+      known: async (input) => (idFromClient ? this.again(input, await this.companion.input(input.conversation, input.id)) : undefined),
+      answered: ({ ahead }, input) => ({ id: input.id, turn: null, position: ahead }),
+      refused: (rejection, input) => this.decisions.rejected(input.conversation, { id: input.id, kind: 'chat' }, rejection),
+      late: (input, seconds) => late(input.id, seconds),
+      reused: (input) => reused(input.id),
+    };
   }
 
   /** A chat id the companion knows: the same answer as the first time (202, or its refusal), nothing produced. */
-  private async again(
-    key: string,
-    earlier: CompanionInput,
-    messages: string[],
-    decision: Promise<ChatDecision>,
-  ): Promise<ChatAccepted> {
-    if (!sameMessages(earlier, messages)) throw reused(earlier.id);
-    if (earlier.state !== 'rejected') return { id: earlier.id, turn: null, position: positionOf(earlier.id, await this.access.status(key)) };
-    const { rejection } = earlier;
-    const decided: ChatDecision = rejection
-      ? { rejection: { code: rejection.code, message: rejection.message } }
-      : await this.decisions.within(decision, (seconds) => late(earlier.id, seconds));
-    return this.answer(key, earlier.id, decided);
+  private async again(input: InputOf<'chat'>, earlier: CompanionInput | null): Promise<Outcome<'chat'> | 'sent' | undefined> {
+    if (earlier === null) return undefined;
+    if (!sameMessages(earlier, input.messages)) throw reused(earlier.id);
+    if (earlier.state !== 'rejected') return { answer: { ahead: positionOf(earlier.id, await this.access.status(input.conversation)) } };
+    return earlier.rejection ? { refusal: { code: earlier.rejection.code, message: earlier.rejection.message } } : 'sent';
   }
-
-  private async answer(key: string, id: string, decided: ChatDecision): Promise<ChatAccepted> {
-    if ('reused' in decided) throw reused(id);
-    if ('rejection' in decided) throw await this.decisions.rejected(key, { id, kind: 'chat' }, decided.rejection);
-    if ('guardFailed' in decided) throw this.decisions.guardFailed({ id, kind: 'chat' }, decided.guardFailed);
-    return { id, turn: null, position: decided.accepted.ahead };
-  }
-}
-
-/**
- * The worker's decision on the chat `id` with these messages, if `event` is one. A guard that
- * failed answers only a send it follows (`live`): a recent one answered an earlier send.
- */
-function decisionOn(event: ConversationEvent, id: string, messages: string[], live: boolean): ChatDecision | undefined {
-  if (event.type === 'guard.failed' && event.data.input.id === id) {
-    if (!live) return undefined;
-    return event.data.input.kind === 'chat' ? { guardFailed: event.data.message } : { reused: true };
-  }
-  if (event.type === 'input.accepted' && event.data.input.id === id) {
-    const same = event.data.input.kind === 'chat' && sameList(event.data.input.messages, messages);
-    // `ahead` is absent only on events stored before the worker recorded it.
-    return same ? { accepted: { ahead: event.data.ahead ?? 0 } } : { reused: true };
-  }
-  if (event.type === 'input.rejected' && event.data.input.id === id) {
-    const same = event.data.input.kind === 'chat' && refusedText(event.data.input, inputText(messages));
-    return same ? { rejection: { code: event.data.code, message: event.data.message } } : { reused: true };
-  }
-  return undefined;
 }
 
 const reused = (id: string) => new GatewayError('id_reused', `input ${id} was sent before with other text; use a new id`);

@@ -8,6 +8,7 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { ConversationEventRecord, TokenRecord, type ConversationEvent } from '@rudder/contracts';
+import { receiptIds } from '@rudder/conversation';
 import { keepConsuming, periodicCommits, READER_SESSION, topicNames, type Config, type KeptConsumer, type Log, type PeriodicCommits } from '@rudder/runtime';
 import type { Kafka, KafkaMessage, TopicPartitionOffset } from 'kafkajs';
 import { Positions } from '../consistency/positions';
@@ -346,13 +347,14 @@ const namedKey = (conversation: string, id: string) => `${conversation}\u0000${i
 
 /**
  * The ids of requests an event answers: the input it decides or delivers (`input`, a turn's
- * `prompt`), and the retract, stop, grant or promote it is the decision on. A decision the
- * gateway waits for names the id of what it sent.
+ * `prompt`), and every input it is a receipt of (`receiptIds`: the retract, stop, grant or
+ * promote it is the decision on). A decision the gateway waits for names the id of what it sent.
  */
 export function idsNamedBy(event: ConversationEvent): string[] {
-  const data = event.data as { input?: { id?: unknown }; prompt?: { id?: unknown }; retract?: unknown; stop?: unknown; grant?: unknown; promote?: unknown };
-  const ids = [data.input?.id, data.prompt?.id, data.retract, data.stop, data.grant, data.promote];
-  return ids.filter((id): id is string => typeof id === 'string');
+  const data = event.data as { input?: { id?: unknown }; prompt?: { id?: unknown } };
+  const ids = [data.input?.id, data.prompt?.id].filter((id): id is string => typeof id === 'string');
+  for (const id of receiptIds(event)) if (!ids.includes(id)) ids.push(id);
+  return ids;
 }
 
 function parseJson(value: Buffer | null): unknown {

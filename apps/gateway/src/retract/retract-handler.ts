@@ -1,14 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import type { RetractAnswer, RetractInput } from '@rudder/contracts';
+import type { RetractAnswer } from '@rudder/contracts';
+import type { InputOf, ReceiptRefusals } from '@rudder/conversation';
 import { ConversationAccess } from '../auth/conversation-access';
 import { CompanionClient } from '../companion-client';
-import { Decisions, notPending } from '../decisions';
+import { notPending } from '../decisions';
 import { GatewayError } from '../errors/gateway-error';
-import { InputsPublisher } from '../inputs-publisher';
+import { inputRecord, Writes, type Write } from '../writes/submit';
 
 /** What to take back: an input by id, or the latest pending one of a queue. */
-export type RetractTarget = { id: string } | { latest: 'chat' | 'steer' };
+export type RetractTarget = InputOf<'retract'>['target'];
 
 export type RetractRequest = {
   /** Already validated (`ConversationKey`). */
@@ -18,11 +19,9 @@ export type RetractRequest = {
   target: RetractTarget;
 };
 
-type RetractDecision = { retracted: RetractAnswer } | { refused: 'delivered' | 'not_found' | 'forbidden' };
-
 /**
  * `DELETE /v1/conversations/{key}/inputs/{id}` and `DELETE .../inputs?latest=chat|steer`:
- * produces one `RetractInputV1` (a fresh id of its own) and answers the worker's decision on
+ * submits one `RetractInputV1` (a fresh id of its own) and answers the worker's decision on
  * it, made under the conversation's lock so it is serialized with the turn that would take
  * the input: `input.retracted` → 200 `{id, text}` of the input taken back; `retract.refused`
  * → 409 `conflict` when the input is known but no longer pending (delivered, retracted,
@@ -35,39 +34,39 @@ type RetractDecision = { retracted: RetractAnswer } | { refused: 'delivered' | '
  */
 @Injectable()
 export class RetractHandler {
+  private readonly write: Write<'retract', RetractAnswer> = {
+    known: async ({ conversation, target }) => {
+      if (!('id' in target)) return undefined;
+      const known = await this.companion.input(conversation, target.id);
+      if (known !== null && known.state !== 'pending') throw notPending('retracted', target.id, known.state);
+      return undefined;
+    },
+    answered: (retracted) => retracted,
+    refused: (code, input) => this.refusal(input, code),
+    // Whether it took the input back shows in the status.
+    late: ({ id, target }, seconds) =>
+      new GatewayError(
+        'unavailable',
+        `the retraction ${id} was sent, but the worker has not decided on it within ${seconds} s; ` +
+          `read the conversation's status before sending it again (the input is gone from it once retracted)`,
+        { retract: id, target },
+      ),
+  };
+
   constructor(
     @Inject(ConversationAccess) private readonly access: ConversationAccess,
     @Inject(CompanionClient) private readonly companion: CompanionClient,
-    @Inject(InputsPublisher) private readonly publisher: InputsPublisher,
-    @Inject(Decisions) private readonly decisions: Decisions,
+    @Inject(Writes) private readonly writes: Writes,
   ) {}
 
   async retract(request: RetractRequest): Promise<RetractAnswer> {
     const { key, target } = request;
     await this.access.mayWrite(key, request.subject);
-    const id = randomUUID();
-    const decision = this.decisions.watch(key, [id], (event): RetractDecision | undefined => {
-      if (event.type === 'input.retracted' && event.data.retract === id) return { retracted: { id: event.data.input.id, text: event.data.input.text } };
-      if (event.type === 'retract.refused' && event.data.retract === id) return { refused: event.data.code };
-      return undefined;
-    });
-    try {
-      if ('id' in target) {
-        const known = await this.companion.input(key, target.id);
-        if (known !== null && known.state !== 'pending') throw notPending('retracted', target.id, known.state);
-      }
-      const input: RetractInput = { v: 1, type: 'retract', id, conversation: key, subject: request.subject, target, sentAt: new Date().toISOString() };
-      await this.publisher.publish(input);
-      const decided = await this.decisions.within(decision.result, (seconds) => late(id, target, seconds));
-      if ('retracted' in decided) return decided.retracted;
-      throw await this.refusal(key, target, decided.refused);
-    } finally {
-      decision.cancel();
-    }
+    return this.writes.submit(inputRecord('retract', { id: randomUUID(), key, subject: request.subject }, { target }), this.write);
   }
 
   /** 409 for an input someone knows (the worker said delivered, or the companion has it), else 404. */
-  private async refusal(key: string, target: RetractTarget, code: 'delivered' | 'not_found' | 'forbidden'): Promise<GatewayError> {
+  private async refusal({ conversation: key, target }: InputOf<'retract'>, code: ReceiptRefusals['retract']): Promise<GatewayError> {
     if (code === 'forbidden') return new GatewayError('forbidden', `the worker refused the retraction: only who may write to ${key} retracts its inputs`);
     if (!('id' in target)) {
       return new GatewayError('not_found', `conversation ${key} has no pending ${target.latest} to retract`, { latest: target.latest });
@@ -78,12 +77,3 @@ export class RetractHandler {
     return new GatewayError('not_found', `conversation ${key} has no input ${target.id}`, { id: target.id });
   }
 }
-
-/** No decision in time: the retraction was sent; whether it took the input back shows in the status. */
-const late = (id: string, target: RetractTarget, seconds: number) =>
-  new GatewayError(
-    'unavailable',
-    `the retraction ${id} was sent, but the worker has not decided on it within ${seconds} s; ` +
-      `read the conversation's status before sending it again (the input is gone from it once retracted)`,
-    { retract: id, target },
-  );
