@@ -29,8 +29,8 @@ afterAll(async () => {
 async function projections(conversation: string) {
   const read = async (sql: string) => await readModels.query(sql, [conversation]);
   return {
-    conversations: await read(`SELECT owner, last_input_id, running_turn, running_started_at FROM companion.conversations WHERE key = $1`),
-    inputs: await read(`SELECT id, kind, text, messages, subject, accepted_at, position, state, rejection_code, rejection_message, runs_next, steer_turn, steer_landed FROM companion.inputs WHERE conversation = $1 ORDER BY id`),
+    conversations: await read(`SELECT state, running_started_at FROM companion.conversations WHERE key = $1`),
+    inputs: await read(`SELECT id, kind, text, messages, subject, accepted_at, position, state, rejection_code, rejection_message, steer_turn, steer_landed FROM companion.inputs WHERE conversation = $1 ORDER BY id`),
     turns: await read(`SELECT id, prompt_id, prompt_text, status, outcome, content, steered, started_at, ended_at FROM companion.turns WHERE conversation = $1 ORDER BY id`),
     transcript: await read(`SELECT position, part, id, role, text, turn, steered, at FROM companion.transcript WHERE conversation = $1 ORDER BY position, part`),
     events: await read(`SELECT position, type, data, at FROM companion.events WHERE conversation = $1 ORDER BY position`),
@@ -260,7 +260,10 @@ describe('foldEvents', () => {
     const key = 'concurrent';
     const log = conversationLog(key);
     const accepted = Array.from({ length: 12 }, (_, i) => log.accepted(`c${i + 1}`, `chat ${i + 1}`));
-    await Promise.all(accepted.reverse().map((e) => foldEvents(readModels, [e])));
+    // Each batch is a run of the log from its start, as consumers folding the same partition
+    // during a rebalance hold them (each in log order: the state is folded in that order).
+    const batches = accepted.map((_, i) => accepted.slice(0, i + 1));
+    await Promise.all(batches.reverse().map((batch) => foldEvents(readModels, batch)));
     const status = await readConversationStatus(readModels, key);
     expect(status.queue.map((q) => q.id)).toEqual(Array.from({ length: 12 }, (_, i) => `c${i + 1}`));
     expect(status.lastInputId).toBe('c12');

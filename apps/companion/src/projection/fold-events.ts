@@ -2,6 +2,7 @@ import type { ConversationEvent } from '@rudder/contracts';
 import type { DataSource, EntityManager } from 'typeorm';
 import { Conversations, EventCopies, Inputs, Transcript, Turns } from '../read-models/entities';
 import { prepared, rowsAsJson, rowsByKeyAsJson, rowsFromJson, writeRows } from '../read-models/recordsets';
+import { isKnownEvent } from './conversation-state';
 import { foldRows, rowsNeeded, type Needed, type Rows } from './fold-rows';
 
 export type FoldResult = {
@@ -31,9 +32,10 @@ export type FoldResult = {
  * folds an event the other is folding (the look for copies comes after the locks).
  */
 export async function foldEvents(readModels: DataSource, events: readonly ConversationEvent[]): Promise<FoldResult> {
-  // An id repeated within the batch is folded once, as its first occurrence.
+  // An id repeated within the batch is folded once, as its first occurrence; a type this
+  // companion does not know (a newer worker's) is skipped: `evolve` refuses it.
   const firstOf = new Map<string, ConversationEvent>();
-  for (const e of events) if (!firstOf.has(e.id)) firstOf.set(e.id, e);
+  for (const e of events) if (isKnownEvent(e) && !firstOf.has(e.id)) firstOf.set(e.id, e);
   const batch = [...firstOf.values()];
   if (batch.length === 0) return { applied: 0, duplicates: 0 };
 

@@ -1,10 +1,14 @@
 import type { ConversationEvent, InputState } from '@rudder/contracts';
+import { initialState, parseState } from '@rudder/conversation';
 import type { ConversationRow, InputRow, TranscriptRow, TurnRow } from '../read-models/entities';
+import { foldState } from './conversation-state';
 
 /**
  * The pure fold of a batch of events over the read models' rows (`read-models/entities.ts`).
  * `fold-events.ts` loads the rows a batch touches, calls `foldRows`, and writes back what changed;
- * this file does no I/O, so the projection rules are tested without a database.
+ * this file does no I/O, so the projection rules are tested without a database. The queue and
+ * steering rules are not here: a conversation's status is its `ConversationState`, folded by the
+ * worker's own `evolve` (`foldState`).
  */
 
 /** The rows a batch may read or change, as they were before it. */
@@ -63,9 +67,6 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
         input(c, event.data.input.id);
         break;
       case 'stop.requested':
-        // The chat that asked to interrupt or roll back the running turn, if the stop is one.
-        input(c, event.data.stop);
-        break;
       case 'retract.refused':
       case 'promote.refused':
       case 'guard.failed':
@@ -80,22 +81,20 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
 }
 
 /**
- * Folds new events (each applied once, in position order within a conversation) over the rows
- * they touch. Rules:
- * - `conversation.opened`: the conversation's owner and agent; `access.granted`: its grants.
- * - `input.accepted`: a pending input; (in logs older than `conversation.opened`) the owner is
- *   the subject of the first one;
- *   `lastInputId` is the accepted input with the highest position.
+ * Folds new events (each applied once, in position order within a conversation, every one of a
+ * type the contract knows) over the rows they touch. Each event evolves its conversation's
+ * state (`foldState`: owner, agent, grants, the running turn, steering, the queue, the last
+ * input), and the rows hold what the state does not:
+ * - the conversation's position (its last event's) and when its running turn started.
+ * - `input.accepted`: a pending input.
  * - `input.rejected`: an input refused (and answered by the refusal): recorded as `rejected`
  *   with its code, message and text's digest (no text); it never was pending and does not
  *   change owner or `lastInputId`.
  * - `input.retracted`, `input.discarded`: a pending input taken back, or dropped by a stop with
  *   discardPending: it leaves status and is never answered.
  * - `input.delivered`: the input reached a turn (as `turn.started` / `steer.taken` already say).
- * - `stop.requested` whose `stop` is a pending input (a chat sent with onBusy interrupt or
- *   rollback) on the running turn: that chat runs next, so it moves to the front of the queue.
- * - `steer.accepted`: the worker's decision (turn, landed) is recorded on the steer's input row;
- *   the steer stays pending.
+ * - `steer.accepted`: the worker's decision (turn, landed) is recorded on the steer's input row
+ *   (the answer to the same steer sent again); the steer stays pending.
  * - `steer.taken`: the steer is delivered and enters the transcript as a user row under its own
  *   id, `steered: true`, at the event's position (between the answers before and after it);
  *   the running turn's `steered` grows by it.
@@ -104,9 +103,8 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
  *   A steer no turn took (landed false, or its turn stopped first) is delivered this way too.
  * - `model.replied` with content: an assistant row `<turn>/<step>`; the running turn's content is
  *   its replies so far joined with a blank line.
- * - `turn.ended`: the turn's final status, outcome, content and steered messages; the
- *   conversation is idle again if this was its running turn. (Landed steers it did not take
- *   stay pending; the status query shows them queued once their turn no longer runs.)
+ * - `turn.ended`: the turn's final status, outcome, content and steered messages.
+ * - `conversation.opened`, `access.granted`, `stop.requested`: the state only.
  * - `retract.refused`, `promote.refused`, `tool.*`: copied for replay only; so is `guard.failed`
  *   (the guard failed, nothing was decided): its input gets no row, so the same id sent again
  *   is not answered from here but guarded again.
@@ -115,7 +113,7 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
  * ids, changes nothing.
  */
 export function foldRows(before: Rows, events: readonly ConversationEvent[]): Changes {
-  const conversations = new Map(before.conversations.map((r) => [r.key, { ...r }]));
+  const conversations = new Map(before.conversations.map((r) => [r.key, { ...r, state: parseState(r.state) }]));
   const inputs = new Map(before.inputs.map((r) => [rowKey(r.conversation, r.id), { ...r }]));
   const turns = new Map(before.turns.map((r) => [rowKey(r.conversation, r.id), { ...r, steered: [...r.steered] }]));
   const changed = { conversations: new Set<string>(), inputs: new Set<string>(), turns: new Set<string>() };
@@ -124,7 +122,7 @@ export function foldRows(before: Rows, events: readonly ConversationEvent[]): Ch
   const conversation = (key: string): ConversationRow => {
     let row = conversations.get(key);
     if (!row) {
-      row = { key, owner: null, agent: null, grants: {}, position: 0, lastInputId: null, lastInputPosition: null, runningTurn: null, runningStartedAt: null };
+      row = { key, position: 0, state: initialState(), runningStartedAt: null };
       conversations.set(key, row);
       changed.conversations.add(key);
     }
@@ -143,22 +141,15 @@ export function foldRows(before: Rows, events: readonly ConversationEvent[]): Ch
   for (const event of events) {
     const c = event.conversation;
     const conv = conversation(c);
-    if (event.position > conv.position) {
-      conv.position = event.position;
-      changed.conversations.add(c);
-    }
+    conv.position = Math.max(conv.position, event.position);
+    const was = conv.state.runningTurn;
+    conv.state = foldState(conv.state, event);
+    if (conv.state.runningTurn !== was) conv.runningStartedAt = conv.state.runningTurn === null ? null : event.at;
+    changed.conversations.add(c);
     switch (event.type) {
       case 'conversation.opened':
-        conv.owner = event.data.owner;
-        conv.agent = event.data.agent;
-        changed.conversations.add(c);
-        break;
-      case 'access.granted': {
-        const { [event.data.subject]: _previous, ...others } = conv.grants;
-        conv.grants = event.data.access === null ? others : { ...others, [event.data.subject]: event.data.access };
-        changed.conversations.add(c);
-        break;
-      }
+      case 'access.granted':
+      case 'stop.requested':
       case 'grant.refused':
       case 'stop.refused':
         break;
@@ -179,17 +170,10 @@ export function foldRows(before: Rows, events: readonly ConversationEvent[]): Ch
           state: 'pending',
           rejectionCode: null,
           rejectionMessage: null,
-          runsNext: null,
           steerTurn: null,
           steerLanded: null,
         });
         changed.inputs.add(key);
-        if (conv.owner === null) conv.owner = input.subject;
-        if (conv.lastInputPosition === null || event.position > conv.lastInputPosition) {
-          conv.lastInputId = input.id;
-          conv.lastInputPosition = event.position;
-        }
-        changed.conversations.add(c);
         break;
       }
       case 'steer.accepted': {
@@ -238,15 +222,12 @@ export function foldRows(before: Rows, events: readonly ConversationEvent[]): Ch
           outcome: null,
           content: '',
           steered: [],
-          agent: conv.agent,
+          agent: conv.state.agent,
           usage: null,
           startedAt: event.at,
           endedAt: null,
         });
         changed.turns.add(key);
-        conv.runningTurn = turn;
-        conv.runningStartedAt = event.at;
-        changed.conversations.add(c);
         const input = inputs.get(rowKey(c, prompt.id));
         deliver(c, prompt.id);
         // A prompt the companion never saw accepted (it came another way) is shown as its text.
@@ -304,11 +285,6 @@ export function foldRows(before: Rows, events: readonly ConversationEvent[]): Ch
           changed.turns.add(rowKey(c, turn));
         }
         for (const s of steered) deliver(c, s.id);
-        if (conv.runningTurn === turn) {
-          conv.runningTurn = null;
-          conv.runningStartedAt = null;
-          changed.conversations.add(c);
-        }
         break;
       }
       case 'input.rejected': {
@@ -329,7 +305,6 @@ export function foldRows(before: Rows, events: readonly ConversationEvent[]): Ch
           state: 'rejected',
           rejectionCode: code,
           rejectionMessage: message,
-          runsNext: null,
           steerTurn: null,
           steerLanded: null,
         });
@@ -345,16 +320,6 @@ export function foldRows(before: Rows, events: readonly ConversationEvent[]): Ch
       case 'input.delivered':
         deliver(c, event.data.input.id);
         break;
-      case 'stop.requested': {
-        // As the worker decides it: only an asker of the turn running now moves to the front.
-        const { stop, turn } = event.data;
-        const key = rowKey(c, stop);
-        const asker = inputs.get(key);
-        if (turn === null || turn !== conv.runningTurn || !asker || asker.state !== 'pending' || asker.runsNext !== null) break;
-        asker.runsNext = event.position;
-        changed.inputs.add(key);
-        break;
-      }
       case 'retract.refused':
       case 'promote.refused':
       case 'guard.failed':

@@ -1,15 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { chatWithToolCall, conversationLog } from '../../../../test/support/companion/conversation-log';
+import { initialState } from '@rudder/conversation';
+import { foldState } from './conversation-state';
 import { foldRows, rowsNeeded, type Rows } from './fold-rows';
 
 const nothing: Rows = { conversations: [], inputs: [], turns: [] };
 
 describe('foldRows', () => {
-  it('makes the first subject the owner and the latest accepted input the last one', () => {
+  it('makes the first subject the owner of a log older than conversation.opened, and the latest accepted input the last one', () => {
     const log = conversationLog('c');
     const changes = foldRows(nothing, [log.accepted('a', 'hi', 'alice'), log.accepted('b', 'hello', 'bob')]);
     expect(changes.conversations).toEqual([
-      { key: 'c', owner: 'alice', agent: null, grants: {}, position: 2, lastInputId: 'b', lastInputPosition: 2, runningTurn: null, runningStartedAt: null },
+      { key: 'c', position: 2, state: expect.objectContaining({ owner: 'alice', agent: null, grants: {}, lastInputId: 'b', runningTurn: null }), runningStartedAt: null },
     ]);
     expect(changes.inputs.map((i) => [i.id, i.state])).toEqual([
       ['a', 'pending'],
@@ -28,7 +30,7 @@ describe('foldRows', () => {
       log.event({ type: 'model.replied', data: { turn: 't1', step: 0, content: '', toolCalls: [], usage } }),
       log.event({ type: 'model.replied', data: { turn: 't1', step: 1, content: 'hello', toolCalls: [], usage } }),
     ]);
-    expect(changes.conversations[0]).toMatchObject({ owner: 'bob', agent: 'trip-planner' });
+    expect(changes.conversations[0].state).toMatchObject({ owner: 'bob', agent: 'trip-planner' });
     expect(changes.turns[0]).toMatchObject({ agent: 'trip-planner', usage: { promptTokens: 20, completionTokens: 4, totalTokens: 24 } });
   });
 
@@ -38,7 +40,7 @@ describe('foldRows', () => {
     const started = log.started('t', { id: 'a', text: 'x\n\ny' });
     const changes = foldRows(accepted, [started]);
     expect(changes.inputs).toMatchObject([{ id: 'a', state: 'delivered' }]);
-    expect(changes.conversations).toMatchObject([{ runningTurn: 't', runningStartedAt: started.at }]);
+    expect(changes.conversations).toMatchObject([{ state: { runningTurn: 't' }, runningStartedAt: started.at }]);
     expect(changes.transcript.map((m) => [m.id, m.part, m.text])).toEqual([
       ['a#1', 0, 'x'],
       ['a#2', 1, 'y'],
@@ -58,16 +60,15 @@ describe('foldRows', () => {
     expect(running.turns).toMatchObject([{ status: 'running', content: 'Let me check the weather.\n\nLisbon is sunny: go in May.' }]);
     const ended = foldRows(running, events.slice(6));
     expect(ended.turns).toMatchObject([{ status: 'completed', content: 'Let me check the weather.\n\nLisbon is sunny: go in May.' }]);
-    expect(ended.conversations).toMatchObject([{ runningTurn: null, runningStartedAt: null }]);
+    expect(ended.conversations).toMatchObject([{ state: { runningTurn: null }, runningStartedAt: null }]);
   });
 
-  it('leaves a newer running turn running when an older one ends', () => {
-    const log = conversationLog('c');
-    const before = foldRows(nothing, [log.started('t1', { id: 'a', text: 'a' }), log.started('t2', { id: 'b', text: 'b' })]);
-    const after = foldRows(before, [log.ended('t1', '')]);
-    // Only the folded position moves (reads waiting for it see the end); t2 still runs.
-    expect(after.conversations).toMatchObject([{ runningTurn: 't2', position: 3 }]);
-    expect(before.conversations).toMatchObject([{ runningTurn: 't2' }]);
+  it("holds the state the worker's evolve folds, whether the events come in one batch or several", () => {
+    const events = chatWithToolCall('c');
+    const whole = foldRows(nothing, events);
+    const parts = foldRows(foldRows(nothing, events.slice(0, 3)), events.slice(3));
+    expect(parts.conversations).toEqual(whole.conversations);
+    expect(whole.conversations[0].state).toEqual(events.reduce(foldState, initialState()));
   });
 
   it('records the decision on a steer and keeps it pending until a turn takes it', () => {
@@ -106,22 +107,21 @@ describe('foldRows', () => {
     ]);
   });
 
-  it('moves a chat to the front only when it stops the turn running now, and only while it is pending', () => {
+  it('moves a chat to the front of the queue only when it stops the turn running now, and only while it waits (as evolve does)', () => {
     const log = conversationLog('c');
-    const before = foldRows(nothing, [log.accepted('a', 'go'), log.started('t1', { id: 'a', text: 'go' }), log.accepted('b', 'now')]);
-    const other = log.stopRequested('b', 't0', 'interrupt');
-    expect(foldRows(before, [other]).inputs).toEqual([]);
-    const asked = log.stopRequested('b', 't1', 'interrupt');
-    expect(foldRows(before, [asked]).inputs).toMatchObject([{ id: 'b', state: 'pending', runsNext: asked.position }]);
+    const before = foldRows(nothing, [log.accepted('a', 'go'), log.started('t1', { id: 'a', text: 'go' }), log.accepted('c2', 'later'), log.accepted('b', 'now')]);
+    const queue = (rows: Rows) => rows.conversations[0].state.queue.map((q) => q.id);
+    expect(queue(foldRows(before, [log.stopRequested('b', 't0', 'interrupt')]))).toEqual(['c2', 'b']);
+    expect(queue(foldRows(before, [log.stopRequested('b', 't1', 'interrupt')]))).toEqual(['b', 'c2']);
     const retracted = foldRows(before, [log.retracted({ id: 'b', kind: 'chat', text: 'now' }, 'r')]);
-    expect(foldRows(retracted, [log.stopRequested('b', 't1', 'rollback')]).inputs).toEqual([]);
+    expect(queue(foldRows(retracted, [log.stopRequested('b', 't1', 'rollback')]))).toEqual(['c2']);
   });
 
   it('records a rejected input without touching the owner or the last input', () => {
     const log = conversationLog('c');
     const changes = foldRows(nothing, [log.rejected({ id: 'r', kind: 'steer', text: 'x' }, 'busy', 'busy')]);
     expect(changes.inputs).toMatchObject([{ id: 'r', state: 'rejected', rejectionCode: 'busy', messages: null, subject: null }]);
-    expect(changes.conversations).toMatchObject([{ owner: null, lastInputId: null }]);
+    expect(changes.conversations).toMatchObject([{ state: { owner: null, lastInputId: null } }]);
   });
 
   it('names the rows a batch reads', () => {
@@ -149,8 +149,6 @@ describe('foldRows', () => {
       inputs: [
         { conversation: 'c', id: 's1' },
         { conversation: 'c', id: 's2' },
-        // A stop may be a chat that interrupts the running turn: it moves to the front.
-        { conversation: 'c', id: 'stop' },
         { conversation: 'c', id: 'r' },
       ],
       turns: [{ conversation: 'c', id: 't2' }],

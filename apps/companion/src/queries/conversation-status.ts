@@ -1,47 +1,39 @@
 import type { CompanionStatus } from '@rudder/contracts';
+import { initialState, parseState } from '@rudder/conversation';
 import type { DataSource } from 'typeorm';
 import { Conversations, Inputs, type ConversationRow, type InputRow } from '../read-models/entities';
 
 /**
  * A conversation's status (`CompanionStatus` in contracts: the gateway's status plus the owner
- * and grants it authorizes by). An unknown conversation is an idle, empty one.
- *
- * Of the pending inputs (accepted, and not yet delivered, retracted or discarded; a rejected
- * input never was pending), in acceptance order, except that chats which interrupted or rolled
- * back the running turn come first (they run next; the latest such chat first):
- * - `steering`: the steers still waiting for the running turn: those the worker has not decided
- *   on yet, and those it landed on the turn that is running now.
- * - `queue`: every other one: chats, steers answered as turns of their own (landed false), and
- *   landed steers whose turn ended without taking them (stopped, failed): the worker answers
- *   those as turns of their own, so they sit in the queue at the place they were accepted.
- * A decision on a chat (a promoted follow-up) makes it a steer here too.
- * One statement, so the conversation and its inputs are read as of one moment.
+ * and grants it authorizes by), read from its state as the worker's `evolve` folds it. An
+ * unknown conversation is an idle, empty one.
+ * - `steering`: the steers that landed on the running turn and are not taken yet, in the order
+ *   the turn takes them, then a steer the worker has not decided on yet (its decision is the
+ *   event after its acceptance, which a batch may not hold yet).
+ * - `queue`: what waits to be a turn of its own, in the order the turns run: chats, steers
+ *   answered as turns of their own, steers their turn ended without taking; a chat that
+ *   interrupted or rolled back the running turn first.
+ * A chat the worker decided on as a steer (a promoted follow-up) shows as a steer, landed or
+ * not: its input row holds the decision. One statement, so the state and the decisions are read
+ * as of one moment.
  */
 export async function readConversationStatus(readModels: DataSource, key: string): Promise<CompanionStatus> {
-  const found = await readModels.manager
+  const found = (await readModels.manager
     .createQueryBuilder(Conversations, 'c')
-    .leftJoinAndMapMany('c.pending', Inputs.options.name, 'i', "i.conversation = c.key AND i.state = 'pending'")
+    .leftJoinAndMapMany('c.decided', Inputs.options.name, 'i', "i.conversation = c.key AND i.state = 'pending' AND i.steerLanded IS NOT NULL")
     .where('c.key = :key', { key })
-    .orderBy('i.runsNext', 'DESC', 'NULLS LAST')
-    .addOrderBy('i.position', 'ASC')
-    .getOne();
-  const conversation = found as (ConversationRow & { pending: InputRow[] }) | null;
-  const running = conversation?.runningTurn ?? null;
-  const pending = (conversation?.pending ?? []).map((i) => ({
-    id: i.id,
-    kind: i.steerLanded !== null ? ('steer' as const) : i.kind,
-    text: i.text,
-    steering: (i.kind === 'steer' && i.steerLanded === null) || (i.steerLanded === true && running !== null && i.steerTurn === running),
-  }));
+    .getOne()) as (ConversationRow & { decided: InputRow[] }) | null;
+  const state = found ? parseState(found.state) : initialState();
+  const decided = new Set((found?.decided ?? []).map((i) => i.id));
   return {
     key,
-    running: running !== null && conversation?.runningStartedAt ? { turn: running, startedAt: conversation.runningStartedAt } : null,
-    steering: pending.filter((i) => i.steering).map(({ id, text }) => ({ id, text })),
-    queue: pending.filter((i) => !i.steering).map(({ id, kind, text }) => ({ id, kind, text })),
-    lastInputId: conversation?.lastInputId ?? null,
-    agent: conversation?.agent ?? null,
-    owner: conversation?.owner ?? null,
-    grants: Object.entries(conversation?.grants ?? {}).map(([subject, access]) => ({ subject, access })),
-    position: conversation?.position ?? 0,
+    running: state.runningTurn !== null && found?.runningStartedAt ? { turn: state.runningTurn, startedAt: found.runningStartedAt } : null,
+    steering: [...state.steers, ...(state.undecided ? [state.undecided] : [])].map(({ id, text }) => ({ id, text })),
+    queue: state.queue.map(({ id, kind, text }) => ({ id, kind: decided.has(id) ? ('steer' as const) : kind, text })),
+    lastInputId: state.lastInputId,
+    agent: state.agent,
+    owner: state.owner,
+    grants: Object.entries(state.grants).map(([subject, access]) => ({ subject, access })),
+    position: found?.position ?? 0,
   };
 }

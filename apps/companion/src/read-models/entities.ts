@@ -1,5 +1,6 @@
 import { EntitySchema, type EntitySchemaColumnOptions, type ValueTransformer } from 'typeorm';
 import type { ConversationEvent, InputState, Rejection, TranscriptItem, TurnStatus, Usage } from '@rudder/contracts';
+import type { ConversationState } from '@rudder/conversation';
 
 /**
  * The read models: each row type as the fold (`projection/fold-rows.ts`) and the queries use it, and
@@ -12,16 +13,15 @@ import type { ConversationEvent, InputState, Rejection, TranscriptItem, TurnStat
 
 export type ConversationRow = {
   key: string;
-  owner: string | null;
-  /** The agent that answers it (`conversation.opened`); null before, and in logs older than agents. */
-  agent: string | null;
-  /** Access its owner gave other subjects (`access.granted`). */
-  grants: Record<string, 'read' | 'write'>;
   /** The position of the last of its events folded: reads that must reflect a write wait for it. */
   position: number;
-  lastInputId: string | null;
-  lastInputPosition: number | null;
-  runningTurn: string | null;
+  /**
+   * Its state as the worker's `evolve` folds it (libs/conversation `ConversationState`): owner,
+   * agent, grants, the running turn, the steers waiting for it, the queue behind it, the last
+   * input. The status is read from it; the companion has no queue rules of its own.
+   */
+  state: ConversationState;
+  /** When the state's running turn started (its `turn.started`); null when none runs. */
   runningStartedAt: string | null;
 };
 
@@ -46,12 +46,6 @@ export type InputRow = {
   /** Why it was rejected; null unless `state` is `rejected`. */
   rejectionCode: Rejection['code'] | null;
   rejectionMessage: string | null;
-  /**
-   * The position of the `stop.requested` by which this pending chat interrupted (or rolled
-   * back) the running turn: it runs next, so the queue shows it first (the latest asker first,
-   * as the worker orders them). Null for every other input.
-   */
-  runsNext: number | null;
   /** The worker's decision on a steer (`steer.accepted`): null until it is made, and for chats. */
   steerTurn: string | null;
   steerLanded: boolean | null;
@@ -103,13 +97,8 @@ export const Conversations = new EntitySchema<ConversationRow>({
   tableName: 'conversations',
   columns: {
     key: key(),
-    owner: text(undefined, true),
-    agent: text(undefined, true),
-    grants: json(),
     position: position(),
-    lastInputId: text('last_input_id', true),
-    lastInputPosition: position('last_input_position', true),
-    runningTurn: text('running_turn', true),
+    state: json(),
     runningStartedAt: time('running_started_at', true),
   },
 });
@@ -130,7 +119,6 @@ export const Inputs = new EntitySchema<InputRow>({
     state: text(),
     rejectionCode: text('rejection_code', true),
     rejectionMessage: text('rejection_message', true),
-    runsNext: position('runs_next', true),
     steerTurn: text('steer_turn', true),
     steerLanded: { type: 'boolean', name: 'steer_landed', nullable: true },
   },
