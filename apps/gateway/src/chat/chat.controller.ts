@@ -1,18 +1,18 @@
-import { Body, Controller, Headers, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Headers, Inject, Param, UseGuards } from '@nestjs/common';
+import { Route } from '../routes';
 import type { ChatAccepted } from '@rudder/contracts';
 import { AuthGuard, Subject } from '../auth/auth.guard';
 import { InputRateGuard } from '../limits/input-rate.guard';
 import { conversationKeyOf } from '../edge';
 import { ChatHandler } from './chat-handler';
 
-@Controller('v1/conversations/:key')
+@Controller()
 @UseGuards(AuthGuard, InputRateGuard)
 export class ChatController {
   constructor(@Inject(ChatHandler) private readonly handler: ChatHandler) {}
 
   /** 202 `{id, turn: null, position}`: the input is on agent.inputs and will be answered in order. */
-  @Post('chat')
-  @HttpCode(202)
+  @Route('chat')
   chat(
     @Param('key') key: string,
     @Body() body: unknown,

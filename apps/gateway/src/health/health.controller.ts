@@ -1,4 +1,5 @@
-import { Controller, Get, Inject } from '@nestjs/common';
+import { Controller, Inject } from '@nestjs/common';
+import { Route } from '../routes';
 import { GatewayError } from '../errors/gateway-error';
 import { HealthChecks, type Dependency } from './health-checks';
 
@@ -7,11 +8,11 @@ import { HealthChecks, type Dependency } from './health-checks';
  * naming what failed (`details: {kafka, database}`). Unauthenticated, for load balancers and
  * orchestrators; it tells nothing about conversations.
  */
-@Controller('healthz')
+@Controller()
 export class HealthController {
   constructor(@Inject(HealthChecks) private readonly checks: HealthChecks) {}
 
-  @Get()
+  @Route('health')
   async health(): Promise<{ ok: true }> {
     const report = await this.checks.check();
     const failed = (Object.keys(report) as Dependency[]).filter((dependency) => report[dependency] !== 'ok');

@@ -1,4 +1,5 @@
-import { Controller, Get, Inject, Param, Query, UseGuards } from '@nestjs/common';
+import { Controller, Inject, Param, Query, UseGuards } from '@nestjs/common';
+import { Route } from '../routes';
 import { z } from 'zod';
 import { AuthGuard, Subject } from '../auth/auth.guard';
 import { ConversationAccess } from '../auth/conversation-access';
@@ -16,7 +17,7 @@ const MessagesQuery = z.object({
     .optional(),
 });
 
-@Controller('v1/conversations/:key')
+@Controller()
 @UseGuards(AuthGuard)
 export class MessagesController {
   constructor(
@@ -25,7 +26,7 @@ export class MessagesController {
   ) {}
 
   /** The transcript, oldest first: `{items, next}` as the companion answers it. */
-  @Get('messages')
+  @Route('messages')
   async messages(
     @Param('key') rawKey: string,
     @Query() rawQuery: unknown,

@@ -1,13 +1,14 @@
 import type { ServerResponse } from 'node:http';
-import { Controller, Get, Inject, Res } from '@nestjs/common';
+import { Controller, Inject, Res } from '@nestjs/common';
+import { Route } from '../routes';
 import { GatewayMetrics } from './gateway-metrics';
 
 /** `GET /metrics`: the gateway's Prometheus metrics (text exposition format). Unauthenticated, like /healthz: keep it off the public edge. */
-@Controller('metrics')
+@Controller()
 export class MetricsController {
   constructor(@Inject(GatewayMetrics) private readonly metrics: GatewayMetrics) {}
 
-  @Get()
+  @Route('metrics')
   async scrape(@Res() response: ServerResponse): Promise<void> {
     const text = await this.metrics.registry.metrics();
     response.writeHead(200, { 'content-type': this.metrics.registry.contentType });

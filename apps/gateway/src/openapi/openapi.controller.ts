@@ -1,4 +1,5 @@
-import { Controller, Get, Header } from '@nestjs/common';
+import { Controller, Header } from '@nestjs/common';
+import { Route } from '../routes';
 import { docsPage } from './docs-page';
 import { openApiDocument } from './document';
 
@@ -7,12 +8,12 @@ import { openApiDocument } from './document';
 export class OpenApiController {
   private page: string | undefined;
 
-  @Get('openapi.json')
+  @Route('openapi')
   document(): unknown {
     return openApiDocument();
   }
 
-  @Get('docs')
+  @Route('docs')
   @Header('content-type', 'text/html; charset=utf-8')
   // The page loads nothing: no script, no style or font from elsewhere.
   @Header('content-security-policy', "default-src 'none'; style-src 'unsafe-inline'")

@@ -1,18 +1,18 @@
-import { Body, Controller, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Inject, Param, UseGuards } from '@nestjs/common';
+import { Route } from '../routes';
 import { InputId, type SteerAnswer } from '@rudder/contracts';
 import { AuthGuard, Subject } from '../auth/auth.guard';
 import { InputRateGuard } from '../limits/input-rate.guard';
 import { conversationKeyOf, parseEdge } from '../edge';
 import { PromoteHandler } from './promote-handler';
 
-@Controller('v1/conversations/:key/inputs')
+@Controller()
 @UseGuards(AuthGuard, InputRateGuard)
 export class PromoteController {
   constructor(@Inject(PromoteHandler) private readonly handler: PromoteHandler) {}
 
   /** 200 `{id, turn, landed}` once the worker has made the follow-up a steer; 409 once delivered, 404 when unknown. */
-  @Post(':id/promote')
-  @HttpCode(200)
+  @Route('promote')
   promote(@Param('key') rawKey: string, @Param('id') rawId: string, @Body() body: unknown, @Subject() subject: string): Promise<SteerAnswer> {
     const key = conversationKeyOf(rawKey);
     const target = parseEdge(InputId, rawId, 'input id');

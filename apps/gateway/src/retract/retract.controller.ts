@@ -1,4 +1,5 @@
-import { Controller, Delete, HttpCode, Inject, Param, Query, UseGuards } from '@nestjs/common';
+import { Controller, Inject, Param, Query, UseGuards } from '@nestjs/common';
+import { Route } from '../routes';
 import { InputId, type RetractAnswer } from '@rudder/contracts';
 import { z } from 'zod';
 import { AuthGuard, Subject } from '../auth/auth.guard';
@@ -11,14 +12,13 @@ const LatestQuery = z.object({ latest: z.enum(['chat', 'steer'], 'latest is chat
 /** `DELETE .../inputs/{id}` takes no query. */
 const NoQuery = z.object({}).strict();
 
-@Controller('v1/conversations/:key/inputs')
+@Controller()
 @UseGuards(AuthGuard, InputRateGuard)
 export class RetractController {
   constructor(@Inject(RetractHandler) private readonly handler: RetractHandler) {}
 
   /** 200 `{id, text}`: the pending input taken back; 409 once delivered, 404 when unknown. */
-  @Delete(':id')
-  @HttpCode(200)
+  @Route('retract')
   byId(@Param('key') rawKey: string, @Param('id') rawId: string, @Query() query: unknown, @Subject() subject: string): Promise<RetractAnswer> {
     const key = conversationKeyOf(rawKey);
     const id = parseEdge(InputId, rawId, 'input id');
@@ -27,8 +27,7 @@ export class RetractController {
   }
 
   /** 200 `{id, text}`: the latest pending chat or steer taken back; 404 when none is pending. */
-  @Delete()
-  @HttpCode(200)
+  @Route('retractLatest')
   latest(@Param('key') rawKey: string, @Query() query: unknown, @Subject() subject: string): Promise<RetractAnswer> {
     const key = conversationKeyOf(rawKey);
     const { latest } = parseEdge(LatestQuery, query ?? {}, 'query');

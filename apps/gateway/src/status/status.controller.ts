@@ -1,17 +1,18 @@
-import { Controller, Get, Inject, Param, UseGuards } from '@nestjs/common';
+import { Controller, Inject, Param, UseGuards } from '@nestjs/common';
+import { Route } from '../routes';
 import type { ConversationStatus } from '@rudder/contracts';
 import { AuthGuard, Subject } from '../auth/auth.guard';
 import { ConversationAccess } from '../auth/conversation-access';
 import type { CompanionStatus } from '../companion-client';
 import { conversationKeyOf } from '../edge';
 
-@Controller('v1/conversations/:key')
+@Controller()
 @UseGuards(AuthGuard)
 export class StatusController {
   constructor(@Inject(ConversationAccess) private readonly access: ConversationAccess) {}
 
   /** The companion's status without its internal fields; 404 for a key nobody owns. */
-  @Get()
+  @Route('status')
   async status(@Param('key') rawKey: string, @Subject() subject: string): Promise<ConversationStatus> {
     const key = conversationKeyOf(rawKey);
     return publicStatus(await this.access.readable(key, subject), subject);

@@ -1,18 +1,18 @@
-import { Body, Controller, Headers, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Headers, Inject, Param, UseGuards } from '@nestjs/common';
+import { Route } from '../routes';
 import type { SteerAnswer } from '@rudder/contracts';
 import { AuthGuard, Subject } from '../auth/auth.guard';
 import { InputRateGuard } from '../limits/input-rate.guard';
 import { conversationKeyOf } from '../edge';
 import { SteerHandler } from './steer-handler';
 
-@Controller('v1/conversations/:key')
+@Controller()
 @UseGuards(AuthGuard, InputRateGuard)
 export class SteerController {
   constructor(@Inject(SteerHandler) private readonly handler: SteerHandler) {}
 
   /** 200 `{id, turn, landed}` once the worker has decided where the message goes. */
-  @Post('steer')
-  @HttpCode(200)
+  @Route('steer')
   steer(
     @Param('key') key: string,
     @Body() body: unknown,

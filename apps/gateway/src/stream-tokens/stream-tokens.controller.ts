@@ -1,4 +1,5 @@
-import { Body, Controller, HttpCode, Inject, Param, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, Inject, Param, UseGuards } from '@nestjs/common';
+import { Route } from '../routes';
 import { z } from 'zod';
 import { AuthGuard, Subject } from '../auth/auth.guard';
 import { Authenticator } from '../auth/authenticator';
@@ -8,7 +9,7 @@ import { conversationKeyOf, parseEdge } from '../edge';
 /** No body, or `{}`: a stream token has no options (its lifetime is the gateway's AUTH_STREAM_TOKEN_TTL_SECONDS). */
 const StreamTokenBody = z.object({}).strict().optional();
 
-@Controller('v1/conversations/:key')
+@Controller()
 @UseGuards(AuthGuard)
 export class StreamTokensController {
   constructor(
@@ -22,8 +23,7 @@ export class StreamTokensController {
    * conversation has an owner and the subject may not read it); the stream carries only what
    * its reader may read at each event's position.
    */
-  @Post('stream-tokens')
-  @HttpCode(201)
+  @Route('streamToken')
   async issue(@Param('key') rawKey: string, @Body() body: unknown, @Subject() subject: string): Promise<{ token: string; expiresAt: string }> {
     const key = conversationKeyOf(rawKey);
     parseEdge(StreamTokenBody, body, 'stream-token body');

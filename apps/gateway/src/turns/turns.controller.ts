@@ -1,4 +1,5 @@
-import { Controller, Get, Inject, Param, Query, UseGuards } from '@nestjs/common';
+import { Controller, Inject, Param, Query, UseGuards } from '@nestjs/common';
+import { Route } from '../routes';
 import { InputId } from '@rudder/contracts';
 import { z } from 'zod';
 import { AuthGuard, Subject } from '../auth/auth.guard';
@@ -10,7 +11,7 @@ import { GatewayError } from '../errors/gateway-error';
 /** Turn ids are made by the worker and opaque here; the edge checks only their size. */
 const TurnId = z.string().min(1, 'a turn id has 1 to 200 characters').max(200, 'a turn id has 1 to 200 characters');
 
-@Controller('v1/conversations/:key/turns')
+@Controller()
 @UseGuards(AuthGuard)
 export class TurnsController {
   constructor(
@@ -19,7 +20,7 @@ export class TurnsController {
   ) {}
 
   /** `?input={id}`: the turn that answered or took that input (`TurnView`); 404 from the companion when none. */
-  @Get()
+  @Route('turnOf')
   async turnOfInput(
     @Param('key') rawKey: string,
     @Query('input') rawInput: unknown,
@@ -33,7 +34,7 @@ export class TurnsController {
   }
 
   /** One turn (`TurnView`); the companion's 404 is passed on. */
-  @Get(':turn')
+  @Route('turn')
   async turn(@Param('key') rawKey: string, @Param('turn') rawTurn: string, @Subject() subject: string): Promise<unknown> {
     const key = conversationKeyOf(rawKey);
     const turn = parseEdge(TurnId, rawTurn, 'turn id');

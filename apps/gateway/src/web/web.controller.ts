@@ -1,4 +1,5 @@
-import { Controller, Get, Header, Inject } from '@nestjs/common';
+import { Controller, Header, Inject } from '@nestjs/common';
+import { Route } from '../routes';
 import { Authenticator } from '../auth/authenticator';
 import { webAppScript, webPage } from './web-app';
 
@@ -14,14 +15,14 @@ const CSP = "default-src 'none'; script-src 'self'; connect-src 'self'; style-sr
 export class WebController {
   constructor(@Inject(Authenticator) private readonly authenticator: Authenticator) {}
 
-  @Get()
+  @Route('webChat')
   @Header('content-type', 'text/html; charset=utf-8')
   @Header('content-security-policy', CSP)
   page(): string {
     return webPage(!this.authenticator.open);
   }
 
-  @Get('app.js')
+  @Route('webChatScript')
   @Header('content-type', 'text/javascript; charset=utf-8')
   @Header('content-security-policy', CSP)
   script(): Promise<string> {
