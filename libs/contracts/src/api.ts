@@ -1,10 +1,24 @@
 import { z } from 'zod';
 import { AgentName, InputId } from './conversation-key';
 import { StorableString } from './storable-text';
-import type { TurnStatus, Usage } from './events';
+import type {
+  ChatAcceptedAnswer,
+  GrantDecisionAnswer,
+  RetractedAnswer,
+  StatusAnswer,
+  SteerDecisionAnswer,
+  StopDecisionAnswer,
+  TranscriptAnswer,
+  TurnAnswer,
+} from './answers';
+
+/*
+ * The answers' types are inferred from their schemas (answers.ts: what the OpenAPI document
+ * is generated from and a client may check an answer against), so each is declared once.
+ */
 
 /** `DELETE /v1/conversations/{key}/inputs/{id}` (or `?latest=chat|steer`): the input taken back. */
-export type RetractAnswer = { id: string; text: string };
+export type RetractAnswer = z.infer<typeof RetractedAnswer>;
 
 const Text = StorableString.trim().min(1, 'text must not be empty');
 
@@ -24,62 +38,32 @@ export const ChatBody = z
   });
 export type ChatBody = z.infer<typeof ChatBody>;
 
-export type ChatAccepted = { id: string; turn: null; position: number };
+export type ChatAccepted = z.infer<typeof ChatAcceptedAnswer>;
 
 /** `POST /v1/conversations/{key}/steer`. */
 export const SteerBody = z.object({ text: Text, id: InputId.optional(), ifLastInputId: InputId.optional() }).strict();
 export type SteerBody = z.infer<typeof SteerBody>;
 
 /** The worker's decision: `landed` means `turn` shows it to the model before it ends. */
-export type SteerAnswer = { id: string; turn: string | null; landed: boolean };
+export type SteerAnswer = z.infer<typeof SteerDecisionAnswer>;
 
 /** `POST /v1/conversations/{key}/stop`. */
 export const StopBody = z.object({ discardPending: z.boolean().optional(), turn: StorableString.min(1).max(200).optional() }).strict();
-export type StopAnswer = { turn: string | null };
+export type StopAnswer = z.infer<typeof StopDecisionAnswer>;
 
-export type ConversationStatus = {
-  key: string;
-  running: { turn: string; startedAt: string } | null;
-  steering: { id: string; text: string }[];
-  queue: { id: string; kind: 'chat' | 'steer'; text: string }[];
-  lastInputId: string | null;
-  /** The agent that answers the conversation (null before its first accepted input). */
-  agent: string | null;
-  /** The access its owner gave other subjects; shown to the owner only. */
-  grants?: { subject: string; access: 'read' | 'write' }[];
-};
+/** `GET /v1/conversations/{key}`: `grants` is shown to the owner only. */
+export type ConversationStatus = z.infer<typeof StatusAnswer>;
 
 /** `PUT /v1/conversations/{key}/grants/{subject}`. */
 export const GrantBody = z.object({ access: z.enum(['read', 'write']) }).strict();
 /** A grant as decided: `access` null once revoked (`DELETE`). */
-export type GrantAnswer = { subject: string; access: 'read' | 'write' | null };
+export type GrantAnswer = z.infer<typeof GrantDecisionAnswer>;
 
-export type TranscriptItem = {
-  id: string;
-  role: 'user' | 'assistant';
-  text: string;
-  turn: string | null;
-  steered: boolean;
-  at: string;
-};
-export type TranscriptPage = { items: TranscriptItem[]; next: string | null };
+export type TranscriptPage = z.infer<typeof TranscriptAnswer>;
+export type TranscriptItem = TranscriptPage['items'][number];
 
-export type TurnView = {
-  id: string;
-  prompt: { id: string; text: string };
-  /** `running` until the turn ends, then how it ended. */
-  status: 'running' | TurnStatus;
-  /** Why it ended that way (the error of a failed turn, say); null while running or when completed. */
-  outcome: string | null;
-  steered: { id: string; text: string }[];
-  content: string;
-  /** The agent that ran the turn (null in conversations older than agents). */
-  agent: string | null;
-  /** Tokens of the turn's model replies so far, summed; null when the model reports none. */
-  usage: Usage | null;
-  startedAt: string;
-  endedAt: string | null;
-};
+/** `running` until the turn ends, then how it ended; `outcome` why (null while running or when completed); `usage` null when the model reports none. */
+export type TurnView = z.infer<typeof TurnAnswer>;
 
 /** Every error answer of the HTTP API. `code` is stable; `message` is for people. */
 export type ErrorBody = { error: { code: ErrorCode; message: string; details?: unknown } };
