@@ -11,6 +11,7 @@ import {
   GrantDecisionAnswer,
   HealthAnswer,
   InputId,
+  MessageKind,
   RetractedAnswer,
   StatusAnswer,
   SteerBody,
@@ -168,7 +169,7 @@ export const ROUTES = {
     responses: write(200, 'taken back', RetractedAnswer, ['conflict', 'not_found']),
   }),
   retractLatest: route('delete', '/v1/conversations/{key}/inputs', 'Retract the latest pending input of a queue', {
-    requestParams: { path: conversation, query: z.object({ latest: z.enum(['chat', 'steer']) }) },
+    requestParams: { path: conversation, query: z.object({ latest: MessageKind }) },
     responses: write(200, 'taken back', RetractedAnswer, ['conflict', 'not_found']),
   }),
   promote: route('post', '/v1/conversations/{key}/inputs/{id}/promote', 'Turn a pending follow-up into a steer', {

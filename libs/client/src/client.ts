@@ -3,6 +3,7 @@ import type {
   ChatBody,
   ConversationStatus,
   GrantAnswer,
+  MessageKind,
   RetractAnswer,
   SteerAnswer,
   SteerBody,
@@ -64,8 +65,8 @@ export class RudderClient {
     return this.write(key, 'POST', '/stop', body, options);
   }
 
-  /** Takes back a pending input by id, or the latest pending one of a queue (`{latest: 'chat' | 'steer'}`). */
-  retract(key: string, target: string | { latest: 'chat' | 'steer' }, options: WriteOptions = {}): Promise<RetractAnswer> {
+  /** Takes back a pending input by id, or the latest pending one of a queue (`{latest: MessageKind}`). */
+  retract(key: string, target: string | { latest: MessageKind }, options: WriteOptions = {}): Promise<RetractAnswer> {
     const rest = typeof target === 'string' ? `/inputs/${encodeURIComponent(target)}` : `/inputs?latest=${target.latest}`;
     return this.write(key, 'DELETE', rest, undefined, options);
   }

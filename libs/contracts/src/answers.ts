@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ErrorStatus } from './api';
+import { MessageKind } from './conversation-key';
 import { ConversationEventRecord, TurnStatus, Usage } from './events';
 
 /**
@@ -32,7 +33,7 @@ export const StatusAnswer = z
     key: z.string(),
     running: z.object({ turn: z.string(), startedAt: z.string() }).nullable(),
     steering: z.array(Pending),
-    queue: z.array(z.object({ id: z.string(), kind: z.enum(['chat', 'steer']), text: z.string() })),
+    queue: z.array(z.object({ id: z.string(), kind: MessageKind, text: z.string() })),
     lastInputId: z.string().nullable(),
     agent: z.string().nullable(),
     grants: z.array(z.object({ subject: z.string(), access: z.enum(['read', 'write']) })).optional(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MessageKind } from './conversation-key';
 import { EventData } from './events';
 
 /**
@@ -19,7 +20,7 @@ export const CompanionStatus = z.object({
   key: z.string(),
   running: z.object({ turn: z.string(), startedAt: z.string() }).nullable(),
   steering: z.array(Item),
-  queue: z.array(Item.extend({ kind: z.enum(['chat', 'steer']) })),
+  queue: z.array(Item.extend({ kind: MessageKind })),
   lastInputId: z.string().nullable(),
   agent: z.string().nullable(),
   owner: z.string().nullable(),
@@ -51,7 +52,7 @@ export type Rejection = z.infer<typeof Rejection>;
  */
 export const CompanionInput = z.object({
   id: z.string(),
-  kind: z.enum(['chat', 'steer']),
+  kind: MessageKind,
   text: z.string().optional(),
   digest: z.string().optional(),
   messages: z.array(z.string()).optional(),

@@ -27,3 +27,7 @@ export const Subject = z
   .min(1, 'a subject has 1 to 200 characters')
   .max(200, 'a subject has 1 to 200 characters')
   .regex(/^(?:[^\u0000-\u001f\u007f\ud800-\udfff]|[\ud800-\udbff][\udc00-\udfff])+$/, 'a subject holds no control characters and no lone surrogates');
+
+/** The kinds of input that carry a user's message (a chat, a steer): what waits in a conversation, is refused or retracted. */
+export const MessageKind = z.enum(['chat', 'steer']);
+export type MessageKind = z.infer<typeof MessageKind>;

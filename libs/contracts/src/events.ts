@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AgentName, ConversationKey, InputId, Subject } from './conversation-key';
+import { AgentName, ConversationKey, InputId, MessageKind, Subject } from './conversation-key';
 import { sha256Hex } from './sha256';
 
 /**
@@ -9,7 +9,7 @@ import { sha256Hex } from './sha256';
  * within a conversation, that SSE uses as its event id.
  */
 const Prompt = z.object({ id: InputId, text: z.string() });
-const PendingInput = z.object({ id: InputId, kind: z.enum(['chat', 'steer']), text: z.string() });
+const PendingInput = z.object({ id: InputId, kind: MessageKind, text: z.string() });
 
 /**
  * What a refusal keeps of its input's text: its SHA-256 (hex, of the text's UTF-8), enough to
@@ -17,7 +17,7 @@ const PendingInput = z.object({ id: InputId, kind: z.enum(['chat', 'steer']), te
  * the id, and nothing a spammer can grow the log with (#31 item 10).
  */
 export const inputDigest = (text: string): string => sha256Hex(text);
-const RefusedInput = z.object({ id: InputId, kind: z.enum(['chat', 'steer']), digest: z.string().regex(/^[0-9a-f]{64}$/) });
+const RefusedInput = z.object({ id: InputId, kind: MessageKind, digest: z.string().regex(/^[0-9a-f]{64}$/) });
 const ToolCall = z.object({ id: z.string(), name: z.string(), arguments: z.string() });
 export type ToolCall = z.infer<typeof ToolCall>;
 
@@ -39,7 +39,7 @@ export const EventData = {
   'input.accepted': z.object({
     input: z.object({
       id: InputId,
-      kind: z.enum(['chat', 'steer']),
+      kind: MessageKind,
       text: z.string(),
       messages: z.array(z.string()),
       subject: z.string(),
@@ -99,7 +99,7 @@ export const EventData = {
    * guarded again (the gateway answers 503 `guard_failed`, to be retried). `attempt` names the
    * try (one per record guarded), `message` says what failed without the guard's own error.
    */
-  'guard.failed': z.object({ input: z.object({ id: InputId, kind: z.enum(['chat', 'steer']) }), attempt: z.string(), message: z.string() }),
+  'guard.failed': z.object({ input: z.object({ id: InputId, kind: MessageKind }), attempt: z.string(), message: z.string() }),
   /** A promotion found no pending follow-up under that id (delivered, retracted, a steer, or unknown). */
   'promote.refused': z.object({ promote: InputId, target: InputId, code: z.enum(['delivered', 'not_found', 'forbidden']) }),
   /** A stop from a subject that may not write: it stops and discards nothing. */
@@ -110,7 +110,7 @@ export const EventData = {
   // owner: the owner's own access, which always is read and write and never changes.
   'grant.refused': z.object({ grant: InputId, subject: Subject, code: z.enum(['forbidden', 'not_found', 'owner']) }),
   /** The input reached a turn: it started the turn, or the turn took it as a steered message. */
-  'input.delivered': z.object({ input: z.object({ id: InputId, kind: z.enum(['chat', 'steer']) }), turn: z.string() }),
+  'input.delivered': z.object({ input: z.object({ id: InputId, kind: MessageKind }), turn: z.string() }),
   /** A turn began, answering `prompt`. */
   'turn.started': z.object({ turn: z.string(), prompt: Prompt }),
   /** The model's reply of one step, stored before any of its tool calls run. */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AgentName, ConversationKey, InputId, Subject } from './conversation-key';
+import { AgentName, ConversationKey, InputId, MessageKind, Subject } from './conversation-key';
 import { StorableString } from './storable-text';
 
 /** A user message: storable as it is (no NUL, no lone surrogate), never empty. */
@@ -60,7 +60,7 @@ export type StopInput = z.infer<typeof StopInputV1>;
 export const RetractInputV1 = z.object({
   ...envelope,
   type: z.literal('retract'),
-  target: z.union([z.object({ id: InputId }), z.object({ latest: z.enum(['chat', 'steer']) })]),
+  target: z.union([z.object({ id: InputId }), z.object({ latest: MessageKind })]),
 });
 export type RetractInput = z.infer<typeof RetractInputV1>;
 

@@ -1,4 +1,4 @@
-import { inputDigest, inputText, type DomainEvent, type EventDataOf, type EventType, type InputKind, type InputRecord, type Rejection } from '@rudder/contracts';
+import { inputDigest, inputText, type DomainEvent, type EventDataOf, type EventType, type InputKind, type InputRecord, type MessageKind, type Rejection } from '@rudder/contracts';
 
 /** An input of one kind. */
 export type InputOf<K extends InputKind> = Extract<InputRecord, { type: K }>;
@@ -65,7 +65,7 @@ const REUSED = { reused: true } as const;
 const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((text, i) => text === b[i]);
 
 /** A chat's or steer's refusal: this input when its kind and text's digest are this input's (`input.rejected` keeps no text). */
-const rejectedAs = <K extends 'chat' | 'steer'>(kind: K, textOf: (input: InputOf<K>) => string): Reading<K, 'input.rejected'> => ({
+const rejectedAs = <K extends MessageKind>(kind: K, textOf: (input: InputOf<K>) => string): Reading<K, 'input.rejected'> => ({
   names: (data) => data.input.id,
   settles: true,
   read: (data, input) =>
@@ -73,7 +73,7 @@ const rejectedAs = <K extends 'chat' | 'steer'>(kind: K, textOf: (input: InputOf
 });
 
 /** Chat and steer alike: their guard failed, which decides nothing; under another kind, the id is another input's. */
-const guardFailed = <K extends 'chat' | 'steer'>(kind: K): Reading<K, 'guard.failed'> => ({
+const guardFailed = <K extends MessageKind>(kind: K): Reading<K, 'guard.failed'> => ({
   names: (data) => data.input.id,
   settles: false,
   liveOnly: true,

@@ -1,6 +1,6 @@
 import { Controller, Inject, Param, Query, UseGuards } from '@nestjs/common';
 import { Route } from '../routes';
-import { InputId, type RetractAnswer } from '@rudder/contracts';
+import { InputId, MessageKind, type RetractAnswer } from '@rudder/contracts';
 import { z } from 'zod';
 import { AuthGuard, Subject } from '../auth/auth.guard';
 import { InputRateGuard } from '../limits/input-rate.guard';
@@ -8,7 +8,7 @@ import { conversationKeyOf, parseEdge } from '../edge';
 import { RetractHandler } from './retract-handler';
 
 /** `DELETE .../inputs?latest=chat|steer`: the one query there is, and it is needed. */
-const LatestQuery = z.object({ latest: z.enum(['chat', 'steer'], 'latest is chat or steer') }).strict();
+const LatestQuery = z.object({ latest: z.enum(MessageKind.options, 'latest is chat or steer') }).strict();
 /** `DELETE .../inputs/{id}` takes no query. */
 const NoQuery = z.object({}).strict();
 
