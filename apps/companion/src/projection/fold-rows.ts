@@ -113,232 +113,253 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
  * ids, changes nothing.
  */
 export function foldRows(before: Rows, events: readonly ConversationEvent[]): Changes {
-  const conversations = new Map(before.conversations.map((r) => [r.key, { ...r, state: parseState(r.state) }]));
-  const inputs = new Map(before.inputs.map((r) => [rowKey(r.conversation, r.id), { ...r }]));
-  const turns = new Map(before.turns.map((r) => [rowKey(r.conversation, r.id), { ...r, steered: [...r.steered] }]));
-  const changed = { conversations: new Set<string>(), inputs: new Set<string>(), turns: new Set<string>() };
-  const transcript: TranscriptRow[] = [];
+  const fold = new RowFold(before);
+  for (const event of events) fold.apply(event);
+  return fold.changes();
+}
 
-  const conversation = (key: string): ConversationRow => {
-    let row = conversations.get(key);
-    if (!row) {
-      row = { key, position: 0, state: initialState(), runningStartedAt: null };
-      conversations.set(key, row);
-      changed.conversations.add(key);
-    }
-    return row;
-  };
-  /** A pending input's final state: delivered, retracted or discarded. */
-  const settle = (c: string, id: string, state: InputState) => {
-    const row = inputs.get(rowKey(c, id));
-    if (row && row.state === 'pending') {
-      row.state = state;
-      changed.inputs.add(rowKey(c, id));
-    }
-  };
-  const deliver = (c: string, id: string) => settle(c, id, 'delivered');
+/** The rows a batch touches, as `foldRows` folds its events over them one by one; each step a method. */
+class RowFold {
+  private readonly conversations: Map<string, ConversationRow>;
+  private readonly inputs: Map<string, InputRow>;
+  private readonly turns: Map<string, TurnRow>;
+  private readonly changed = { conversations: new Set<string>(), inputs: new Set<string>(), turns: new Set<string>() };
+  private readonly transcript: TranscriptRow[] = [];
 
-  for (const event of events) {
-    const c = event.conversation;
-    const conv = conversation(c);
-    conv.position = Math.max(conv.position, event.position);
-    const was = conv.state.runningTurn;
-    conv.state = foldState(conv.state, event);
-    if (conv.state.runningTurn !== was) conv.runningStartedAt = conv.state.runningTurn === null ? null : event.at;
-    changed.conversations.add(c);
+  constructor(before: Rows) {
+    this.conversations = new Map(before.conversations.map((r) => [r.key, { ...r, state: parseState(r.state) }]));
+    this.inputs = new Map(before.inputs.map((r) => [rowKey(r.conversation, r.id), { ...r }]));
+    this.turns = new Map(before.turns.map((r) => [rowKey(r.conversation, r.id), { ...r, steered: [...r.steered] }]));
+  }
+
+  apply(event: ConversationEvent): void {
+    const conversation = this.evolve(event);
     switch (event.type) {
+      case 'input.accepted':
+        return this.accept(event);
+      case 'input.rejected':
+        return this.reject(event);
+      case 'steer.accepted':
+        return this.decideSteer(event);
+      case 'steer.taken':
+        return this.takeSteer(event);
+      case 'turn.started':
+        return this.startTurn(event, conversation.state.agent);
+      case 'model.replied':
+        return this.reply(event);
+      case 'turn.ended':
+        return this.endTurn(event);
+      case 'input.retracted':
+        return this.settle(event.conversation, event.data.input.id, 'retracted');
+      case 'input.discarded':
+        return this.settle(event.conversation, event.data.input.id, 'discarded');
+      case 'input.delivered':
+        return this.settle(event.conversation, event.data.input.id, 'delivered');
       case 'conversation.opened':
       case 'access.granted':
       case 'stop.requested':
       case 'grant.refused':
       case 'stop.refused':
-        break;
-      case 'input.accepted': {
-        const { input } = event.data;
-        const key = rowKey(c, input.id);
-        if (inputs.has(key)) break;
-        inputs.set(key, {
-          conversation: c,
-          id: input.id,
-          kind: input.kind,
-          text: input.text,
-          digest: null,
-          messages: input.messages.length > 0 ? input.messages : [input.text],
-          subject: input.subject,
-          acceptedAt: event.at,
-          position: event.position,
-          state: 'pending',
-          rejectionCode: null,
-          rejectionMessage: null,
-          steerTurn: null,
-          steerLanded: null,
-        });
-        changed.inputs.add(key);
-        break;
-      }
-      case 'steer.accepted': {
-        const { input, turn, landed } = event.data;
-        const key = rowKey(c, input.id);
-        const row = inputs.get(key);
-        // The first decision stands: the gateway answers a repeated steer id with it.
-        if (!row || row.steerLanded !== null) break;
-        row.steerTurn = turn;
-        row.steerLanded = landed;
-        changed.inputs.add(key);
-        break;
-      }
-      case 'steer.taken': {
-        const { turn, input: steer } = event.data;
-        const input = inputs.get(rowKey(c, steer.id));
-        deliver(c, steer.id);
-        transcript.push({
-          conversation: c,
-          position: event.position,
-          part: 0,
-          id: steer.id,
-          role: 'user',
-          text: steer.text,
-          turn,
-          steered: true,
-          at: input ? input.acceptedAt : event.at,
-        });
-        const row = turns.get(rowKey(c, turn));
-        if (row && row.status === 'running' && !row.steered.some((s) => s.id === steer.id)) {
-          row.steered.push({ id: steer.id, text: steer.text });
-          changed.turns.add(rowKey(c, turn));
-        }
-        break;
-      }
-      case 'turn.started': {
-        const { turn, prompt } = event.data;
-        const key = rowKey(c, turn);
-        if (turns.has(key)) break;
-        turns.set(key, {
-          conversation: c,
-          id: turn,
-          promptId: prompt.id,
-          promptText: prompt.text,
-          status: 'running',
-          outcome: null,
-          content: '',
-          steered: [],
-          agent: conv.state.agent,
-          usage: null,
-          startedAt: event.at,
-          endedAt: null,
-        });
-        changed.turns.add(key);
-        const input = inputs.get(rowKey(c, prompt.id));
-        deliver(c, prompt.id);
-        // A prompt the companion never saw accepted (it came another way) is shown as its text.
-        const messages = input?.messages ?? [prompt.text];
-        messages.forEach((text, i) =>
-          transcript.push({
-            conversation: c,
-            position: event.position,
-            part: i,
-            id: messages.length === 1 ? prompt.id : `${prompt.id}#${i + 1}`,
-            role: 'user',
-            text,
-            turn,
-            steered: false,
-            at: input ? input.acceptedAt : event.at,
-          }),
-        );
-        break;
-      }
-      case 'model.replied': {
-        const { turn, step, content, usage } = event.data;
-        const running = turns.get(rowKey(c, turn));
-        if (usage && running && running.status === 'running') {
-          running.usage = {
-            promptTokens: (running.usage?.promptTokens ?? 0) + usage.promptTokens,
-            completionTokens: (running.usage?.completionTokens ?? 0) + usage.completionTokens,
-            totalTokens: (running.usage?.totalTokens ?? 0) + usage.totalTokens,
-          };
-          changed.turns.add(rowKey(c, turn));
-        }
-        if (content === '') break;
-        transcript.push({
-          conversation: c,
-          position: event.position,
-          part: 0,
-          id: `${turn}/${step}`,
-          role: 'assistant',
-          text: content,
-          turn,
-          steered: false,
-          at: event.at,
-        });
-        const row = turns.get(rowKey(c, turn));
-        if (row && row.status === 'running') {
-          row.content = row.content === '' ? content : `${row.content}\n\n${content}`;
-          changed.turns.add(rowKey(c, turn));
-        }
-        break;
-      }
-      case 'turn.ended': {
-        const { turn, status, outcome, content, steered, usage } = event.data;
-        const row = turns.get(rowKey(c, turn));
-        if (row) {
-          Object.assign(row, { status, outcome, content, steered, usage: usage ?? row.usage, endedAt: event.at });
-          changed.turns.add(rowKey(c, turn));
-        }
-        for (const s of steered) deliver(c, s.id);
-        break;
-      }
-      case 'input.rejected': {
-        const { input, code, message } = event.data;
-        const key = rowKey(c, input.id);
-        if (inputs.has(key)) break;
-        inputs.set(key, {
-          conversation: c,
-          id: input.id,
-          kind: input.kind,
-          // A refusal keeps no text (#31 item 10), only its digest.
-          text: '',
-          digest: input.digest,
-          messages: null,
-          subject: null,
-          acceptedAt: event.at,
-          position: event.position,
-          state: 'rejected',
-          rejectionCode: code,
-          rejectionMessage: message,
-          steerTurn: null,
-          steerLanded: null,
-        });
-        changed.inputs.add(key);
-        break;
-      }
-      case 'input.retracted':
-        settle(c, event.data.input.id, 'retracted');
-        break;
-      case 'input.discarded':
-        settle(c, event.data.input.id, 'discarded');
-        break;
-      case 'input.delivered':
-        deliver(c, event.data.input.id);
-        break;
       case 'retract.refused':
       case 'promote.refused':
       case 'guard.failed':
       case 'tool.started':
       case 'tool.ended':
-        break;
+        return; // the state only, or copied for replay only
       default:
         return unreachable(event);
     }
   }
 
-  const pick = <T>(rows: Map<string, T>, keys: Set<string>): T[] => [...keys].map((k) => rows.get(k) as T);
-  return {
-    conversations: pick(conversations, changed.conversations),
-    inputs: pick(inputs, changed.inputs),
-    turns: pick(turns, changed.turns),
-    transcript,
-  };
+  changes(): Changes {
+    const pick = <T>(rows: Map<string, T>, keys: Set<string>): T[] => [...keys].map((k) => rows.get(k) as T);
+    return {
+      conversations: pick(this.conversations, this.changed.conversations),
+      inputs: pick(this.inputs, this.changed.inputs),
+      turns: pick(this.turns, this.changed.turns),
+      transcript: this.transcript,
+    };
+  }
+
+  /** The conversation's position, its state as `evolve` folds it, and when its running turn started. */
+  private evolve(event: ConversationEvent): ConversationRow {
+    const key = event.conversation;
+    let row = this.conversations.get(key);
+    if (!row) this.conversations.set(key, (row = { key, position: 0, state: initialState(), runningStartedAt: null }));
+    row.position = Math.max(row.position, event.position);
+    const was = row.state.runningTurn;
+    row.state = foldState(row.state, event);
+    if (row.state.runningTurn !== was) row.runningStartedAt = row.state.runningTurn === null ? null : event.at;
+    this.changed.conversations.add(key);
+    return row;
+  }
+
+  /** A pending input's final state: delivered, retracted or discarded; the first final state stands. */
+  private settle(conversation: string, id: string, state: InputState): void {
+    const row = this.inputs.get(rowKey(conversation, id));
+    if (row && row.state === 'pending') {
+      row.state = state;
+      this.changed.inputs.add(rowKey(conversation, id));
+    }
+  }
+
+  private accept(event: Of<'input.accepted'>): void {
+    const c = event.conversation;
+    const { input } = event.data;
+    const key = rowKey(c, input.id);
+    if (this.inputs.has(key)) return;
+    this.inputs.set(key, {
+      conversation: c,
+      id: input.id,
+      kind: input.kind,
+      text: input.text,
+      digest: null,
+      messages: input.messages.length > 0 ? input.messages : [input.text],
+      subject: input.subject,
+      acceptedAt: event.at,
+      position: event.position,
+      state: 'pending',
+      rejectionCode: null,
+      rejectionMessage: null,
+      steerTurn: null,
+      steerLanded: null,
+    });
+    this.changed.inputs.add(key);
+  }
+
+  private reject(event: Of<'input.rejected'>): void {
+    const c = event.conversation;
+    const { input, code, message } = event.data;
+    const key = rowKey(c, input.id);
+    if (this.inputs.has(key)) return;
+    this.inputs.set(key, {
+      conversation: c,
+      id: input.id,
+      kind: input.kind,
+      // A refusal keeps no text (#31 item 10), only its digest.
+      text: '',
+      digest: input.digest,
+      messages: null,
+      subject: null,
+      acceptedAt: event.at,
+      position: event.position,
+      state: 'rejected',
+      rejectionCode: code,
+      rejectionMessage: message,
+      steerTurn: null,
+      steerLanded: null,
+    });
+    this.changed.inputs.add(key);
+  }
+
+  /** The first decision stands: the gateway answers a repeated steer id with it. */
+  private decideSteer(event: Of<'steer.accepted'>): void {
+    const { input, turn, landed } = event.data;
+    const key = rowKey(event.conversation, input.id);
+    const row = this.inputs.get(key);
+    if (!row || row.steerLanded !== null) return;
+    row.steerTurn = turn;
+    row.steerLanded = landed;
+    this.changed.inputs.add(key);
+  }
+
+  private takeSteer(event: Of<'steer.taken'>): void {
+    const c = event.conversation;
+    const { turn, input: steer } = event.data;
+    const input = this.inputs.get(rowKey(c, steer.id));
+    this.settle(c, steer.id, 'delivered');
+    this.transcript.push({
+      conversation: c,
+      position: event.position,
+      part: 0,
+      id: steer.id,
+      role: 'user',
+      text: steer.text,
+      turn,
+      steered: true,
+      at: input ? input.acceptedAt : event.at,
+    });
+    const row = this.turns.get(rowKey(c, turn));
+    if (row && row.status === 'running' && !row.steered.some((s) => s.id === steer.id)) {
+      row.steered.push({ id: steer.id, text: steer.text });
+      this.changed.turns.add(rowKey(c, turn));
+    }
+  }
+
+  private startTurn(event: Of<'turn.started'>, agent: string | null): void {
+    const c = event.conversation;
+    const { turn, prompt } = event.data;
+    const key = rowKey(c, turn);
+    if (this.turns.has(key)) return;
+    this.turns.set(key, {
+      conversation: c,
+      id: turn,
+      promptId: prompt.id,
+      promptText: prompt.text,
+      status: 'running',
+      outcome: null,
+      content: '',
+      steered: [],
+      agent,
+      usage: null,
+      startedAt: event.at,
+      endedAt: null,
+    });
+    this.changed.turns.add(key);
+    const input = this.inputs.get(rowKey(c, prompt.id));
+    this.settle(c, prompt.id, 'delivered');
+    // A prompt the companion never saw accepted (it came another way) is shown as its text.
+    const messages = input?.messages ?? [prompt.text];
+    messages.forEach((text, i) =>
+      this.transcript.push({
+        conversation: c,
+        position: event.position,
+        part: i,
+        id: messages.length === 1 ? prompt.id : `${prompt.id}#${i + 1}`,
+        role: 'user',
+        text,
+        turn,
+        steered: false,
+        at: input ? input.acceptedAt : event.at,
+      }),
+    );
+  }
+
+  private reply(event: Of<'model.replied'>): void {
+    const c = event.conversation;
+    const { turn, step, content, usage } = event.data;
+    const key = rowKey(c, turn);
+    const running = this.turns.get(key);
+    if (usage && running && running.status === 'running') {
+      running.usage = {
+        promptTokens: (running.usage?.promptTokens ?? 0) + usage.promptTokens,
+        completionTokens: (running.usage?.completionTokens ?? 0) + usage.completionTokens,
+        totalTokens: (running.usage?.totalTokens ?? 0) + usage.totalTokens,
+      };
+      this.changed.turns.add(key);
+    }
+    if (content === '') return;
+    this.transcript.push({ conversation: c, position: event.position, part: 0, id: `${turn}/${step}`, role: 'assistant', text: content, turn, steered: false, at: event.at });
+    if (running && running.status === 'running') {
+      running.content = running.content === '' ? content : `${running.content}\n\n${content}`;
+      this.changed.turns.add(key);
+    }
+  }
+
+  private endTurn(event: Of<'turn.ended'>): void {
+    const c = event.conversation;
+    const { turn, status, outcome, content, steered, usage } = event.data;
+    const row = this.turns.get(rowKey(c, turn));
+    if (row) {
+      Object.assign(row, { status, outcome, content, steered, usage: usage ?? row.usage, endedAt: event.at });
+      this.changed.turns.add(rowKey(c, turn));
+    }
+    for (const s of steered) this.settle(c, s.id, 'delivered');
+  }
 }
+
+/** An event of one type. */
+type Of<T extends ConversationEvent['type']> = Extract<ConversationEvent, { type: T }>;
 
 const rowKey = (conversation: string, id: string): string => `${conversation}\u0000${id}`;
 

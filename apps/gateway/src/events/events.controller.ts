@@ -1,9 +1,10 @@
 import type { ServerResponse } from 'node:http';
-import { Controller, Get, Headers, Inject, Param, Query, Res, UseGuards } from '@nestjs/common';
+import { Controller, Headers, Inject, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { parseStreamId, STREAM_ID_PATTERN } from '@rudder/contracts';
 import { z } from 'zod';
 import { AuthGuard, StreamRoute, Subject } from '../auth/auth.guard';
 import { conversationKeyOf, parseEdge } from '../edge';
+import { Route } from '../routes';
 import { EventsHandler } from './events-handler';
 
 const Cursor = z
@@ -11,7 +12,7 @@ const Cursor = z
   .regex(STREAM_ID_PATTERN, 'the id of an event received: a position, or <position>.<offset> for a token')
   .transform((id) => parseStreamId(id)!);
 
-@Controller('v1/conversations/:key')
+@Controller()
 @UseGuards(AuthGuard)
 export class EventsController {
   constructor(@Inject(EventsHandler) private readonly handler: EventsHandler) {}
@@ -23,7 +24,7 @@ export class EventsController {
    * either, the stream is live from now on. Errors before the stream opens answer as JSON.
    * The one route that takes a stream token, also as `?access_token=` (see `AuthGuard`).
    */
-  @Get('events')
+  @Route('events')
   @StreamRoute()
   events(
     @Param('key') rawKey: string,

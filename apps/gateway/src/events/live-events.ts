@@ -8,23 +8,17 @@ import {
   type OnModuleInit,
 } from '@nestjs/common';
 import { ConversationEventRecord, TokenRecord, type ConversationEvent } from '@rudder/contracts';
-import { receiptIds } from '@rudder/conversation';
 import { keepConsuming, periodicCommits, READER_SESSION, topicNames, type Config, type KeptConsumer, type Log, type PeriodicCommits } from '@rudder/runtime';
 import type { Kafka, KafkaMessage, TopicPartitionOffset } from 'kafkajs';
 import { Positions } from '../consistency/positions';
 import { GatewayError } from '../errors/gateway-error';
 import { CONFIG, KAFKA, LOG } from '../tokens';
 import type { LiveListener } from './event-stream';
-import { ByteBudget } from './byte-budget';
 import { KeptTokens, type KeptToken } from './kept-tokens';
+import { RECENT_MS, RecentEvents } from './recent-events';
 
 /** Bounds how long boot waits for the consumer to be positioned at the end of its topics. */
 const READY_TIMEOUT_MS = 30_000;
-/** How long events seen live are kept for replays: far longer than the companion takes to store one. */
-const RECENT_MS = 60_000;
-const RECENT_MAX_PER_CONVERSATION = 1000;
-/** An event seen live, kept for `RECENT_MS`. */
-type Seen = { event: ConversationEvent; seenAt: number };
 /** How often the consumer's offsets are committed (see `onModuleInit`). */
 const COMMIT_EVERY_MS = 1000;
 
@@ -42,9 +36,8 @@ const COMMIT_EVERY_MS = 1000;
  * its start offsets: a stream opened after `startGateway` resolves sees every event
  * published after it opened.
  *
- * It also keeps each conversation's events of the last minute (`recentAfter`): an event this
- * consumer handed out just before a stream subscribed may not be in the companion's store yet
- * when the stream replays, and without them it would be in neither the replay nor the live part.
+ * It also keeps each conversation's events of the last minute (`RecentEvents`): for the
+ * replays of streams (`recentAfter`) and the decisions writes wait for (`watch`).
  *
  * And it keeps the tokens of running turns, and of turns that ended in the last minute
  * (`KeptTokens`), for streams that reconnect with a token's id (`tokensAfter`).
@@ -52,17 +45,7 @@ const COMMIT_EVERY_MS = 1000;
 @Injectable()
 export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly listeners = new Map<string, Set<LiveListener>>();
-  private readonly recent = new Map<string, Seen[]>();
-  /** All of `recent` together, in bytes as received (`RECENT_EVENTS_BYTES`): past it the oldest go first, whatever their conversation. */
-  private readonly recentBytes: ByteBudget<Seen>;
-  /**
-   * `recent` by the ids its events name (`namedKey(conversation, id)`): a decision looked for
-   * among them is found without reading the conversation's last minute (up to 1,000 events,
-   * read for every chat: 9 % of a gateway's CPU at saturation).
-   */
-  private readonly named = new Map<string, ConversationEvent[]>();
-  /** The highest position of each conversation among `recent`: what a token arriving now follows. */
-  private readonly latest = new Map<string, number>();
+  private readonly recent: RecentEvents;
   private readonly tokens: KeptTokens;
   private sweeper: NodeJS.Timeout | undefined;
   private consumer: KeptConsumer | undefined;
@@ -80,7 +63,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     const names = topicNames(config.KAFKA_NAMESPACE);
     this.topics = { events: names.events, tokens: names.tokens };
     this.groupId = `${config.KAFKA_NAMESPACE}gateway-${randomUUID()}`;
-    this.recentBytes = new ByteBudget(config.RECENT_EVENTS_BYTES, (seen) => this.evictRecent(seen));
+    this.recent = new RecentEvents(config.RECENT_EVENTS_BYTES);
     this.tokens = new KeptTokens(config.KEPT_TOKENS_BYTES);
   }
 
@@ -110,7 +93,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     pick: (event: ConversationEvent) => T | undefined,
   ): { result: Promise<T>; seen: T | undefined; cancel(): void } {
     let unsubscribe = (): void => undefined;
-    const seen = this.recentNaming(conversation, ids).map(pick).find((value) => value !== undefined);
+    const seen = this.recent.naming(conversation, ids).map(pick).find((value) => value !== undefined);
     const result = new Promise<T>((resolve, reject) => {
       if (seen !== undefined) return resolve(seen);
       unsubscribe = this.subscribe(conversation, {
@@ -131,13 +114,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
 
   /** Events of the conversation above `position` seen live in the last minute, oldest first. */
   recentAfter(conversation: string, position: number): ConversationEvent[] {
-    return (this.recent.get(conversation) ?? []).map((seen) => seen.event).filter((event) => event.position > position);
-  }
-
-  /** Events of the conversation seen live in the last minute that name one of `ids` (`idsNamedBy`), oldest first. */
-  private recentNaming(conversation: string, ids: readonly string[]): ConversationEvent[] {
-    const naming = ids.flatMap((id) => this.named.get(namedKey(conversation, id)) ?? []);
-    return ids.length > 1 ? naming.sort((a, b) => a.position - b.position) : naming;
+    return this.recent.after(conversation, position);
   }
 
   /** The kept tokens of the conversation a stream at `cursor` has not had (see `KeptTokens.after`), oldest first. */
@@ -147,13 +124,13 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
 
   /** The highest position of the conversation seen live lately; null when none was. */
   latestPosition(conversation: string): number | null {
-    return this.latest.get(conversation) ?? null;
+    return this.recent.latest(conversation);
   }
 
   async onModuleInit(): Promise<void> {
     this.sweeper = setInterval(() => {
       const now = Date.now();
-      this.forgetOld(now - RECENT_MS);
+      this.recent.forgetSeenBefore(now - RECENT_MS);
       this.tokens.sweep(now);
     }, 10_000);
     this.sweeper.unref();
@@ -246,7 +223,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
       const event = ConversationEventRecord.safeParse(value);
       if (!event.success) return this.skip(topic, message, event.error.message);
       this.positions?.produced.saw(event.data.position);
-      this.remember(event.data, message.value?.length ?? 0);
+      this.recent.remember(event.data, message.value?.length ?? 0);
       if (event.data.type === 'turn.ended') this.tokens.turnEnded(event.data.conversation, event.data.data.turn, Date.now());
       this.handOut(event.data.conversation, (listener) => listener.event(event.data));
     } else {
@@ -255,70 +232,6 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
       const conversation = token.data.conversation;
       const kept = this.tokens.keep(token.data, Number(message.offset), this.latestPosition(conversation), Date.now(), message.value?.length ?? 0);
       if (kept) this.handOut(conversation, (listener) => listener.token(kept));
-    }
-  }
-
-  /** Keeps an event seen live; `bytes`: its record's size, counted against `RECENT_EVENTS_BYTES`. */
-  private remember(event: ConversationEvent, bytes: number): void {
-    let seen = this.recent.get(event.conversation);
-    if (!seen) this.recent.set(event.conversation, (seen = []));
-    const entry: Seen = { event, seenAt: Date.now() };
-    seen.push(entry);
-    for (const id of idsNamedBy(event)) {
-      const key = namedKey(event.conversation, id);
-      const naming = this.named.get(key);
-      if (naming) naming.push(event);
-      else this.named.set(key, [event]);
-    }
-    if (seen.length > RECENT_MAX_PER_CONVERSATION) this.forget(seen.shift()!);
-    this.latest.set(event.conversation, Math.max(event.position, this.latest.get(event.conversation) ?? 0));
-    this.recentBytes.add(entry, bytes);
-  }
-
-  private forgetOld(before: number): void {
-    for (const [conversation, seen] of this.recent) {
-      const kept = seen.filter((s) => s.seenAt >= before);
-      for (const s of seen) if (s.seenAt < before) this.forget(s);
-      if (kept.length === 0) {
-        this.recent.delete(conversation);
-        this.latest.delete(conversation);
-      } else this.recent.set(conversation, kept);
-    }
-  }
-
-  /** An event leaves `recent` by age or by the bound per conversation. */
-  private forget(seen: Seen): void {
-    this.recentBytes.release(seen);
-    this.unname(seen.event);
-  }
-
-  /**
-   * `RECENT_EVENTS_BYTES` lets `seen` go: the oldest of all, so the first of its conversation's.
-   * A conversation left with none is forgotten, as after a minute.
-   */
-  private evictRecent(seen: Seen): void {
-    const conversation = seen.event.conversation;
-    const list = this.recent.get(conversation);
-    if (!list) return;
-    const at = list[0] === seen ? 0 : list.indexOf(seen);
-    if (at < 0) return;
-    list.splice(at, 1);
-    this.unname(seen.event);
-    if (list.length === 0) {
-      this.recent.delete(conversation);
-      this.latest.delete(conversation);
-    }
-  }
-
-  /** Drops an event leaving `recent` from `named` (the oldest of each list it is in, so found at once). */
-  private unname(event: ConversationEvent): void {
-    for (const id of idsNamedBy(event)) {
-      const key = namedKey(event.conversation, id);
-      const naming = this.named.get(key);
-      if (!naming) continue;
-      const at = naming.indexOf(event);
-      if (at >= 0) naming.splice(at, 1);
-      if (naming.length === 0) this.named.delete(key);
     }
   }
 
@@ -341,20 +254,6 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private skip(topic: string, message: KafkaMessage, reason: string): void {
     this.log.warn('skipped a record that does not parse', { topic, offset: message.offset, reason });
   }
-}
-
-const namedKey = (conversation: string, id: string) => `${conversation}\u0000${id}`;
-
-/**
- * The ids of requests an event answers: the input it decides or delivers (`input`, a turn's
- * `prompt`), and every input it is a receipt of (`receiptIds`: the retract, stop, grant or
- * promote it is the decision on). A decision the gateway waits for names the id of what it sent.
- */
-export function idsNamedBy(event: ConversationEvent): string[] {
-  const data = event.data as { input?: { id?: unknown }; prompt?: { id?: unknown } };
-  const ids = [data.input?.id, data.prompt?.id].filter((id): id is string => typeof id === 'string');
-  for (const id of receiptIds(event)) if (!ids.includes(id)) ids.push(id);
-  return ids;
 }
 
 function parseJson(value: Buffer | null): unknown {

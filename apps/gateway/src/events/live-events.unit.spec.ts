@@ -2,7 +2,8 @@ import type { ConversationEvent } from '@rudder/contracts';
 import { createLog, readConfig } from '@rudder/runtime';
 import type { Kafka, KafkaMessage } from 'kafkajs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { idsNamedBy, LiveEvents } from './live-events';
+import { LiveEvents } from './live-events';
+import { idsNamedBy } from './recent-events';
 
 const config = readConfig({ KAFKA_NAMESPACE: 'spec.', KAFKA_BROKERS: '127.0.0.1:1', DATABASE_URL: 'postgres://unused' });
 const log = createLog('spec', { level: 'silent' });
@@ -63,7 +64,7 @@ describe('LiveEvents: decisions seen before a request waits', () => {
     const { live, give } = liveEvents();
     give('c', accepted('old'));
     vi.advanceTimersByTime(61_000);
-    live['forgetOld'](Date.now() - 60_000);
+    live['recent'].forgetSeenBefore(Date.now() - 60_000);
     const old = firstOf(live, 'c', ['old'], 'input.accepted');
     expect(old.seen).toBeUndefined();
     old.cancel();
@@ -76,15 +77,15 @@ describe('LiveEvents: decisions seen before a request waits', () => {
     const kept = firstOf(live, 'c', ['chat-999'], 'turn.started');
     expect(kept.seen).toBe(1002);
     kept.cancel();
-    expect(live['named'].size).toBe(1000);
+    expect(live['recent']['named'].size).toBe(1000);
   });
 
   it('keeps at most RECENT_EVENTS_BYTES of events across conversations, the oldest going first', () => {
     const { live, give } = liveEvents({ RECENT_EVENTS_BYTES: 2000 });
     const first = give('c', accepted('first'));
     for (let i = 0; i < 20; i += 1) give(i % 2 === 0 ? 'c' : 'd', accepted(`chat-${i}`));
-    expect(live['recentBytes'].bytes).toBeGreaterThan(1000);
-    expect(live['recentBytes'].bytes).toBeLessThanOrEqual(2000);
+    expect(live['recent']['bytes'].bytes).toBeGreaterThan(1000);
+    expect(live['recent']['bytes'].bytes).toBeLessThanOrEqual(2000);
     const gone = firstOf(live, 'c', ['first'], 'input.accepted');
     expect(gone.seen).toBeUndefined();
     gone.cancel();
@@ -93,11 +94,11 @@ describe('LiveEvents: decisions seen before a request waits', () => {
     expect(kept.length).toBeGreaterThan(0);
     expect(kept.at(-1)?.data).toMatchObject({ input: { id: 'chat-18' } });
     expect(kept.map((e) => e.position)).toEqual([...kept.map((e) => e.position)].sort((a, b) => a - b));
-    const named = [...live['named'].values()].flat().length;
+    const named = [...live['recent']['named'].values()].flat().length;
     expect(named).toBe(live.recentAfter('c', 0).length + live.recentAfter('d', 0).length);
     // Forgetting by age frees their bytes too.
-    live['forgetOld'](Date.now() + 1);
-    expect(live['recentBytes'].bytes).toBe(0);
+    live['recent'].forgetSeenBefore(Date.now() + 1);
+    expect(live['recent']['bytes'].bytes).toBe(0);
     expect(live.latestPosition('c')).toBeNull();
   });
 
