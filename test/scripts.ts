@@ -1,4 +1,6 @@
-import { lastMessage, lastUserText, reply, toolResults, userTexts, type ModelRequest, type Script } from '@rudder/scripted-model';
+import { lastMessage, lastUserText, reply, toolResults, userTexts, type ModelRequest, type Script, type ScriptedReply } from '@rudder/scripted-model';
+// Not in the package's index yet (another change to that file is in flight): the file itself.
+import { affordanceAsked, affordanceReply, type Affordance } from '../libs/scripted-model/src/affordances';
 
 /**
  * The model the system tests talk to. It reads the last user message:
@@ -15,8 +17,14 @@ import { lastMessage, lastUserText, reply, toolResults, userTexts, type ModelReq
  * first word was streamed (a cut "while the model writes" that has tokens on both sides). A test waits with
  * `stack.model.gate(name).reached()` and releases with `.open()`, so "while the model writes"
  * is true by construction.
+ *
+ * The companion's follow-ups and recap requests (known by their system prompt) are answered in
+ * the shape they ask for (`affordanceReply`), unless a test planned the next ones of that kind
+ * (`affordancesNext`): an error, a gate that holds it, or garbage.
  */
 export const testScript: Script = (request) => {
+  const affordance = affordanceAsked(request);
+  if (affordance) return { ...affordanceReply(affordance, request), ...affordancesNext[affordance].shift() };
   const text = lastUserText(request);
   const results = toolResults(request);
   if (lastMessage(request)?.role === 'tool') {
@@ -51,3 +59,15 @@ export const requestsAbout = (requests: readonly ModelRequest[], text: string) =
 /** The requests that hold a user message `text` anywhere. */
 export const requestsWith = (requests: readonly ModelRequest[], text: string) =>
   requests.filter((r) => userTexts(r).includes(text));
+
+/**
+ * What the next affordance requests of each kind answer, in order, merged over the scripted
+ * answer: `reply.error(500)` or `reply.error(429)` fails it, `{gate}` holds it at a gate (a model
+ * that hangs, until the test opens it), `{content: 'garbage'}` answers what was not asked for.
+ * Module state: each spec file has its own (vitest runs files apart).
+ */
+export const affordancesNext: Record<Affordance, ScriptedReply[]> = { followups: [], recap: [] };
+
+/** The companion's follow-ups and recap requests among `requests`, of one kind or both. */
+export const affordanceRequests = (requests: readonly ModelRequest[], kind?: Affordance) =>
+  requests.filter((r) => (kind === undefined ? affordanceAsked(r) !== undefined : affordanceAsked(r) === kind));

@@ -9,6 +9,10 @@ import { DEAD_LETTERS, type EventDeadLetters } from './projection/dead-letters';
 import { FoldController, LOG } from './projection/fold.controller';
 import { CompanionMetrics } from './metrics/companion-metrics';
 import { MetricsController } from './metrics/metrics.controller';
+import { AffordanceMaker } from './affordances/affordance-maker';
+import { AffordanceStore } from './affordances/affordance-store';
+import { AffordancesController } from './affordances/affordances.controller';
+import type { AffordanceSettings } from './affordances/settings';
 
 /** The read models' connections close with the application, after the transport and the HTTP server. */
 @Injectable()
@@ -20,20 +24,23 @@ class ReadModelsLifecycle implements OnApplicationShutdown {
 }
 
 /**
- * The companion: its read API over HTTP for the gateway, and (given `deadLetters`, when it
- * consumes) the handler of agent.events batches on its microservice transport.
+ * The companion: its read API over HTTP for the gateway, the follow-ups and recaps it makes
+ * beside the turns (`affordances/`), and (given `deadLetters`, when it consumes) the handler of
+ * agent.events batches on its microservice transport.
  */
 @Module({})
 export class AppModule {
-  static forRoot(readModels: DataSource, log: Log, deadLetters: EventDeadLetters | null): DynamicModule {
+  static forRoot(readModels: DataSource, log: Log, deadLetters: EventDeadLetters | null, affordances: AffordanceSettings): DynamicModule {
+    const metrics = new CompanionMetrics(readModels);
     return {
       module: AppModule,
-      controllers: [CompanionController, MetricsController, ...(deadLetters ? [FoldController] : [])],
+      controllers: [CompanionController, AffordancesController, MetricsController, ...(deadLetters ? [FoldController] : [])],
       providers: [
         ...(deadLetters ? [{ provide: DEAD_LETTERS, useValue: deadLetters }] : []),
         { provide: READ_MODELS, useValue: readModels },
         { provide: LOG, useValue: log },
-        { provide: CompanionMetrics, useValue: new CompanionMetrics(readModels) },
+        { provide: CompanionMetrics, useValue: metrics },
+        { provide: AffordanceMaker, useValue: new AffordanceMaker(new AffordanceStore(readModels), affordances, metrics, log) },
         ReadModelsLifecycle,
         { provide: APP_INTERCEPTOR, useClass: ReadFloorInterceptor },
       ],

@@ -10,6 +10,7 @@ import { checkBinding, requireServiceToken } from './http/service-token';
 import { connectEventDeadLetters } from './projection/dead-letters';
 import { companionTransport } from './projection/fold.controller';
 import { openReadModels } from './read-models/data-source';
+import { affordanceSettings, type AffordanceSettings } from './affordances/settings';
 
 export type Companion = {
   /** The port the HTTP API listens on (the real one when COMPANION_PORT is 0). */
@@ -22,6 +23,8 @@ export type CompanionOptions = {
   log?: Log;
   /** False serves the HTTP API without consuming `agent.events` (tests that fold by hand). Default true. */
   consume?: boolean;
+  /** How follow-ups and recaps are made; default `affordanceSettings(config)`: the environment's model, AFFORDANCE_* and the prompts. */
+  affordances?: AffordanceSettings;
 };
 
 /**
@@ -34,6 +37,8 @@ export type CompanionOptions = {
 export async function startCompanion(config: Config, options: CompanionOptions = {}): Promise<Companion> {
   const log = options.log ?? createLog('companion');
   checkBinding(config.COMPANION_HOST, config.COMPANION_TOKEN);
+  const affordances = options.affordances ?? affordanceSettings(config);
+  if (!affordances.model) log.warn('follow-up suggestions and recaps answer empty: no model (set OPENAI_API_KEY, or OPENAI_BASE_URL for a compatible server)');
   startTracing('companion');
   // Until the application owns the read models (and closes them on shutdown), closing is ours.
   let closers: (() => Promise<void>)[] = [];
@@ -48,7 +53,7 @@ export async function startCompanion(config: Config, options: CompanionOptions =
     if (consume) await ensureTopics(createKafka(config.KAFKA_BROKERS, 'companion', log), topicNames(config.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);
     const deadLetters = consume ? await connectEventDeadLetters(config) : null;
     if (deadLetters) closers.push(() => deadLetters.close());
-    const app = await NestFactory.create(AppModule.forRoot(readModels, log, deadLetters), { logger: nestLogger(log), abortOnError: false });
+    const app = await NestFactory.create(AppModule.forRoot(readModels, log, deadLetters, affordances), { logger: nestLogger(log), abortOnError: false });
     app.use(requireServiceToken(config.COMPANION_TOKEN));
     const outage = new DatabaseOutage(readModels, log);
     app.useGlobalFilters(new CompanionErrorFilter(log, outage));

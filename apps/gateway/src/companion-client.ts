@@ -3,6 +3,10 @@ import {
   CompanionStatus,
   ConversationEventRecord,
   ErrorStatus,
+  FollowupsAnswer,
+  RecapAnswer,
+  type Followups,
+  type Recap,
   type ConversationEvent,
   type ErrorCode,
 } from '@rudder/contracts';
@@ -17,6 +21,12 @@ export { CompanionInput, CompanionStatus, InputState, Rejection } from '@rudder/
 /** `/events` pages: `{items, next}` like the transcript (a bare array is accepted too). */
 const EventsPage = z.union([z.object({ items: z.array(z.unknown()) }).loose(), z.array(z.unknown())]);
 const EVENTS_PAGE_SIZE = 500;
+/**
+ * How long the gateway waits for a follow-up or a recap: the companion bounds its own wait (its
+ * model request's AFFORDANCE_TIMEOUT_MS, at most 10 s, and another companion's request in flight)
+ * and answers empty past it, so this only catches a companion that does not answer at all.
+ */
+const AFFORDANCE_TIMEOUT_MS = 30_000;
 
 const isErrorCode = (code: string): code is ErrorCode => Object.hasOwn(ErrorStatus, code);
 const CompanionError = z.object({
@@ -74,6 +84,17 @@ export class CompanionClient {
     return this.get(`${conversationPath(key)}/turns${queryString({ input })}`, key);
   }
 
+  /** The first `n` follow-up suggestions of the conversation as the companion makes them (empty when it could not). */
+  async followups(key: string, n: number): Promise<Followups> {
+    const answer = await this.get(`${conversationPath(key)}/followups${queryString({ n })}`, key, 0, AFFORDANCE_TIMEOUT_MS);
+    return this.parse(FollowupsAnswer, answer, 'followups');
+  }
+
+  /** The conversation's recap as the companion makes it (empty when it could not). */
+  async recap(key: string): Promise<Recap> {
+    return this.parse(RecapAnswer, await this.get(`${conversationPath(key)}/recap`, key, 0, AFFORDANCE_TIMEOUT_MS), 'recap');
+  }
+
   /**
    * The stored events of the conversation after `position`, oldest first, a page at a time
    * (a replay never holds a long history in memory at once), once the companion has folded
@@ -104,7 +125,7 @@ export class CompanionClient {
    * writes this gateway answered for it, the position the client asked for (read your
    * writes) and `floor`: the companion waits for it, bounded.
    */
-  private async get(path: string, key?: string, floor = 0): Promise<unknown> {
+  private async get(path: string, key?: string, floor = 0, timeoutMs = this.timeoutMs): Promise<unknown> {
     const min = key === undefined ? 0 : Math.max(this.positions.get(key), requestedPosition(), floor);
     // A position the client asked for: refused at once when beyond the log, else (if this
     // gateway has not seen it yet) one wait shared by every read asking for it (ProducedPositions).
@@ -117,7 +138,7 @@ export class CompanionClient {
           ...(this.token === undefined ? {} : { authorization: `Bearer ${this.token}` }),
           ...(min > 0 ? { 'rudder-min-position': String(min) } : {}),
         },
-        signal: AbortSignal.timeout(this.timeoutMs),
+        signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
       this.outage.failed(error, { path });

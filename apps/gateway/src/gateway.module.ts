@@ -3,6 +3,7 @@ import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
 import { PositionInterceptor } from './consistency/position.interceptor';
 import { Positions } from './consistency/positions';
 import { companionUrl, createKafka, type Config, type Log } from '@rudder/runtime';
+import { AffordancesController } from './affordances/affordances.controller';
 import { AuthGuard } from './auth/auth.guard';
 import { Authenticator } from './auth/authenticator';
 import { ConversationAccess } from './auth/conversation-access';
@@ -59,6 +60,7 @@ export class GatewayModule {
         StatusController,
         MessagesController,
         TurnsController,
+        AffordancesController,
         EventsController,
         StreamTokensController,
         GrantsController,

@@ -7,11 +7,15 @@ import {
   ConversationKey,
   ErrorAnswer,
   ErrorStatus,
+  FOLLOWUPS_DEFAULT,
+  FOLLOWUPS_MAX,
+  FollowupsAnswer,
   GrantBody,
   GrantDecisionAnswer,
   HealthAnswer,
   InputId,
   MessageKind,
+  RecapAnswer,
   RetractedAnswer,
   StatusAnswer,
   SteerBody,
@@ -148,6 +152,22 @@ export const ROUTES = {
   turnOf: route('get', '/v1/conversations/{key}/turns', 'The turn that answered or took an input', {
     requestParams: { path: conversation, header: readHeaders, query: z.object({ input: InputId }) },
     responses: read('the turn', TurnAnswer, ['not_found']),
+  }),
+  followups: route('get', '/v1/conversations/{key}/followups', "Short next messages in the user's voice, for buttons under the last answer", {
+    description:
+      "Made from the transcript up to the conversation's last ended turn by a model request of their own, outside every turn, and cached for that turn (every gateway shares it). A clicked one is sent as an ordinary chat; nothing tells the agent it was suggested. Empty (200) when no turn has ended yet, or on any failure to make them (the model's error, 429, timeout, an unreadable answer), which is not cached. Needs `read`.",
+    requestParams: {
+      path: conversation,
+      header: readHeaders,
+      query: z.object({ n: z.string().regex(/^\d+$/).optional().meta({ description: `how many, 1-${FOLLOWUPS_MAX} (default ${FOLLOWUPS_DEFAULT})` }) }),
+    },
+    responses: read('at most `n` suggestions', FollowupsAnswer, ['not_found', 'rate_limited']),
+  }),
+  recap: route('get', '/v1/conversations/{key}/recap', 'Two or three sentences on where the conversation stood, for a person returning', {
+    description:
+      "Made from the transcript up to the conversation's last ended turn by a model request of its own, outside every turn, cached for that turn, and never shown to the agent. Empty (200) when no turn has ended yet, or on any failure to make it, which is not cached. Needs `read`.",
+    requestParams: { path: conversation, header: readHeaders },
+    responses: read('the recap', RecapAnswer, ['not_found', 'rate_limited']),
   }),
   events: route('get', '/v1/conversations/{key}/events', 'Server-Sent Events of the conversation, resumable with `Last-Event-ID`', {
     description: `Event types: ${streamEventTypes().map((t) => `\`${t}\``).join(', ')}. Stored events carry their position as SSE id; \`token\` events carry \`<position>.<offset>\` (the last position sent before it, its offset on agent.tokens), and a reconnect with either kind of id replays the events and the tokens missed (tokens are kept until their turn ended plus 60 s). Without \`Last-Event-ID\` (or \`?after=\`) the stream starts live. A \`: keep-alive\` comment comes every 15 s. A stream may be opened on a key nobody owns yet; it carries an event only to a subject who may read the conversation at that event's position, and ends when its subject's read access is revoked.`,

@@ -2,8 +2,10 @@ import type {
   ChatAccepted,
   ChatBody,
   ConversationStatus,
+  Followups,
   GrantAnswer,
   MessageKind,
+  Recap,
   RetractAnswer,
   SteerAnswer,
   SteerBody,
@@ -106,6 +108,20 @@ export class RudderClient {
   /** The turn that answered or took an input (404 `not_found` until one did). */
   turnOf(key: string, input: string, options: ReadOptions = {}): Promise<TurnView> {
     return this.read(key, `/turns?input=${encodeURIComponent(input)}`, options);
+  }
+
+  /**
+   * At most `n` (1-5, default 3) short next messages in the user's voice, to offer as buttons;
+   * send the one clicked as an ordinary `chat`. Empty when no turn has ended yet or they could
+   * not be made (never an error for that).
+   */
+  followups(key: string, options: { n?: number } & ReadOptions = {}): Promise<Followups> {
+    return this.read(key, `/followups${options.n === undefined ? '' : `?n=${options.n}`}`, options);
+  }
+
+  /** Two or three sentences on where the conversation stood, for a person returning to it; empty when none could be made. */
+  recap(key: string, options: ReadOptions = {}): Promise<Recap> {
+    return this.read(key, '/recap', options);
   }
 
   /**

@@ -75,6 +75,26 @@ export const StreamTokenAnswer = z
   .object({ token: z.string(), expiresAt: z.string() })
   .meta({ id: 'StreamToken', description: "A short-lived token that opens this conversation's event stream only." });
 
+/** How many follow-up suggestions `GET …/followups?n=` may ask for (1 to this many; 3 when `n` is absent). */
+export const FOLLOWUPS_MAX = 5;
+export const FOLLOWUPS_DEFAULT = 3;
+
+export const FollowupsAnswer = z
+  .object({ suggestions: z.array(z.string()).max(FOLLOWUPS_MAX) })
+  .meta({
+    id: 'Followups',
+    description:
+      "At most `n` short next messages in the user's voice, made from the transcript by a model request of their own (cached per the conversation's last ended turn). Empty when no turn has ended yet, or when making them failed (never an error). A clicked one is sent as an ordinary chat.",
+  });
+
+export const RecapAnswer = z
+  .object({ recap: z.string() })
+  .meta({
+    id: 'Recap',
+    description:
+      "Two or three sentences for a person returning to the conversation (cached per its last ended turn; never shown to the agent). Empty when no turn has ended yet, or when making it failed (never an error).",
+  });
+
 export const HealthAnswer = z.object({ ok: z.literal(true) }).meta({ id: 'Health' });
 
 /** Codes the gateway answers beyond `ErrorStatus`: a subject over its own limits, and a bug. */

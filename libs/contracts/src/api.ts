@@ -3,7 +3,9 @@ import { AgentName, InputId } from './conversation-key';
 import { StorableString } from './storable-text';
 import type {
   ChatAcceptedAnswer,
+  FollowupsAnswer,
   GrantDecisionAnswer,
+  RecapAnswer,
   RetractedAnswer,
   StatusAnswer,
   SteerDecisionAnswer,
@@ -64,6 +66,12 @@ export type TranscriptItem = TranscriptPage['items'][number];
 
 /** `running` until the turn ends, then how it ended; `outcome` why (null while running or when completed); `usage` null when the model reports none. */
 export type TurnView = z.infer<typeof TurnAnswer>;
+
+/** `GET /v1/conversations/{key}/followups?n=`: next messages to offer as buttons (empty on any failure). */
+export type Followups = z.infer<typeof FollowupsAnswer>;
+
+/** `GET /v1/conversations/{key}/recap`: where the conversation stood, for a person returning (empty on any failure). */
+export type Recap = z.infer<typeof RecapAnswer>;
 
 /** Every error answer of the HTTP API. `code` is stable; `message` is for people. */
 export type ErrorBody = { error: { code: ErrorCode; message: string; details?: unknown } };

@@ -1,3 +1,4 @@
+import { affordanceAsked, affordanceReply } from './affordances';
 import {
   lastMessage,
   lastUserText,
@@ -17,10 +18,14 @@ import {
  * - after a `wait` tool result: "Done waiting (<result>). …";
  * - when the last user message asks to wait ("wait 3s", "wait 500ms", "wait 2 seconds", "slow")
  *   and the request offers a `wait` tool: calls it with `{ ms }`;
- * - otherwise: echoes the last user message, and the one before it, to prove it read the conversation.
+ * - otherwise: echoes the last user message, and the one before it, to prove it read the conversation;
+ * - the companion's follow-ups and recap requests: suggestions and a recap about the last user message.
  * Replies stream at ~15 ms per word so streaming is visible.
  */
 export const demoScript: Script = (request) => {
+  // The companion's follow-ups and recap requests (not a turn): answered in the shape they ask for.
+  const affordance = affordanceAsked(request);
+  if (affordance) return affordanceReply(affordance, request);
   const pace = { tokenDelayMs: 15 };
   const asked = lastUserText(request);
   // A tool result is always answered with text, never another call: the user message that asked

@@ -1,4 +1,4 @@
-import { ConversationKey, InputId } from '@rudder/contracts';
+import { ConversationKey, FOLLOWUPS_DEFAULT, FOLLOWUPS_MAX, InputId } from '@rudder/contracts';
 import { z } from 'zod';
 import { parseCursor, type TranscriptCursor } from '../queries/transcript-page';
 import { CompanionError } from './errors';
@@ -34,6 +34,8 @@ const EventsQuery = z.object({
 
 const TurnsQuery = z.object({ input: InputId });
 
+const FollowupsQuery = z.object({ n: wholeNumber('n', 1, FOLLOWUPS_MAX).default(FOLLOWUPS_DEFAULT) });
+
 const TurnId = z.string().min(1, 'a turn id has 1 to 200 characters').max(200, 'a turn id has 1 to 200 characters');
 
 function check<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
@@ -55,3 +57,4 @@ export const turnId = (value: unknown): string => check(TurnId, value, 'turn id'
 export const transcriptQuery = (query: unknown) => check(TranscriptQuery, query, 'query');
 export const eventsQuery = (query: unknown) => check(EventsQuery, query, 'query');
 export const turnsQuery = (query: unknown) => check(TurnsQuery, query, 'query');
+export const followupsQuery = (query: unknown) => check(FollowupsQuery, query, 'query');

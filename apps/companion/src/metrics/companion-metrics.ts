@@ -27,6 +27,19 @@ export class CompanionMetrics {
     registers: [this.registry],
   });
 
+  private readonly affordances = new Counter({
+    name: 'rudder_affordances_total',
+    help: 'Asks for follow-up suggestions or a recap, by kind and how each was answered: model (this companion asked), cache (made before), shared (another ask\'s model request), none (no turn ended yet), failed (answered empty)',
+    labelNames: ['kind', 'answer'],
+    registers: [this.registry],
+  });
+  private readonly affordanceFailures = new Counter({
+    name: 'rudder_affordance_failures_total',
+    help: 'Follow-ups or recaps that could not be made (answered empty, not cached), by kind and reason: model (an error answer, 429 included, or no connection), timeout, garbage (not the JSON asked for), database, unconfigured (no model)',
+    labelNames: ['kind', 'reason'],
+    registers: [this.registry],
+  });
+
   /**
    * The queues' depth across every conversation, read from the views when scraped (the partial
    * index on pending inputs serves it): follow-ups waiting to be turns (`chat`) and steers
@@ -54,6 +67,16 @@ export class CompanionMetrics {
         for (const kind of ['chat', 'steer']) this.pending.set({ kind }, rows.find((r) => r.kind === kind)?.n ?? 0);
       },
     });
+  }
+
+  /** An ask for an affordance was answered (`AffordanceMaker`). */
+  affordanceAnswered(kind: 'followups' | 'recap', answer: 'model' | 'cache' | 'shared' | 'none' | 'failed'): void {
+    this.affordances.inc({ kind, answer });
+  }
+
+  /** Making an affordance failed: each failed model request (or database error) once. */
+  affordanceFailed(kind: 'followups' | 'recap', reason: 'model' | 'timeout' | 'garbage' | 'database' | 'unconfigured'): void {
+    this.affordanceFailures.inc({ kind, reason });
   }
 
   batchFolded(events: readonly ConversationEvent[], result: { applied: number; duplicates: number }, seconds: number, now = Date.now()): void {

@@ -5,12 +5,13 @@ import { ReadModels1764590000000 } from './migrations/1764590000000-read-models'
 import { NoAppliedEvents1764900000000 } from './migrations/1764900000000-no-applied-events';
 import { RefusalDigests1765000000000 } from './migrations/1765000000000-refusal-digests';
 import { ConversationState1765100000000 } from './migrations/1765100000000-conversation-state';
+import { Affordances1765200000000 } from './migrations/1765200000000-affordances';
 
 /** The PostgreSQL schema the companion owns; nothing else writes to it. */
 export const READ_MODELS_SCHEMA = 'companion';
 
 /** The read models' TypeORM migrations, oldest first (`migrations/`). */
-export const readModelMigrations = [ReadModels1764590000000, NoAppliedEvents1764900000000, RefusalDigests1765000000000, ConversationState1765100000000];
+export const readModelMigrations = [ReadModels1764590000000, NoAppliedEvents1764900000000, RefusalDigests1765000000000, ConversationState1765100000000, Affordances1765200000000];
 
 /** The read models' DataSource, initialized, its migrations applied. `destroy()` closes it. */
 export const openReadModels = (databaseUrl: string): Promise<DataSource> =>

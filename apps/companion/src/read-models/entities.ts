@@ -79,6 +79,25 @@ export type TranscriptRow = TranscriptItem & {
 /** A copy of an event, for SSE replay after Last-Event-ID (it was parsed as a `ConversationEvent` before it was stored). */
 export type EventCopyRow = Omit<ConversationEvent, 'v' | 'type' | 'data'> & { type: ConversationEvent['type']; data: unknown };
 
+/**
+ * A follow-up or recap of a conversation, made or being made (`affordances/`): one row per
+ * conversation and kind, for the latest position asked about. It is a cache every gateway sees
+ * (through any companion) and the claim that keeps two companions from asking the model at once.
+ */
+export type AffordanceRow = {
+  conversation: string;
+  kind: 'followups' | 'recap';
+  /** The position of the conversation's last `turn.ended` when it was asked for: what it was made from. */
+  position: number;
+  /** What was made (`{suggestions}` or `{recap}`); null while it is being made, or after the asker failed. */
+  answer: { suggestions: string[] } | { recap: string } | null;
+  /** The asker's claim while its model request runs; null otherwise. */
+  claim: string | null;
+  /** A claim past this time is abandoned (its companion died): the next ask claims it. */
+  claimedUntil: string | null;
+  madeAt: string | null;
+};
+
 /** bigint columns hold positions, all below 2^53. */
 const asNumber: ValueTransformer = { to: (value: unknown) => value, from: (value: string | number | null) => (value === null ? null : Number(value)) };
 /** Times come as a Date from a row, as a string from JSON (`read-models/recordsets.ts`). */
@@ -170,4 +189,18 @@ export const EventCopies = new EntitySchema<EventCopyRow>({
   },
 });
 
-export const readModelEntities = [Conversations, Inputs, Turns, Transcript, EventCopies];
+export const Affordances = new EntitySchema<AffordanceRow>({
+  name: 'Affordance',
+  tableName: 'affordances',
+  columns: {
+    conversation: key(),
+    kind: key(),
+    position: position(),
+    answer: json(true),
+    claim: { type: 'uuid', nullable: true },
+    claimedUntil: time('claimed_until', true),
+    madeAt: time('made_at', true),
+  },
+});
+
+export const readModelEntities = [Conversations, Inputs, Turns, Transcript, EventCopies, Affordances];

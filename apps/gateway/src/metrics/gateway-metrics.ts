@@ -25,6 +25,18 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  private readonly affordancesUnanswered = new Counter({
+    name: 'rudder_affordances_unanswered_total',
+    help: 'Follow-ups or recaps answered empty because the companion could not be asked (down, behind, or an unreadable answer), by kind; what the companion itself fails to make it counts (rudder_affordance_failures_total)',
+    labelNames: ['kind'],
+    registers: [this.registry],
+  });
+
+  /** A follow-up or recap the companion did not answer: answered empty (`AffordancesController`). */
+  affordanceUnanswered(kind: 'followups' | 'recap'): void {
+    this.affordancesUnanswered.inc({ kind });
+  }
+
   /** Express middleware: times every request until its answer is out (or the client went). */
   readonly timeRequests = (request: Request, response: Response, next: () => void): void => {
     const start = performance.now();

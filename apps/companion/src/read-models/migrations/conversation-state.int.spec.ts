@@ -5,6 +5,7 @@ import { createFreshDatabase } from '../../../../../test/support/companion/test-
 import { conversationLog } from '../../../../../test/support/companion/conversation-log';
 import { readConversationStatus } from '../../queries/conversation-status';
 import { openReadModels, READ_MODELS_SCHEMA, readModelMigrations } from '../data-source';
+import { ConversationState1765100000000 } from './1765100000000-conversation-state';
 
 let database: Awaited<ReturnType<typeof createFreshDatabase>>;
 
@@ -19,7 +20,7 @@ afterAll(async () => {
 describe('the conversation state migration', () => {
   it("folds each existing conversation's copies with evolve, so its status reads as before", async () => {
     // The read models as the migrations before this one left them, with a conversation folded by the older companion.
-    const before: DataSource = await openSchema(schemaDataSource(database.url, READ_MODELS_SCHEMA, { migrations: readModelMigrations.slice(0, -1) }));
+    const before: DataSource = await openSchema(schemaDataSource(database.url, READ_MODELS_SCHEMA, { migrations: readModelMigrations.slice(0, readModelMigrations.indexOf(ConversationState1765100000000)) }));
     const key = 'old/one';
     const log = conversationLog(key);
     const steer = { id: 's1', text: 'faster' };
