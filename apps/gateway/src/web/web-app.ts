@@ -63,6 +63,8 @@ button{font:inherit;padding:.3rem .7rem;border:1px solid #b7bfcb;border-radius:5
 .pending{display:flex;flex-wrap:wrap;gap:.3rem;align-items:center;padding:.35rem 0;border-bottom:1px solid #eef0f3}.pending .text{flex:1}
 .pending .kind,.empty{font-size:.75rem;color:#5b6575;width:100%}#answers li{overflow-wrap:anywhere;font-size:.85rem;padding:.3rem 0;border-bottom:1px solid #eef0f3}
 #answers .refused{color:#b3261e}#answers .ok{color:#1e6b35}
+#recap{background:#fff7e0;border:1px solid #f0d48a;border-radius:8px;padding:.45rem .7rem;font-size:.9rem}#recap b{margin-right:.4rem}
+#suggestions{display:flex;flex-wrap:wrap;gap:.4rem}#suggestions button{border-color:#2f6fde;color:#2f6fde;border-radius:14px;font-size:.85rem}
 </style></head>
 <body data-auth="${authRequired ? 'required' : 'open'}">
 <header><h1>Rudder</h1><span id="mode"></span>
@@ -72,7 +74,9 @@ button{font:inherit;padding:.3rem .7rem;border:1px solid #b7bfcb;border-radius:5
 <form id="open-form"><input id="key" placeholder="conversation key" aria-label="conversation key" required maxlength="200"><button>Open</button></form>
 <ul id="conversations"></ul></nav>
 <main><div id="title">Open a conversation</div><div id="turn-state"></div>
+<div id="recap" hidden></div>
 <ol id="transcript" aria-live="polite"></ol>
+<div id="suggestions" aria-label="suggested next messages"></div>
 <form id="compose" hidden><textarea id="text" aria-label="message" placeholder="Enter sends a chat, Ctrl+Enter steers the running turn"></textarea>
 <button id="send" type="submit">Send</button><button id="steer" type="button" title="joins the running turn at its next step">Steer</button><button id="stop" type="button">Stop</button></form></main>
 <aside><h2>Pending</h2><ul id="pending"></ul><h2>Answers</h2><ol id="answers"></ol></aside>

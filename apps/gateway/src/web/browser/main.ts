@@ -6,12 +6,22 @@
  *
  * The transcript and the queue are read again after each stored event the stream yields; the
  * client makes those reads reflect at least that event (read what you have seen).
+ *
+ * Beside the turn (#33): once the last turn has ended, suggested next messages are buttons under
+ * its answer (a click sends one as an ordinary chat); a conversation reopened after it was idle
+ * for RECAP_IDLE_MS shows its recap above the transcript. Both answer empty when they cannot be
+ * made, and then the page shows nothing.
  */
 import { RudderClient, RudderError, type StreamEvent } from '@rudder/client';
 import type { ConversationStatus, TranscriptItem } from '@rudder/contracts';
 
 const CONVERSATIONS = 'rudder.conversations';
 const TOKEN = 'rudder.token';
+/**
+ * The page's threshold for the recap: a conversation reopened whose last message is older than
+ * this shows it. 10 minutes, or the number of milliseconds in localStorage `rudder.recapIdleMs`.
+ */
+const RECAP_IDLE_MS = Number(localStorage.getItem('rudder.recapIdleMs') ?? 10 * 60_000);
 
 const byId = <T extends HTMLElement>(id: string): T => {
   const found = document.getElementById(id);
@@ -57,6 +67,12 @@ type Conversation = {
   endedTurns: Set<string>;
   refreshing: Promise<void> | null;
   again: boolean;
+  /** Whether the conversation was in this browser's list before it was opened now (its recap may show). */
+  reopened: boolean;
+  recap: string;
+  /** The suggested next messages under the last answer, and the turn they follow (asked once per turn). */
+  suggestions: string[];
+  suggestedAfter: string | null;
 };
 let conversation: Conversation | null = null;
 
@@ -95,6 +111,7 @@ function openFromHash() {
 
 async function open(key: string) {
   conversation?.stop.abort();
+  const reopened = remembered().includes(key);
   const opened: Conversation = {
     key,
     stop: new AbortController(),
@@ -108,6 +125,10 @@ async function open(key: string) {
     endedTurns: new Set(),
     refreshing: null,
     again: false,
+    reopened,
+    recap: '',
+    suggestions: [],
+    suggestedAfter: null,
   };
   conversation = opened;
   remember(key);
@@ -117,6 +138,30 @@ async function open(key: string) {
   render();
   void follow(opened);
   await refresh(opened);
+  void recap(opened);
+}
+
+/** A conversation reopened after RECAP_IDLE_MS shows where it stood. */
+async function recap(c: Conversation) {
+  const last = c.transcript.at(-1);
+  if (!c.reopened || !last || Date.now() - Date.parse(last.at) < RECAP_IDLE_MS) return;
+  const answer = await client.recap(c.key).catch(() => ({ recap: '' }));
+  if (c !== conversation) return;
+  c.recap = answer.recap;
+  render();
+}
+
+/** Once the last turn has ended, its suggested next messages (asked once per turn). */
+async function suggest(c: Conversation) {
+  const last = c.transcript.at(-1);
+  const after = last?.role === 'assistant' && c.status?.running === null ? last.turn : null;
+  if (after === null || after === c.suggestedAfter) return;
+  c.suggestedAfter = after;
+  c.suggestions = [];
+  const answer = await client.followups(c.key, { n: 3 }).catch(() => ({ suggestions: [] }));
+  if (c !== conversation || c.suggestedAfter !== after) return;
+  c.suggestions = answer.suggestions;
+  render();
 }
 
 /** The conversation's events from its start: each stored one re-reads the transcript and queue; tokens stream in. */
@@ -180,7 +225,9 @@ function refresh(c: Conversation): Promise<void> {
       c.transcript = transcript;
       c.status = status;
       for (const step of done) c.live.delete(step);
+      if (c.status?.running) c.suggestions = [];
       render();
+      void suggest(c);
     } while (c.again);
   })()
     .catch((error: unknown) => answered('read', error))
@@ -220,6 +267,19 @@ function render() {
       ),
     ),
     ...[...c.live.values()].filter(Boolean).map((text) => el('li', { class: 'message assistant live', 'data-role': 'live' }, el('span', { class: 'text' }, text))),
+  );
+  byId('recap').hidden = c.recap === '';
+  byId('recap').replaceChildren(el('b', {}, 'Where you were:'), c.recap);
+  byId('suggestions').replaceChildren(
+    ...c.suggestions.map((text) => {
+      const button = el('button', { type: 'button', 'data-action': 'suggestion' }, text);
+      button.addEventListener('click', () => {
+        c.suggestions = [];
+        render();
+        void control(`chat ${quote(text)}`, () => client.chat(c.key, text), () => 'accepted: answered in order');
+      });
+      return button;
+    }),
   );
   byId('turn-state').textContent = c.running
     ? `turn ${short(c.running)} running${c.tool ? `: tool ${c.tool}` : ''}`

@@ -1,0 +1,84 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { affordanceRequests, requestsAbout, testScript } from './scripts';
+import { startStack, type Stack } from './stack';
+
+/**
+ * The web chat's follow-up suggestions and recap (#33) in a real headless Chromium, as
+ * test/web-chat.e2e.spec.ts drives the page: after a turn ended its suggestions are buttons
+ * under the answer, and a click sends one as an ordinary chat; a conversation reopened after it
+ * was idle (the page's threshold, set to 0 here through localStorage) shows its recap.
+ */
+const TOKEN = 'web-token';
+let stack: Stack;
+let context: BrowserContext;
+let page: Page;
+let profile: string;
+const pageErrors: string[] = [];
+
+beforeAll(async () => {
+  stack = await startStack({ script: testScript, workerEnv: { AUTH_TOKENS: `${TOKEN}=alice` } });
+  profile = mkdtempSync(join(tmpdir(), 'rudder-chromium-'));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: inject('chromiumPath'),
+    headless: true,
+    viewport: { width: 1280, height: 760 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.on('pageerror', (error) => pageErrors.push(String(error)));
+});
+afterAll(async () => {
+  await context?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+  await stack?.stop();
+});
+
+const WAIT = { timeout: 30_000 };
+const shows = (selector: string, text?: string | RegExp) => page.locator(selector, text === undefined ? {} : { hasText: text }).first().waitFor(WAIT);
+
+describe('the web chat, beside the turn', () => {
+  it('shows suggestion buttons under the last answer (a click sends one as a chat) and the recap of a reopened conversation', { timeout: 120_000 }, async () => {
+    const key = `web-affordances/${Math.random().toString(36).slice(2, 8)}`;
+    const other = `${key}-other`;
+    await page.goto(stack.gatewayUrl);
+    // The page's recap threshold, 0: any reopened conversation shows its recap (a string: this file has no DOM types).
+    await page.evaluate("localStorage.setItem('rudder.recapIdleMs', '0')");
+    await page.reload();
+    await page.locator('#token').fill(TOKEN);
+    await page.locator('#token').press('Tab');
+    await page.locator('#key').fill(key);
+    await page.getByRole('button', { name: 'Open' }).click();
+    await shows('#conversations a[aria-current]', key);
+
+    await page.locator('#text').fill('plan a trip to Porto');
+    await page.getByRole('button', { name: 'Send', exact: true }).click();
+    await shows('#transcript .message.assistant', 'answer to plan a trip to Porto');
+    // Opened for the first time: no recap.
+    expect(await page.locator('#recap').isVisible()).toBe(false);
+
+    const suggestion = 'Tell me more about plan a trip to Porto';
+    await shows('#suggestions button', suggestion);
+    expect(await page.locator('#suggestions button').count()).toBe(3);
+    await page.locator('#suggestions button', { hasText: suggestion }).click();
+    await shows('#transcript .message.user', suggestion);
+    await shows('#transcript .message.assistant', `answer to ${suggestion}`);
+    // Sent as an ordinary chat: the model saw it as the user's message, nothing more.
+    expect(requestsAbout(stack.model.requests, suggestion).map((r) => r.body.messages.at(-1))).toEqual([{ role: 'user', content: suggestion }]);
+    // The buttons follow the newest answer.
+    await shows('#suggestions button', `Tell me more about ${suggestion}`);
+
+    // Another conversation, then back: reopened, and idle past the page's threshold.
+    await page.locator('#key').fill(other);
+    await page.getByRole('button', { name: 'Open' }).click();
+    await shows('#conversations a[aria-current]', other);
+    expect(await page.locator('#recap').isVisible()).toBe(false);
+    await page.locator('#conversations a', { hasText: new RegExp(`^${key}$`) }).click();
+    await shows('#recap', `You were asking about "${suggestion}"`);
+    expect(affordanceRequests(stack.model.requests, 'recap')).toHaveLength(1);
+    expect(pageErrors).toEqual([]);
+  });
+});
