@@ -8,7 +8,10 @@
  * - `quiet`: the same tools, and its turns take no steered messages;
  * - `guarded`: the default agent with an input guard that fails on purpose, once per text:
  *   `guard:throw-once:<tag>` throws, `guard:hang-once:<tag>` never answers (its budget,
- *   `guardTimeoutMs` 300, runs out); sent again, the same text passes.
+ *   `guardTimeoutMs` 300, runs out); sent again, the same text passes;
+ * - `budgeted`: a small context budget (`BUDGET_TOKENS`, tool results sent with at most
+ *   `BUDGET_TOOL_RESULT_TOKENS`) and the tools `bulk`, which answers `bytes` characters of
+ *   text, and `bulk_whole`, the same but sent whole (its own `maxResultTokens`).
  */
 import 'reflect-metadata';
 import { appendFile } from 'node:fs/promises';
@@ -18,6 +21,7 @@ import { NestFactory } from '@nestjs/core';
 import { closeOnSignals, createLog } from '@rudder/runtime';
 import { z } from 'zod';
 import { AgentTool, defaultAgent, turnWorkerTransport, TurnWorkerModule, type AgentDefinition, type ToolContext } from '@rudder/turn-worker';
+import { BUDGET_TOKENS, BUDGET_TOOL_RESULT_TOKENS } from './budget';
 
 /** Where `record` writes: a service the tools provider injects, as a team's repository would be. */
 @Injectable()
@@ -53,6 +57,26 @@ class GateTools {
   }
 }
 
+/** `bytes` characters of lines of numbers: text that takes many tokens, the same every time. */
+const bulkText = (bytes: number) => {
+  let text = '';
+  for (let i = 0; text.length < bytes; i++) text += `line ${i}: ${(i * 7919) % 100_003} ${(i * 104_729) % 99_991}\n`;
+  return text.slice(0, bytes);
+};
+
+@Injectable()
+class BulkTools {
+  @AgentTool({ name: 'bulk', description: 'Answers `bytes` characters of text.', parameters: z.object({ bytes: z.number().int().min(0).max(1_000_000) }) })
+  async bulk({ bytes }: { bytes: number }): Promise<string> {
+    return bulkText(bytes);
+  }
+
+  @AgentTool({ name: 'bulk_whole', description: 'Answers `bytes` characters of text, sent whole.', parameters: z.object({ bytes: z.number().int().min(0).max(1_000_000) }), maxResultTokens: 1_000_000 })
+  async bulkWhole({ bytes }: { bytes: number }): Promise<string> {
+    return bulkText(bytes);
+  }
+}
+
 const tools: AgentDefinition['tools'] = [...(defaultAgent.tools ?? []), RecordingTools, GateTools];
 
 /** The texts the `guarded` agent's guard has failed on: each fails once, then passes. */
@@ -70,9 +94,10 @@ const agents: AgentDefinition[] = [
   { ...defaultAgent, name: 'quiet', tools, steering: { maxTaken: 0 } },
   { ...defaultAgent, name: 'brief', tools, history: { turns: 1 } },
   { ...defaultAgent, name: 'guarded', tools, guard: failingGuard, guardTimeoutMs: 300 },
+  { ...defaultAgent, name: 'budgeted', tools: [...tools, BulkTools], context: { maxTokens: BUDGET_TOKENS, toolResultTokens: BUDGET_TOOL_RESULT_TOKENS } },
 ];
 
-@Module({ imports: [TurnWorkerModule.forRoot({ agents })], providers: [ToolLog, RecordingTools, GateTools] })
+@Module({ imports: [TurnWorkerModule.forRoot({ agents })], providers: [ToolLog, RecordingTools, GateTools, BulkTools] })
 class TestWorkerModule {}
 
 const app = await NestFactory.createMicroservice(TestWorkerModule, { strategy: turnWorkerTransport(), logger: ['error', 'warn'] });

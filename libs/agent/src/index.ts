@@ -1,5 +1,7 @@
+export * from './context';
 export * from './loop';
 export * from './messages';
 export * from './model';
+export * from './tokens';
 export * from './tools';
 export * from './turn';

@@ -1,4 +1,5 @@
 import { isStorableText, type DomainEvent, type ToolCall } from '@rudder/contracts';
+import { fitRequest, type ContextBudget } from './context';
 import type { ModelMessage } from './messages';
 import type { ModelClient } from './model';
 import { runToolCall, type Tool } from './tools';
@@ -9,6 +10,8 @@ export type Agent = {
   tools: readonly Tool[];
   /** A turn fails rather than asking the model more than this many times. */
   maxSteps: number;
+  /** What a model request may carry (`fitRequest`); its usage ratio learns from each reply. */
+  context: ContextBudget;
 };
 
 /**
@@ -24,8 +27,12 @@ export type RunTurnOptions = {
   conversation: string;
   agent: Agent;
   model: ModelClient;
-  /** The conversation before this turn: earlier turns as their prompts and answers. */
-  history: readonly ModelMessage[];
+  /**
+   * The conversation before this turn: the earlier turns a request may carry, oldest first, each
+   * whole (its prompt, the messages steered to it, its answers). Each request carries the latest
+   * of them that fit its budget.
+   */
+  history: readonly (readonly ModelMessage[])[];
   /** The turn as stored when the run starts. */
   turn: TurnState;
   /**
@@ -77,15 +84,21 @@ async function takeStep(turn: TurnState, options: RunTurnOptions): Promise<Store
   }
 }
 
-/** Asks the model for step `step` and stores its reply: with `turn.ended` when it calls no tool, else with its calls started. */
+/**
+ * Asks the model for step `step` and stores its reply: with `turn.ended` when it calls no tool,
+ * else with its calls started. A turn whose request cannot fit its budget (`fitRequest`) ends
+ * `failed`, saying so, without asking.
+ */
 async function requestModel(turn: TurnState, step: number, options: RunTurnOptions): Promise<StoredTurn> {
   const { agent, model, history, commit, signal } = options;
   await options.beforeModelRequest?.();
   signal.throwIfAborted();
+  const request = fitRequest({ systemPrompt: agent.systemPrompt, tools: agent.tools, earlier: history, turn: turn.messages }, agent.context);
+  if (!request.fits) return commit(endTurn(turn, 'failed', request.outcome));
   let reply;
   try {
     reply = await model.reply({
-      messages: [{ role: 'system', content: agent.systemPrompt }, ...history, ...turn.messages],
+      messages: request.messages,
       tools: agent.tools,
       signal,
       onToken: (text) => options.onToken?.(step, text),
@@ -97,6 +110,7 @@ async function requestModel(turn: TurnState, step: number, options: RunTurnOptio
   // A reply that came back after the abort may be only a part of one (the `openai` package ends
   // an aborted stream as if it were complete; an agent's own client may do the same).
   signal.throwIfAborted();
+  if (reply.usage) agent.context.usage.observe(request.tokens, reply.usage.promptTokens);
   const toolCalls = ownCallIds(reply.toolCalls, step);
   const replied: DomainEvent = {
     type: 'model.replied',

@@ -2,9 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { DomainEvent } from '@rudder/contracts';
 import { reply, startScriptedModel, toolResults, type ScriptedModel } from '@rudder/scripted-model';
+import { contextBudget } from './context';
 import { runTurn, type Agent, type StoredTurn } from './loop';
 import { openAiModel, type ModelClient } from './model';
+import { countRequest } from './tokens';
 import { defineTool, waitTool } from './tools';
+import { assistantMessage, userMessage, type ModelMessage } from './messages';
 import { evolveTurn, startTurn, type TurnState } from './turn';
 
 // The loop against the real `openai` client talking HTTP (streaming) to the scripted model.
@@ -14,7 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-const agent: Agent = { systemPrompt: 'be brief', tools: [waitTool], maxSteps: 5 };
+const agent: Agent = { systemPrompt: 'be brief', tools: [waitTool], maxSteps: 5, context: contextBudget({ maxTokens: 100_000 }) };
 const model = () => openAiModel({ baseURL: server.url, apiKey: 'test', model: 'scripted', maxRetries: 0 });
 const prompt = { id: 'in-1', text: 'wait a bit', messages: ['wait a bit'], subject: 'alice' };
 
@@ -30,7 +33,7 @@ function storeFrom(turn: TurnState, store: (events: DomainEvent[]) => DomainEven
   };
 }
 
-type RunOptions = { turn?: ReturnType<typeof startTurn>; signal?: AbortSignal; agent?: Agent; model?: ModelClient };
+type RunOptions = { turn?: ReturnType<typeof startTurn>; signal?: AbortSignal; agent?: Agent; model?: ModelClient; history?: ModelMessage[][] };
 
 /** Starts a turn; `commits` and `tokens` fill as it runs, `ended` settles with it (rejects when it is aborted). */
 function start(options: RunOptions = {}) {
@@ -41,7 +44,7 @@ function start(options: RunOptions = {}) {
     conversation: 'c',
     agent: options.agent ?? agent,
     model: options.model ?? model(),
-    history: [],
+    history: options.history ?? [],
     turn,
     commit: storeFrom(turn, (events) => {
       commits.push(events);
@@ -243,5 +246,53 @@ describe('the agent loop', () => {
     });
     expect(server.requests.length - before).toBe(1);
     expect(commits.at(-1)?.at(-1)).toMatchObject({ type: 'turn.ended', data: { status: 'superseded' } });
+  });
+  it('each request fits the agent’s budget as the model counts it: earlier turns that do not fit are left out whole, the oldest first', async () => {
+    server.setScript(() => reply.text('short'));
+    const before = server.requests.length;
+    const history = Array.from({ length: 6 }, (_, i) => [userMessage(`question ${i} `.repeat(40)), assistantMessage(`answer ${i}`, [])]);
+    const budgeted: Agent = { ...agent, context: contextBudget({ maxTokens: 400 }) };
+    await run({ agent: budgeted, history });
+    const sent = server.requests[before];
+    // The scripted model counts what it receives as the budget does.
+    expect(sent.tokens).toBe(countRequest(sent.body.messages as ModelMessage[], budgeted.tools));
+    expect(sent.tokens).toBeLessThanOrEqual(400);
+    const carried = (sent.body.messages.length - 2) / 2;
+    expect(carried).toBeGreaterThan(0);
+    expect(carried).toBeLessThan(6);
+    expect(sent.body.messages.slice(1)).toEqual([...history.slice(6 - carried).flat(), { role: 'user', content: prompt.text }]);
+  });
+
+  it('a turn whose next request cannot fit its budget ends failed, saying why, without asking the model', async () => {
+    const before = server.requests.length;
+    const stored: DomainEvent[] = [
+      { type: 'model.replied', data: { turn: 't1', step: 0, content: '', toolCalls: [{ id: 'c1', name: 'wait', arguments: '{}' }] } },
+      { type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'c1', name: 'wait', result: 'lantern '.repeat(2000), isError: false } },
+    ];
+    const tight: Agent = { ...agent, context: contextBudget({ maxTokens: 1000, toolResultTokens: 5000 }) };
+    const { commits } = await run({ agent: tight, turn: stored.reduce(evolveTurn, startTurn('t1', prompt)) });
+    expect(server.requests.length).toBe(before);
+    expect(commits).toEqual([
+      [
+        {
+          type: 'turn.ended',
+          data: { turn: 't1', status: 'failed', outcome: expect.stringMatching(/^the turn does not fit the model's context window: \d+ tokens over a budget of 1000$/), content: '', steered: [] },
+        },
+      ],
+    ]);
+  });
+
+  it('learns from the usage the model reports: prompt tokens twice the count halve what later requests carry', async () => {
+    server.setScript(() => reply.text('short'));
+    const inner = model();
+    const doubling: ModelClient = {
+      reply: async (request) => {
+        const answer = await inner.reply(request);
+        return { ...answer, usage: { ...answer.usage!, promptTokens: answer.usage!.promptTokens * 2 } };
+      },
+    };
+    const learning: Agent = { ...agent, context: contextBudget({ maxTokens: 100_000 }) };
+    await run({ agent: learning, model: doubling });
+    expect(learning.context.usage.value).toBe(2);
   });
 });

@@ -24,6 +24,11 @@ export type Tool = {
   name: string;
   description: string;
   parameters: z.ZodType;
+  /**
+   * A result is sent to the model with at most this many tokens (truncated, with a marker
+   * saying so); the stored result stays whole. Default: its agent's `context.toolResultTokens`.
+   */
+  maxResultTokens?: number;
   run(args: unknown, context: ToolContext): Promise<string>;
 };
 
@@ -31,6 +36,7 @@ export function defineTool<S extends z.ZodType>(tool: {
   name: string;
   description: string;
   parameters: S;
+  maxResultTokens?: number;
   run(args: z.infer<S>, context: ToolContext): Promise<string>;
 }): Tool {
   return {

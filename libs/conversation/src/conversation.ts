@@ -49,11 +49,12 @@ const lastTurns = (history: ModelMessage[][], turns: number | null) => (turns ==
 export const CONVERSATION_FOLD_VERSION = 3;
 
 /**
- * What a model request carries of the earlier turns: the last `turns` of them, whole, oldest
- * first (an agent's `history.turns`); the running turn's own messages come after them.
+ * What a model request may carry of the earlier turns: the last `turns` of them (an agent's
+ * `history.turns`), oldest first, each whole and apart, so that its budget leaves out whole
+ * turns (`fitRequest` in libs/agent); the running turn's own messages come after them.
  */
-export function recentHistory(conversation: Conversation, turns: number): ModelMessage[] {
-  return lastTurns(conversation.history, Math.max(0, turns)).flat();
+export function recentHistory(conversation: Conversation, turns: number): ModelMessage[][] {
+  return lastTurns(conversation.history, Math.max(0, turns));
 }
 
 export function evolveConversation(conversation: Conversation, event: DomainEvent): Conversation {

@@ -183,7 +183,7 @@ describe('what a model request carries of the earlier turns (recentHistory)', ()
       ]).flat(),
       emptyConversation(kept),
     );
-  const contents = (messages: { content?: unknown }[]) => messages.map((m) => m.content);
+  const contents = (turns: { content?: unknown }[][]) => turns.flat().map((m) => m.content);
 
   it('the last `turns` earlier turns, whole and oldest first; all of them when fewer; none for 0', () => {
     const five = turns(5);

@@ -1,4 +1,6 @@
 export { createGates, type Gate, type GateState } from './gates';
+export { promptTokens } from './prompt-tokens';
+export { toolSequenceProblem } from './request';
 export { startScriptedModel, SCRIPTED_MODEL_ID, type ScriptedModel, type ScriptedModelOptions } from './server';
 export {
   lastMessage,

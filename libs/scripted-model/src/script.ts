@@ -31,8 +31,13 @@ export type ScriptedReply = {
   error?: string;
 };
 
-/** One chat completion request as received: the validated JSON body and when it arrived (ms since epoch). */
-export type ModelRequest = { body: ChatCompletionCreateBody; receivedAt: number };
+/**
+ * One chat completion request as received: the validated JSON body, when it arrived (ms since
+ * epoch), and its size: its prompt tokens as this model counts them (`promptTokens`), which
+ * its replies report as their usage's `prompt_tokens` (the server sets it on every request it
+ * receives; a request a test makes up may leave it out).
+ */
+export type ModelRequest = { body: ChatCompletionCreateBody; receivedAt: number; tokens?: number };
 
 export type Script = (request: ModelRequest) => ScriptedReply | Promise<ScriptedReply>;
 

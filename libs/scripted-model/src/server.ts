@@ -2,6 +2,7 @@ import { setTimeout as wait } from 'node:timers/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createGates, type Gate } from './gates';
+import { promptTokens } from './prompt-tokens';
 import { parseBody } from './request';
 import type { ModelRequest, Script, ScriptedReply } from './script';
 import { completion, errorBody, streamChunks, toWireToolCalls, type ReplyMeta } from './wire';
@@ -53,7 +54,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
   async function chatCompletion(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const parsed = parseBody(await readBody(req));
     if ('problem' in parsed) return sendJson(res, 400, errorBody(400, parsed.problem));
-    const request: ModelRequest = { body: parsed.body, receivedAt: Date.now() };
+    const request: ModelRequest = { body: parsed.body, receivedAt: Date.now(), tokens: promptTokens(parsed.body) };
     requests.push(request);
     const disconnected = disconnectSignal(res);
     const reply = await runScript(script, request);
@@ -65,8 +66,8 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     const created = Math.floor(Date.now() / 1000);
     const meta: ReplyMeta = { id: `chatcmpl-${++completions}`, created, model: request.body.model };
     const calls = toWireToolCalls(reply.toolCalls ?? [], () => `call_${++generatedCalls}`);
-    if (!request.body.stream) return sendJson(res, 200, completion(meta, request.body, reply, calls));
-    const chunks = streamChunks(meta, request.body, reply, calls);
+    if (!request.body.stream) return sendJson(res, 200, completion(meta, request, reply, calls));
+    const chunks = streamChunks(meta, request, reply, calls);
     const hold = reply.gate !== undefined && !holdsBeforeFirstByte
       ? { after: reply.gateAfterChunks!, pass: () => gates.pass(reply.gate!, request, disconnected) }
       : undefined;
@@ -85,7 +86,8 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     if (req.method === 'POST' && action === 'pass') {
       // A client other than a model's (a test's tool, say) waits at the gate: it arrives as a
       // request whose one user message is the posted body, and is answered once the gate opens.
-      const arrival: ModelRequest = { body: { model: 'gate-pass', messages: [{ role: 'user', content: raw }] }, receivedAt: Date.now() };
+      const body: ModelRequest['body'] = { model: 'gate-pass', messages: [{ role: 'user', content: raw }] };
+      const arrival: ModelRequest = { body, receivedAt: Date.now(), tokens: promptTokens(body) };
       if (!(await gates.pass(name, arrival, disconnectSignal(res)))) return;
       return sendJson(res, 200, gate.state());
     }

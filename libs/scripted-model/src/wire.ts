@@ -1,5 +1,6 @@
 import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions';
-import type { ChatCompletionCreateBody, ScriptedReply, ToolCallReply } from './script';
+import { promptTokens } from './prompt-tokens';
+import type { ModelRequest, ScriptedReply, ToolCallReply } from './script';
 
 /** What every chunk/completion of one reply shares. */
 export type ReplyMeta = { id: string; created: number; model: string };
@@ -17,10 +18,10 @@ export function toWireToolCalls(calls: ToolCallReply[], nextCallId: () => string
 
 const finishReason = (calls: WireToolCall[]) => (calls.length > 0 ? 'tool_calls' : 'stop');
 
-/** Rough token counts (whitespace-separated words); enough for code that only sums or logs usage. */
-function usage(body: ChatCompletionCreateBody, reply: ScriptedReply, calls: WireToolCall[]) {
+/** The request's prompt tokens as counted when it arrived (`promptTokens`); the reply's, roughly (whitespace-separated words). */
+function usage(request: ModelRequest, reply: ScriptedReply, calls: WireToolCall[]) {
   const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
-  const prompt_tokens = words(JSON.stringify(body.messages));
+  const prompt_tokens = request.tokens ?? promptTokens(request.body);
   const completion_tokens = words(reply.content ?? '') + calls.length;
   return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
 }
@@ -28,7 +29,7 @@ function usage(body: ChatCompletionCreateBody, reply: ScriptedReply, calls: Wire
 /** The non-streaming answer. Content is null when the reply is tool calls only, as OpenAI sends it. */
 export function completion(
   meta: ReplyMeta,
-  body: ChatCompletionCreateBody,
+  request: ModelRequest,
   reply: ScriptedReply,
   calls: WireToolCall[],
 ): ChatCompletion {
@@ -55,7 +56,7 @@ export function completion(
         logprobs: null,
       },
     ],
-    usage: usage(body, reply, calls),
+    usage: usage(request, reply, calls),
   };
 }
 
@@ -74,7 +75,7 @@ const argumentPieces = (args: string, size = 8): string[] =>
  */
 export function streamChunks(
   meta: ReplyMeta,
-  body: ChatCompletionCreateBody,
+  request: ModelRequest,
   reply: ScriptedReply,
   calls: WireToolCall[],
 ): ChatCompletionChunk[] {
@@ -94,8 +95,8 @@ export function streamChunks(
     }
   });
   chunks.push(chunk({}, finishReason(calls)));
-  if (body.stream_options?.include_usage) {
-    chunks.push({ ...meta, object: 'chat.completion.chunk', choices: [], usage: usage(body, reply, calls) });
+  if (request.body.stream_options?.include_usage) {
+    chunks.push({ ...meta, object: 'chat.completion.chunk', choices: [], usage: usage(request, reply, calls) });
   }
   return chunks;
 }

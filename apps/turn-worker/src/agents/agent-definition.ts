@@ -50,6 +50,15 @@ export type AgentDefinition = {
    */
   history?: { turns?: number };
   /**
+   * What each of its model requests may carry, in tokens (docs/agents.md, "The context budget"):
+   * `maxTokens`, the most a request carries as its model counts them (default: the model's
+   * context window less the room for its reply); `toolResultTokens`, the most a tool result is
+   * sent with, truncated past it with a marker (default TOOL_RESULT_TOKENS, 8000; a tool's own
+   * `maxResultTokens` wins); `compactAt` is reserved for compaction, which is not built yet
+   * (checked, at most `maxTokens`, and unused).
+   */
+  context?: { maxTokens?: number; compactAt?: number; toolResultTokens?: number };
+  /**
    * Runs on every chat and every steer before it is accepted; a refusal answers 422 with its
    * reason. A guard that throws, or has not answered within `guardTimeoutMs`, decides nothing:
    * the input is answered 503 `guard_failed` (logged, counted in `rudder_guard_failures_total`)

@@ -9,6 +9,8 @@ export type AgentToolOptions<S extends z.ZodType> = {
   description: string;
   /** Validates the model's arguments; the JSON schema the model sees is made from it. */
   parameters: S;
+  /** Its results are sent to the model with at most this many tokens (truncated, with a marker); default: the agent's `context.toolResultTokens`. */
+  maxResultTokens?: number;
 };
 
 /**

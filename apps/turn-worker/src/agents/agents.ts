@@ -7,6 +7,7 @@ import type { Config } from '@rudder/runtime';
 import { AGENT_TOOL, type AgentToolOptions } from './agent-tool.decorator';
 import type { AgentDefinition, GuardInput, GuardVerdict, ModelSettings } from './agent-definition';
 import { TURN_WORKER_OPTIONS, type TurnWorkerOptions } from '../turn-worker.options';
+import { contextOf, readContextEnv, type ContextEnv } from './context-window';
 import { WorkerMetrics } from '../metrics/worker-metrics';
 import { tracedModel, tracedTool } from '../tracing/traced';
 import type { z } from 'zod';
@@ -50,11 +51,12 @@ export class AgentRegistry implements Agents, OnModuleInit {
   onModuleInit(): void {
     const { agents, config } = this.options;
     if (agents.length === 0) throw new Error('TurnWorkerModule: register at least one agent');
+    const contextEnv = readContextEnv();
     for (const definition of agents) {
       const name = AgentName.safeParse(definition.name);
       if (!name.success) throw new Error(`TurnWorkerModule: agent name ${JSON.stringify(definition.name)}: ${name.error.issues[0].message}`);
       if (this.agents.has(definition.name)) throw new Error(`TurnWorkerModule: two agents are named ${definition.name}`);
-      this.agents.set(definition.name, this.build(definition, config));
+      this.agents.set(definition.name, this.build(definition, config, contextEnv));
     }
     this.defaultAgent = this.options.defaultAgent ?? agents[0].name;
     if (!this.agents.has(this.defaultAgent)) throw new Error(`TurnWorkerModule: the default agent ${this.defaultAgent} is not registered`);
@@ -78,7 +80,7 @@ export class AgentRegistry implements Agents, OnModuleInit {
     return this.agents.get(name)?.policy;
   }
 
-  private build(definition: AgentDefinition, config: Config): RunnableAgent {
+  private build(definition: AgentDefinition, config: Config, contextEnv: ContextEnv): RunnableAgent {
     const { instructions } = definition;
     const tools = (definition.tools ?? []).flatMap((tool) => (typeof tool === 'function' ? this.toolsOf(tool, definition.name) : [tool]));
     const historyTurns = definition.history?.turns ?? config.HISTORY_TURNS;
@@ -88,10 +90,15 @@ export class AgentRegistry implements Agents, OnModuleInit {
     const names = tools.map((t) => t.name);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice) throw new Error(`TurnWorkerModule: agent ${definition.name} has two tools named ${twice}`);
+    const badLimit = tools.find((t) => t.maxResultTokens !== undefined && (!Number.isInteger(t.maxResultTokens) || t.maxResultTokens <= 0));
+    if (badLimit) throw new Error(`TurnWorkerModule: agent ${definition.name}: the maxResultTokens of tool ${badLimit.name} must be a whole number of tokens, more than 0`);
+    // A client of the agent's own has no name this worker could know its context window by.
+    const settings = isModelClient(definition.model) ? undefined : (definition.model ?? {});
+    const context = contextOf(definition, { name: settings && (settings.model ?? config.OPENAI_MODEL), replyTokens: settings?.maxTokens }, contextEnv);
     return {
       name: definition.name,
       systemPrompt: async (conversation) => (typeof instructions === 'string' ? instructions : instructions({ conversation })),
-      loop: { tools: tools.map(tracedTool), maxSteps: definition.maxSteps ?? 32 },
+      loop: { tools: tools.map(tracedTool), maxSteps: definition.maxSteps ?? 32, context },
       model: tracedModel(this.metrics.timed(isModelClient(definition.model) ? definition.model : modelOf(definition.model ?? {}, config)), definition.name),
       policy: {
         maxTaken: definition.steering?.maxTaken ?? config.STEERS_PER_TURN,

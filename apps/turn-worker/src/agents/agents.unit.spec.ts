@@ -1,9 +1,11 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { readConfig } from '@rudder/runtime';
 import { WorkerMetrics } from '../metrics/worker-metrics';
 import type { AgentDefinition } from './agent-definition';
 import { AgentRegistry } from './agents';
+import { defineTool, type ModelClient } from '@rudder/agent';
+import { z } from 'zod';
 import { defaultAgent } from './default-agent';
 
 /** The registry built from `agents` (plain tools only: no provider classes to discover) on an environment of `env`. */
@@ -27,5 +29,45 @@ describe('an agent’s history.turns', () => {
       expect(() => registry([{ ...defaultAgent, history: { turns } }]), String(turns)).toThrow(/history\.turns must be a whole number/);
     }
     expect(() => registry([defaultAgent], { HISTORY_TURNS: '-1' })).toThrow();
+  });
+});
+
+describe('an agent’s context budget', () => {
+  afterEach(() => vi.unstubAllEnvs());
+  const context = (agent: AgentDefinition, env: Record<string, string> = {}) => registry([agent], env).get(null)!.loop.context;
+
+  it('defaults to its model’s context window, known by name, less the room for its reply', () => {
+    expect(context(defaultAgent, { OPENAI_MODEL: 'gpt-4o-mini' }).maxTokens).toBe(128_000 - 4096);
+    expect(context({ ...defaultAgent, model: { model: 'gpt-4o-2024-08-06', maxTokens: 1000 } }).maxTokens).toBe(127_000);
+    expect(context({ ...defaultAgent, model: { model: 'gpt-4.1-mini' } }).maxTokens).toBe(1_047_576 - 4096);
+    expect(context({ ...defaultAgent, model: { model: 'gpt-4' } }).maxTokens).toBe(8192 - 4096);
+    expect(context({ ...defaultAgent, model: { model: 'gpt-4-32k-0613' } }).maxTokens).toBe(32_768 - 4096);
+  });
+
+  it('else MODEL_CONTEXT_TOKENS (128,000 unless set): a model of another name, or a client of the agent’s own', () => {
+    const own: ModelClient = { reply: async () => ({ content: '', toolCalls: [] }) };
+    expect(context({ ...defaultAgent, model: own }).maxTokens).toBe(128_000 - 4096);
+    vi.stubEnv('MODEL_CONTEXT_TOKENS', '32000');
+    expect(context({ ...defaultAgent, model: own }).maxTokens).toBe(32_000 - 4096);
+    expect(context({ ...defaultAgent, model: { model: 'llama-3.1-8b' } }).maxTokens).toBe(32_000 - 4096);
+    expect(context({ ...defaultAgent, model: { model: 'gpt-4o' } }).maxTokens).toBe(128_000 - 4096);
+  });
+
+  it('an agent’s own wins; tool results default to TOOL_RESULT_TOKENS (8,000); compactAt is kept, reserved', () => {
+    expect(context(defaultAgent)).toMatchObject({ toolResultTokens: 8000, compactAt: null });
+    vi.stubEnv('TOOL_RESULT_TOKENS', '500');
+    expect(context(defaultAgent).toolResultTokens).toBe(500);
+    expect(context({ ...defaultAgent, context: { maxTokens: 6000, toolResultTokens: 900, compactAt: 5000 } })).toMatchObject({ maxTokens: 6000, toolResultTokens: 900, compactAt: 5000 });
+  });
+
+  it('refuses at start-up what is not a whole number of tokens, a compactAt past maxTokens, and a tool’s bad maxResultTokens', () => {
+    for (const maxTokens of [0, -1, 1.5, Number.NaN]) {
+      expect(() => context({ ...defaultAgent, context: { maxTokens } }), String(maxTokens)).toThrow(/context\.maxTokens must be a whole number/);
+    }
+    expect(() => context({ ...defaultAgent, context: { toolResultTokens: 0 } })).toThrow(/context\.toolResultTokens/);
+    expect(() => context({ ...defaultAgent, context: { maxTokens: 100, compactAt: 101 } })).toThrow(/context\.compactAt/);
+    expect(() => context({ ...defaultAgent, model: { model: 'gpt-4', maxTokens: 9000 } })).toThrow(/leaves no room/);
+    const tool = defineTool({ name: 'big', description: 'Big.', parameters: z.object({}), maxResultTokens: 0, run: async () => '' });
+    expect(() => context({ ...defaultAgent, tools: [tool] })).toThrow(/maxResultTokens of tool big/);
   });
 });

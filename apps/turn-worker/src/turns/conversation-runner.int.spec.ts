@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
 import type { ChatInput } from '@rudder/contracts';
-import type { ModelClient } from '@rudder/agent';
+import { contextBudget, type ModelClient } from '@rudder/agent';
 import { conversationRules } from '@rudder/conversation';
 import { groupedWrites, readConversation, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
@@ -37,7 +37,7 @@ function worker(epochs: () => Epochs) {
   const agent: RunnableAgent = {
     name: 'default',
     systemPrompt: async () => 'be brief',
-    loop: { tools: [], maxSteps: 4 },
+    loop: { tools: [], maxSteps: 4, context: contextBudget({ maxTokens: 100_000 }) },
     model,
     policy,
     historyTurns: 10,

@@ -1,0 +1,162 @@
+import type { ModelMessage } from './messages';
+import { contentTokens, firstTokens, MESSAGE_FRAMING_TOKENS, messageTokens, REPLY_PRIMING_TOKENS, textTokens, toolsTokens, turnTokens } from './tokens';
+import type { Tool } from './tools';
+
+/** A tool result is sent with at most this many tokens, unless its agent or its tool says otherwise. */
+export const DEFAULT_TOOL_RESULT_TOKENS = 8000;
+
+/**
+ * The prompt tokens the model reports per token the budget counted, learnt from each reply's
+ * usage (the model's tokenizer, its framing and its tools' encoding differ from the count):
+ * at least 1 (a count above the model's is safe; one below is not) and at most
+ * `MAX_USAGE_RATIO` (a server that reports something else than a request's prompt tokens
+ * must not shrink the budget to nothing). Held in memory per agent: a new process starts at 1.
+ */
+export class UsageRatio {
+  private ratio = 1;
+
+  get value(): number {
+    return this.ratio;
+  }
+
+  /** A reply's usage: the model counted `reported` prompt tokens where the budget counted `counted`. */
+  observe(counted: number, reported: number): void {
+    if (!(counted > 0) || !(reported > 0)) return;
+    this.ratio = Math.min(MAX_USAGE_RATIO, Math.max(1, reported / counted));
+  }
+}
+
+export const MAX_USAGE_RATIO = 2;
+
+/** What an agent's model requests may carry (its `context`; docs/agents.md). */
+export type ContextBudget = {
+  /** The most tokens a model request carries, as the model counts them (the count times the usage ratio). */
+  maxTokens: number;
+  /** Reserved for compaction (issue 37, not built yet): the carried tokens past which older turns are summarised. */
+  compactAt: number | null;
+  /** A tool result is sent with at most this many tokens (its tool's `maxResultTokens` wins); longer ones are truncated, with a marker. */
+  toolResultTokens: number;
+  usage: UsageRatio;
+};
+
+export const contextBudget = (settings: { maxTokens: number; compactAt?: number | null; toolResultTokens?: number }): ContextBudget => ({
+  maxTokens: settings.maxTokens,
+  compactAt: settings.compactAt ?? null,
+  toolResultTokens: settings.toolResultTokens ?? DEFAULT_TOOL_RESULT_TOKENS,
+  usage: new UsageRatio(),
+});
+
+/** What a model request is made of. */
+export type RequestParts = {
+  systemPrompt: string;
+  tools: readonly Tool[];
+  /** The earlier turns a request may carry, oldest first, each whole (its prompt, the messages steered to it, its answers). */
+  earlier: readonly (readonly ModelMessage[])[];
+  /** The running turn's messages: its prompt, then each step's reply, its calls' results and the messages steered in after them. */
+  turn: readonly ModelMessage[];
+};
+
+export type FittedRequest =
+  /** `tokens`: as counted (the usage ratio is not in it); `earlierTurns`: how many of the earlier turns it carries. */
+  | { fits: true; messages: ModelMessage[]; tokens: number; earlierTurns: number }
+  /** Even without earlier turns and with its older steps' results left out, the running turn is `over` the budget (as the model counts). */
+  | { fits: false; over: number; outcome: string };
+
+/**
+ * The model request for the running turn's next step, made to fit the budget: the system
+ * prompt, the earlier turns that fit, then the running turn.
+ *
+ * - A tool result longer than its limit (the tool's `maxResultTokens`, else the budget's
+ *   `toolResultTokens`) is sent truncated, with a marker saying so.
+ * - Earlier turns are left out whole, the oldest first: a request carries the latest of them
+ *   that fit beside the running turn, never a part of one.
+ * - If the running turn alone is still over the budget, the results of its older steps (all
+ *   but the latest reply's) are replaced by a marker, the oldest first: every call keeps a
+ *   result, every message keeps its place (a steered message stays after its step's results).
+ * - If it is over even so, the request does not fit: the turn cannot go on.
+ *
+ * Only what is sent changes: the messages given are never changed. Each message is counted
+ * once (tokens.ts), so this is a walk over the messages, whatever their length.
+ */
+export function fitRequest(parts: RequestParts, budget: Omit<ContextBudget, 'compactAt'>): FittedRequest {
+  const limit = Math.floor(budget.maxTokens / budget.usage.value);
+  const system: ModelMessage = { role: 'system', content: parts.systemPrompt };
+  const sent = truncatedResults(parts.turn, parts.tools, budget.toolResultTokens);
+  let tokens = REPLY_PRIMING_TOKENS + systemTokens(parts.systemPrompt) + toolsTokens(parts.tools) + sent.reduce((sum, m) => sum + messageTokens(m), 0);
+  if (tokens > limit) {
+    const latestStep = sent.findLastIndex((m) => m.role === 'assistant');
+    for (let i = 0; i < latestStep && tokens > limit; i++) {
+      const result = sent[i];
+      if (result.role !== 'tool') continue;
+      const marker = leftOut(parts.turn[i]);
+      const saved = messageTokens(result) - messageTokens(marker);
+      if (saved <= 0) continue;
+      sent[i] = marker;
+      tokens -= saved;
+    }
+  }
+  if (tokens > limit) {
+    const over = Math.ceil(tokens * budget.usage.value) - budget.maxTokens;
+    return { fits: false, over, outcome: `the turn does not fit the model's context window: ${over} tokens over a budget of ${budget.maxTokens}` };
+  }
+  let from = parts.earlier.length;
+  while (from > 0 && tokens + turnTokens(parts.earlier[from - 1]) <= limit) tokens += turnTokens(parts.earlier[--from]);
+  return { fits: true, messages: [system, ...parts.earlier.slice(from).flat(), ...sent], tokens, earlierTurns: parts.earlier.length - from };
+}
+
+/** The marker a result longer than its limit ends with, once cut there. */
+export const truncatedMarker = (tokens: number, shown: number) => `\n[truncated: this result has ${tokens} tokens; only its first ${shown} are shown]`;
+
+/** What an older step's result is sent as when the running turn needs its room. */
+export const leftOutMarker = (tokens: number) => `[left out to fit the model's context window: this result of ${tokens} tokens was read at its step]`;
+
+/** The turn's messages with every result past its tool's limit truncated (a copy: the turn's own are never changed). */
+function truncatedResults(turn: readonly ModelMessage[], tools: readonly Tool[], toolResultTokens: number): ModelMessage[] {
+  const toolOf = new Map<string, string>();
+  return turn.map((message) => {
+    if (message.role === 'assistant') for (const call of message.tool_calls ?? []) toolOf.set(call.id, call.function.name);
+    if (message.role !== 'tool') return message;
+    const name = toolOf.get(message.tool_call_id);
+    const max = tools.find((t) => t.name === name)?.maxResultTokens ?? toolResultTokens;
+    return contentTokens(message) > max ? truncated(message, max) : message;
+  });
+}
+
+/** Each long result's truncated form, made once (a conversation's agent, and so its limits, never change). */
+const truncations = new WeakMap<ModelMessage, { max: number; message: ModelMessage }>();
+
+function truncated(message: ModelMessage & { role: 'tool' }, max: number): ModelMessage {
+  const made = truncations.get(message);
+  if (made?.max === max) return made.message;
+  const head = firstTokens(message.content, max);
+  const cut: ModelMessage = { role: 'tool', tool_call_id: message.tool_call_id, content: head.text + truncatedMarker(head.of, max) };
+  truncations.set(message, { max, message: cut });
+  return cut;
+}
+
+/** Each older result's marker, made once. */
+const markers = new WeakMap<ModelMessage, ModelMessage>();
+
+function leftOut(message: ModelMessage): ModelMessage {
+  if (message.role !== 'tool') throw new Error('only a tool result is left out');
+  let marker = markers.get(message);
+  if (!marker) {
+    marker = { role: 'tool', tool_call_id: message.tool_call_id, content: leftOutMarker(contentTokens(message)) };
+    markers.set(message, marker);
+  }
+  return marker;
+}
+
+/** System prompts' counts: an agent's prompt is one text, or one per conversation (its `instructions` function). */
+const systemCounts = new Map<string, number>();
+const SYSTEM_COUNTS_KEPT = 1024;
+
+function systemTokens(prompt: string): number {
+  let tokens = systemCounts.get(prompt);
+  if (tokens === undefined) {
+    tokens = MESSAGE_FRAMING_TOKENS + textTokens(prompt);
+    if (systemCounts.size >= SYSTEM_COUNTS_KEPT) systemCounts.delete(systemCounts.keys().next().value!);
+    systemCounts.set(prompt, tokens);
+  }
+  return tokens;
+}

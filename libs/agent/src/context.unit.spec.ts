@@ -1,0 +1,161 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { z } from 'zod';
+import { toolSequenceProblem } from '@rudder/scripted-model';
+import { contextBudget, fitRequest, leftOutMarker, UsageRatio, type RequestParts } from './context';
+import { assistantMessage, toolMessage, userMessage, type ModelMessage } from './messages';
+import { countRequest, textTokens, turnTokens } from './tokens';
+import { defineTool } from './tools';
+
+const noArgs = z.object({});
+const run = async () => '';
+/** `short` sends its results with at most 20 tokens, whatever the budget's `toolResultTokens`. */
+const tools = [
+  defineTool({ name: 'look', description: 'Looks something up.', parameters: noArgs, run }),
+  defineTool({ name: 'short', description: 'Answers briefly.', parameters: noArgs, maxResultTokens: 20, run }),
+];
+
+const words = ['river', 'stone', ' ', '\n', '42', 'x', 'héllo', '🙂', 'lantern', '{"a":1}', '  ', 'the'];
+const text = (maxLength: number) => fc.array(fc.constantFrom(...words), { maxLength, size: 'max' }).map((parts) => parts.join(''));
+
+/** An earlier turn as the fold keeps it: its prompt's messages, the messages steered to it, its answers. */
+const earlierTurn = fc
+  .record({ prompt: fc.array(text(30), { minLength: 1, maxLength: 2 }), steered: fc.array(text(20), { maxLength: 2 }), answers: fc.array(text(60), { maxLength: 2 }) })
+  .map(({ prompt, steered, answers }) => [...prompt.map(userMessage), ...steered.map(userMessage), ...answers.map((a) => assistantMessage(a, []))]);
+
+/** A step of the running turn: a reply (maybe calling tools), its calls' results, then the messages steered in after them. */
+const step = fc.record({
+  content: text(20),
+  calls: fc.array(fc.record({ name: fc.constantFrom('look', 'short', 'gone'), result: text(400) }), { maxLength: 3 }),
+  steered: fc.array(text(20), { maxLength: 2 }),
+});
+
+/** The running turn, and which of its messages were steered in (their indices). */
+const runningTurn = fc.record({ prompt: fc.array(text(40), { minLength: 1, maxLength: 2 }), steps: fc.array(step, { maxLength: 6 }) }).map(({ prompt, steps }) => {
+  const messages: ModelMessage[] = prompt.map(userMessage);
+  const steered: number[] = [];
+  steps.forEach(({ content, calls, steered: texts }, s) => {
+    const ids = calls.map((_, i) => `call_${s}_${i}`);
+    messages.push(assistantMessage(content, calls.map((c, i) => ({ id: ids[i], name: c.name, arguments: '{}' }))));
+    calls.forEach((c, i) => messages.push(toolMessage(ids[i], c.result)));
+    for (const t of texts) {
+      steered.push(messages.length);
+      messages.push(userMessage(t));
+    }
+  });
+  return { messages, steered };
+});
+
+const parts = fc.record({ systemPrompt: text(20), earlier: fc.array(earlierTurn, { maxLength: 8 }), turn: runningTurn });
+/**
+ * Budgets around the size of the request as it would be whole: what every request has (the
+ * system prompt, the tools), then `fraction` of the rest, so that every way to fit it is tried.
+ */
+const limits = fc.record({ fraction: fc.integer({ min: 0, max: 1100 }).map((permille) => permille / 1000), toolResultTokens: fc.integer({ min: 1, max: 400 }) });
+const budgetOf = ({ systemPrompt, earlier, turn }: { systemPrompt: string; earlier: ModelMessage[][]; turn: { messages: ModelMessage[] } }, fraction: number) => {
+  const fixed = countRequest([{ role: 'system', content: systemPrompt }], tools);
+  return Math.max(1, fixed + Math.round(fraction * (countRequest([...earlier.flat(), ...turn.messages], []) - 3)));
+};
+
+describe('a model request fits its budget (fitRequest)', () => {
+  it('over random histories and budgets: it fits as counted, starts with a prompt, keeps every call with its result, earlier turns whole and latest first, and the running turn in place', () => {
+    fc.assert(
+      fc.property(parts, limits, ({ systemPrompt, earlier, turn }, { fraction, toolResultTokens }) => {
+        const maxTokens = budgetOf({ systemPrompt, earlier, turn }, fraction);
+        const given: RequestParts = { systemPrompt, tools, earlier, turn: turn.messages };
+        const budget = contextBudget({ maxTokens, toolResultTokens });
+        const request = fitRequest(given, budget);
+        if (!request.fits) {
+          // It fails only when the running turn itself, with no earlier turn and its older results left out, is over the budget by what it says.
+          expect(request.over).toBeGreaterThan(0);
+          const roomier = fitRequest(given, contextBudget({ maxTokens: maxTokens + request.over, toolResultTokens }));
+          expect(roomier).toMatchObject({ fits: true, earlierTurns: 0 });
+          expect(fitRequest(given, contextBudget({ maxTokens: maxTokens + request.over - 1, toolResultTokens })).fits).toBe(false);
+          return;
+        }
+        const { messages } = request;
+        expect(countRequest(messages, tools)).toBe(request.tokens);
+        expect(request.tokens).toBeLessThanOrEqual(maxTokens);
+
+        // The system prompt, then a prompt: never a tool result, never a steered message without its turn.
+        expect(messages[0]).toEqual({ role: 'system', content: systemPrompt });
+        const kept = earlier.slice(earlier.length - request.earlierTurns);
+        const first = kept.length > 0 ? kept[0][0] : turn.messages[0];
+        expect(messages[1]).toBe(first);
+        expect(toolSequenceProblem(messages.slice(1))).toBeUndefined();
+
+        // Earlier turns: the latest ones, each whole; the next older one would not have fitted.
+        expect(messages.slice(1, 1 + kept.flat().length)).toEqual(kept.flat());
+        if (request.earlierTurns < earlier.length) {
+          expect(request.tokens + turnTokens(earlier[earlier.length - request.earlierTurns - 1])).toBeGreaterThan(maxTokens);
+        }
+
+        // The running turn: every message in its place; only results change, and the latest step's are never left out.
+        const sent = messages.slice(1 + kept.flat().length);
+        expect(sent).toHaveLength(turn.messages.length);
+        const latestStep = turn.messages.findLastIndex((m) => m.role === 'assistant');
+        sent.forEach((message, i) => {
+          const own = turn.messages[i];
+          if (own.role !== 'tool') return expect(message).toBe(own);
+          expect(message).toMatchObject({ role: 'tool', tool_call_id: own.tool_call_id });
+          const content = (message as { content: string }).content;
+          if (content === own.content) return;
+          if (content.startsWith('[left out')) return expect(i).toBeLessThan(latestStep);
+          expect(content).toMatch(/\n\[truncated: this result has \d+ tokens; only its first \d+ are shown\]$/);
+        });
+        for (const i of turn.steered) expect(sent[i]).toBe(turn.messages[i]);
+      }),
+      // No shrinking: a failure is reported as found (shrinking histories this long takes minutes).
+      { numRuns: 300, endOnFailure: true },
+    );
+  });
+
+  it('leaves out the oldest earlier turns first, whole', () => {
+    const earlier = ['one', 'two', 'three'].map((t) => [userMessage(`${t} `.repeat(50)), assistantMessage(`answer ${t}`, [])]);
+    const turn = [userMessage('now')];
+    const all = fitRequest({ systemPrompt: 'be brief', tools: [], earlier, turn }, contextBudget({ maxTokens: 10_000 }));
+    expect(all).toMatchObject({ fits: true, earlierTurns: 3 });
+    const budget = all.fits ? all.tokens - 1 : 0;
+    const fewer = fitRequest({ systemPrompt: 'be brief', tools: [], earlier, turn }, contextBudget({ maxTokens: budget }));
+    expect(fewer).toMatchObject({ fits: true, earlierTurns: 2 });
+    expect(fewer.fits && fewer.messages.slice(1)).toEqual([...earlier[1], ...earlier[2], ...turn]);
+  });
+
+  it('truncates a result past its tool’s limit with a marker, and leaves out older steps’ results before it fails', () => {
+    const call = (id: string) => assistantMessage('', [{ id, name: 'look', arguments: '{}' }]);
+    const long = 'river stone '.repeat(400);
+    const turn = [userMessage('look twice'), call('c1'), toolMessage('c1', long), userMessage('steered'), call('c2'), toolMessage('c2', long)];
+    const request = fitRequest({ systemPrompt: '', tools: [], earlier: [], turn }, contextBudget({ maxTokens: 250, toolResultTokens: 100 }));
+    expect(request.fits).toBe(true);
+    const sent = request.fits ? request.messages : [];
+    expect(sent.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'user', 'assistant', 'tool']);
+    expect(sent[3]).toEqual({ role: 'tool', tool_call_id: 'c1', content: leftOutMarker(textTokens(long)) });
+    expect(sent[4]).toBe(turn[3]);
+    expect((sent[6] as { content: string }).content).toMatch(new RegExp(`^(river stone )+.*\\n\\[truncated: this result has ${textTokens(long)} tokens; only its first 100 are shown\\]$`, 's'));
+    expect(turn[2]).toEqual(toolMessage('c1', long)); // the turn's own messages never change
+
+    const tooSmall = fitRequest({ systemPrompt: '', tools: [], earlier: [], turn }, contextBudget({ maxTokens: 150, toolResultTokens: 100 }));
+    expect(tooSmall).toMatchObject({ fits: false, outcome: expect.stringMatching(/^the turn does not fit the model's context window: \d+ tokens over a budget of 150$/) });
+  });
+
+  it('corrects by the usage the model reports: a model that counts twice as many tokens halves what is sent; never more than counted, never below half', () => {
+    const ratio = new UsageRatio();
+    ratio.observe(100, 50);
+    expect(ratio.value).toBe(1);
+    ratio.observe(100, 150);
+    expect(ratio.value).toBe(1.5);
+    ratio.observe(100, 1000);
+    expect(ratio.value).toBe(2);
+
+    const earlier = Array.from({ length: 20 }, (_, i) => [userMessage(`turn ${i} `.repeat(20)), assistantMessage(`answer ${i}`, [])]);
+    const given = { systemPrompt: 'be brief', tools: [], earlier, turn: [userMessage('now')] };
+    const budget = contextBudget({ maxTokens: 1000 });
+    const counted = fitRequest(given, budget);
+    budget.usage.observe(100, 200);
+    const corrected = fitRequest(given, budget);
+    if (!counted.fits || !corrected.fits) throw new Error('both fit');
+    expect(counted.tokens).toBeGreaterThan(900);
+    expect(corrected.tokens).toBeLessThanOrEqual(500);
+    expect(corrected.earlierTurns).toBeLessThan(counted.earlierTurns);
+  });
+});

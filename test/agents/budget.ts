@@ -1,0 +1,3 @@
+/** The `budgeted` agent's context budget (test/agents/worker.ts), which test/long-conversations.e2e.spec.ts checks its requests against. */
+export const BUDGET_TOKENS = 6000;
+export const BUDGET_TOOL_RESULT_TOKENS = 1000;
