@@ -1,6 +1,16 @@
-import { lastMessage, lastUserText, reply, toolResults, userTexts, type ModelRequest, type Script, type ScriptedReply } from '@rudder/scripted-model';
-// Not in the package's index yet (another change to that file is in flight): the file itself.
-import { affordanceAsked, affordanceReply, type Affordance } from '../libs/scripted-model/src/affordances';
+import {
+  affordanceAsked,
+  affordanceReply,
+  lastMessage,
+  lastUserText,
+  reply,
+  toolResults,
+  userTexts,
+  type Affordance,
+  type ModelRequest,
+  type Script,
+  type ScriptedReply,
+} from '@rudder/scripted-model';
 
 /**
  * The model the system tests talk to. It reads the last user message:

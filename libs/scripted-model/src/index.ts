@@ -1,3 +1,4 @@
+export { affordanceAsked, affordanceReply, affordanceTranscript, type Affordance } from './affordances';
 export { createGates, type Gate, type GateState } from './gates';
 export { promptTokens } from './prompt-tokens';
 export { toolSequenceProblem } from './request';

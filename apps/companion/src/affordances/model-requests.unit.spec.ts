@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ModelRequest } from '@rudder/scripted-model';
-import { affordanceAsked, affordanceTranscript } from '../../../../libs/scripted-model/src/affordances';
+import { affordanceAsked, affordanceTranscript, type ModelRequest } from '@rudder/scripted-model';
 import { affordanceRequest, parseAnswer } from './model-requests';
 import { DEFAULT_FOLLOWUPS_PROMPT, DEFAULT_RECAP_PROMPT } from './settings';
 
