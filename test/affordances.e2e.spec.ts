@@ -15,8 +15,9 @@ import { answered, callerOf, startStack, type Stack } from './stack';
  *
  * Besides the stack (its gateway and companion, default settings), two more pairs of a
  * companion (HTTP only, on the same database) and a gateway: `quick`, whose model requests time
- * out after 1 s (the model that hangs), and `patient`, whose requests wait for as long as the
- * test holds them at a gate (a followups request held open while a turn runs).
+ * out after 1 s (the model that hangs; only the failing asks go there), and `patient`, whose
+ * requests wait for as long as the test holds them at a gate (a followups request held open
+ * while a turn runs; the asks through another gateway and companion).
  */
 let stack: Stack;
 let quick: Pair;
@@ -104,16 +105,16 @@ describe('follow-up suggestions and the recap', () => {
     const { conversation, first } = await conversationWithATurn('cached');
     const made = await alice.client.followups(conversation);
     expect(await alice.client.followups(conversation)).toEqual(made);
-    expect(await quick.as('alice-token').client.followups(conversation)).toEqual(made);
-    const recap = await quick.as('alice-token').client.recap(conversation);
+    expect(await patient.as('alice-token').client.followups(conversation)).toEqual(made);
+    const recap = await patient.as('alice-token').client.recap(conversation);
     expect(await alice.client.recap(conversation)).toEqual(recap);
     expect(askedAbout(first, 'followups')).toHaveLength(1);
     expect(askedAbout(first, 'recap')).toHaveLength(1);
 
     await alice.client.chat(conversation, { text: 'and the hotels', id: 'c2' });
     await answered(alice.client, conversation, 'c2');
-    expect((await quick.as('alice-token').client.followups(conversation)).suggestions[0]).toBe('Tell me more about and the hotels');
-    expect(await alice.client.followups(conversation)).toEqual(await quick.as('alice-token').client.followups(conversation));
+    expect((await patient.as('alice-token').client.followups(conversation)).suggestions[0]).toBe('Tell me more about and the hotels');
+    expect(await alice.client.followups(conversation)).toEqual(await patient.as('alice-token').client.followups(conversation));
     expect(askedAbout(first, 'followups')).toHaveLength(2);
   });
 
@@ -124,7 +125,7 @@ describe('follow-up suggestions and the recap', () => {
     const asks = [alice.client.followups(conversation)];
     await stack.model.gate(gate).reached();
     // The first ask's request is held at the model: its claim is stored. Two more asks, one per companion.
-    asks.push(alice.client.followups(conversation), quick.as('alice-token').client.followups(conversation));
+    asks.push(alice.client.followups(conversation), patient.as('alice-token').client.followups(conversation));
     stack.model.gate(gate).open();
     const answers = await Promise.all(asks);
     expect(answers[0].suggestions).toHaveLength(3);
@@ -148,16 +149,16 @@ describe('follow-up suggestions and the recap', () => {
       const before = { followups: await failed('followups'), recap: await failed('recap') };
       affordancesNext.followups.push(fault());
       affordancesNext.recap.push(fault());
-      const { http } = quick.as('alice-token');
-      const followups = await http.get(conversation, '/followups');
-      const recap = await http.get(conversation, '/recap');
+      const followups = await quick.as('alice-token').http.get(conversation, '/followups');
+      const recap = await quick.as('alice-token').http.get(conversation, '/recap');
       expect([followups.status, followups.body]).toEqual([200, { suggestions: [] }]);
       expect([recap.status, recap.body]).toEqual([200, { recap: '' }]);
       expect(await failed('followups')).toBe(before.followups + 1);
       expect(await failed('recap')).toBe(before.recap + 1);
 
-      expect((await http.get(conversation, '/followups')).body.suggestions).toHaveLength(3);
-      expect((await http.get(conversation, '/recap')).body.recap).toContain(first);
+      // Asked again (through the stack's gateway and companion: the failure was cached nowhere).
+      expect((await alice.http.get(conversation, '/followups')).body.suggestions).toHaveLength(3);
+      expect((await alice.http.get(conversation, '/recap')).body.recap).toContain(first);
       expect(askedAbout(first, 'followups')).toHaveLength(2);
       expect(askedAbout(first, 'recap')).toHaveLength(2);
     });
