@@ -133,24 +133,26 @@ describe('follow-up suggestions and the recap', () => {
     expect(askedAbout(first, 'followups')).toHaveLength(1);
   });
 
+  // The hang goes to the companion that gives up after 1 s; the others to the patient one, so only the hang is a timeout.
   const failures = [
-    { name: 'the model answers 500', fault: () => reply.error(500, 'the model is down'), reason: 'model' },
-    { name: 'the model answers 429', fault: () => reply.error(429, 'slow down'), reason: 'model' },
-    { name: 'the model returns garbage', fault: () => ({ content: 'Sure! Here are some ideas: go to the beach.' }), reason: 'garbage' },
-    { name: 'the model hangs (held at a gate past the 1 s timeout)', fault: () => ({ gate: gateName('hang') }), reason: 'timeout' },
+    { name: 'the model answers 500', fault: () => reply.error(500, 'the model is down'), reason: 'model', via: () => patient },
+    { name: 'the model answers 429', fault: () => reply.error(429, 'slow down'), reason: 'model', via: () => patient },
+    { name: 'the model returns garbage', fault: () => ({ content: 'Sure! Here are some ideas: go to the beach.' }), reason: 'garbage', via: () => patient },
+    { name: 'the model hangs (held at a gate past the 1 s timeout)', fault: () => ({ gate: gateName('hang') }), reason: 'timeout', via: () => quick },
   ];
-  for (const { name, fault, reason } of failures) {
+  for (const { name, fault, reason, via } of failures) {
     it(`answer empty with 200 when ${name}, count it, cache nothing: the next ask tries again`, async () => {
       const { conversation, first } = await conversationWithATurn(`fails-${reason}`);
+      const pair = via();
       const failed = async (kind: string) => {
-        const text = await scrape(`${quick.companionUrl}/metrics`);
+        const text = await scrape(`${pair.companionUrl}/metrics`);
         return text.includes(`kind="${kind}",reason="${reason}"`) ? sample(text, 'rudder_affordance_failures_total', { kind, reason }) : 0;
       };
       const before = { followups: await failed('followups'), recap: await failed('recap') };
       affordancesNext.followups.push(fault());
       affordancesNext.recap.push(fault());
-      const followups = await quick.as('alice-token').http.get(conversation, '/followups');
-      const recap = await quick.as('alice-token').http.get(conversation, '/recap');
+      const followups = await pair.as('alice-token').http.get(conversation, '/followups');
+      const recap = await pair.as('alice-token').http.get(conversation, '/recap');
       expect([followups.status, followups.body]).toEqual([200, { suggestions: [] }]);
       expect([recap.status, recap.body]).toEqual([200, { recap: '' }]);
       expect(await failed('followups')).toBe(before.followups + 1);
