@@ -28,17 +28,23 @@ export const GrantDecisionAnswer = z
   .object({ subject: z.string(), access: z.enum(['read', 'write']).nullable() })
   .meta({ id: 'GrantAnswer', description: 'The access `subject` has now; null once revoked.' });
 
-export const StatusAnswer = z
-  .object({
-    key: z.string(),
-    running: z.object({ turn: z.string(), startedAt: z.string() }).nullable(),
-    steering: z.array(Pending),
-    queue: z.array(z.object({ id: z.string(), kind: MessageKind, text: z.string() })),
-    lastInputId: z.string().nullable(),
-    agent: z.string().nullable(),
-    grants: z.array(z.object({ subject: z.string(), access: z.enum(['read', 'write']) })).optional(),
-  })
-  .meta({ id: 'ConversationStatus', description: '`grants` is shown to the owner only.' });
+/** A subject's access to a conversation another subject owns. */
+export const Grant = z.object({ subject: z.string(), access: z.enum(['read', 'write']) });
+
+/** A conversation's status as everyone who may read it sees it; the companion's (`CompanionStatus`) adds what the gateway authorizes by. */
+export const StatusFields = z.object({
+  key: z.string(),
+  running: z.object({ turn: z.string(), startedAt: z.string() }).nullable(),
+  steering: z.array(Pending),
+  queue: z.array(z.object({ id: z.string(), kind: MessageKind, text: z.string() })),
+  lastInputId: z.string().nullable(),
+  agent: z.string().nullable(),
+});
+
+export const StatusAnswer = StatusFields.extend({ grants: z.array(Grant).optional() }).meta({
+  id: 'ConversationStatus',
+  description: '`grants` is shown to the owner only.',
+});
 
 export const TranscriptAnswer = z
   .object({

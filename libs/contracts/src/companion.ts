@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Grant, StatusFields } from './answers';
 import { MessageKind } from './conversation-key';
 import { EventData } from './events';
 
@@ -8,21 +9,12 @@ import { EventData } from './events';
  * them). The repository ships as one, so there are no fallbacks for older versions of either.
  */
 
-const Item = z.object({ id: z.string(), text: z.string() });
-const Grant = z.object({ subject: z.string(), access: z.enum(['read', 'write']) });
-
 /**
- * `GET /conversations/{key}`: the public status plus what the gateway authorizes by — `owner`
- * (null until an input is accepted) and every grant. Neither leaves the gateway, but for the
- * owner, who sees the grants.
+ * `GET /conversations/{key}`: the public status (`StatusFields`) plus what the gateway
+ * authorizes by — `owner` (null until an input is accepted) and every grant. Neither leaves the
+ * gateway, but for the owner, who sees the grants.
  */
-export const CompanionStatus = z.object({
-  key: z.string(),
-  running: z.object({ turn: z.string(), startedAt: z.string() }).nullable(),
-  steering: z.array(Item),
-  queue: z.array(Item.extend({ kind: MessageKind })),
-  lastInputId: z.string().nullable(),
-  agent: z.string().nullable(),
+export const CompanionStatus = StatusFields.extend({
   owner: z.string().nullable(),
   grants: z.array(Grant),
   /**
