@@ -194,29 +194,15 @@ const rejectedRecord = z.object({
   type: z.literal('input.rejected'),
   data: z.preprocess((data) => upcastEventData('input.rejected', data), EventData['input.rejected']),
 });
+/** Each event type's record schema, derived from `EventData`: `input.rejected`'s at version 2, every other at 1. */
+type RecordSchemas = { [T in EventType]: T extends 'input.rejected' ? typeof rejectedRecord : ReturnType<typeof record<T>> };
+const recordSchemas = Object.fromEntries(
+  (Object.keys(EventData) as EventType[]).map((type) => [type, type === 'input.rejected' ? rejectedRecord : record(type)]),
+) as RecordSchemas;
+const recordList = Object.values(recordSchemas) as RecordSchemas[EventType][];
+
 /** A record of `agent.events`, in its type's current version: older versions are upcast as they are read. */
-export const ConversationEventRecord = z.discriminatedUnion('type', [
-  record('conversation.opened'),
-  record('input.accepted'),
-  record('steer.accepted'),
-  record('steer.taken'),
-  record('stop.requested'),
-  record('input.retracted'),
-  record('retract.refused'),
-  record('input.discarded'),
-  rejectedRecord,
-  record('guard.failed'),
-  record('promote.refused'),
-  record('stop.refused'),
-  record('access.granted'),
-  record('grant.refused'),
-  record('input.delivered'),
-  record('turn.started'),
-  record('model.replied'),
-  record('tool.started'),
-  record('tool.ended'),
-  record('turn.ended'),
-]);
+export const ConversationEventRecord = z.discriminatedUnion('type', recordList as [RecordSchemas[EventType], ...RecordSchemas[EventType][]]);
 
 /** Parses a record of `agent.events`; throws a ZodError when it is not one. */
 export const parseConversationEvent = (value: unknown): ConversationEvent =>
