@@ -49,6 +49,9 @@ export type EventStreamOptions = {
 
 type Item = { event: ConversationEvent } | { token: KeptToken };
 
+/** How many tokens a stream holds while nobody owns its conversation (a first answer's, at most). */
+const MAX_UNOWNED_TOKENS = 1000;
+
 /**
  * One client's event stream: what it missed, then live, in position order, each position once,
  * and only what its reader may read.
@@ -89,6 +92,8 @@ export class EventStream implements LiveListener {
   /** Tail records waiting their turn, in arrival order. */
   private pending: Item[] = [];
   private pumping = false;
+  /** Tokens that came while nobody owned the conversation: carried once it is the reader's, else dropped. */
+  private unownedTokens: KeptToken[] = [];
 
   constructor(private readonly options: EventStreamOptions) {
     this.lastSent = options.after?.position ?? null;
@@ -226,6 +231,11 @@ export class EventStream implements LiveListener {
     const reading = this.reader?.see(event) ?? 'carry';
     if (reading === 'revoked') return this.finish(`${this.reader!.subject} may no longer read the conversation`);
     if (reading === 'carry' && carry) this.sendIfNew(event);
+    if (this.unownedTokens.length > 0 && !this.reader?.unowned) {
+      const held = this.unownedTokens;
+      this.unownedTokens = [];
+      if (reading === 'carry') for (const token of held) this.sendToken(token);
+    }
   }
 
   /** A method, not a field test: a call in between may have ended the stream, which narrowing would not see. */
@@ -252,7 +262,12 @@ export class EventStream implements LiveListener {
   }
 
   private sendToken(token: KeptToken): void {
-    if (this.reader && !this.reader.mayRead()) return;
+    if (this.reader && !this.reader.mayRead()) {
+      // Nobody owns the conversation yet: the tokens may be of the reader's own first turn, whose
+      // `conversation.opened` has not reached the stream (two topics, no order between them).
+      if (this.reader.unowned) this.unownedTokens = [...this.unownedTokens.slice(1 - MAX_UNOWNED_TOKENS), token];
+      return;
+    }
     if (this.lastToken !== null && token.offset <= this.lastToken) return;
     this.lastToken = token.offset;
     const position = this.lastSent ?? this.options.latestPosition() ?? 0;

@@ -63,6 +63,12 @@ function recordingSink() {
   return { sink, log, ids, all };
 }
 
+/** alice grants bob read: from then on bob's stream carries what follows, and nothing held from before. */
+const aliceGrantsBob = async (stream: EventStream) => {
+  stream.event(granted(11, 'bob', 'read'));
+  stream.token(token(2, 11, 'after the grant'));
+};
+
 /** Lets the stream's pending promises (a gap being filled) run. */
 const settle = () => new Promise((resolve) => setImmediate(resolve));
 
@@ -258,6 +264,30 @@ describe('EventStream: the reader may read the conversation at each event positi
     await settle();
     expect(ids()).toEqual([10, 11]);
     expect(asked).toBe(0); // the conversation's first event: nothing can come before it
+  });
+
+  it("the owner's stream opened before the first write carries the first answer's tokens that came before the conversation's opening, right after it", async () => {
+    const { sink, all } = recordingSink();
+    const stream = streamOf({ after: null, sink, reader: readerOf('alice', null, 0) });
+    await stream.start();
+    stream.token(token(1, 0, 'Hel')); // agent.tokens ran ahead of agent.events
+    stream.token(token(2, 0, 'lo'));
+    stream.event(opened(10, 'alice'));
+    stream.token(token(3, 10, '!'));
+    await settle();
+    expect(all()).toEqual(['10', '10.1', '10.2', '10.3']);
+  });
+
+  it("tokens that came before another subject's opening are dropped, never carried", async () => {
+    const { sink, log } = recordingSink();
+    const stream = streamOf({ after: null, sink, reader: readerOf('bob', null, 0) });
+    await stream.start();
+    stream.token(token(1, 0, 'secret'));
+    stream.event(opened(10, 'alice'));
+    await aliceGrantsBob(stream);
+    await settle();
+    expect(log.join('')).not.toContain('secret');
+    expect(log.join('')).toContain('after the grant');
   });
 
   it('an event after the status the stream opened with is judged after the access facts before it, fetched when it was not seen live', async () => {

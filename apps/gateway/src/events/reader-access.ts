@@ -38,6 +38,11 @@ export class ReaderAccess {
     return this.folded;
   }
 
+  /** Nobody owns the conversation yet (no `conversation.opened` folded). */
+  get unowned(): boolean {
+    return this.access.owner === null;
+  }
+
   mayRead(): boolean {
     return mayAccess(this.access, this.subject, 'read');
   }
