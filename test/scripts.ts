@@ -16,6 +16,9 @@ import {
  * The model the system tests talk to. It reads the last user message:
  * - `wait <ms>` calls the wait tool (and answers `after <results>: <text>` after the result);
  * - `record <ms>` calls the test worker app's `record` tool, which logs each run to TOOL_LOG;
+ * - `todos: <changes> ;; <changes> ;; …` keeps a plan over as many steps: each step calls the
+ *   built-in `todos` tool with the next changes (JSON, or a string the model got wrong), or with
+ *   `hold:<gate>` the `hold` tool held at that gate; after the last step it answers `planned: <text>`;
  * - `fail` (or `fail <ms>`) answers HTTP 500 (after that long);
  * - `slow <ms>` answers after that long;
  * - anything else is answered `answer to <text>`.
@@ -36,6 +39,7 @@ export const testScript: Script = (request) => {
   const affordance = affordanceAsked(request);
   if (affordance) return { ...affordanceReply(affordance, request), ...affordancesNext[affordance].shift() };
   const text = lastUserText(request);
+  if (text.startsWith('todos: ')) return planStep(request, text);
   const results = toolResults(request);
   if (lastMessage(request)?.role === 'tool') {
     return reply.text(`after ${results.map((r) => r.content).join(', ')}: ${text}`, { gate: gateNamed(text, 'gate-after-tool') });
@@ -55,6 +59,24 @@ export const testScript: Script = (request) => {
   if (slow) return reply.text(`answer to ${text}`, { delayMs: Number(slow[1]), gate });
   return reply.text(`answer to ${text}`, held);
 };
+
+/** The next step of a `todos:` turn: the steps' calls are counted in the request, after its prompt. */
+function planStep(request: ModelRequest, text: string): ScriptedReply {
+  const steps = text.slice('todos: '.length).split(' ;; ');
+  const prompt = request.body.messages.findLastIndex((m) => m.role === 'user');
+  const taken = request.body.messages.slice(prompt + 1).filter((m) => m.role === 'assistant' && (m.tool_calls?.length ?? 0) > 0).length;
+  const step = steps[taken];
+  if (step === undefined) return reply.text(`planned: ${text}`);
+  const hold = /^hold:([\w.-]+)$/.exec(step);
+  if (hold) return reply.tools([{ name: 'hold', arguments: { gate: hold[1] } }]);
+  let changes: unknown;
+  try {
+    changes = JSON.parse(step);
+  } catch {
+    changes = step; // not JSON: sent as a string, as a model that got it wrong would
+  }
+  return reply.tools([{ name: 'todos', arguments: changes }]);
+}
 
 const gateNamed = (text: string, prefix: 'gate' | 'gate-after-tool' | 'tool-gate' | 'mid-gate') => new RegExp(`(?:^|\\s)${prefix}:([\\w.-]+)`).exec(text)?.[1];
 

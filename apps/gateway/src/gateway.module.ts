@@ -36,6 +36,7 @@ import { SteerHandler } from './steer/steer-handler';
 import { StopController } from './stop/stop.controller';
 import { StopHandler } from './stop/stop-handler';
 import { StreamTokensController } from './stream-tokens/stream-tokens.controller';
+import { TodosController } from './todos/todos.controller';
 import { TurnsController } from './turns/turns.controller';
 import { OpenApiController } from './openapi/openapi.controller';
 import { GatewayMetrics } from './metrics/gateway-metrics';
@@ -61,6 +62,7 @@ export class GatewayModule {
         MessagesController,
         TurnsController,
         AffordancesController,
+        TodosController,
         EventsController,
         StreamTokensController,
         GrantsController,

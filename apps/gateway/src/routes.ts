@@ -26,6 +26,7 @@ import {
   StreamMessage,
   StreamTokenAnswer,
   Subject,
+  TodosAnswer,
   TranscriptAnswer,
   TurnAnswer,
   streamEventTypes,
@@ -162,6 +163,12 @@ export const ROUTES = {
       query: z.object({ n: z.string().regex(/^\d+$/).optional().meta({ description: `how many, 1-${FOLLOWUPS_MAX} (default ${FOLLOWUPS_DEFAULT})` }) }),
     },
     responses: read('at most `n` suggestions', FollowupsAnswer, ['not_found', 'rate_limited']),
+  }),
+  todos: route('get', '/v1/conversations/{key}/todos', "The agent's plan: a checklist its model keeps with the built-in `todos` tool", {
+    description:
+      "Items in order, each `{n, text, status}` (`pending`, `in_progress`, `done`); `n` is stable for the conversation's life and never used again once deleted. Every model request of the agent carries the plan right after its instructions. Empty when the agent keeps none. The stream carries each change as `todos.updated` (the whole list); follow it after `position`. Needs `read`.",
+    requestParams: { path: conversation, header: readHeaders },
+    responses: read('the plan', TodosAnswer, ['not_found']),
   }),
   recap: route('get', '/v1/conversations/{key}/recap', 'Two or three sentences on where the conversation stood, for a person returning', {
     description:

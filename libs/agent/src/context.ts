@@ -49,6 +49,8 @@ export const contextBudget = (settings: { maxTokens: number; compactAt?: number 
 /** What a model request is made of. */
 export type RequestParts = {
   systemPrompt: string;
+  /** The agent's plan (`planMessage`), sent as a system message right after the instructions; null: none. */
+  plan?: string | null;
   tools: readonly Tool[];
   /** The earlier turns a request may carry, oldest first, each whole (its prompt, the messages steered to it, its answers). */
   earlier: readonly (readonly ModelMessage[])[];
@@ -64,7 +66,7 @@ export type FittedRequest =
 
 /**
  * The model request for the running turn's next step, made to fit the budget: the system
- * prompt, the earlier turns that fit, then the running turn.
+ * prompt, the agent's plan (if it keeps one), the earlier turns that fit, then the running turn.
  *
  * - A tool result longer than its limit (the tool's `maxResultTokens`, else the budget's
  *   `toolResultTokens`) is sent truncated, with a marker saying so.
@@ -80,9 +82,14 @@ export type FittedRequest =
  */
 export function fitRequest(parts: RequestParts, budget: Omit<ContextBudget, 'compactAt'>): FittedRequest {
   const limit = Math.floor(budget.maxTokens / budget.usage.value);
-  const system: ModelMessage = { role: 'system', content: parts.systemPrompt };
+  const system: ModelMessage[] = [{ role: 'system', content: parts.systemPrompt }];
+  if (parts.plan) system.push({ role: 'system', content: parts.plan });
   const sent = truncatedResults(parts.turn, parts.tools, budget.toolResultTokens);
-  let tokens = REPLY_PRIMING_TOKENS + systemTokens(parts.systemPrompt) + toolsTokens(parts.tools) + sent.reduce((sum, m) => sum + messageTokens(m), 0);
+  let tokens =
+    REPLY_PRIMING_TOKENS +
+    system.reduce((sum, m) => sum + systemTokens(m.content), 0) +
+    toolsTokens(parts.tools) +
+    sent.reduce((sum, m) => sum + messageTokens(m), 0);
   if (tokens > limit) {
     const latestStep = sent.findLastIndex((m) => m.role === 'assistant');
     for (let i = 0; i < latestStep && tokens > limit; i++) {
@@ -101,7 +108,7 @@ export function fitRequest(parts: RequestParts, budget: Omit<ContextBudget, 'com
   }
   let from = parts.earlier.length;
   while (from > 0 && tokens + turnTokens(parts.earlier[from - 1]) <= limit) tokens += turnTokens(parts.earlier[--from]);
-  return { fits: true, messages: [system, ...parts.earlier.slice(from).flat(), ...sent], tokens, earlierTurns: parts.earlier.length - from };
+  return { fits: true, messages: [...system, ...parts.earlier.slice(from).flat(), ...sent], tokens, earlierTurns: parts.earlier.length - from };
 }
 
 /** The marker a result longer than its limit ends with, once cut there. */

@@ -3,5 +3,6 @@ export * from './loop';
 export * from './messages';
 export * from './model';
 export * from './tokens';
+export * from './todos';
 export * from './tools';
 export * from './turn';

@@ -2,6 +2,7 @@ import { isStorableText, type DomainEvent, type ToolCall } from '@rudder/contrac
 import { fitRequest, type ContextBudget } from './context';
 import type { ModelMessage } from './messages';
 import type { ModelClient } from './model';
+import { changeTodos, planMessage, TODOS_TOOL, todosTool } from './todos';
 import { runToolCall, type Tool } from './tools';
 import { endTurn, evolveTurn, nextAction, type TurnState } from './turn';
 
@@ -12,7 +13,15 @@ export type Agent = {
   maxSteps: number;
   /** What a model request may carry (`fitRequest`); its usage ratio learns from each reply. */
   context: ContextBudget;
+  /**
+   * Whether it keeps a plan (todos.ts): its model gets the built-in `todos` tool, and every
+   * request carries the plan right after the instructions.
+   */
+  todos: boolean;
 };
+
+/** The tools a model request offers: the agent's, and the built-in `todos` when it keeps a plan. */
+const offeredTools = (agent: Agent): readonly Tool[] => (agent.todos ? [...agent.tools, todosTool] : agent.tools);
 
 /**
  * What a commit answers: the turn as the conversation's fold holds it once the commit is
@@ -93,13 +102,15 @@ async function requestModel(turn: TurnState, step: number, options: RunTurnOptio
   const { agent, model, history, commit, signal } = options;
   await options.beforeModelRequest?.();
   signal.throwIfAborted();
-  const request = fitRequest({ systemPrompt: agent.systemPrompt, tools: agent.tools, earlier: history, turn: turn.messages }, agent.context);
+  const tools = offeredTools(agent);
+  const plan = agent.todos ? planMessage(turn.todos.items) : null;
+  const request = fitRequest({ systemPrompt: agent.systemPrompt, plan, tools, earlier: history, turn: turn.messages }, agent.context);
   if (!request.fits) return commit(endTurn(turn, 'failed', request.outcome));
   let reply;
   try {
     reply = await model.reply({
       messages: request.messages,
-      tools: agent.tools,
+      tools,
       signal,
       onToken: (text) => options.onToken?.(step, text),
     });
@@ -127,15 +138,29 @@ async function requestModel(turn: TurnState, step: number, options: RunTurnOptio
 /**
  * Runs the step's calls side by side; each result is stored as soon as it is known, one commit
  * at a time. The store may end the turn with the last result (it was interrupted at this step).
+ * A call of the built-in `todos` tool is made at its commit, from the plan as the commits before
+ * it left it, and stored with its result (`todos.updated`): two calls of one reply change the
+ * plan one after the other, and a crash before the commit leaves the plan as it was.
  */
 async function runTools(turn: TurnState, step: number, calls: readonly ToolCall[], options: RunTurnOptions): Promise<StoredTurn> {
   let stored: Promise<StoredTurn> = Promise.resolve({ turn, ended: false });
+  const ended = (call: ToolCall, result: string, isError: boolean): DomainEvent => ({
+    type: 'tool.ended',
+    data: { turn: turn.id, step, callId: call.id, name: call.name, result, isError },
+  });
   await Promise.all(
     calls.map(async (call) => {
-      const context = { conversation: options.conversation, turn: turn.id, callId: call.id, subject: turn.prompt.subject, signal: options.signal };
-      const { result, isError } = await runToolCall(options.agent.tools, call, context);
+      const planned = options.agent.todos && call.name === TODOS_TOOL;
+      const ran = planned ? null : await runToolCall(options.agent.tools, call, toolContext(turn, call, options));
       stored = stored.then(async (before) => {
-        const after = await options.commit([{ type: 'tool.ended', data: { turn: turn.id, step, callId: call.id, name: call.name, result, isError } }]);
+        let events: DomainEvent[];
+        if (ran) events = [ended(call, ran.result, ran.isError)];
+        else {
+          const change = changeTodos(before.turn.todos, call.arguments);
+          events = [ended(call, change.result, change.isError)];
+          if (change.list) events.push({ type: 'todos.updated', data: { turn: turn.id, step, callId: call.id, ...change.list } });
+        }
+        const after = await options.commit(events);
         return before.ended ? before : after;
       });
       await stored;
@@ -143,6 +168,14 @@ async function runTools(turn: TurnState, step: number, calls: readonly ToolCall[
   );
   return stored;
 }
+
+const toolContext = (turn: TurnState, call: ToolCall, options: RunTurnOptions) => ({
+  conversation: options.conversation,
+  turn: turn.id,
+  callId: call.id,
+  subject: turn.prompt.subject,
+  signal: options.signal,
+});
 
 /**
  * Call ids come from the model, and each must name one call of its step: it is the call's once

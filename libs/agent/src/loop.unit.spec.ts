@@ -17,7 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => server.stop());
 
-const agent: Agent = { systemPrompt: 'be brief', tools: [waitTool], maxSteps: 5, context: contextBudget({ maxTokens: 100_000 }) };
+const agent: Agent = { systemPrompt: 'be brief', tools: [waitTool], maxSteps: 5, context: contextBudget({ maxTokens: 100_000 }), todos: false };
 const model = () => openAiModel({ baseURL: server.url, apiKey: 'test', model: 'scripted', maxRetries: 0 });
 const prompt = { id: 'in-1', text: 'wait a bit', messages: ['wait a bit'], subject: 'alice' };
 
@@ -294,5 +294,45 @@ describe('the agent loop', () => {
     const learning: Agent = { ...agent, context: contextBudget({ maxTokens: 100_000 }) };
     await run({ agent: learning, model: doubling });
     expect(learning.context.usage.value).toBe(2);
+  });
+});
+
+describe('the plan (the built-in todos tool)', () => {
+  const planner: Agent = { ...agent, todos: true };
+
+  it('two calls of one reply change the plan one after the other, each stored with its result; the next request carries the plan after the instructions', async () => {
+    const before = server.requests.length;
+    server.setScript((request) =>
+      toolResults(request).length > 0
+        ? reply.text('planned')
+        : reply.tools([
+            { id: 'c1', name: 'todos', arguments: { add: ['fetch', 'migrate'] } },
+            { id: 'c2', name: 'todos', arguments: { set: [{ n: 2, status: 'in_progress' }] } },
+          ]),
+    );
+    const { commits, ended } = await run({ agent: planner });
+    expect(commits.map((c) => c.map((e) => e.type))).toEqual([
+      ['model.replied', 'tool.started', 'tool.started'],
+      ['tool.ended', 'todos.updated'],
+      ['tool.ended', 'todos.updated'],
+      ['model.replied', 'turn.ended'],
+    ]);
+    expect(ended.todos).toEqual({ items: [{ n: 1, text: 'fetch', status: 'pending' }, { n: 2, text: 'migrate', status: 'in_progress' }], next: 3 });
+    const [first, second] = server.requests.slice(before);
+    expect(first.body.tools?.map((t) => (t.type === 'function' ? t.function.name : ''))).toEqual(['wait', 'todos']);
+    expect(first.body.messages.map((m) => m.role)).toEqual(['system', 'user']);
+    expect(second.body.messages.slice(0, 2)).toEqual([
+      { role: 'system', content: 'be brief' },
+      { role: 'system', content: 'Your plan for this conversation, as you last wrote it with the todos tool:\n1. [pending] fetch\n2. [in_progress] migrate' },
+    ]);
+  });
+
+  it('an agent that keeps no plan offers no todos tool, and a call of one is an unknown tool', async () => {
+    const before = server.requests.length;
+    server.setScript((request) => (toolResults(request).length > 0 ? reply.text('ok') : reply.tools([{ id: 'c1', name: 'todos', arguments: { add: ['x'] } }])));
+    const { commits, ended } = await run();
+    expect(server.requests[before].body.tools?.map((t) => (t.type === 'function' ? t.function.name : ''))).toEqual(['wait']);
+    expect(commits[1]).toEqual([expect.objectContaining({ type: 'tool.ended', data: expect.objectContaining({ isError: true, result: 'error: there is no tool named "todos"' }) })]);
+    expect(ended.todos.items).toEqual([]);
   });
 });

@@ -1,5 +1,6 @@
 import type { DomainEvent, ToolCall, TurnStatus, Usage } from '@rudder/contracts';
 import { assistantMessage, toolMessage, userMessage, type ModelMessage } from './messages';
+import { emptyTodos, type TodoList } from './todos';
 
 /**
  * A running turn as the agent loop needs it: its own messages so far (the prompt's user
@@ -28,9 +29,11 @@ export type TurnState = {
    * open calls); `interrupt` ends it `superseded` at its next step.
    */
   ending: 'stop' | 'rollback' | 'interrupt' | null;
+  /** The conversation's plan as stored (`todos.updated`): from before the turn, then as its calls of the `todos` tool left it. */
+  todos: TodoList;
 };
 
-export function startTurn(id: string, prompt: TurnPrompt): TurnState {
+export function startTurn(id: string, prompt: TurnPrompt, todos: TodoList = emptyTodos()): TurnState {
   return {
     id,
     prompt,
@@ -42,6 +45,7 @@ export function startTurn(id: string, prompt: TurnPrompt): TurnState {
     steered: [],
     usage: null,
     ending: null,
+    todos,
   };
 }
 
@@ -90,6 +94,8 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
     }
     case 'stop.requested':
       return event.data.turn === turn.id ? { ...turn, ending: event.data.mode } : turn;
+    case 'todos.updated':
+      return { ...turn, todos: { items: event.data.items, next: event.data.next } };
     default:
       return turn;
   }

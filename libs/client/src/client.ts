@@ -10,6 +10,8 @@ import type {
   SteerAnswer,
   SteerBody,
   StopAnswer,
+  TodoItem,
+  Todos,
   TranscriptPage,
   TurnView,
 } from '@rudder/contracts';
@@ -122,6 +124,25 @@ export class RudderClient {
   /** Two or three sentences on where the conversation stood, for a person returning to it; empty when none could be made. */
   recap(key: string, options: ReadOptions = {}): Promise<Recap> {
     return this.read(key, '/recap', options);
+  }
+
+  /** The agent's plan (its `todos`), as of `position`; empty when its agent keeps none. */
+  todos(key: string, options: ReadOptions = {}): Promise<Todos> {
+    return this.read(key, '/todos', options);
+  }
+
+  /**
+   * Follows the agent's plan: calls `listener` with the plan as it is now, then with the whole
+   * list at each change (`todos.updated` on the stream after the position it was read at, so no
+   * change is missed or shown twice), until `signal` aborts; then it resolves. It rejects with
+   * the `RudderError` of a read or a stream that cannot go on (403, 404…).
+   */
+  async onTodos(key: string, listener: (items: TodoItem[]) => void, options: { signal?: AbortSignal } = {}): Promise<void> {
+    const now = await this.todos(key, options);
+    listener(now.items);
+    for await (const event of this.events(key, { after: now.position, signal: options.signal })) {
+      if (event.type === 'todos.updated') listener(event.data.items);
+    }
   }
 
   /**

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ErrorStatus } from './api';
 import { MessageKind } from './conversation-key';
-import { ConversationEventRecord, TurnStatus, Usage } from './events';
+import { ConversationEventRecord, TodoItem, TurnStatus, Usage } from './events';
 
 /**
  * The HTTP API's answers as zod schemas: what `GET /openapi.json` is generated from, and what
@@ -99,6 +99,17 @@ export const RecapAnswer = z
     id: 'Recap',
     description:
       "Two or three sentences for a person returning to the conversation (cached per its last ended turn; never shown to the agent). Empty when no turn has ended yet, or when making it failed (never an error).",
+  });
+
+export const TodosAnswer = z
+  .object({
+    items: z.array(TodoItem),
+    position: z.number().int().nonnegative().describe('The log position the list is read as of: a `todos.updated` at or below it is in `items`.'),
+  })
+  .meta({
+    id: 'Todos',
+    description:
+      "The agent's plan for the conversation, as its model last wrote it with the `todos` tool: items in order, each numbered for the conversation's life (a deleted item's number is never used again). Empty when the agent keeps none. Follow `todos.updated` on the stream after `position`.",
   });
 
 export const HealthAnswer = z.object({ ok: z.literal(true) }).meta({ id: 'Health' });

@@ -6,6 +6,7 @@ import type {
   FollowupsAnswer,
   GrantDecisionAnswer,
   RecapAnswer,
+  TodosAnswer,
   RetractedAnswer,
   StatusAnswer,
   SteerDecisionAnswer,
@@ -72,6 +73,9 @@ export type Followups = z.infer<typeof FollowupsAnswer>;
 
 /** `GET /v1/conversations/{key}/recap`: where the conversation stood, for a person returning (empty on any failure). */
 export type Recap = z.infer<typeof RecapAnswer>;
+
+/** `GET /v1/conversations/{key}/todos`: the agent's plan, as of `position`. */
+export type Todos = z.infer<typeof TodosAnswer>;
 
 /** Every error answer of the HTTP API. `code` is stable; `message` is for people. */
 export type ErrorBody = { error: { code: ErrorCode; message: string; details?: unknown } };

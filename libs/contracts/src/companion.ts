@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Grant, StatusFields } from './answers';
 import { MessageKind } from './conversation-key';
-import { EventData } from './events';
+import { EventData, TodoItem } from './events';
 
 /**
  * The companion's internal read API, as the gateway reads it: one schema each, used by both
@@ -22,6 +22,8 @@ export const CompanionStatus = StatusFields.extend({
    * and grants are exact as of it, and a stream folds access from the events after it.
    */
   position: z.number().int().nonnegative().default(0),
+  /** The agent's plan as of `position` (`todos.updated`); empty when it keeps none. */
+  todos: z.array(TodoItem).default([]),
 });
 export type CompanionStatus = z.infer<typeof CompanionStatus>;
 

@@ -25,6 +25,16 @@ export type ToolCall = z.infer<typeof ToolCall>;
 export const Usage = z.object({ promptTokens: z.number().int(), completionTokens: z.number().int(), totalTokens: z.number().int() });
 export type Usage = z.infer<typeof Usage>;
 
+/**
+ * The agent's plan for a conversation (docs/agents.md, "The plan"): items the model writes
+ * through its built-in `todos` tool. `n` is the item's number, stable for the conversation's
+ * life and never used again once deleted.
+ */
+export const TodoStatus = z.enum(['pending', 'in_progress', 'done']);
+export type TodoStatus = z.infer<typeof TodoStatus>;
+export const TodoItem = z.object({ n: z.number().int().positive(), text: z.string(), status: TodoStatus });
+export type TodoItem = z.infer<typeof TodoItem>;
+
 export const TurnStatus = z.enum(['completed', 'stopped', 'failed', 'refused', 'superseded']);
 export type TurnStatus = z.infer<typeof TurnStatus>;
 
@@ -130,6 +140,19 @@ export const EventData = {
     name: z.string(),
     result: z.string(),
     isError: z.boolean(),
+  }),
+  /**
+   * The plan changed: `items` is the whole list now, `next` the number the next new item gets
+   * (past every number ever used). A call of the `todos` tool changed it (`callId`, stored with
+   * the call's result, in one commit), or a rolled-back turn's changes were undone with it
+   * (`callId` null, stored with its end).
+   */
+  'todos.updated': z.object({
+    turn: z.string(),
+    step: z.number().int().nonnegative(),
+    callId: z.string().nullable(),
+    items: z.array(TodoItem),
+    next: z.number().int().positive(),
   }),
   /** The turn ended. `content` holds every answer of the turn, in order; `outcome` says why when not completed. */
   'turn.ended': z.object({

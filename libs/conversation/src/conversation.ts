@@ -46,7 +46,7 @@ const lastTurns = (history: ModelMessage[][], turns: number | null) => (turns ==
  * (event_store.snapshots): raise it whenever either changes, and the snapshots folded by older
  * code are ignored (the log is read from the start).
  */
-export const CONVERSATION_FOLD_VERSION = 3;
+export const CONVERSATION_FOLD_VERSION = 4;
 
 /**
  * What a model request may carry of the earlier turns: the last `turns` of them (an agent's
@@ -69,7 +69,7 @@ export function evolveConversation(conversation: Conversation, event: DomainEven
         messages: waiting?.messages ?? [event.data.prompt.text],
         subject: waiting?.subject ?? state.owner ?? 'anonymous',
       };
-      return { ...conversation, state: next, running: startTurn(event.data.turn, prompt) };
+      return { ...conversation, state: next, running: startTurn(event.data.turn, prompt, state.todos) };
     }
     case 'turn.ended': {
       if (!running || running.id !== event.data.turn) return { ...conversation, state: next };

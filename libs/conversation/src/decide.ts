@@ -140,6 +140,19 @@ function decideInput(state: ConversationState, input: InputRecord, agents: Agent
   }
 }
 
+/**
+ * What undoes a rolled-back turn's changes to the plan, stored just before its end: the items
+ * as they were before its first change (and the plan as this commit leaves it, so a change in
+ * the same commit is undone too). Numbers stay used: `next` never goes back. Nothing when the
+ * turn is not rolled back or changed nothing.
+ */
+function undoPlan(state: ConversationState, turn: TurnState, events: DomainEvent[]): DomainEvent[] {
+  if (state.ending !== 'rollback') return [];
+  const after = events.filter((e) => e.type !== 'turn.ended').reduce(evolve, state);
+  if (after.todosBeforeTurn === null) return [];
+  return [{ type: 'todos.updated', data: { turn: turn.id, step: turn.steps, callId: null, items: after.todosBeforeTurn, next: after.todos.next } }];
+}
+
 /** A steer lands when a turn runs that is not ending and has taken fewer than the cap. */
 const lands = (state: ConversationState, policy: InputPolicy) =>
   state.runningTurn !== null && state.ending === null && state.steersLanded < policy.maxTaken;
@@ -213,13 +226,14 @@ export function startNextTurn(state: ConversationState, turn: string): DomainEve
  *
  * A turn asked to stop (or roll back) ends `stopped`: a commit that would end it otherwise
  * (its final answer, stored while the stop was on its way) ends it stopped instead, so the
- * log says what every fold of it will say.
+ * log says what every fold of it will say. A rolled-back turn's changes to the plan are undone
+ * with its end (`todos.updated` without a call, just before `turn.ended`).
  */
 export function decideTurnCommit(state: ConversationState, turn: TurnState, events: DomainEvent[]): DomainEvent[] {
   if (state.runningTurn !== turn.id) return events;
   if (state.ending === 'stop' || state.ending === 'rollback') {
     const outcome = state.ending === 'stop' ? STOPPED : ROLLED_BACK;
-    return events.map((e) => (e.type === 'turn.ended' ? { ...e, data: { ...e.data, status: 'stopped', outcome } } : e));
+    return events.flatMap((e): DomainEvent[] => (e.type === 'turn.ended' ? [...undoPlan(state, turn, events), { ...e, data: { ...e.data, status: 'stopped', outcome } }] : [e]));
   }
   const after = events.reduce(evolveTurn, turn);
   const end = events.find((e) => e.type === 'turn.ended');

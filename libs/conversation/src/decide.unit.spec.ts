@@ -249,6 +249,44 @@ describe('a landed steer is shown to the model', () => {
   });
 });
 
+describe("the plan (todos) and a rolled-back turn", () => {
+  const prompt = { id: 'p1', text: 'p1', messages: ['p1'], subject: 'alice' };
+  const updated = (turn: string, items: string[], next: number, callId: string | null = 'c1'): DomainEvent => ({
+    type: 'todos.updated',
+    data: { turn, step: 0, callId, items: items.map((text, i) => ({ n: i + 1, text, status: 'pending' as const })), next },
+  });
+  const ended = (turn: string): DomainEvent => ({ type: 'turn.ended', data: { turn, status: 'completed', outcome: null, content: '', steered: [] } });
+  /** t0 wrote ["a"] and ended; t1 runs. */
+  const withPlan = () => {
+    const { head } = decide([chat('p0'), chat('p1')]);
+    const t0 = [...startNextTurn(head, 't0'), updated('t0', ['a'], 2), ended('t0')].reduce(evolve, head);
+    return startNextTurn(t0, 't1').reduce(evolve, t0);
+  };
+
+  it("a rolled-back turn's end puts the plan back as it was before the turn's first change, keeping its numbers used", () => {
+    const changed = [updated('t1', ['a', 'b'], 3, 'c1'), updated('t1', ['a', 'b', 'c'], 4, 'c2')].reduce(evolve, withPlan());
+    const { head } = decide([chat('now', { onBusy: 'rollback' })], changed);
+    const stored = decideTurnCommit(head, startTurn('t1', prompt), [ended('t1')]);
+    expect(types(stored)).toEqual(['todos.updated', 'turn.ended']);
+    expect(stored[0]).toEqual(updated('t1', ['a'], 4, null));
+    expect(onceKey(stored[0])).toBe('todos-undone:t1');
+    const after = stored.reduce(evolve, head);
+    expect(after.todos).toEqual({ items: [{ n: 1, text: 'a', status: 'pending' }], next: 4 });
+  });
+
+  it('a change stored in the commit that ends the turn rolled back is undone too; a turn that changed nothing, or was stopped, undoes nothing', () => {
+    const { head } = decide([chat('now', { onBusy: 'rollback' })], withPlan());
+    const withChange = decideTurnCommit(head, startTurn('t1', prompt), [updated('t1', ['a', 'x'], 3), ended('t1')]);
+    expect(types(withChange)).toEqual(['todos.updated', 'todos.updated', 'turn.ended']);
+    expect(withChange.reduce(evolve, head).todos.items.map((i) => i.text)).toEqual(['a']);
+    expect(types(decideTurnCommit(head, startTurn('t1', prompt), [ended('t1')]))).toEqual(['turn.ended']);
+    const stopped = decide([stop('s')], [updated('t1', ['a', 'b'], 3)].reduce(evolve, withPlan())).head;
+    const kept = decideTurnCommit(stopped, startTurn('t1', prompt), [ended('t1')]);
+    expect(types(kept)).toEqual(['turn.ended']);
+    expect(kept.reduce(evolve, stopped).todos.items.map((i) => i.text)).toEqual(['a', 'b']);
+  });
+});
+
 describe("a chat's place at acceptance (the 202's position)", () => {
   const aheadOf = (events: DomainEvent[]) => events.flatMap((e) => (e.type === 'input.accepted' && e.data.input.kind === 'chat' ? [[e.data.input.id, e.data.ahead]] : []));
 

@@ -45,6 +45,9 @@ export function onceKey(event: DomainEvent): string {
       return `tool-started:${event.data.turn}:${event.data.step}:${event.data.call.id}`;
     case 'tool.ended':
       return `tool-ended:${event.data.turn}:${event.data.step}:${event.data.callId}`;
+    case 'todos.updated':
+      // A call changes the plan once, with its result; a rolled-back turn's changes are undone once, with its end.
+      return event.data.callId === null ? `todos-undone:${event.data.turn}` : `todos:${event.data.turn}:${event.data.step}:${event.data.callId}`;
     case 'turn.ended':
       return `turn-ended:${event.data.turn}`;
     default: {

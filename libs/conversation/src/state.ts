@@ -1,4 +1,5 @@
-import type { DomainEvent } from '@rudder/contracts';
+import type { DomainEvent, TodoItem } from '@rudder/contracts';
+import { emptyTodos, type TodoList } from '@rudder/agent';
 
 /** An input waiting to be answered. `seq` orders what waits: the acceptance order, with 0 for an input that asked to run next. */
 export type PendingInput = { id: string; kind: 'chat' | 'steer'; text: string; messages: string[]; subject: string; seq: number };
@@ -34,6 +35,10 @@ export type ConversationState = {
   lastInputId: string | null;
   /** Inputs accepted so far: the next one's `seq`. */
   accepted: number;
+  /** The agent's plan (`todos.updated`); bounded (MAX_TODO_ITEMS). */
+  todos: TodoList;
+  /** The plan's items before the running turn first changed them (null: it has not): a rollback puts them back. */
+  todosBeforeTurn: TodoItem[] | null;
 };
 
 export const initialState = (): ConversationState => ({
@@ -48,6 +53,8 @@ export const initialState = (): ConversationState => ({
   undecided: null,
   lastInputId: null,
   accepted: 0,
+  todos: emptyTodos(),
+  todosBeforeTurn: null,
 });
 
 const without = (inputs: PendingInput[], id: string) => inputs.filter((i) => i.id !== id);
@@ -86,7 +93,15 @@ export function evolve(state: ConversationState, event: DomainEvent): Conversati
     case 'steer.taken':
       return { ...state, steers: without(state.steers, event.data.input.id) };
     case 'turn.started':
-      return { ...state, runningTurn: event.data.turn, ending: null, steers: [], steersLanded: 0, queue: without(state.queue, event.data.prompt.id) };
+      return {
+        ...state,
+        runningTurn: event.data.turn,
+        ending: null,
+        steers: [],
+        steersLanded: 0,
+        queue: without(state.queue, event.data.prompt.id),
+        todosBeforeTurn: null,
+      };
     case 'stop.requested': {
       if (event.data.turn === null || event.data.turn !== state.runningTurn) return state;
       // The input that asked to interrupt or roll back the turn runs next.
@@ -96,7 +111,21 @@ export function evolve(state: ConversationState, event: DomainEvent): Conversati
     }
     case 'turn.ended':
       // Steers it did not take are answered as turns of their own, in the order they were sent.
-      return { ...state, runningTurn: null, ending: null, steers: [], steersLanded: 0, queue: inOrder([...state.queue, ...state.steers]) };
+      return {
+        ...state,
+        runningTurn: null,
+        ending: null,
+        steers: [],
+        steersLanded: 0,
+        queue: inOrder([...state.queue, ...state.steers]),
+        todosBeforeTurn: null,
+      };
+    case 'todos.updated': {
+      const { items, next, callId } = event.data;
+      // A rolled-back turn's undoing (no call) leaves nothing to undo.
+      const before = callId === null ? null : (state.todosBeforeTurn ?? state.todos.items);
+      return { ...state, todos: { items, next }, todosBeforeTurn: before };
+    }
     case 'input.retracted':
     case 'input.discarded':
       return { ...state, queue: without(state.queue, event.data.input.id), steers: without(state.steers, event.data.input.id) };

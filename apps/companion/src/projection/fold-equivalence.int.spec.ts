@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { eventVersion, type CompanionStatus, type ConversationEvent, type DomainEvent, type InputRecord, type ToolCall } from '@rudder/contracts';
-import { endTurn, evolveTurn, nextAction } from '@rudder/agent';
+import { changeTodos, endTurn, evolveTurn, nextAction } from '@rudder/agent';
 import {
   decideInputs,
   decideTurnCommit,
@@ -16,7 +16,7 @@ import {
 } from '@rudder/conversation';
 import type { DataSource } from 'typeorm';
 import { openReadModels } from '../read-models/data-source';
-import { readConversationStatus } from '../queries/conversation-status';
+import { readConversationStatus, statusOf } from '../queries/conversation-status';
 import { readTranscriptPage } from '../queries/transcript-page';
 import { readTurn, toTurnView } from '../queries/turn-view';
 import { readTurnOfInput } from '../queries/turn-of-input';
@@ -133,9 +133,18 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
         if (action.type === 'end') events = endTurn(turn, action.status, action.outcome);
         else if (action.type === 'run-tools') {
           const call = action.calls[0];
-          events = [{ type: 'tool.ended', data: { turn: turn.id, step: action.step, callId: call.id, name: call.name, result: 'done', isError: false } }];
+          // A call of the plan's tool is made at its commit, from the plan as stored (the agent loop's way).
+          const change = call.name === 'todos' ? changeTodos(turn.todos, call.arguments) : null;
+          events = [{ type: 'tool.ended', data: { turn: turn.id, step: action.step, callId: call.id, name: call.name, result: change?.result ?? 'done', isError: change?.isError ?? false } }];
+          if (change?.list) events.push({ type: 'todos.updated', data: { turn: turn.id, step: action.step, callId: call.id, ...change.list } });
         } else {
-          const toolCalls: ToolCall[] = Array.from({ length: c.calls }, (_, n) => ({ id: `${turn.id}-${action.step}-${n}`, name: 'wait', arguments: '{}' }));
+          // The second call of a reply changes the plan: adds an item, marks one done, deletes one (numbers past the plan are refused).
+          const planChange = (n: number) => JSON.stringify([{ add: [c.content || 'step'] }, { set: [{ n: turns, status: 'done' }] }, { delete: [action.step + 1] }][n % 3]);
+          const toolCalls: ToolCall[] = Array.from({ length: c.calls }, (_, n) => ({
+            id: `${turn.id}-${action.step}-${n}`,
+            name: n === 1 ? 'todos' : 'wait',
+            arguments: n === 1 ? planChange(action.step + turns) : '{}',
+          }));
           const usage = c.usage ? { usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 } } : {};
           const replied: DomainEvent = { type: 'model.replied', data: { turn: turn.id, step: action.step, content: c.content, toolCalls, ...usage } };
           events =
@@ -161,22 +170,15 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
 }
 
 /** Each conversation's status as the decider's fold says it: what `readConversationStatus` must answer. */
-function statusOf(key: string, log: readonly ConversationEvent[]): CompanionStatus {
+function statusOfLog(key: string, log: readonly ConversationEvent[]): CompanionStatus {
   const state = log.reduce(evolve, initialState());
-  // A follow-up the worker decided on as a steer (promoted) shows as a steer, landed or not.
-  const decided = new Set(log.flatMap((e) => (e.type === 'steer.accepted' ? [e.data.input.id] : [])));
   const started = log.findLast((e) => e.type === 'turn.started' && e.data.turn === state.runningTurn);
-  return {
-    key,
-    running: state.runningTurn === null ? null : { turn: state.runningTurn, startedAt: started!.at },
-    steering: [...state.steers, ...(state.undecided ? [state.undecided] : [])].map(({ id, text }) => ({ id, text })),
-    queue: state.queue.map(({ id, kind, text }) => ({ id, kind: decided.has(id) ? ('steer' as const) : kind, text })),
-    lastInputId: state.lastInputId,
-    agent: state.agent,
-    owner: state.owner,
-    grants: Object.entries(state.grants).map(([subject, access]) => ({ subject, access })),
+  return statusOf(key, state, {
+    runningStartedAt: started?.at ?? null,
     position: log.at(-1)?.position ?? 0,
-  };
+    // A follow-up the worker decided on as a steer (promoted) shows as a steer, landed or not.
+    decided: new Set(log.flatMap((e) => (e.type === 'steer.accepted' ? [e.data.input.id] : []))),
+  });
 }
 
 /** Grants in a stable order (the answer lists them as the row's JSON object holds them). */
@@ -231,7 +233,7 @@ describe('the companion fold, as the decider folds', () => {
             }
             for (const key of keys) {
               const sofar = readable(stream.slice(0, folded).filter((e) => e.conversation === key));
-              expect(comparable(await readConversationStatus(readModels, key))).toEqual(comparable(statusOf(key, sofar)));
+              expect(comparable(await readConversationStatus(readModels, key))).toEqual(comparable(statusOfLog(key, sofar)));
             }
           }
 

@@ -139,6 +139,7 @@ describe('foldEvents', () => {
       agent: null,
       owner: 'alice',
       grants: [],
+      todos: [],
       position: expect.any(Number),
     });
     expect(await allMessages(key)).toEqual([]);
@@ -210,6 +211,7 @@ describe('foldEvents', () => {
       agent: null,
       owner: 'bob',
       grants: [],
+      todos: [],
     });
   });
 
@@ -576,6 +578,7 @@ describe('foldEvents', () => {
       agent: null,
       owner: 'alice',
       grants: [],
+      todos: [],
       position: expect.any(Number),
     });
     expect(await readInput(readModels, key, 'c3')).toMatchObject({ state: 'discarded', rejection: null });
@@ -625,6 +628,7 @@ describe('foldEvents', () => {
       agent: null,
       owner: 'bob',
       grants: [],
+      todos: [],
       position: expect.any(Number),
     });
     expect(await readInput(readModels, key, 'r1')).toEqual({
@@ -778,6 +782,7 @@ describe('foldEvents', () => {
       agent: null,
       owner: null,
       grants: [],
+      todos: [],
       position: 0,
     });
   });

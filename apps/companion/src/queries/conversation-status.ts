@@ -1,5 +1,5 @@
 import type { CompanionStatus } from '@rudder/contracts';
-import { initialState, parseState } from '@rudder/conversation';
+import { initialState, parseState, type ConversationState } from '@rudder/conversation';
 import type { DataSource } from 'typeorm';
 import { Conversations, Inputs, type ConversationRow, type InputRow } from '../read-models/entities';
 
@@ -24,16 +24,34 @@ export async function readConversationStatus(readModels: DataSource, key: string
     .where('c.key = :key', { key })
     .getOne()) as (ConversationRow & { decided: InputRow[] }) | null;
   const state = found ? parseState(found.state) : initialState();
-  const decided = new Set((found?.decided ?? []).map((i) => i.id));
+  return statusOf(key, state, {
+    runningStartedAt: found?.runningStartedAt ?? null,
+    position: found?.position ?? 0,
+    decided: new Set((found?.decided ?? []).map((i) => i.id)),
+  });
+}
+
+/**
+ * The status of a conversation in `state` (the decider's fold), beside what its rows hold: when
+ * the running turn started, the position folded, and which pending inputs the worker decided on
+ * as steers. The one mapping from state to status: the fold-equivalence test holds the rows'
+ * status against this of the log's fold.
+ */
+export function statusOf(
+  key: string,
+  state: ConversationState,
+  rows: { runningStartedAt: string | null; position: number; decided: ReadonlySet<string> },
+): CompanionStatus {
   return {
     key,
-    running: state.runningTurn !== null && found?.runningStartedAt ? { turn: state.runningTurn, startedAt: found.runningStartedAt } : null,
+    running: state.runningTurn !== null && rows.runningStartedAt ? { turn: state.runningTurn, startedAt: rows.runningStartedAt } : null,
     steering: [...state.steers, ...(state.undecided ? [state.undecided] : [])].map(({ id, text }) => ({ id, text })),
-    queue: state.queue.map(({ id, kind, text }) => ({ id, kind: decided.has(id) ? ('steer' as const) : kind, text })),
+    queue: state.queue.map(({ id, kind, text }) => ({ id, kind: rows.decided.has(id) ? ('steer' as const) : kind, text })),
     lastInputId: state.lastInputId,
     agent: state.agent,
     owner: state.owner,
     grants: Object.entries(state.grants).map(([subject, access]) => ({ subject, access })),
-    position: found?.position ?? 0,
+    position: rows.position,
+    todos: state.todos.items,
   };
 }

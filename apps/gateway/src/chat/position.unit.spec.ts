@@ -10,6 +10,7 @@ const status = (running: boolean, queue: string[]): CompanionStatus => ({
   lastInputId: queue.at(-1) ?? null,
   agent: 'default',
   grants: [],
+  todos: [],
   owner: null,
   position: 0,
 });

@@ -42,6 +42,13 @@ export type AgentDefinition = {
   steering?: { maxTaken?: number };
   /** What may wait in one of its conversations. Defaults MAX_PENDING_STEERS / _CHATS / _CHARS. */
   bounds?: { steers?: number; chats?: number; chars?: number };
+  /**
+   * Whether it keeps a plan per conversation (docs/agents.md, "The plan"): its model gets the
+   * built-in `todos` tool (so no tool of its own may be named `todos`), and every model request
+   * carries the plan right after the instructions. Tell the model in `instructions` when to open
+   * one (work of several distinct steps, never a single step). Default false.
+   */
+  todos?: boolean;
   /** A turn fails rather than asking the model more than this many times. Default 32. */
   maxSteps?: number;
   /**

@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { AgentName } from '@rudder/contracts';
-import { defineTool, openAiModel, type Agent, type ModelClient, type Tool } from '@rudder/agent';
+import { defineTool, openAiModel, TODOS_TOOL, type Agent, type ModelClient, type Tool } from '@rudder/agent';
 import type { Agents, InputPolicy } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
 import { AGENT_TOOL, type AgentToolOptions } from './agent-tool.decorator';
@@ -90,6 +90,8 @@ export class AgentRegistry implements Agents, OnModuleInit {
     const names = tools.map((t) => t.name);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice) throw new Error(`TurnWorkerModule: agent ${definition.name} has two tools named ${twice}`);
+    const todos = definition.todos ?? false;
+    if (todos && names.includes(TODOS_TOOL)) throw new Error(`TurnWorkerModule: agent ${definition.name} keeps a plan, whose built-in tool is named ${TODOS_TOOL}: name its own tool otherwise`);
     const badLimit = tools.find((t) => t.maxResultTokens !== undefined && (!Number.isInteger(t.maxResultTokens) || t.maxResultTokens <= 0));
     if (badLimit) throw new Error(`TurnWorkerModule: agent ${definition.name}: the maxResultTokens of tool ${badLimit.name} must be a whole number of tokens, more than 0`);
     // A client of the agent's own has no name this worker could know its context window by.
@@ -98,7 +100,7 @@ export class AgentRegistry implements Agents, OnModuleInit {
     return {
       name: definition.name,
       systemPrompt: async (conversation) => (typeof instructions === 'string' ? instructions : instructions({ conversation })),
-      loop: { tools: tools.map(tracedTool), maxSteps: definition.maxSteps ?? 32, context },
+      loop: { tools: tools.map(tracedTool), maxSteps: definition.maxSteps ?? 32, context, todos },
       model: tracedModel(this.metrics.timed(isModelClient(definition.model) ? definition.model : modelOf(definition.model ?? {}, config)), definition.name),
       policy: {
         maxTaken: definition.steering?.maxTaken ?? config.STEERS_PER_TURN,

@@ -37,7 +37,7 @@ function worker(epochs: () => Epochs) {
   const agent: RunnableAgent = {
     name: 'default',
     systemPrompt: async () => 'be brief',
-    loop: { tools: [], maxSteps: 4, context: contextBudget({ maxTokens: 100_000 }) },
+    loop: { tools: [], maxSteps: 4, context: contextBudget({ maxTokens: 100_000 }), todos: false },
     model,
     policy,
     historyTurns: 10,

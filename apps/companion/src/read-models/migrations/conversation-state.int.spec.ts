@@ -54,6 +54,7 @@ describe('the conversation state migration', () => {
         agent: null,
         owner: 'alice',
         grants: [{ subject: 'carol', access: 'read' }],
+        todos: [],
         position: 6,
       });
       expect(await readConversationStatus(readModels, 'old/empty')).toMatchObject({ running: null, steering: [], queue: [], owner: null, position: 0 });

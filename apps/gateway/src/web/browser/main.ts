@@ -10,10 +10,12 @@
  * Beside the turn (#33): once the last turn has ended, suggested next messages are buttons under
  * its answer (a click sends one as an ordinary chat); a conversation reopened after it was idle
  * for RECAP_IDLE_MS shows its recap above the transcript. Both answer empty when they cannot be
- * made, and then the page shows nothing.
+ * made, and then the page shows nothing. The agent's plan (its todos) is a checklist panel beside
+ * the transcript, kept from the stream's `todos.updated` events (the stream is read from the
+ * conversation's start, so the last one is the plan now).
  */
 import { RudderClient, RudderError, type StreamEvent } from '@rudder/client';
-import type { ConversationStatus, TranscriptItem } from '@rudder/contracts';
+import type { ConversationStatus, TodoItem, TranscriptItem } from '@rudder/contracts';
 
 const CONVERSATIONS = 'rudder.conversations';
 const TOKEN = 'rudder.token';
@@ -73,6 +75,8 @@ type Conversation = {
   /** The suggested next messages under the last answer, and the turn they follow (asked once per turn). */
   suggestions: string[];
   suggestedAfter: string | null;
+  /** The agent's plan, as the last `todos.updated` left it. */
+  todos: TodoItem[];
 };
 let conversation: Conversation | null = null;
 
@@ -129,6 +133,7 @@ async function open(key: string) {
     recap: '',
     suggestions: [],
     suggestedAfter: null,
+    todos: [],
   };
   conversation = opened;
   remember(key);
@@ -199,6 +204,10 @@ function onEvent(c: Conversation, event: StreamEvent) {
     case 'model.replied':
       c.stored.add(`${event.data.turn}:${event.data.step}`);
       break;
+    case 'todos.updated':
+      c.todos = event.data.items;
+      render();
+      return;
     case 'turn.ended':
       c.running = null;
       c.tool = null;
@@ -267,6 +276,18 @@ function render() {
       ),
     ),
     ...[...c.live.values()].filter(Boolean).map((text) => el('li', { class: 'message assistant live', 'data-role': 'live' }, el('span', { class: 'text' }, text))),
+  );
+  byId('plan-panel').hidden = c.todos.length === 0;
+  byId('plan').replaceChildren(
+    ...c.todos.map((item) =>
+      el(
+        'li',
+        { 'data-n': String(item.n), 'data-status': item.status },
+        el('span', { class: 'mark', title: item.status.replace('_', ' ') }, item.status === 'done' ? '✔' : item.status === 'in_progress' ? '▶' : '○'),
+        el('span', { class: 'n' }, `${item.n}.`),
+        el('span', { class: 'text' }, item.text),
+      ),
+    ),
   );
   byId('recap').hidden = c.recap === '';
   byId('recap').replaceChildren(el('b', {}, 'Where you were:'), c.recap);
