@@ -9,6 +9,8 @@
  * - `guarded`: the default agent with an input guard that fails on purpose, once per text:
  *   `guard:throw-once:<tag>` throws, `guard:hang-once:<tag>` never answers (its budget,
  *   `guardTimeoutMs` 300, runs out); sent again, the same text passes;
+ * - `concierge`: follow-ups and recap prompts and model of its own (`affordances`), which the
+ *   companion uses for its conversations;
  * - `budgeted`: a small context budget (`BUDGET_TOKENS`, tool results sent with at most
  *   `BUDGET_TOOL_RESULT_TOKENS`) and the tools `bulk`, which answers `bytes` characters of
  *   text, and `bulk_whole`, the same but sent whole (its own `maxResultTokens`).
@@ -94,6 +96,16 @@ const agents: AgentDefinition[] = [
   { ...defaultAgent, name: 'quiet', tools, steering: { maxTaken: 0 } },
   { ...defaultAgent, name: 'brief', tools, history: { turns: 1 } },
   { ...defaultAgent, name: 'guarded', tools, guard: failingGuard, guardTimeoutMs: 300 },
+  {
+    ...defaultAgent,
+    name: 'concierge',
+    tools,
+    affordances: {
+      followupsPrompt: 'You are the concierge desk: suggest what the guest might ask the concierge next.',
+      recapPrompt: 'You are the concierge desk: remind the guest where their request stood.',
+      model: 'scripted-affordances',
+    },
+  },
   { ...defaultAgent, name: 'budgeted', tools: [...tools, BulkTools], context: { maxTokens: BUDGET_TOKENS, toolResultTokens: BUDGET_TOOL_RESULT_TOKENS } },
 ];
 

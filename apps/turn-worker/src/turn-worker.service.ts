@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { conversationsWithOpenWork, createOutboxRelay, FencedError, groupedWrites, migrateEventStore, PartitionBusyError, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
+import { conversationsWithOpenWork, createOutboxRelay, FencedError, groupedWrites, migrateEventStore, PartitionBusyError, registerAgents, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import { conversationRules } from '@rudder/conversation';
 import { createKafka, createLog, createPool, ensureTopics, serveMetrics, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
 import type { ConversationEvent } from '@rudder/contracts';
@@ -53,6 +53,8 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     this.fault = faultPoints({ crashAt: config.CRASH_AT, pauseAt: config.PAUSE_AT });
     const topics = topicNames(config.KAFKA_NAMESPACE);
     await migrateEventStore(config.DATABASE_URL);
+    // The companion makes the follow-ups and recaps of these agents' conversations with their settings.
+    await registerAgents(this.pool, this.agents.affordances());
     const kafka = createKafka(config.KAFKA_BROKERS, 'turn-worker', log);
     await ensureTopics(kafka, topics, config.KAFKA_PARTITIONS);
     this.publishing = await connectPublishing(kafka, topics);

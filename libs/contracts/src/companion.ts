@@ -56,3 +56,18 @@ export const CompanionInput = z.object({
   rejection: Rejection.nullable(),
 });
 export type CompanionInput = z.infer<typeof CompanionInput>;
+
+/**
+ * An agent's settings for the follow-ups and recap the companion makes for its conversations
+ * (`affordances` of its definition; docs/agents.md): instructions that replace the deployment's
+ * prompt of each kind, and the name of the model to ask (on the deployment's server). A worker
+ * writes them to `event_store.agents` at start-up; the companion reads them by the
+ * conversation's agent. Anything not set is the deployment's (FOLLOWUPS_PROMPT, RECAP_PROMPT,
+ * AFFORDANCE_MODEL).
+ */
+export const AgentAffordances = z.object({
+  followupsPrompt: z.string().min(1).max(8000).optional(),
+  recapPrompt: z.string().min(1).max(8000).optional(),
+  model: z.string().min(1).max(200).optional(),
+});
+export type AgentAffordances = z.infer<typeof AgentAffordances>;

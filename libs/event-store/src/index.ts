@@ -1,3 +1,4 @@
+export { registerAgents } from './agents';
 export { appendToConversation } from './append-to-conversation';
 export { appendToConversations } from './append-to-conversations';
 export type { UnchangedWrite } from './append-if-unchanged';

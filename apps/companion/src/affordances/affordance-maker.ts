@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { openAiModel, type ModelClient } from '@rudder/agent';
-import type { Followups, Recap } from '@rudder/contracts';
+import type { AgentAffordances, Followups, Recap } from '@rudder/contracts';
 import type { Log } from '@rudder/runtime';
 import type { CompanionMetrics } from '../metrics/companion-metrics';
 import type { AffordanceStore } from './affordance-store';
@@ -33,19 +33,28 @@ const LEASE_MARGIN_MS = 5000;
  */
 export class AffordanceMaker {
   private readonly flights = new Map<string, Promise<Made | null>>();
-  private readonly model: ModelClient | null;
+  /** A client per model name asked (the deployment's, and the ones agents name). */
+  private readonly models = new Map<string, ModelClient>();
 
   constructor(
     private readonly store: AffordanceStore,
     private readonly settings: AffordanceSettings,
     private readonly metrics: CompanionMetrics,
     private readonly log: Log,
-    /** The model client; default the settings' (`openai`, no retries: a failure is answered empty at once). */
-    model?: ModelClient | null,
-  ) {
-    // The client's own timeout is a backstop: the request's signal (timeoutMs) ends it first, so a timeout is told apart.
-    this.model =
-      model !== undefined ? model : settings.model && openAiModel({ ...settings.model, maxRetries: 0, timeoutMs: settings.timeoutMs + 1000 });
+  ) {}
+
+  /** The client of the model named `name` on the settings' server (`openai`, no retries: a failure is answered empty at once); null when none is configured. */
+  private modelNamed(name: string | undefined): ModelClient | null {
+    const server = this.settings.model;
+    if (!server) return null;
+    const model = name ?? server.model;
+    let client = this.models.get(model);
+    if (!client) {
+      // The client's own timeout is a backstop: the request's signal (timeoutMs) ends it first, so a timeout is told apart.
+      client = openAiModel({ ...server, model, maxRetries: 0, timeoutMs: this.settings.timeoutMs + 1000 });
+      this.models.set(model, client);
+    }
+    return client;
   }
 
   /** The first `n` suggestions made for the conversation as of its last ended turn; none when that failed or no turn ended. */
@@ -109,21 +118,25 @@ export class AffordanceMaker {
   /** The model request, under this process's claim of the row. */
   private async ask(key: string, kind: AffordanceKind, position: number, claim: string): Promise<Made | null> {
     const release = () => this.store.release(key, kind, claim).catch((error: unknown) => this.log.warn('could not release an affordance claim; it lapses', { conversation: key, kind, error: String(error) }));
-    if (!this.model) {
-      await release();
-      return this.failed(key, kind, 'unconfigured', new Error('no model: set OPENAI_API_KEY (or OPENAI_BASE_URL)'));
-    }
     let transcript: Awaited<ReturnType<AffordanceStore['transcriptUpTo']>>;
+    let agent: AgentAffordances;
     try {
-      transcript = await this.store.transcriptUpTo(key, position);
+      [transcript, agent] = await Promise.all([this.store.transcriptUpTo(key, position), this.store.agentAffordances(key)]);
     } catch (error) {
       await release();
       return this.failed(key, kind, 'database', error);
     }
+    const model = this.modelNamed(agent.model);
+    if (!model) {
+      await release();
+      return this.failed(key, kind, 'unconfigured', new Error('no model: set OPENAI_API_KEY (or OPENAI_BASE_URL)'));
+    }
+    // The conversation's agent's instructions for this kind, else the deployment's.
+    const prompt = (kind === 'followups' ? agent.followupsPrompt : agent.recapPrompt) ?? this.settings.prompts[kind];
     const signal = AbortSignal.timeout(this.settings.timeoutMs);
     let content: string;
     try {
-      content = (await this.model.reply({ messages: affordanceRequest(kind, this.settings.prompts[kind], transcript), tools: [], signal })).content;
+      content = (await model.reply({ messages: affordanceRequest(kind, prompt, transcript), tools: [], signal })).content;
     } catch (error) {
       await release();
       return this.failed(key, kind, signal.aborted ? 'timeout' : 'model', error);

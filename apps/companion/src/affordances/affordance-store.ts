@@ -1,6 +1,10 @@
+import { AgentAffordances } from '@rudder/contracts';
 import type { DataSource } from 'typeorm';
 import { Transcript, type AffordanceRow } from '../read-models/entities';
 import { TRANSCRIPT_MESSAGES, type AffordanceKind, type Made, type TranscriptLine } from './model-requests';
+
+/** PostgreSQL's code for a table that does not exist (a worker of this version never started on this database). */
+const UNDEFINED_TABLE = '42P01';
 
 /** What the table says of one conversation's affordance now. */
 export type Stored =
@@ -17,6 +21,26 @@ export type Stored =
  */
 export class AffordanceStore {
   constructor(private readonly readModels: DataSource) {}
+
+  /**
+   * The follow-ups and recap settings of the conversation's agent, as its workers registered
+   * them (`event_store.agents`): empty (the deployment's) for an agent no worker registered, a
+   * row that is not the shape, or a database whose event store has no such table yet.
+   */
+  async agentAffordances(key: string): Promise<AgentAffordances> {
+    let rows: { affordances: unknown }[];
+    try {
+      rows = (await this.readModels.query(
+        `SELECT a.affordances FROM companion.conversations c JOIN event_store.agents a ON a.name = c.state->>'agent' WHERE c.key = $1`,
+        [key],
+      )) as { affordances: unknown }[];
+    } catch (error) {
+      if ((error as { code?: string }).code === UNDEFINED_TABLE) return {};
+      throw error;
+    }
+    const parsed = AgentAffordances.safeParse(rows[0]?.affordances ?? {});
+    return parsed.success ? parsed.data : {};
+  }
 
   /** The position of the conversation's last `turn.ended` the companion folded; null before any turn ended. */
   async lastTurnEnded(key: string): Promise<number | null> {

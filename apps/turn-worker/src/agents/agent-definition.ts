@@ -1,5 +1,6 @@
 import type { Type } from '@nestjs/common';
 import type { ModelClient, Tool } from '@rudder/agent';
+import type { AgentAffordances } from '@rudder/contracts';
 
 /** A model behind the Chat Completions API; what is not given comes from the environment (OPENAI_*). */
 export type ModelSettings = {
@@ -49,6 +50,15 @@ export type AgentDefinition = {
    * one (work of several distinct steps, never a single step). Default false.
    */
   todos?: boolean;
+  /**
+   * How the follow-up suggestions and the recap of its conversations are made (docs/agents.md,
+   * "Follow-ups and recap"): `followupsPrompt` and `recapPrompt` replace the deployment's
+   * instructions of each kind (the answer's JSON shape is always added after them), `model`
+   * names the model to ask on the deployment's server. The companion makes them, so these are
+   * plain settings (no `ModelClient` of your own); a worker registers them at start-up.
+   * Default: the deployment's (FOLLOWUPS_PROMPT, RECAP_PROMPT, AFFORDANCE_MODEL).
+   */
+  affordances?: AgentAffordances;
   /** A turn fails rather than asking the model more than this many times. Default 32. */
   maxSteps?: number;
   /**

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import { AgentName } from '@rudder/contracts';
+import { AgentAffordances, AgentName } from '@rudder/contracts';
 import { defineTool, openAiModel, TODOS_TOOL, type Agent, type ModelClient, type Tool } from '@rudder/agent';
 import type { Agents, InputPolicy } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
@@ -71,6 +71,11 @@ export class AgentRegistry implements Agents, OnModuleInit {
     return this.agents.get(name ?? this.defaultAgent);
   }
 
+  /** Each agent's follow-ups and recap settings, as the companion reads them (`registerAgents`). */
+  affordances(): { name: string; affordances: AgentAffordances }[] {
+    return this.options.agents.map((a) => ({ name: a.name, affordances: a.affordances ?? {} }));
+  }
+
   /** Whether any agent has an input guard (else the guards' round trip is skipped). */
   anyGuard(): boolean {
     return this.options.agents.some((a) => a.guard !== undefined);
@@ -90,6 +95,8 @@ export class AgentRegistry implements Agents, OnModuleInit {
     const names = tools.map((t) => t.name);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice) throw new Error(`TurnWorkerModule: agent ${definition.name} has two tools named ${twice}`);
+    const affordances = AgentAffordances.safeParse(definition.affordances ?? {});
+    if (!affordances.success) throw new Error(`TurnWorkerModule: agent ${definition.name}: affordances: ${affordances.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     const todos = definition.todos ?? false;
     if (todos && names.includes(TODOS_TOOL)) throw new Error(`TurnWorkerModule: agent ${definition.name} keeps a plan, whose built-in tool is named ${TODOS_TOOL}: name its own tool otherwise`);
     const badLimit = tools.find((t) => t.maxResultTokens !== undefined && (!Number.isInteger(t.maxResultTokens) || t.maxResultTokens <= 0));

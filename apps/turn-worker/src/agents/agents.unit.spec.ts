@@ -71,3 +71,21 @@ describe('an agent’s context budget', () => {
     expect(() => context({ ...defaultAgent, tools: [tool] })).toThrow(/maxResultTokens of tool big/);
   });
 });
+
+describe('an agent’s plan and affordances', () => {
+  it('a plan’s built-in tool takes the name todos: an agent that keeps one may not have a tool of its own named so', () => {
+    const own = defineTool({ name: 'todos', description: 'mine', parameters: z.object({}), run: async () => 'ok' });
+    expect(() => registry([{ ...defaultAgent, tools: [own] }])).toThrow(/keeps a plan, whose built-in tool is named todos/);
+    expect(registry([{ ...defaultAgent, tools: [own], todos: false }]).get(null)?.loop.todos).toBe(false);
+    expect(registry([defaultAgent]).get(null)?.loop.todos).toBe(true);
+  });
+
+  it('its follow-ups and recap settings are registered as given, and refused at start-up when they are not the shape', () => {
+    const affordances = { followupsPrompt: 'suggest', model: 'small' };
+    expect(registry([{ ...defaultAgent, affordances }, { ...defaultAgent, name: 'plain' }]).affordances()).toEqual([
+      { name: 'default', affordances },
+      { name: 'plain', affordances: {} },
+    ]);
+    expect(() => registry([{ ...defaultAgent, affordances: { recapPrompt: '' } }])).toThrow(/affordances: recapPrompt/);
+  });
+});
