@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { DomainEvent } from '@rudder/contracts';
-import { reply, startScriptedModel, toolResults, type ScriptedModel } from '@rudder/scripted-model';
+import { demoScript, reply, startScriptedModel, toolResults, type ScriptedModel } from '@rudder/scripted-model';
 import { contextBudget } from './context';
 import { runTurn, type Agent, type StoredTurn } from './loop';
 import { openAiModel, type ModelClient } from './model';
@@ -325,6 +325,14 @@ describe('the plan (the built-in todos tool)', () => {
       { role: 'system', content: 'be brief' },
       { role: 'system', content: 'Your plan for this conversation, as you last wrote it with the todos tool:\n1. [pending] fetch\n2. [in_progress] migrate' },
     ]);
+  });
+
+  it('the demo model (npm start) keeps a plan of "plan: a, b, c", works on each step and ticks it off', async () => {
+    server.setScript(demoScript);
+    const steps = { id: 'in-2', text: 'plan: fetch, migrate', messages: ['plan: fetch, migrate'], subject: 'alice' };
+    const { ended } = await run({ agent: { ...planner, maxSteps: 10 }, turn: startTurn('t2', steps) });
+    expect(ended.todos.items).toEqual([{ n: 1, text: 'fetch', status: 'done' }, { n: 2, text: 'migrate', status: 'done' }]);
+    expect(ended.answers.at(-1)).toMatch(/^All 2 steps are done/);
   });
 
   it('an agent that keeps no plan offers no todos tool, and a call of one is an unknown tool', async () => {

@@ -19,6 +19,8 @@ import {
  * - when the last user message asks to wait ("wait 3s", "wait 500ms", "wait 2 seconds", "slow")
  *   and the request offers a `wait` tool: calls it with `{ ms }`;
  * - otherwise: echoes the last user message, and the one before it, to prove it read the conversation;
+ * - "plan: fetch the list, migrate the fetchers, check archived ones" (and a request that offers the
+ *   `todos` tool): keeps a plan of those steps, works on each (a `wait` of 800 ms) and ticks it off;
  * - the companion's follow-ups and recap requests: suggestions and a recap about the last user message.
  * Replies stream at ~15 ms per word so streaming is visible.
  */
@@ -28,6 +30,8 @@ export const demoScript: Script = (request) => {
   if (affordance) return affordanceReply(affordance, request);
   const pace = { tokenDelayMs: 15 };
   const asked = lastUserText(request);
+  const steps = planned(asked);
+  if (steps && offersTool(request, 'todos')) return planStep(request, steps);
   // A tool result is always answered with text, never another call: the user message that asked
   // to wait is still the last user message, so checking it again would wait forever.
   if (lastMessage(request)?.role === 'tool') {
@@ -44,6 +48,34 @@ export const demoScript: Script = (request) => {
   }
   return reply.text(echo(request, ms !== undefined), pace);
 };
+
+/** The steps of "plan: a, b, c" (at most 6), or undefined when the message asks for no plan. */
+function planned(text: string): string[] | undefined {
+  const match = /^plan:\s*(.+)$/is.exec(text.trim());
+  const steps = match?.[1].split(/[,;\n]/).map((s) => s.trim()).filter(Boolean).slice(0, 6);
+  return steps && steps.length > 1 ? steps : undefined;
+}
+
+/**
+ * The next step of a planned turn, from the calls made since its prompt: the plan first (the
+ * first step in progress), then for each step a `wait` and the call that marks it done (and the
+ * next one in progress), then the answer.
+ */
+function planStep(request: ModelRequest, steps: string[]) {
+  const pace = { tokenDelayMs: 15 };
+  const prompt = request.body.messages.findLastIndex((m) => m.role === 'user');
+  const taken = request.body.messages.slice(prompt + 1).filter((m) => m.role === 'assistant' && (m.tool_calls?.length ?? 0) > 0).length;
+  if (taken === 0) {
+    return reply.tools([{ name: 'todos', arguments: { add: steps.map((text, i) => ({ text, status: i === 0 ? 'in_progress' : 'pending' })) } }], { content: `A plan of ${steps.length} steps.`, ...pace });
+  }
+  const step = Math.ceil(taken / 2); // 1-based: the step being worked on
+  if (step <= steps.length && taken % 2 === 1) return reply.tools([{ name: 'wait', arguments: { ms: 800 } }], { content: `Working on ${quote(steps[step - 1])}…`, ...pace });
+  if (step <= steps.length) {
+    const set = [{ n: step, status: 'done' }, ...(step < steps.length ? [{ n: step + 1, status: 'in_progress' }] : [])];
+    return reply.tools([{ name: 'todos', arguments: { set } }], pace);
+  }
+  return reply.text(`All ${steps.length} steps are done. (offline demo model — set OPENAI_API_KEY for a real one)`, pace);
+}
 
 function echo(request: ModelRequest, wantedToWait: boolean): string {
   const said = userTexts(request);
