@@ -232,9 +232,12 @@ describe('onBusy', () => {
       { role: 'assistant', content: `waiting for ${text}` },
       { role: 'user', content: 'do this instead' },
     ]);
-    // Its tool ran to the end and has a result: the turn ended at the step after it.
+    // Its tool, started after the interrupt, saw windDown (SPEC "Winding down") and returned at once; the turn ended at the step after it.
     const events = await readEvents(await http.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
-    expect(events.filter((m) => m.event === 'tool.ended').map((m) => (m.data as { data: { result: string } }).data.result)).toEqual(['waited 1 ms']);
+    expect(events.filter((m) => m.event === 'tool.ended').map((m) => (m.data as { data: { result: string } }).data.result)).toEqual([
+      expect.stringMatching(/^waited [01] ms of 1, then wound down$/),
+    ]);
+    expect(superseded.woundDown).toBe(true);
     // It was not asked again after its tool's result: it ended at that step.
     expect(requestsWith(model.requests, text).filter((r) => lastUserTextIs(r, text))).toHaveLength(1);
   });

@@ -129,7 +129,7 @@ export const ROUTES = {
       'guard_failed',
     ]),
   }),
-  stop: route('post', '/v1/conversations/{key}/stop', 'Stop the running turn (that turn only, when `turn` is named)', {
+  stop: route('post', '/v1/conversations/{key}/stop', 'Stop the running turn (that turn only, when `turn` is named); `graceful: true` asks it to wind down', {
     requestParams: { path: conversation },
     requestBody: { required: false, ...json(StopBody.meta({ id: 'StopBody' })) },
     responses: write(202, 'the worker decided', StopDecisionAnswer, []),

@@ -116,9 +116,11 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     for (const { reason, message } of rejected) this.log.warn('input dead-lettered', { partition, offset: message.offset, reason });
     this.fault('after-ingest');
     this.scheduler.poke(conversations.map((conversation) => ({ conversation, partition, news: news.get(conversation) })));
-    // A stop or a rollback aborts the running turn now; an interrupt waits for its next step.
+    // A stop or a rollback aborts the running turn now; an interrupt or a graceful stop winds its tools down, and it ends at its next step.
     for (const event of stored) {
-      if (event.type === 'stop.requested' && event.data.turn && event.data.mode !== 'interrupt') this.scheduler.stopTurn(event.conversation, partition);
+      if (event.type !== 'stop.requested' || !event.data.turn) continue;
+      if (event.data.mode === 'stop' || event.data.mode === 'rollback') this.scheduler.stopTurn(event.conversation, partition);
+      else this.scheduler.windDown(event.conversation, event.data.turn);
     }
     this.metrics.ingested(batch);
   }

@@ -14,6 +14,26 @@ export class TripTools {
     return found.length === 0 ? `no hotels in ${city}` : found.map((h) => `${h.id}: ${h.name}, ${h.pricePerNight} EUR a night`).join('\n');
   }
 
+  /**
+   * A long tool that winds down (docs/agents.md, "Winding down"): it compares the cities one by
+   * one, and when the person moves on (an interrupting chat, a graceful stop) it answers with
+   * the cities it compared so far instead of making them wait for the rest.
+   */
+  @AgentTool({
+    name: 'compare_cities',
+    description: 'Compares the cheapest hotel of each city, one city at a time (slow).',
+    parameters: z.object({ cities: z.array(z.string().min(1)).min(1).max(20) }),
+  })
+  async compareCities({ cities }: { cities: string[] }, { signal, windDown }: ToolContext): Promise<string> {
+    const lines: string[] = [];
+    for (const city of cities) {
+      if (windDown.aborted) return `${lines.join('\n')}\n(stopped before ${city}: the user moved on; ${cities.length - lines.length} cities not compared)`.trim();
+      const cheapest = (await this.hotels.search(city, signal)).sort((a, b) => a.pricePerNight - b.pricePerNight)[0];
+      lines.push(cheapest ? `${city}: ${cheapest.name}, ${cheapest.pricePerNight} EUR` : `${city}: no hotels`);
+    }
+    return lines.join('\n');
+  }
+
   @AgentTool({
     name: 'book_hotel',
     description: 'Books a hotel for a number of nights.',

@@ -3,7 +3,7 @@ import { fitRequest, type ContextBudget } from './context';
 import type { ModelMessage } from './messages';
 import type { ModelClient } from './model';
 import { changeTodos, planMessage, TODOS_TOOL, todosTool } from './todos';
-import { runToolCall, type Tool } from './tools';
+import { runToolCall, type Tool, type ToolContext } from './tools';
 import { endTurn, evolveTurn, nextAction, type TurnState } from './turn';
 
 export type Agent = {
@@ -61,6 +61,10 @@ export type RunTurnOptions = {
   beforeModelRequest?: () => Promise<void>;
   /** Aborting stops the model request and the tools in flight; nothing more is stored. */
   signal: AbortSignal;
+  /** Raised when the conversation asks the turn to finish early: its tools see it (`ToolContext.windDown`). Default: never. */
+  windDown?: AbortSignal;
+  /** How many newer inputs wait behind the turn now (`ToolContext.pending`). Default: none. */
+  pending?: () => number;
 };
 
 /**
@@ -169,12 +173,19 @@ async function runTools(turn: TurnState, step: number, calls: readonly ToolCall[
   return stored;
 }
 
-const toolContext = (turn: TurnState, call: ToolCall, options: RunTurnOptions) => ({
+const NEVER = new AbortController().signal;
+
+const toolContext = (turn: TurnState, call: ToolCall, options: RunTurnOptions): ToolContext => ({
   conversation: options.conversation,
   turn: turn.id,
   callId: call.id,
   subject: turn.prompt.subject,
   signal: options.signal,
+  windDown: options.windDown ?? NEVER,
+  get pending() {
+    return options.pending?.() ?? 0;
+  },
+  queued: turn.prompt.queued ?? false,
 });
 
 /**

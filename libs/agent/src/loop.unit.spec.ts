@@ -33,7 +33,15 @@ function storeFrom(turn: TurnState, store: (events: DomainEvent[]) => DomainEven
   };
 }
 
-type RunOptions = { turn?: ReturnType<typeof startTurn>; signal?: AbortSignal; agent?: Agent; model?: ModelClient; history?: ModelMessage[][] };
+type RunOptions = {
+  turn?: ReturnType<typeof startTurn>;
+  signal?: AbortSignal;
+  agent?: Agent;
+  model?: ModelClient;
+  history?: ModelMessage[][];
+  windDown?: AbortSignal;
+  pending?: () => number;
+};
 
 /** Starts a turn; `commits` and `tokens` fill as it runs, `ended` settles with it (rejects when it is aborted). */
 function start(options: RunOptions = {}) {
@@ -52,6 +60,8 @@ function start(options: RunOptions = {}) {
     }),
     onToken: (_, text) => tokens.push(text),
     signal: options.signal ?? new AbortController().signal,
+    windDown: options.windDown,
+    pending: options.pending,
   });
   return { commits, tokens, ended };
 }
@@ -342,5 +352,39 @@ describe('the plan (the built-in todos tool)', () => {
     expect(server.requests[before].body.tools?.map((t) => (t.type === 'function' ? t.function.name : ''))).toEqual(['wait']);
     expect(commits[1]).toEqual([expect.objectContaining({ type: 'tool.ended', data: expect.objectContaining({ isError: true, result: 'error: there is no tool named "todos"' }) })]);
     expect(ended.todos.items).toEqual([]);
+  });
+});
+
+describe('winding down', () => {
+  it("a tool sees the conversation's pending inputs, whether its turn was queued, and windDown, on which it returns what it has", async () => {
+    const seen: { pending: number[]; queued: boolean } = { pending: [], queued: false };
+    let waiting = 0;
+    const windDown = new AbortController();
+    const long = defineTool({
+      name: 'long',
+      description: 'works until asked to wind down',
+      parameters: z.object({}),
+      run: async (_args, context) => {
+        seen.queued = context.queued;
+        seen.pending.push(context.pending);
+        waiting = 2;
+        seen.pending.push(context.pending);
+        setImmediate(() => windDown.abort());
+        await new Promise((resolve) => context.windDown.addEventListener('abort', resolve, { once: true }));
+        return 'did 3 of 10 items, then wound down';
+      },
+    });
+    server.setScript((request) => (toolResults(request).length > 0 ? reply.text(`got ${toolResults(request)[0].content}`) : reply.tools([{ id: 'c1', name: 'long', arguments: {} }])));
+    const queuedPrompt = { ...prompt, id: 'in-3', queued: true };
+    const { ended } = await run({ agent: { ...agent, tools: [long] }, turn: startTurn('t3', queuedPrompt), windDown: windDown.signal, pending: () => waiting });
+    expect(seen).toEqual({ pending: [0, 2], queued: true });
+    expect(ended.answers).toEqual(['got did 3 of 10 items, then wound down']);
+  });
+
+  it('the wait tool stops waiting when asked to wind down, and says how long it waited', async () => {
+    const windDown = new AbortController();
+    windDown.abort();
+    const context = { conversation: 'c', turn: 't', callId: 'c1', subject: 'alice', signal: new AbortController().signal, windDown: windDown.signal, pending: 0, queued: false };
+    expect(await waitTool.run({ ms: 60_000 }, context)).toMatch(/^waited \d+ ms of 60000, then wound down$/);
   });
 });

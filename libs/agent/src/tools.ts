@@ -14,6 +14,17 @@ export type ToolContext = {
   subject: string;
   /** Aborts when the turn is stopped or the worker lets go of the conversation: stop promptly. */
   signal: AbortSignal;
+  /**
+   * Raised when the conversation asks the running turn to finish early (a chat with `onBusy:
+   * "interrupt"`, a stop with `graceful: true`): a long tool may return what it has so far (say
+   * so in its result); the turn ends at its next step, keeping it. Unlike `signal`, it never
+   * cancels the call: a tool that ignores it just finishes.
+   */
+  windDown: AbortSignal;
+  /** How many newer inputs wait behind the turn right now (read it when you need it: it changes). */
+  readonly pending: number;
+  /** Whether the turn started from the queue: its input waited behind a running turn. */
+  queued: boolean;
 };
 
 /**
@@ -66,23 +77,30 @@ export function toolSpec(tool: Tool): ToolSpec {
   return spec;
 }
 
-/** Waits `ms` milliseconds, abortably. The demo and the tests use it to hold a step open. */
+/**
+ * Waits `ms` milliseconds, abortably. The demo and the tests use it to hold a step open. Asked
+ * to wind down, it stops waiting and says how long it waited.
+ */
 export const waitTool = defineTool({
   name: 'wait',
   description: 'Waits the given number of milliseconds, then answers how long it waited.',
   parameters: z.object({ ms: z.number().int().min(0).max(600_000) }),
-  run: ({ ms }, { signal }) =>
+  run: ({ ms }, { signal, windDown }) =>
     new Promise<string>((resolve, reject) => {
       if (signal.aborted) return reject(signal.reason);
-      const timer = setTimeout(() => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(`waited ${ms} ms`);
-      }, ms);
-      const onAbort = () => {
+      const started = Date.now();
+      const done = (answer: () => void) => {
         clearTimeout(timer);
-        reject(signal.reason);
+        signal.removeEventListener('abort', onAbort);
+        windDown.removeEventListener('abort', onWindDown);
+        answer();
       };
+      const timer = setTimeout(() => done(() => resolve(`waited ${ms} ms`)), ms);
+      const onAbort = () => done(() => reject(signal.reason));
+      const onWindDown = () => done(() => resolve(`waited ${Math.min(ms, Date.now() - started)} ms of ${ms}, then wound down`));
       signal.addEventListener('abort', onAbort, { once: true });
+      if (windDown.aborted) onWindDown();
+      else windDown.addEventListener('abort', onWindDown, { once: true });
     }),
 });
 

@@ -6,7 +6,14 @@ import { emptyTodos, type TodoList } from './todos';
  * A running turn as the agent loop needs it: its own messages so far (the prompt's user
  * messages, then each stored model reply and tool result), folded from the stored events.
  */
-export type TurnPrompt = { id: string; text: string; messages: string[]; subject: string };
+export type TurnPrompt = {
+  id: string;
+  text: string;
+  messages: string[];
+  subject: string;
+  /** Its input waited behind a running turn before this turn started (a follow-up, or a steer that did not land). */
+  queued?: boolean;
+};
 
 export type TurnState = {
   id: string;
@@ -26,9 +33,12 @@ export type TurnState = {
   usage: Usage | null;
   /**
    * How the turn was asked to end: `stop` and `rollback` end it `stopped` at once (closing its
-   * open calls); `interrupt` ends it `superseded` at its next step.
+   * open calls); `interrupt` ends it `superseded` at its next step; `wind-down` asks the model
+   * once more after its next step and ends it `completed`.
    */
-  ending: 'stop' | 'rollback' | 'interrupt' | null;
+  ending: 'stop' | 'rollback' | 'interrupt' | 'wind-down' | null;
+  /** The replies stored when it was asked to wind down (`steps` then); null while it was not. */
+  windDownAt: number | null;
   /** The conversation's plan as stored (`todos.updated`): from before the turn, then as its calls of the `todos` tool left it. */
   todos: TodoList;
 };
@@ -45,6 +55,7 @@ export function startTurn(id: string, prompt: TurnPrompt, todos: TodoList = empt
     steered: [],
     usage: null,
     ending: null,
+    windDownAt: null,
     todos,
   };
 }
@@ -93,7 +104,8 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
       };
     }
     case 'stop.requested':
-      return event.data.turn === turn.id ? { ...turn, ending: event.data.mode } : turn;
+      if (event.data.turn !== turn.id) return turn;
+      return { ...turn, ending: event.data.mode, windDownAt: event.data.mode === 'wind-down' ? turn.steps : turn.windDownAt };
     case 'todos.updated':
       return { ...turn, todos: { items: event.data.items, next: event.data.next } };
     default:
@@ -114,6 +126,10 @@ export function nextAction(turn: TurnState, limits: { maxSteps: number }): NextA
   if (turn.ending === 'stop') return { type: 'end', status: 'stopped', outcome: STOPPED };
   if (turn.ending === 'rollback') return { type: 'end', status: 'stopped', outcome: ROLLED_BACK };
   if (turn.answered) return { type: 'end', status: 'completed', outcome: null };
+  // Winding down, the model was asked once more and called tools again: the turn ends with that reply, its calls not run.
+  if (turn.ending === 'wind-down' && turn.openCalls.length > 0 && turn.steps - 1 > (turn.windDownAt ?? turn.steps)) {
+    return { type: 'end', status: 'completed', outcome: null };
+  }
   if (turn.openCalls.length > 0) return { type: 'run-tools', step: turn.steps - 1, calls: turn.openCalls };
   // A step that took steered messages is always answered (they landed: the model must see
   // them), even past the limit or when interrupted; the steer cap bounds how far that goes.
@@ -139,7 +155,14 @@ export const endTurn = (turn: TurnState, status: TurnStatus, outcome: string | n
   ...turn.openCalls.map(
     (call): DomainEvent => ({
       type: 'tool.ended',
-      data: { turn: turn.id, step: turn.steps - 1, callId: call.id, name: call.name, result: `not run to the end: the turn was ${status}`, isError: true },
+      data: {
+        turn: turn.id,
+        step: turn.steps - 1,
+        callId: call.id,
+        name: call.name,
+        result: turn.ending === 'wind-down' ? 'not run: the turn was asked to wind down' : `not run to the end: the turn was ${status}`,
+        isError: true,
+      },
     }),
   ),
   {

@@ -64,8 +64,12 @@ export class RudderClient {
     return this.write(key, 'POST', '/steer', { ...input, id: input.id ?? newId() }, options);
   }
 
-  /** Stops the running turn (only `turn`, when given); answers the turn stopped, or null. */
-  stop(key: string, body: { discardPending?: boolean; turn?: string } = {}, options: WriteOptions = {}): Promise<StopAnswer> {
+  /**
+   * Stops the running turn (only `turn`, when given); answers the turn stopped, or null.
+   * `graceful: true` asks it to wind down instead: its tools see `windDown`, the model is asked
+   * once more, and it ends `completed` (`woundDown`).
+   */
+  stop(key: string, body: { discardPending?: boolean; turn?: string; graceful?: boolean } = {}, options: WriteOptions = {}): Promise<StopAnswer> {
     return this.write(key, 'POST', '/stop', body, options);
   }
 

@@ -72,6 +72,8 @@ export const TurnAnswer = z
     content: z.string(),
     agent: z.string().nullable(),
     usage: Usage.nullable(),
+    /** It was asked to wind down (an interrupt, a graceful stop) and ended at its next step. */
+    woundDown: z.boolean(),
     startedAt: z.string(),
     endedAt: z.string().nullable(),
   })

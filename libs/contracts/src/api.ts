@@ -51,7 +51,9 @@ export type SteerBody = z.infer<typeof SteerBody>;
 export type SteerAnswer = z.infer<typeof SteerDecisionAnswer>;
 
 /** `POST /v1/conversations/{key}/stop`. */
-export const StopBody = z.object({ discardPending: z.boolean().optional(), turn: StorableString.min(1).max(200).optional() }).strict();
+export const StopBody = z
+  .object({ discardPending: z.boolean().optional(), turn: StorableString.min(1).max(200).optional(), graceful: z.boolean().optional() })
+  .strict();
 export type StopAnswer = z.infer<typeof StopDecisionAnswer>;
 
 /** `GET /v1/conversations/{key}`: `grants` is shown to the owner only. */

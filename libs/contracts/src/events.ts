@@ -78,9 +78,11 @@ export const EventData = {
     /**
      * `stop`: the turn ends `stopped` at once. `rollback`: the same, and its work is dropped from
      * the history later turns see. `interrupt`: it ends `superseded` at its next step, keeping
-     * what it did. (Absent in early records: `stop`.)
+     * what it did. `wind-down` (a graceful stop): its tools see `windDown`, the model is asked
+     * once more after its next step, and it ends `completed`. An interrupt winds its tools down
+     * too. (Absent in early records: `stop`.)
      */
-    mode: z.enum(['stop', 'rollback', 'interrupt']).default('stop'),
+    mode: z.enum(['stop', 'rollback', 'interrupt', 'wind-down']).default('stop'),
   }),
   /** A pending input was taken back; it is never answered. */
   'input.retracted': z.object({ input: PendingInput, retract: InputId }),
@@ -163,6 +165,8 @@ export const EventData = {
     steered: z.array(Prompt),
     /** The sum of the turn's replies' usage (absent in early records). */
     usage: Usage.optional(),
+    /** It was asked to wind down (an interrupt, a graceful stop) and ended at its next step: its tools saw `windDown`. Absent: false. */
+    woundDown: z.boolean().optional(),
   }),
 } as const;
 

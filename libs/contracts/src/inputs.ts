@@ -50,6 +50,11 @@ export const StopInputV1 = z.object({
   discardPending: z.boolean().default(false),
   /** The turn the stop means: when it is no longer running, the stop stops (and discards) nothing. */
   turn: StorableString.min(1).max(200).optional(),
+  /**
+   * Ask the turn to wind down instead: its tools see `windDown` and may return what they have,
+   * the model is asked once more, and the turn ends `completed` (`woundDown`). Absent: false.
+   */
+  graceful: z.boolean().optional(),
 });
 export type StopInput = z.infer<typeof StopInputV1>;
 

@@ -68,6 +68,7 @@ export function evolveConversation(conversation: Conversation, event: DomainEven
         ...event.data.prompt,
         messages: waiting?.messages ?? [event.data.prompt.text],
         subject: waiting?.subject ?? state.owner ?? 'anonymous',
+        queued: waiting?.queued ?? false,
       };
       return { ...conversation, state: next, running: startTurn(event.data.turn, prompt, state.todos) };
     }

@@ -44,8 +44,9 @@ const steeredTurn = (): DomainEvent[] => [
 describe('the conversation fold', () => {
   it('keeps what waits, with its messages, until a turn starts for it', () => {
     const state = fold(log([accepted('a', 'first'), accepted('b', 'one', 'two'), started('t1', 'a', 'first')]));
-    expect(state.state.queue).toEqual([{ id: 'b', kind: 'chat', text: 'one\n\ntwo', messages: ['one', 'two'], subject: 'alice', seq: 2 }]);
-    expect(state.running?.prompt).toEqual({ id: 'a', text: 'first', messages: ['first'], subject: 'alice' });
+    // b was accepted behind a: its turn will start from the queue (a tool's `queued`); a's did not.
+    expect(state.state.queue).toEqual([{ id: 'b', kind: 'chat', text: 'one\n\ntwo', messages: ['one', 'two'], subject: 'alice', seq: 2, queued: true }]);
+    expect(state.running?.prompt).toEqual({ id: 'a', text: 'first', messages: ['first'], subject: 'alice', queued: false });
     expect(state.running?.messages).toEqual([{ role: 'user', content: 'first' }]);
   });
 

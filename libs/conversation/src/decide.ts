@@ -98,7 +98,8 @@ function decideInput(state: ConversationState, input: InputRecord, agents: Agent
       if (!mayAccess(state, input.subject, 'write')) return [{ type: 'stop.refused', data: { stop: input.id, code: 'forbidden' } }];
       // A stop that names a turn no longer running stops nothing, and discards nothing: it was meant for that turn.
       const meant = input.turn === undefined || input.turn === state.runningTurn;
-      const events: DomainEvent[] = [{ type: 'stop.requested', data: { stop: input.id, turn: meant ? state.runningTurn : null, mode: 'stop' } }];
+      const mode = input.graceful ? 'wind-down' : 'stop';
+      const events: DomainEvent[] = [{ type: 'stop.requested', data: { stop: input.id, turn: meant ? state.runningTurn : null, mode } }];
       if (meant && input.discardPending) {
         for (const pending of [...state.steers, ...state.queue]) {
           events.push({ type: 'input.discarded', data: { input: pendingInput(pending), stop: input.id } });
@@ -231,6 +232,13 @@ export function startNextTurn(state: ConversationState, turn: string): DomainEve
  */
 export function decideTurnCommit(state: ConversationState, turn: TurnState, events: DomainEvent[]): DomainEvent[] {
   if (state.runningTurn !== turn.id) return events;
+  const decided = decideStep(state, turn, events);
+  // A turn asked to wind down says so as it ends, however it ends.
+  if (state.ending !== 'interrupt' && state.ending !== 'wind-down') return decided;
+  return decided.map((e) => (e.type === 'turn.ended' ? { ...e, data: { ...e.data, woundDown: true } } : e));
+}
+
+function decideStep(state: ConversationState, turn: TurnState, events: DomainEvent[]): DomainEvent[] {
   if (state.ending === 'stop' || state.ending === 'rollback') {
     const outcome = state.ending === 'stop' ? STOPPED : ROLLED_BACK;
     return events.flatMap((e): DomainEvent[] => (e.type === 'turn.ended' ? [...undoPlan(state, turn, events), { ...e, data: { ...e.data, status: 'stopped', outcome } }] : [e]));

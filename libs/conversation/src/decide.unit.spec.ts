@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
-import { evolveTurn, nextAction, startTurn } from '@rudder/agent';
+import { endTurn, evolveTurn, nextAction, startTurn } from '@rudder/agent';
 import { decideInputs, decideTurnCommit, startNextTurn, type Agents, type InputPolicy } from './decide';
 import { onceKey, receiptKeys } from './once-keys';
 import { evolve, initialState, type ConversationState } from './state';
@@ -284,6 +284,45 @@ describe("the plan (todos) and a rolled-back turn", () => {
     const kept = decideTurnCommit(stopped, startTurn('t1', prompt), [ended('t1')]);
     expect(types(kept)).toEqual(['turn.ended']);
     expect(kept.reduce(evolve, stopped).todos.items.map((i) => i.text)).toEqual(['a', 'b']);
+  });
+});
+
+describe('winding down (an interrupt, a graceful stop)', () => {
+  const prompt = { id: 'p0', text: 'p0', messages: ['p0'], subject: 'alice' };
+  const reply = (step: number, calls: string[]): DomainEvent => ({
+    type: 'model.replied',
+    data: { turn: 't1', step, content: `step ${step}`, toolCalls: calls.map((id) => ({ id, name: 'wait', arguments: '{}' })) },
+  });
+  const result = (step: number, callId: string): DomainEvent => ({ type: 'tool.ended', data: { turn: 't1', step, callId, name: 'wait', result: 'partial', isError: false } });
+
+  it('a graceful stop asks the running turn to wind down; a plain one stops it', () => {
+    expect(decide([{ ...stop('s'), graceful: true } as InputRecord], running()).events).toEqual([{ type: 'stop.requested', data: { stop: 's', turn: 't1', mode: 'wind-down' } }]);
+    expect(decide([stop('s')], running()).events).toEqual([{ type: 'stop.requested', data: { stop: 's', turn: 't1', mode: 'stop' } }]);
+  });
+
+  it('winding down, the model is asked once more after the step, and the turn ends completed, marked woundDown; a steer meanwhile waits as a turn of its own', () => {
+    const { head, events } = decide([{ ...stop('s'), graceful: true } as InputRecord, steer('late')], running());
+    expect(decisions(events)).toEqual([['late', null, false]]);
+    let turn = [reply(0, ['c1']), ...events].reduce(evolveTurn, startTurn('t1', prompt));
+    expect(nextAction(turn, { maxSteps: 5 })).toEqual({ type: 'run-tools', step: 0, calls: [expect.objectContaining({ id: 'c1' })] });
+    turn = evolveTurn(turn, result(0, 'c1'));
+    expect(nextAction(turn, { maxSteps: 5 })).toEqual({ type: 'request-model', step: 1 });
+    const final: DomainEvent[] = [reply(1, []), { type: 'turn.ended', data: { turn: 't1', status: 'completed', outcome: null, content: 'step 1', steered: [] } }];
+    expect(decideTurnCommit(head, turn, final).at(-1)).toEqual({ type: 'turn.ended', data: { turn: 't1', status: 'completed', outcome: null, content: 'step 1', steered: [], woundDown: true } });
+  });
+
+  it('winding down, a reply that calls tools again ends the turn completed with those calls closed, not run', () => {
+    const { events } = decide([{ ...stop('s'), graceful: true } as InputRecord], running());
+    const turn = [...events, reply(0, ['c1']), result(0, 'c1'), reply(1, ['c2'])].reduce(evolveTurn, startTurn('t1', prompt));
+    expect(nextAction(turn, { maxSteps: 5 })).toEqual({ type: 'end', status: 'completed', outcome: null });
+    expect(endTurn(turn, 'completed', null)[0]).toMatchObject({ type: 'tool.ended', data: { callId: 'c2', result: 'not run: the turn was asked to wind down', isError: true } });
+  });
+
+  it('an interrupted turn ends superseded at its step, marked woundDown', () => {
+    const { head } = decide([chat('now', { onBusy: 'interrupt' })], running());
+    const turn = evolveTurn(startTurn('t1', prompt), reply(0, ['c1']));
+    const stored = decideTurnCommit(head, turn, [result(0, 'c1')]);
+    expect(stored.at(-1)).toMatchObject({ type: 'turn.ended', data: { status: 'superseded', woundDown: true } });
   });
 });
 

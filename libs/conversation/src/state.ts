@@ -2,8 +2,17 @@ import type { DomainEvent, TodoItem } from '@rudder/contracts';
 import { emptyTodos, type TodoList } from '@rudder/agent';
 
 /** An input waiting to be answered. `seq` orders what waits: the acceptance order, with 0 for an input that asked to run next. */
-export type PendingInput = { id: string; kind: 'chat' | 'steer'; text: string; messages: string[]; subject: string; seq: number };
-export type Ending = 'stop' | 'rollback' | 'interrupt';
+export type PendingInput = {
+  id: string;
+  kind: 'chat' | 'steer';
+  text: string;
+  messages: string[];
+  subject: string;
+  seq: number;
+  /** It was accepted while a turn ran or others waited: its turn will have started from the queue (a tool's `queued`). */
+  queued?: boolean;
+};
+export type Ending = 'stop' | 'rollback' | 'interrupt' | 'wind-down';
 
 /**
  * A conversation as its decisions see it: who owns it and which agent answers it, the running
@@ -72,7 +81,8 @@ export function evolve(state: ConversationState, event: DomainEvent): Conversati
     case 'input.accepted': {
       const { id, kind, text, messages, subject } = event.data.input;
       const accepted = state.accepted + 1;
-      const pending: PendingInput = { id, kind, text, messages, subject, seq: accepted };
+      const queued = state.runningTurn !== null || state.queue.length > 0;
+      const pending: PendingInput = { id, kind, text, messages, subject, seq: accepted, ...(queued ? { queued } : {}) };
       // A steer joins the queue or the running turn when it is decided (next event, same transaction).
       return kind === 'chat'
         ? { ...state, lastInputId: id, accepted, queue: [...state.queue, pending] }

@@ -111,6 +111,7 @@ describe('the companion HTTP API', () => {
         startedAt: '2025-01-01T12:00:02.000Z',
         agent: null,
         usage: null,
+        woundDown: false,
         endedAt: '2025-01-01T12:00:07.000Z',
       },
     });

@@ -61,7 +61,7 @@ const controlIds = ['x0', 'x1', 'x2', 'x3'];
 type Command =
   | { do: 'chat'; id: number; texts: string[]; subject: number; onBusy: 'enqueue' | 'reject' | 'interrupt' | 'rollback'; ifLast: boolean }
   | { do: 'steer'; id: number; text: string; subject: number; ifLast: boolean }
-  | { do: 'stop'; id: number; discardPending: boolean; namesTurn: boolean }
+  | { do: 'stop'; id: number; discardPending: boolean; namesTurn: boolean; graceful: boolean }
   | { do: 'retract'; id: number; target: number | 'chat' | 'steer'; subject: number }
   | { do: 'promote'; id: number; target: number }
   | { do: 'grant'; id: number; grantee: number; access: 'read' | 'write' | null; subject: number }
@@ -76,7 +76,7 @@ const userText = text.filter((t) => t.length > 0);
 const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ do: fc.constant('chat' as const), id: fc.nat(7), texts: fc.array(userText, { minLength: 1, maxLength: 2 }), subject: fc.nat(2), onBusy: fc.constantFrom('enqueue' as const, 'enqueue' as const, 'reject' as const, 'interrupt' as const, 'rollback' as const), ifLast: rarely }) },
   { weight: 4, arbitrary: fc.record({ do: fc.constant('steer' as const), id: fc.nat(7), text: userText, subject: fc.nat(2), ifLast: fc.constant(false) }) },
-  { weight: 1, arbitrary: fc.record({ do: fc.constant('stop' as const), id: fc.nat(3), discardPending: fc.boolean(), namesTurn: fc.boolean() }) },
+  { weight: 1, arbitrary: fc.record({ do: fc.constant('stop' as const), id: fc.nat(3), discardPending: fc.boolean(), namesTurn: fc.boolean(), graceful: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('retract' as const), id: fc.nat(3), target: fc.oneof(fc.nat(7), fc.constantFrom('chat' as const, 'steer' as const)), subject: fc.nat(2) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('promote' as const), id: fc.nat(3), target: fc.nat(7) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('grant' as const), id: fc.nat(3), grantee: fc.nat(2), access: fc.constantFrom('read' as const, 'write' as const, null), subject: fc.nat(2) }) },
@@ -110,7 +110,15 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
         input({ ...envelope, type: 'steer', id: inputIds[c.id], subject: subjects[c.subject], text: c.text, ...(c.ifLast ? { ifLastInputId: 'i0' } : {}) });
         break;
       case 'stop':
-        input({ ...envelope, type: 'stop', id: controlIds[c.id], subject: 'alice', discardPending: c.discardPending, ...(c.namesTurn ? { turn: conversation.state.runningTurn ?? 't0' } : {}) });
+        input({
+          ...envelope,
+          type: 'stop',
+          id: controlIds[c.id],
+          subject: 'alice',
+          discardPending: c.discardPending,
+          ...(c.namesTurn ? { turn: conversation.state.runningTurn ?? 't0' } : {}),
+          ...(c.graceful ? { graceful: true } : {}),
+        });
         break;
       case 'retract':
         input({ ...envelope, type: 'retract', id: `r-${controlIds[c.id]}`, subject: subjects[c.subject], target: typeof c.target === 'number' ? { id: inputIds[c.target] } : { latest: c.target } });

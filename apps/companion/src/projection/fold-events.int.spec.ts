@@ -160,6 +160,7 @@ describe('foldEvents', () => {
       startedAt: started.at,
       agent: null,
       usage: null,
+      woundDown: false,
       endedAt: null,
     });
 

@@ -104,7 +104,7 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
  *   A steer no turn took (landed false, or its turn stopped first) is delivered this way too.
  * - `model.replied` with content: an assistant row `<turn>/<step>`; the running turn's content is
  *   its replies so far joined with a blank line.
- * - `turn.ended`: the turn's final status, outcome, content and steered messages.
+ * - `turn.ended`: the turn's final status, outcome, content and steered messages, and whether it wound down.
  * - `conversation.opened`, `access.granted`, `stop.requested`: the state only.
  * - `retract.refused`, `promote.refused`, `tool.*`: copied for replay only; so is `guard.failed`
  *   (the guard failed, nothing was decided): its input gets no row, so the same id sent again
@@ -304,6 +304,7 @@ class RowFold {
       steered: [],
       agent,
       usage: null,
+      woundDown: false,
       startedAt: event.at,
       endedAt: null,
     });
@@ -350,10 +351,10 @@ class RowFold {
 
   private endTurn(event: Of<'turn.ended'>): void {
     const c = event.conversation;
-    const { turn, status, outcome, content, steered, usage } = event.data;
+    const { turn, status, outcome, content, steered, usage, woundDown = false } = event.data;
     const row = this.turns.get(rowKey(c, turn));
     if (row) {
-      Object.assign(row, { status, outcome, content, steered, usage: usage ?? row.usage, endedAt: event.at });
+      Object.assign(row, { status, outcome, content, steered, usage: usage ?? row.usage, woundDown, endedAt: event.at });
       this.changed.turns.add(rowKey(c, turn));
     }
     for (const s of steered) this.settle(c, s.id, 'delivered');

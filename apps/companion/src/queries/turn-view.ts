@@ -17,6 +17,7 @@ export const toTurnView = (r: TurnRow): TurnView => ({
   content: r.content,
   agent: r.agent,
   usage: r.usage,
+  woundDown: r.woundDown,
   startedAt: r.startedAt,
   endedAt: r.endedAt,
 });

@@ -64,6 +64,8 @@ export type TurnRow = {
   agent: string | null;
   /** The replies' usage, summed as they are stored; the turn's end states the total. */
   usage: Usage | null;
+  /** It was asked to wind down and ended at its next step (`turn.ended`'s `woundDown`). */
+  woundDown: boolean;
   startedAt: string;
   endedAt: string | null;
 };
@@ -157,6 +159,7 @@ export const Turns = new EntitySchema<TurnRow>({
     steered: json(),
     agent: text(undefined, true),
     usage: json(true),
+    woundDown: { type: 'boolean', name: 'wound_down', default: false },
     startedAt: time('started_at'),
     endedAt: time('ended_at', true),
   },

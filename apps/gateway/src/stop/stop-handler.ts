@@ -15,13 +15,14 @@ export type StopRequest = {
 };
 
 /**
- * `POST /v1/conversations/{key}/stop` `{discardPending?, turn?}`: submits one stop (its own
+ * `POST /v1/conversations/{key}/stop` `{discardPending?, turn?, graceful?}`: submits one stop (its own
  * fresh id: a stop repeated is another stop, harmless) and answers the worker's decision on
  * it, made under the conversation's lock: the turn it stopped (null when none ran, or when the
  * turn it names is no longer running — then it stops and discards nothing). With
  * `discardPending: true` the worker also drops every pending input of the conversation, each
  * reported on the stream as `input.discarded` (never answered). A subject that may not write
- * is refused 403 by the worker too (`stop.refused`).
+ * is refused 403 by the worker too (`stop.refused`). With `graceful: true` the turn winds down
+ * instead: its tools see `windDown`, the model is asked once more, and it ends `completed`.
  */
 @Injectable()
 export class StopHandler {
@@ -36,6 +37,7 @@ export class StopHandler {
     const input = inputRecord('stop', { id: randomUUID(), key: request.key, subject: request.subject }, {
       discardPending: body.discardPending ?? false,
       ...(body.turn === undefined ? {} : { turn: body.turn }),
+      ...(body.graceful ? { graceful: true } : {}),
     });
     return this.writes.submit(input, STOP);
   }

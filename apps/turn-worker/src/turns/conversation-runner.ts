@@ -51,6 +51,8 @@ export type ConversationRunner = {
   poke(news?: ConversationNews): void;
   /** A stop was stored for the running turn: abort its model request and tools, then end it. */
   stopTurn(): void;
+  /** An interrupt or a graceful stop was stored for `turn`: if it runs here, its tools see `windDown`. */
+  windDown(turn: string): void;
   /** Stops the turn in flight without storing anything more (the partition moved, or shutdown). */
   abort(): Promise<void>;
   /** Nothing runs or waits, and nothing is being read: forgetting it loses nothing the log does not hold. */
@@ -78,7 +80,12 @@ type TurnRun = {
   stop: AbortController;
   /** The turn as it ended, once a commit stored its end. */
   ended: TurnState | null;
+  /** Raised once the turn is asked to finish early (an interrupt, a graceful stop): its tools see it. */
+  windDown: AbortController;
 };
+
+/** Whether the turn was asked to finish early, so its tools should wind down. */
+const windingDown = (turn: TurnState | null | undefined) => turn?.ending === 'interrupt' || turn?.ending === 'wind-down';
 
 class Runner implements ConversationRunner {
   /** Aborted when the runner is let go (the partition moved, or shutdown): nothing more is stored. */
@@ -109,6 +116,10 @@ class Runner implements ConversationRunner {
   stopTurn(): void {
     this.turn?.stop.abort(new Error('stop requested'));
     this.poke();
+  }
+
+  windDown(turn: string): void {
+    if (this.turn?.id === turn) this.turn.windDown.abort(new Error('wind down'));
   }
 
   async abort(): Promise<void> {
@@ -179,7 +190,8 @@ class Runner implements ConversationRunner {
     const { key, deps } = this;
     const agent = deps.agentOf(current.state.agent);
     if (!agent) throw new Error(`this worker has no agent named ${current.state.agent}`);
-    const run: TurnRun = (this.turn = { id: turn.id, stop: new AbortController(), ended: null });
+    const run: TurnRun = (this.turn = { id: turn.id, stop: new AbortController(), ended: null, windDown: new AbortController() });
+    if (windingDown(turn)) run.windDown.abort(new Error('wind down'));
     try {
       const signal = AbortSignal.any([this.released.signal, run.stop.signal]);
       const systemPrompt = await agent.systemPrompt(key);
@@ -196,6 +208,8 @@ class Runner implements ConversationRunner {
           // After a pause past the session timeout, the partition may be another worker's: ask the model only if it is still ours.
           beforeModelRequest: () => deps.held.check(this.partition),
           signal,
+          windDown: run.windDown.signal,
+          pending: () => this.fold.conversation?.state.queue.length ?? 0,
           onToken: (step, text) => deps.onToken({ conversation: key, turn: turn.id, step, text }),
         }),
       );
@@ -224,6 +238,7 @@ class Runner implements ConversationRunner {
     if (stored.some((e) => e.type === 'steer.taken')) fault('after-steer-taken');
     if (ended?.id === run.id) run.ended = ended;
     const now = this.fold.conversation?.running;
+    if (now?.id === run.id && windingDown(now)) run.windDown.abort(new Error('wind down'));
     if (now?.id === run.id) return { turn: now, ended: false };
     if (run.ended) return { turn: run.ended, ended: true };
     throw new Error(`turn ${run.id} is no longer running, and its end was not folded`);

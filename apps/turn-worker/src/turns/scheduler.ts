@@ -31,6 +31,10 @@ export function createScheduler(deps: RunnerDeps & { idleForgetMs: number }) {
       this.poke([{ conversation, partition }]);
       runners.get(conversation)?.runner.stopTurn();
     },
+    /** An interrupt or a graceful stop was stored for `turn`: its tools see `windDown` (if this worker runs it). */
+    windDown(conversation: string, turn: string) {
+      runners.get(conversation)?.runner.windDown(turn);
+    },
     /** Lets go of the conversations of partitions no longer owned: their turns resume on the new owner. */
     async keepOnly(owned: ReadonlySet<number>) {
       const released = [...runners].filter(([, entry]) => !owned.has(entry.partition));
