@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '@rudder/gateway';
 import { readConfig } from '@rudder/runtime';
@@ -97,6 +98,32 @@ describe('a stream opened before the owner writes', () => {
     await bobs.saw('turn.ended');
     expect(bobs.messages.filter((m) => m.event === 'input.accepted').map((m) => (m.data as { data: { input: { id: string } } }).data.input.id)).toEqual(['a2']);
     await Promise.all([bobs.cancel(), alices.cancel()]);
+  });
+
+  it('opened on another gateway at the first write while the companion has not folded it, it is refused 503 (never opened unauthorized), then 403', async () => {
+    const alice = callerOf(stack.gatewayUrl, 'alice-token');
+    const bobElsewhere = callerOf(second.url, 'bob-token');
+    const conversation = key('elsewhere-held');
+    // The companion's fold is held (its writes wait on this lock; reads go on): it cannot say who owns the key as of the write.
+    const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
+    await db.connect();
+    try {
+      await db.query('BEGIN');
+      await db.query('LOCK TABLE companion.conversations IN SHARE ROW EXCLUSIVE MODE');
+      const chat = await alice.http.post(conversation, '/chat', { text: 'wait 200', id: 'held' });
+      expect(chat.status).toBe(202);
+      // Asked to be at least at the write, the door waits for the companion, then answers 503: it opens no stream it cannot authorize.
+      const held = await bobElsewhere.http.events(conversation, { 'rudder-min-position': chat.headers.get('rudder-position')! });
+      expect(held.status).toBe(503);
+      expect(((await held.json()) as { error: { code: string } }).error.code).toBe('unavailable');
+    } finally {
+      await db.query('ROLLBACK');
+      await db.end();
+    }
+    await answered(alice.client, conversation, 'held');
+    const refused = await bobElsewhere.http.events(conversation);
+    expect(refused.status).toBe(403);
+    await refused.body?.cancel();
   });
 
   it('opened on another gateway right after the first write, it carries nothing either (looped)', async () => {
