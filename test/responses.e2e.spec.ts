@@ -1,0 +1,135 @@
+import OpenAI from 'openai';
+import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { requestsAbout, testScript } from './scripts';
+import { startStack, type Stack } from './stack';
+
+/**
+ * SPEC "Standard doors": the OpenAI Responses protocol at `/v1/responses`, driven by the real
+ * `openai` npm client (its Responses methods and its `responses.stream()` helper) against the
+ * whole system, with Rudder tokens as API keys and the agent's name as `model`.
+ */
+let stack: Stack;
+const TOKENS = 'alice-token=alice,bob-token=bob';
+beforeAll(async () => {
+  stack = await startStack({ script: testScript, workerEnv: { AUTH_TOKENS: TOKENS } });
+});
+afterAll(() => stack?.stop());
+
+/** The `openai` client as a team uses it, on the gateway. */
+const openai = (token = 'alice-token', options: Partial<ConstructorParameters<typeof OpenAI>[0]> = {}) =>
+  new OpenAI({ baseURL: `${stack.gatewayUrl}/v1`, apiKey: token, ...options });
+
+const unique = (what: string) => `${what} ${Math.random().toString(36).slice(2, 8)}`;
+
+/** The protocol's stream as the client yields it. */
+async function eventsOf(stream: AsyncIterable<ResponseStreamEvent>): Promise<ResponseStreamEvent[]> {
+  const events: ResponseStreamEvent[] = [];
+  for await (const event of stream) events.push(event);
+  return events;
+}
+
+describe('the Responses door', () => {
+  it('answers a non-streaming create with the turn: its text, completed, usage, as application/json', async () => {
+    const text = unique('hello');
+    const { data: response, response: raw } = await openai().responses.create({ model: 'default', input: text }).withResponse();
+    expect(raw.status).toBe(200);
+    expect(raw.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(response).toMatchObject({ object: 'response', status: 'completed', model: 'default', error: null });
+    expect(response.id).toMatch(/^resp_/);
+    expect(response.output_text).toBe(`answer to ${text}`);
+    expect(response.output).toEqual([
+      expect.objectContaining({ type: 'message', role: 'assistant', status: 'completed', content: [expect.objectContaining({ type: 'output_text', text: `answer to ${text}` })] }),
+    ]);
+    const request = requestsAbout(stack.model.requests, text);
+    expect(request).toHaveLength(1);
+    expect(response.usage).toMatchObject({ input_tokens: request[0]!.tokens, total_tokens: expect.any(Number), output_tokens: expect.any(Number) });
+    expect(response.usage!.total_tokens).toBe(response.usage!.input_tokens + response.usage!.output_tokens);
+    expect(response.usage!.input_tokens_details).toEqual({ cached_tokens: 0 });
+    expect(response.usage!.output_tokens_details).toEqual({ reasoning_tokens: 0 });
+  });
+
+  it("streams a create with a tool call: response.created first, then in_progress, the tool as an mcp_call item, the text, one response.completed; sequence numbers from 0", async () => {
+    const text = unique('wait 10');
+    const stream = openai().responses.stream({ model: 'default', input: text });
+    const events = await eventsOf(stream);
+    const final = await stream.finalResponse();
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    expect(events.map((e) => e.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      // the first step: its text, then its call
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.output_item.added',
+      'response.mcp_call.in_progress',
+      'response.mcp_call.completed',
+      'response.output_item.done',
+      // the answer after the tool's result
+      'response.output_item.added',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    expect(final.status).toBe('completed');
+    expect(final.output.map((item) => item.type)).toEqual(['message', 'mcp_call', 'message']);
+    expect(final.output.some((item) => item.type === 'function_call')).toBe(false);
+    expect(final.output[1]).toMatchObject({ type: 'mcp_call', name: 'wait', arguments: JSON.stringify({ ms: 10 }), output: 'waited 10 ms', status: 'completed', server_label: 'rudder' });
+    expect(final.output_text).toBe(`waiting for ${text}after waited 10 ms: ${text}`);
+    const completed = events.at(-1);
+    if (completed?.type !== 'response.completed') throw new Error('the stream did not end with response.completed');
+    expect(completed.response.usage?.total_tokens).toBeGreaterThan(0);
+    // The same response read back is the one the stream ended with.
+    const again = await openai().responses.retrieve(final.id);
+    expect(again).toEqual({ ...completed.response, output_text: final.output_text });
+  });
+
+  it('continues a conversation by previous_response_id: the model sees the earlier turn', async () => {
+    const first = await openai().responses.create({ model: 'default', input: unique('first') });
+    const text = unique('second');
+    const second = await openai().responses.create({ model: 'default', input: text, previous_response_id: first.id });
+    expect(second).toMatchObject({ status: 'completed', previous_response_id: first.id, conversation: first.conversation });
+    const [request] = requestsAbout(stack.model.requests, text);
+    expect(JSON.stringify(request!.body)).toContain(first.output_text);
+  });
+
+  it('an unknown previous_response_id is 400 previous_response_not_found in the protocol\'s error shape', async () => {
+    for (const id of ['resp_nope', 'resp_WyJyZXNwb25zZXMvbm9uZSIsIngiXQ']) {
+      const error = await openai().responses.create({ model: 'default', input: 'hi', previous_response_id: id }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(error).toMatchObject({ status: 400, code: 'previous_response_not_found', param: 'previous_response_id', type: 'invalid_request_error' });
+    }
+  });
+
+  it('a malformed body is 400 in the protocol\'s shape, and nothing is run', async () => {
+    const raw = await fetch(`${stack.gatewayUrl}/v1/responses`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer alice-token', 'content-type': 'application/json' },
+      body: '{"model": "default", "input": ',
+    });
+    expect(raw.status).toBe(400);
+    expect(await raw.json()).toEqual({ error: { message: expect.any(String), type: 'invalid_request_error', param: null, code: 'bad_request' } });
+    const error = await openai().responses.create({ model: 'default', input: [] }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 400, type: 'invalid_request_error', code: 'bad_request', param: 'input' });
+  });
+
+  it("another subject's token: 404 for a response it may not know of, 403 where it may not read; no token 401", async () => {
+    const mine = await openai().responses.create({ model: 'default', input: unique('private') });
+    const error = await openai('bob-token').responses.retrieve(mine.id).catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 403, type: 'invalid_request_error', code: 'forbidden' });
+    const continued = await openai('bob-token').responses.create({ model: 'default', input: 'mine now', previous_response_id: mine.id }).catch((e: unknown) => e);
+    expect(continued).toMatchObject({ status: 403 });
+    const unknown = await openai('bob-token').responses.retrieve('resp_WyJyZXNwb25zZXMvbm9uZSIsIngiXQ').catch((e: unknown) => e);
+    expect(unknown).toMatchObject({ status: 404, code: 'not_found' });
+    const nobody = await openai('mallory-token', { maxRetries: 0 }).responses.create({ model: 'default', input: 'hi' }).catch((e: unknown) => e);
+    expect(nobody).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect(nobody).toMatchObject({ status: 401, type: 'invalid_request_error' });
+  });
+});
