@@ -1,3 +1,5 @@
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -131,5 +133,77 @@ describe('the Responses door', () => {
     const nobody = await openai('mallory-token', { maxRetries: 0 }).responses.create({ model: 'default', input: 'hi' }).catch((e: unknown) => e);
     expect(nobody).toBeInstanceOf(OpenAI.AuthenticationError);
     expect(nobody).toMatchObject({ status: 401, type: 'invalid_request_error' });
+  });
+});
+
+/**
+ * A proxy in front of the gateway that drops the connection of the next create it is told to,
+ * once the gateway has answered it (so the input was produced and, for a non-streaming create,
+ * its turn ended): the network failing the client after the fact.
+ */
+async function droppingProxy(target: string) {
+  const upstream = new URL(target);
+  let drops = 0;
+  let creates = 0;
+  const server = createServer((request, response) => {
+    if (request.method === 'POST' && request.url === '/v1/responses') creates++;
+    const forward = httpRequest(
+      { host: upstream.hostname, port: upstream.port, path: request.url, method: request.method, headers: request.headers },
+      (answer) => {
+        if (request.method === 'POST' && request.url === '/v1/responses' && drops > 0) {
+          drops--;
+          answer.resume();
+          response.socket?.destroy();
+          return;
+        }
+        response.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(response);
+      },
+    );
+    request.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    dropNext: () => void drops++,
+    dropped: () => drops === 0,
+    /** How many creates came through it. */
+    creates: () => creates,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+describe('exactly once through the client', () => {
+  it('a create sent again with the same Idempotency-Key is the same response: one turn', async () => {
+    const text = unique('once');
+    const key = `idem-${Math.random().toString(36).slice(2)}`;
+    const first = await openai().responses.create({ model: 'default', input: text }, { headers: { 'Idempotency-Key': key } });
+    const again = await openai().responses.create({ model: 'default', input: text }, { headers: { 'Idempotency-Key': key } });
+    expect(again.id).toBe(first.id);
+    expect(again).toEqual(first);
+    expect(requestsAbout(stack.model.requests, text)).toHaveLength(1);
+    // The same key with another input is another input under a used id: refused, and not to be retried.
+    const reused = await openai().responses.create({ model: 'default', input: 'something else' }, { headers: { 'Idempotency-Key': key } }).catch((e: unknown) => e);
+    expect(reused).toMatchObject({ status: 422, code: 'id_reused' });
+  });
+
+  it('the client retries by itself after the gateway dropped the connection of an answered create: the same response, one turn', async () => {
+    const proxy = await droppingProxy(stack.gatewayUrl);
+    try {
+      const text = unique('dropped');
+      const client = new OpenAI({ baseURL: `${proxy.url}/v1`, apiKey: 'alice-token', maxRetries: 2 });
+      proxy.dropNext();
+      const { data: response, response: raw } = await client.responses
+        .create({ model: 'default', input: text }, { headers: { 'Idempotency-Key': `drop-${Math.random().toString(36).slice(2)}` } })
+        .withResponse();
+      expect(proxy.dropped()).toBe(true);
+      // The answer is the retry's: the client sent the create twice.
+      expect(proxy.creates()).toBe(2);
+      expect(raw.status).toBe(200);
+      expect(response).toMatchObject({ status: 'completed', output_text: `answer to ${text}` });
+      expect(requestsAbout(stack.model.requests, text)).toHaveLength(1);
+    } finally {
+      await proxy.close();
+    }
   });
 });

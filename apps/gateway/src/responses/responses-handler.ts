@@ -82,9 +82,10 @@ export class ResponsesHandler {
       metadata: body.metadata ?? {},
       previousResponseId: body.previous_response_id ?? null,
     };
-    // Subscribed before the produce, from what this gateway has seen of the conversation: every
-    // event of the new input comes after it.
-    const after: StreamCursor = { position: this.live.latestPosition(key) ?? 0, tokenOffset: null };
+    // Subscribed before the produce. A new input's events all come after what this gateway has
+    // seen of the conversation; one under the client's id may be a retry of an input accepted
+    // before, whose response is then read from the conversation's start.
+    const after: StreamCursor = { position: clientId === undefined ? (this.live.latestPosition(key) ?? 0) : 0, tokenOffset: null };
     const fold = new ResponseFold(key, input.id, request);
     if (body.background) {
       await this.submit(input, clientId !== undefined);
