@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requestsAbout, testScript } from './scripts';
+import { gateName, requestsAbout, testScript } from './scripts';
 import { startStack, type Stack } from './stack';
 
 /**
@@ -205,5 +205,71 @@ describe('exactly once through the client', () => {
     } finally {
       await proxy.close();
     }
+  });
+});
+
+describe('steering through the door', () => {
+  /** A streamed create whose model reply is held at a gate: its events so far, its end, and its id once created. */
+  function heldStream(input: string) {
+    const stream = openai().responses.stream({ model: 'default', input });
+    const created = new Promise<string>((resolve) => stream.on('response.created', (event) => resolve(event.response.id)));
+    return { stream, events: eventsOf(stream), created };
+  }
+
+  it('a create on a response still running queues behind it: the running one winds down and completes, then the new one runs; both streams end, each input answered once', async () => {
+    const gate = gateName('follow-up');
+    const first = heldStream(`hold gate:${gate}`);
+    const firstId = await first.created;
+    await stack.model.gate(gate).reached();
+    const text = unique('follow-up');
+    const second = openai().responses.stream({ model: 'default', input: text, previous_response_id: firstId });
+    const secondEvents = eventsOf(second);
+    // The follow-up is accepted (its stream is open) while the first still runs.
+    await new Promise<void>((resolve) => second.on('response.created', () => resolve()));
+    stack.model.gate(gate).open();
+    const [a, b] = [await first.events, await secondEvents];
+    expect(a.filter((e) => e.type.match(/^response\.(completed|incomplete|failed)$/)).map((e) => e.type)).toEqual(['response.completed']);
+    expect(b.filter((e) => e.type.match(/^response\.(completed|incomplete|failed)$/)).map((e) => e.type)).toEqual(['response.completed']);
+    const answer = await second.finalResponse();
+    expect(answer).toMatchObject({ status: 'completed', previous_response_id: firstId, output_text: `answer to ${text}` });
+    const asked = requestsAbout(stack.model.requests, text);
+    expect(asked).toHaveLength(1);
+    // The second ran after the first ended: its request carries the first turn.
+    expect(JSON.stringify(asked[0]!.body)).toContain(`hold gate:${gate}`);
+    expect((await openai().responses.retrieve(firstId)).status).toBe('completed');
+  });
+
+  it('a previous_response_id that is not the latest response of its conversation is 409 conversation_fork_not_supported, not to be retried', async () => {
+    const first = await openai().responses.create({ model: 'default', input: unique('root') });
+    await openai().responses.create({ model: 'default', input: unique('branch one'), previous_response_id: first.id });
+    const text = unique('branch two');
+    const fork = await openai().responses.create({ model: 'default', input: text, previous_response_id: first.id }).catch((e: unknown) => e);
+    expect(fork).toBeInstanceOf(OpenAI.ConflictError);
+    expect(fork).toMatchObject({ status: 409, code: 'conversation_fork_not_supported', param: 'previous_response_id', type: 'invalid_request_error' });
+    expect((fork as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBe('false');
+    expect(requestsAbout(stack.model.requests, text)).toHaveLength(0);
+  });
+
+  it('the steer extension (metadata rudder.steer): a steer into the running response lands, its response says so and is answered by that turn', async () => {
+    const gate = gateName('steered');
+    const first = heldStream(unique(`hold gate:${gate}`));
+    const firstId = await first.created;
+    await stack.model.gate(gate).reached();
+    const text = unique('go left instead');
+    const steer = openai().responses.stream({ model: 'default', input: text, previous_response_id: firstId, metadata: { 'rudder.steer': 'true' } });
+    const steerEvents = eventsOf(steer);
+    const created = await new Promise<ResponseStreamEvent>((resolve) => steer.on('response.created', resolve));
+    expect(created.type === 'response.created' && created.response.metadata).toEqual({ 'rudder.steer': 'true', 'rudder.landed': 'true' });
+    stack.model.gate(gate).open();
+    await first.events;
+    await steerEvents;
+    const steered = await steer.finalResponse();
+    expect(steered).toMatchObject({ status: 'completed', metadata: { 'rudder.steer': 'true', 'rudder.landed': 'true' }, output_text: `answer to ${text}` });
+    // The first response's turn took it: it speaks twice, the second answer the steer's.
+    const whole = await openai().responses.retrieve(firstId);
+    expect(whole.output_text).toContain(`answer to ${text}`);
+    expect(requestsAbout(stack.model.requests, text)).toHaveLength(1);
+    // Read back, the steer's response tells the same.
+    expect((await openai().responses.retrieve(steered.id)).metadata).toEqual({ 'rudder.steer': 'true', 'rudder.landed': 'true' });
   });
 });

@@ -27,6 +27,13 @@ const ENDED_AS = {
   refused: 'failed',
 } as const satisfies Record<EventDataOf<'turn.ended'>['status'], ResponseAnswer['status']>;
 
+/**
+ * The steer extension: a create with `metadata: {"rudder.steer": "true"}` on a running response
+ * is a steer into it; its response's metadata says whether it landed (`"rudder.landed"`).
+ */
+export const STEER_KEY = 'rudder.steer';
+export const LANDED_KEY = 'rudder.landed';
+
 /** The label of the server-side tool items Rudder's own tools appear as (`mcp_call`). */
 export const TOOL_SERVER_LABEL = 'rudder';
 
@@ -42,7 +49,9 @@ export const TOOL_SERVER_LABEL = 'rudder';
  * `mcp_call` item (the tool is Rudder's to run; the client need not act), and `turn.ended`
  * ends it: `completed` (also when it wound down for the next response: `superseded`),
  * `cancelled` (stopped, or the input retracted before its turn), or `failed`. Events of other
- * inputs and turns are passed over.
+ * inputs and turns are passed over. A steer's response (the steer extension) is created with
+ * the worker's decision on it, which its metadata tells, and is the turn that takes it, from
+ * the step that takes it (a steer that did not land: the turn it starts).
  */
 export class ResponseFold {
   private phase: Phase = 'unseen';
@@ -55,6 +64,7 @@ export class ResponseFold {
   private readonly output: Item[] = [];
   private readonly calls = new Map<string, number>();
   private usage: ResponseAnswer['usage'] = null;
+  private metadata: Record<string, string>;
   private error: ResponseAnswer['error'] = null;
 
   constructor(
@@ -63,6 +73,7 @@ export class ResponseFold {
     private readonly request: ResponseRequest,
   ) {
     this.model = request.model;
+    this.metadata = request.metadata ?? {};
   }
 
   get id(): string {
@@ -91,6 +102,12 @@ export class ResponseFold {
         if (event.data.input.id !== this.input || this.phase !== 'unseen') return out;
         this.phase = 'queued';
         this.createdAt = Math.floor(at);
+        // A steer's response is created with its decision (`steer.accepted`, in the same write), which its metadata tells.
+        if (event.data.input.kind === 'chat') emit('response.created', { response: this.answer() });
+        return out;
+      case 'steer.accepted':
+        if (event.data.input.id !== this.input || this.phase !== 'queued') return out;
+        this.metadata = { ...this.metadata, [STEER_KEY]: 'true', [LANDED_KEY]: String(event.data.landed) };
         emit('response.created', { response: this.answer() });
         return out;
       case 'input.delivered':
@@ -123,7 +140,6 @@ export class ResponseFold {
         this.end(ENDED_AS[event.data.status], at, emit);
         return out;
       case 'input.rejected':
-      case 'steer.accepted':
       case 'steer.taken':
       case 'stop.requested':
       case 'retract.refused':
@@ -153,7 +169,7 @@ export class ResponseFold {
       error: this.error,
       incomplete_details: null,
       instructions: null,
-      metadata: this.request.metadata ?? {},
+      metadata: this.metadata,
       parallel_tool_calls: true,
       temperature: null,
       tool_choice: 'auto',

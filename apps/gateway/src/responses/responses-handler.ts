@@ -6,6 +6,7 @@ import type { InputOf } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../auth/conversation-access';
 import { ChatHandler } from '../chat/chat-handler';
+import { SteerHandler } from '../steer/steer-handler';
 import { CompanionClient } from '../companion-client';
 import { checkTextLength, clientIdOf, conversationKeyOf, parseEdge, requireJsonBody } from '../edge';
 import { GatewayError } from '../errors/gateway-error';
@@ -17,7 +18,7 @@ import { StreamBuffers } from '../events/stream-buffers';
 import { CONFIG } from '../tokens';
 import { inputRecord, Writes } from '../writes/submit';
 import { notToBeRetried, ProtocolError } from './protocol-errors';
-import { ResponseFold, sseOf, type ProtocolEvent, type ResponseRequest } from './response-fold';
+import { ResponseFold, sseOf, STEER_KEY, type ProtocolEvent, type ResponseRequest } from './response-fold';
 import { newConversationKey, parseResponseId } from './response-id';
 
 /** How long a non-streaming create waits for its turn to end before it answers the response as it stands (`in_progress`, to be polled). */
@@ -47,6 +48,7 @@ export class ResponsesHandler {
     @Inject(ConversationAccess) private readonly access: ConversationAccess,
     @Inject(CompanionClient) private readonly companion: CompanionClient,
     @Inject(ChatHandler) private readonly chat: ChatHandler,
+    @Inject(SteerHandler) private readonly steers: SteerHandler,
     @Inject(Writes) private readonly writes: Writes,
     @Inject(EventsHandler) private readonly events: EventsHandler,
     @Inject(LiveEvents) private readonly live: LiveEvents,
@@ -67,7 +69,14 @@ export class ResponsesHandler {
     const clientId = clientIdOf(undefined, idempotencyKey);
     const { key, previous } = await this.conversationOf(body, subject, clientId);
     await this.access.mayWrite(key, subject);
-    const input = inputRecord('chat', { id: clientId ?? randomUUID(), key, subject }, {
+    const steer = body.metadata?.[STEER_KEY] === 'true';
+    if (steer && previous === null) {
+      throw new ProtocolError('bad_request', 'invalid_request', 'a steer (metadata "rudder.steer") goes into a running response: name it as previous_response_id', 'previous_response_id');
+    }
+    const sender = { id: clientId ?? randomUUID(), key, subject };
+    // The steer extension: the message joins the running turn at its next step (a steer), and
+    // lands on whatever turn runs, so it names no latest input.
+    const input = steer ? inputRecord('steer', sender, { text: messages.join('\n\n') }) : inputRecord('chat', sender, {
       messages,
       // A follow-up on a response still running: that turn winds down at its next step and
       // ends `completed` (the `interrupt` semantics), then this one runs. Only on the latest
@@ -116,9 +125,10 @@ export class ResponsesHandler {
     await follow.start();
   }
 
-  private async submit(input: InputOf<'chat'>, idFromClient: boolean): Promise<void> {
+  private async submit(input: InputOf<'chat'> | InputOf<'steer'>, idFromClient: boolean): Promise<void> {
     try {
-      await this.writes.submit(input, { ...this.chat.write(idFromClient), late: () => new Undecided() });
+      if (input.type === 'steer') await this.writes.submit(input, { ...this.steers.write(idFromClient), late: () => new Undecided() });
+      else await this.writes.submit(input, { ...this.chat.write(idFromClient), late: () => new Undecided() });
     } catch (error) {
       if (error instanceof Undecided) return;
       throw notToBeRetried(protocolRefusal(error));
