@@ -2,9 +2,9 @@ import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { gateName, requestsAbout, testScript } from './scripts';
-import { startStack, type Stack } from './stack';
+import { startStack, WAIT, type Stack } from './stack';
 
 /**
  * SPEC "Standard doors": the OpenAI Responses protocol at `/v1/responses`, driven by the real
@@ -271,5 +271,63 @@ describe('steering through the door', () => {
     expect(requestsAbout(stack.model.requests, text)).toHaveLength(1);
     // Read back, the steer's response tells the same.
     expect((await openai().responses.retrieve(steered.id)).metadata).toEqual({ 'rudder.steer': 'true', 'rudder.landed': 'true' });
+  });
+});
+
+describe('background, resume and cancel', () => {
+  it('background: answered at once (queued or in_progress), polled to completed; its stream resumed from the start, starting_after leaving out what the client had', async () => {
+    const gate = gateName('background');
+    const text = `hold gate:${gate}`;
+    const started = await openai().responses.create({ model: 'default', input: text, background: true });
+    expect(['queued', 'in_progress']).toContain(started.status);
+    expect(started.background).toBe(true);
+    await stack.model.gate(gate).reached();
+    expect((await openai().responses.retrieve(started.id)).status).toBe('in_progress');
+    // The stream of a response still running: replayed from its start, then live.
+    const resumed = openai().responses.stream({ response_id: started.id });
+    const resumedEvents = eventsOf(resumed);
+    await new Promise<void>((resolve) => resumed.on('response.in_progress', () => resolve()));
+    stack.model.gate(gate).open();
+    const events = await resumedEvents;
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    expect(events[0]?.type).toBe('response.created');
+    expect(events.at(-1)?.type).toBe('response.completed');
+    expect(await resumed.finalResponse()).toMatchObject({ id: started.id, status: 'completed', output_text: `answer to ${text}` });
+    // Resumed after the third event: the rest, the same events with the same numbers.
+    const rest = await eventsOf(await openai().responses.retrieve(started.id, { stream: true, starting_after: 2 }));
+    expect(rest).toEqual(events.slice(3));
+  });
+
+  it('cancel stops a running response (cancelled, ending the stream with response.incomplete); cancelling again or a finished one answers it unchanged', async () => {
+    const gate = gateName('cancelled');
+    const running = await openai().responses.create({ model: 'default', input: `hold gate:${gate}`, background: true });
+    await stack.model.gate(gate).reached();
+    const stream = openai().responses.stream({ response_id: running.id });
+    const streamed = eventsOf(stream);
+    const cancelled = await openai().responses.cancel(running.id);
+    expect(cancelled).toMatchObject({ id: running.id, status: 'cancelled' });
+    expect((await streamed).at(-1)).toMatchObject({ type: 'response.incomplete', response: { status: 'cancelled' } });
+    expect(await openai().responses.cancel(running.id)).toEqual(cancelled);
+    stack.model.gate(gate).open();
+    const done = await openai().responses.create({ model: 'default', input: unique('done') });
+    expect(await openai().responses.cancel(done.id)).toEqual({ ...done, output_text: undefined });
+    // Another subject may not cancel it.
+    expect(await openai('bob-token').responses.cancel(done.id).catch((e: unknown) => e)).toMatchObject({ status: 403 });
+  });
+
+  it('cancel takes back a response still waiting behind another: it never runs', async () => {
+    const gate = gateName('ahead');
+    const ahead = await openai().responses.create({ model: 'default', input: `hold gate:${gate}`, background: true });
+    await stack.model.gate(gate).reached();
+    const text = unique('never');
+    const waiting = await openai().responses.create({ model: 'default', input: text, conversation: ahead.conversation!.id, background: true });
+    expect(waiting.status).toBe('queued');
+    expect(await openai().responses.cancel(waiting.id)).toMatchObject({ status: 'cancelled', output: [] });
+    stack.model.gate(gate).open();
+    await vi.waitFor(async () => expect((await openai().responses.retrieve(ahead.id)).status).toBe('completed'), WAIT);
+    // A create after it runs next: the cancelled one was skipped, never asked about.
+    await openai().responses.create({ model: 'default', input: unique('after'), conversation: ahead.conversation!.id });
+    expect(requestsAbout(stack.model.requests, text)).toHaveLength(0);
+    expect((await openai().responses.retrieve(waiting.id)).status).toBe('cancelled');
   });
 });

@@ -252,6 +252,12 @@ export const ROUTES = {
     },
     responses: protocol('the response', ['forbidden', 'not_found', 'rate_limited', 'unavailable']),
   }),
+  cancelResponse: route('post', '/v1/responses/{id}/cancel', 'OpenAI Responses protocol: cancel a response (its turn stopped, or its waiting input taken back)', {
+    description: 'Answered once the response ended: `cancelled`, or as it ended before (cancelling is idempotent). Needs `write`, as a stop does.',
+    requestParams: { path: z.object({ id: z.string().meta({ description: 'a response id (`resp_…`)' }) }) },
+    requestBody: noBody,
+    responses: protocol('the response', ['forbidden', 'not_found', 'rate_limited', 'unavailable']),
+  }),
   health: route('get', '/healthz', '200 once Kafka and the database answer', {
     security: [],
     responses: { '200': { description: 'healthy', ...json(HealthAnswer) }, '503': { description: '`unavailable`, `details` names what is down', ...json(ErrorAnswer) } },

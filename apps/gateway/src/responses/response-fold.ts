@@ -89,6 +89,16 @@ export class ResponseFold {
     return this.phase === 'ended';
   }
 
+  /** Accepted, and no turn has it yet. */
+  get queued(): boolean {
+    return this.phase === 'queued';
+  }
+
+  /** The turn that answers it, once one has it. */
+  get turnId(): string | null {
+    return this.turn;
+  }
+
   /** The protocol's events that `event` makes, in order (none for an event of another input or turn). */
   see(event: ConversationEvent): ProtocolEvent[] {
     const out: ProtocolEvent[] = [];

@@ -7,6 +7,8 @@ import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../auth/conversation-access';
 import { ChatHandler } from '../chat/chat-handler';
 import { SteerHandler } from '../steer/steer-handler';
+import { StopHandler } from '../stop/stop-handler';
+import { RetractHandler } from '../retract/retract-handler';
 import { CompanionClient } from '../companion-client';
 import { checkTextLength, clientIdOf, conversationKeyOf, parseEdge, requireJsonBody } from '../edge';
 import { GatewayError } from '../errors/gateway-error';
@@ -49,6 +51,8 @@ export class ResponsesHandler {
     @Inject(CompanionClient) private readonly companion: CompanionClient,
     @Inject(ChatHandler) private readonly chat: ChatHandler,
     @Inject(SteerHandler) private readonly steers: SteerHandler,
+    @Inject(StopHandler) private readonly stops: StopHandler,
+    @Inject(RetractHandler) private readonly retracts: RetractHandler,
     @Inject(Writes) private readonly writes: Writes,
     @Inject(EventsHandler) private readonly events: EventsHandler,
     @Inject(LiveEvents) private readonly live: LiveEvents,
@@ -125,6 +129,30 @@ export class ResponsesHandler {
     await follow.start();
   }
 
+  /**
+   * `POST /v1/responses/{id}/cancel`: a response still waiting is taken back (a retraction), a
+   * running one is stopped (a stop of its turn); answered once it ended (`cancelled`). A
+   * response that has ended is answered as it is: cancelling is idempotent. Needs `write`, as
+   * a stop does.
+   */
+  async cancel({ subject, id, response }: Omit<RetrieveRequest, 'query'>): Promise<void> {
+    const { key, input } = await this.readable(id, subject);
+    await this.access.mayWrite(key, subject);
+    let fold = await this.found(key, input, { model: '' });
+    if (fold.queued) {
+      // Refused (409) when its turn started meanwhile: then that turn is stopped below.
+      await this.retracts.retract({ key, subject, target: { id: input } }).catch((error: unknown) => {
+        if (!(error instanceof GatewayError && error.code === 'conflict')) throw error;
+      });
+      fold = await this.read(key, input, { model: '' });
+    }
+    const turn = fold.turnId;
+    if (!fold.ended && turn !== null) await this.stops.stop({ key, subject, body: { turn } });
+    const ended = this.collect(new ResponseFold(key, input, { model: '' }), { position: 0, tokenOffset: null }, subject);
+    await ended.start();
+    json(response, await ended.answer);
+  }
+
   private async submit(input: InputOf<'chat'> | InputOf<'steer'>, idFromClient: boolean): Promise<void> {
     try {
       if (input.type === 'steer') await this.writes.submit(input, { ...this.steers.write(idFromClient), late: () => new Undecided() });
@@ -172,10 +200,14 @@ export class ResponsesHandler {
     return fold;
   }
 
-  /** The response folded from the conversation's stored events (at least as far as this gateway's writes). */
+  /**
+   * The response folded from the conversation's stored events, as far as this gateway has seen
+   * them at least (its writes, and what its streams carried: a retrieve after a stream ended
+   * reads the end the stream sent).
+   */
   private async read(key: string, input: string, request: ResponseRequest): Promise<ResponseFold> {
     const fold = new ResponseFold(key, input, request);
-    for await (const page of this.companion.eventPages(key, 0)) {
+    for await (const page of this.companion.eventPages(key, 0, this.live.latestPosition(key) ?? 0)) {
       for (const event of page) fold.see(event);
       if (fold.ended) break;
     }

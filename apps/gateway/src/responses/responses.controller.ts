@@ -23,6 +23,13 @@ export class ResponsesController {
     return this.handler.create({ subject, body, idempotencyKey, response });
   }
 
+  /** Stops the response's turn (or takes back its waiting input); answers the response once it ended. */
+  @Route('cancelResponse')
+  @UseGuards(InputRateGuard)
+  cancel(@Param('id') id: string, @Subject() subject: string, @Res() response: ServerResponse): Promise<void> {
+    return this.handler.cancel({ subject, id, response });
+  }
+
   @Route('retrieveResponse')
   retrieve(@Param('id') id: string, @Query() query: unknown, @Subject() subject: string, @Res() response: ServerResponse): Promise<void> {
     return this.handler.retrieve({ subject, id, query, response });
