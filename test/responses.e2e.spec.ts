@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { gateName, requestsAbout, testScript } from './scripts';
-import { startStack, WAIT, type Stack } from './stack';
+import { callerOf, startStack, WAIT, type Stack } from './stack';
 
 /**
  * SPEC "Standard doors": the OpenAI Responses protocol at `/v1/responses`, driven by the real
@@ -329,5 +329,25 @@ describe('background, resume and cancel', () => {
     await openai().responses.create({ model: 'default', input: unique('after'), conversation: ahead.conversation!.id });
     expect(requestsAbout(stack.model.requests, text)).toHaveLength(0);
     expect((await openai().responses.retrieve(waiting.id)).status).toBe('cancelled');
+  });
+});
+
+describe('the bounds through the door', () => {
+  it('a create past a full queue is 429 queue_full with x-should-retry: false (its input was produced and refused: the client does not send it again)', async () => {
+    const gate = gateName('full');
+    const running = await openai().responses.create({ model: 'default', input: `hold gate:${gate}`, background: true });
+    await stack.model.gate(gate).reached();
+    const conversation = running.conversation!.id;
+    for (let i = 0; i < 4; i++) {
+      expect((await openai().responses.create({ model: 'default', input: unique(`queued ${i}`), conversation, background: true })).status).toBe('queued');
+    }
+    const text = unique('one too many');
+    const full = await openai().responses.create({ model: 'default', input: text, conversation, background: true }).catch((e: unknown) => e);
+    expect(full).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(full).toMatchObject({ status: 429, code: 'queue_full', type: 'rate_limit_error' });
+    expect((full as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBe('false');
+    stack.model.gate(gate).open();
+    await vi.waitFor(async () => expect((await callerOf(stack.gatewayUrl, 'alice-token').client.status(conversation)).queue).toEqual([]), WAIT);
+    expect(requestsAbout(stack.model.requests, text)).toHaveLength(0);
   });
 });

@@ -57,7 +57,8 @@ export class ResponseFold {
   private phase: Phase = 'unseen';
   private turn: string | null = null;
   private sequence = 0;
-  private createdAt = 0;
+  /** When its input was accepted (seconds); until the log says, now (a create answered before the worker decided). */
+  private createdAt = Math.floor(Date.now() / 1000);
   private completedAt: number | null = null;
   private status: ResponseAnswer['status'] = 'queued';
   private model: string;

@@ -106,6 +106,8 @@ export class ResponsesHandler {
       return json(response, found.unseen ? fold.answer() : found.answer());
     }
     const follow = body.stream ? this.streamTo(response, fold, after, subject, null) : this.collect(fold, after, subject);
+    // A client gone before the answer: nothing is followed for it any more (the input stays produced).
+    if (!body.stream) response.on('close', follow.close);
     try {
       await this.submit(input, clientId !== undefined);
     } catch (error) {
