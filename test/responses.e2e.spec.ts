@@ -274,6 +274,17 @@ describe('steering through the door', () => {
   });
 });
 
+describe('the steer extension when no turn runs', () => {
+  it('a steer that does not land (its response finished) runs as a response of its own, and says so', async () => {
+    const done = await openai().responses.create({ model: 'default', input: unique('finished') });
+    const text = unique('late steer');
+    const steer = await openai().responses.create({ model: 'default', input: text, previous_response_id: done.id, metadata: { 'rudder.steer': 'true' } });
+    expect(steer).toMatchObject({ status: 'completed', metadata: { 'rudder.steer': 'true', 'rudder.landed': 'false' }, output_text: `answer to ${text}` });
+    expect(steer.id).not.toBe(done.id);
+    expect(requestsAbout(stack.model.requests, text)).toHaveLength(1);
+  });
+});
+
 describe('background, resume and cancel', () => {
   it('background: answered at once (queued or in_progress), polled to completed; its stream resumed from the start, starting_after leaving out what the client had', async () => {
     const gate = gateName('background');
