@@ -102,7 +102,8 @@ export class ResponsesHandler {
     const fold = new ResponseFold(key, input.id, request);
     if (body.background) {
       await this.submit(input, clientId !== undefined);
-      const found = await this.read(key, input.id, request);
+      // Produced: answered as it stands, or as queued when the read side cannot say (never a retryable 503).
+      const found = await this.read(key, input.id, request).catch(() => fold);
       return json(response, found.unseen ? fold.answer() : found.answer());
     }
     const follow = body.stream ? this.streamTo(response, fold, after, subject, null) : this.collect(fold, after, subject);
