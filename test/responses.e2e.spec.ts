@@ -14,7 +14,8 @@ import { callerOf, startStack, WAIT, type Stack } from './stack';
 let stack: Stack;
 const TOKENS = 'alice-token=alice,bob-token=bob';
 beforeAll(async () => {
-  stack = await startStack({ script: testScript, workerEnv: { AUTH_TOKENS: TOKENS } });
+  // The test worker app: the default agent (its `wait` tool) and `quiet`, an agent that takes no steers.
+  stack = await startStack({ script: testScript, workerEnv: { AUTH_TOKENS: TOKENS }, workerEntry: 'test/agents/worker.ts' });
 });
 afterAll(() => stack?.stop());
 
@@ -271,6 +272,24 @@ describe('steering through the door', () => {
     expect(requestsAbout(stack.model.requests, text)).toHaveLength(1);
     // Read back, the steer's response tells the same.
     expect((await openai().responses.retrieve(steered.id)).metadata).toEqual({ 'rudder.steer': 'true', 'rudder.landed': 'true' });
+  });
+});
+
+describe('an agent that takes no steers', () => {
+  it('answers a create on its running response with 409 conversation_locked, not to be retried; nothing of it runs, and once the response ended the follow-up is taken', async () => {
+    const gate = gateName('locked');
+    const running = await openai().responses.create({ model: 'quiet', input: `hold gate:${gate}`, background: true });
+    await stack.model.gate(gate).reached();
+    const text = unique('not now');
+    const locked = await openai().responses.create({ model: 'quiet', input: text, previous_response_id: running.id }).catch((e: unknown) => e);
+    expect(locked).toBeInstanceOf(OpenAI.ConflictError);
+    expect(locked).toMatchObject({ status: 409, code: 'conversation_locked', param: 'previous_response_id' });
+    expect((locked as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBe('false');
+    stack.model.gate(gate).open();
+    await vi.waitFor(async () => expect((await openai().responses.retrieve(running.id)).status).toBe('completed'), WAIT);
+    const later = await openai().responses.create({ model: 'quiet', input: text, previous_response_id: running.id });
+    expect(later).toMatchObject({ status: 'completed', output_text: `answer to ${text}` });
+    expect(requestsAbout(stack.model.requests, text)).toHaveLength(1);
   });
 });
 

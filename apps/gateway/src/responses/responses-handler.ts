@@ -86,7 +86,8 @@ export class ResponsesHandler {
       // ends `completed` (the `interrupt` semantics), then this one runs. Only on the latest
       // response: another is a fork (`ifLastInputId`, decided by the worker with the input).
       onBusy: previous === null ? 'enqueue' : 'interrupt',
-      ...(previous === null ? {} : { ifLastInputId: previous }),
+      // An agent that takes no steers is not wound down: the worker refuses the follow-up (`ifSteerable`).
+      ...(previous === null ? {} : { ifLastInputId: previous, ifSteerable: true }),
       agent: body.model,
     });
     const request: ResponseRequest = {
@@ -292,6 +293,15 @@ function protocolRefusal(error: unknown): unknown {
       'conflict',
       'conversation_fork_not_supported',
       'previous_response_id is not the latest response of its conversation: a conversation does not fork; continue from its latest response',
+      'previous_response_id',
+    );
+  }
+  // The door never sends onBusy reject: a busy refusal is `ifSteerable`'s.
+  if (error.code === 'conflict') {
+    return new ProtocolError(
+      'conflict',
+      'conversation_locked',
+      'the response is still running and its agent takes no steers, so it is not wound down for a follow-up: send it once the response has ended',
       'previous_response_id',
     );
   }
