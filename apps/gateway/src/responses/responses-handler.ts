@@ -12,7 +12,7 @@ import { RetractHandler } from '../retract/retract-handler';
 import { CompanionClient } from '../companion-client';
 import { checkTextLength, clientIdOf, conversationKeyOf, parseEdge, requireJsonBody } from '../edge';
 import { GatewayError } from '../errors/gateway-error';
-import { EventsHandler } from '../events/events-handler';
+import { EventsHandler, type FollowedStream } from '../events/events-handler';
 import type { StreamSink } from '../events/event-stream';
 import { LiveEvents } from '../events/live-events';
 import { responseSink } from '../events/sse';
@@ -107,11 +107,18 @@ export class ResponsesHandler {
       const found = await this.read(key, input.id, request).catch(() => fold);
       return json(response, found.unseen ? fold.answer() : found.answer());
     }
-    const follow = body.stream ? this.streamTo(response, fold, after, subject, null) : this.collect(fold, after, subject);
+    if (body.stream) return this.submitAndFollow(input, clientId !== undefined, this.streamTo(response, fold, after, subject, null));
+    const collecting = this.collect(fold, after, subject);
     // A client gone before the answer: nothing is followed for it any more (the input stays produced).
-    if (!body.stream) response.on('close', follow.close);
+    response.on('close', collecting.close);
+    await this.submitAndFollow(input, clientId !== undefined, collecting);
+    json(response, await collecting.answer);
+  }
+
+  /** Submits the input, then starts following its response (subscribed before the produce, so nothing of it is missed). */
+  private async submitAndFollow(input: InputOf<'chat'> | InputOf<'steer'>, idFromClient: boolean, follow: FollowedStream): Promise<void> {
     try {
-      await this.submit(input, clientId !== undefined);
+      await this.submit(input, idFromClient);
     } catch (error) {
       follow.close();
       throw error;
@@ -119,7 +126,6 @@ export class ResponsesHandler {
     await follow.start().catch((error: unknown) => {
       throw notToBeRetried(error);
     });
-    if (!body.stream) json(response, await (follow as Collecting).answer);
   }
 
   /** `GET /v1/responses/{id}` (`?stream=true&starting_after=N`: its stream from the start, without the events up to N). */
@@ -277,7 +283,7 @@ export class ResponsesHandler {
   }
 }
 
-type Collecting = { start(): Promise<void>; close(): void; answer: Promise<ResponseAnswer> };
+type Collecting = FollowedStream & { answer: Promise<ResponseAnswer> };
 
 function json(response: ServerResponse, body: ResponseAnswer): void {
   response.statusCode = 200;
