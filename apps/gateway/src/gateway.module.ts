@@ -42,6 +42,8 @@ import { OpenApiController } from './openapi/openapi.controller';
 import { GatewayMetrics } from './metrics/gateway-metrics';
 import { MetricsController } from './metrics/metrics.controller';
 import { WebController } from './web/web.controller';
+import { ResponsesController } from './responses/responses.controller';
+import { ResponsesHandler } from './responses/responses-handler';
 import { CONFIG, KAFKA, LOG, OPTIONS, type GatewayOptions } from './tokens';
 
 @Module({})
@@ -70,6 +72,7 @@ export class GatewayModule {
         OpenApiController,
         MetricsController,
         WebController,
+        ResponsesController,
       ],
       providers: [
         { provide: CONFIG, useValue: config },
@@ -100,6 +103,7 @@ export class GatewayModule {
         PromoteHandler,
         EventsHandler,
         StreamBuffers,
+        ResponsesHandler,
       ],
     };
   }

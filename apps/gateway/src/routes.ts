@@ -31,6 +31,9 @@ import {
   TurnAnswer,
   streamEventTypes,
   type ErrorCode,
+  CreateResponseBody,
+  ProtocolErrorAnswer,
+  ResponseAnswer,
 } from '@rudder/contracts';
 import { z } from 'zod';
 import { applyDecorators, HttpCode, RequestMapping, RequestMethod } from '@nestjs/common';
@@ -80,6 +83,24 @@ const read = (description: string, schema: z.ZodType, codes: AnyCode[] = []): Zo
   '200': { description, ...json(schema) },
   ...errorResponses(['forbidden', 'unavailable', ...codes]),
 });
+
+/** A route of the Responses door: its answer (JSON, or the protocol's event stream) and its errors in the protocol's shape. */
+const protocol = (description: string, codes: AnyCode[]): ZodOpenApiResponsesObject => {
+  const statuses = [...new Set(['bad_request', 'unauthorized', ...codes].map((code) => statusOf(code as AnyCode)))];
+  return {
+    '200': { description, content: { 'application/json': { schema: ResponseAnswer }, 'text/event-stream': { schema: z.string() } } },
+    ...Object.fromEntries(
+      statuses.map((status) => [
+        String(status),
+        {
+          description: status === 409 ? 'error (`x-should-retry: false`)' : 'error',
+          ...(status === 409 ? { headers: z.object({ 'x-should-retry': z.literal('false') }) } : {}),
+          content: { 'application/json': { schema: ProtocolErrorAnswer } },
+        },
+      ]),
+    ),
+  };
+};
 
 const noBody = { description: 'no body, or `{}`', required: false, ...json(z.object({}).strict()) };
 
@@ -220,6 +241,29 @@ export const ROUTES = {
   revoke: route('delete', '/v1/conversations/{key}/grants/{subject}', 'The owner revokes a grant', {
     requestParams: { path: z.object({ key, subject: Subject }) },
     responses: write(200, 'revoked (`access: null`)', GrantDecisionAnswer, ['not_found', 'conflict']),
+  }),
+  createResponse: route('post', '/v1/responses', 'OpenAI Responses protocol: create a response (a turn; `model` names the agent)', {
+    description:
+      'The `openai` client\'s `responses.create` and `responses.stream` (docs/responses.md). `previous_response_id` or `conversation` (a conversation key) continues a conversation; a create on a response still running queues behind it while it winds down and completes. `stream: true` answers the protocol\'s event stream (`text/event-stream`, from `response.created` to one of `response.completed`, `response.incomplete`, `response.failed`); `background: true` answers at once. Rudder\'s tools appear as `mcp_call` items. `Idempotency-Key` makes a retried create the same response; once the input is produced, no answer is one the client retries by itself (`x-should-retry: false`). Errors are `{error: {message, type, param, code}}`.',
+    requestParams: { header: z.object({ 'idempotency-key': InputId.optional().meta({ description: 'The input\'s id: the same key again is the same response.' }) }) },
+    requestBody: { required: true, ...json(CreateResponseBody.meta({ id: 'CreateResponseBody' })) },
+    responses: protocol('the response', ['unknown_agent', 'forbidden', 'conflict', 'text_too_long', 'id_reused', 'refused', 'queue_full', 'rate_limited', 'guard_failed', 'unavailable']),
+  }),
+  retrieveResponse: route('get', '/v1/responses/{id}', 'OpenAI Responses protocol: a response, or its stream replayed (`?stream=true&starting_after=N`)', {
+    requestParams: {
+      path: z.object({ id: z.string().meta({ description: 'a response id (`resp_…`)' }) }),
+      query: z.object({
+        stream: z.enum(['true', 'false']).optional().meta({ description: 'replay the response\'s stream from its start (live once it catches up)' }),
+        starting_after: z.string().regex(/^\d+$/).optional().meta({ description: 'leave out the events up to this sequence number' }),
+      }),
+    },
+    responses: protocol('the response', ['forbidden', 'not_found', 'rate_limited', 'unavailable']),
+  }),
+  cancelResponse: route('post', '/v1/responses/{id}/cancel', 'OpenAI Responses protocol: cancel a response (its turn stopped, or its waiting input taken back)', {
+    description: 'Answered once the response ended: `cancelled`, or as it ended before (cancelling is idempotent). Needs `write`, as a stop does.',
+    requestParams: { path: z.object({ id: z.string().meta({ description: 'a response id (`resp_…`)' }) }) },
+    requestBody: noBody,
+    responses: protocol('the response', ['forbidden', 'not_found', 'rate_limited', 'unavailable']),
   }),
   health: route('get', '/healthz', '200 once Kafka and the database answer', {
     security: [],

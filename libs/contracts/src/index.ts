@@ -7,3 +7,4 @@ export * from './storable-text';
 export * from './companion';
 export * from './answers';
 export * from './stream-cursor';
+export * from './responses';

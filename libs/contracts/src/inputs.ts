@@ -28,6 +28,13 @@ export const ChatInputV1 = z.object({
   onBusy: z.enum(['enqueue', 'reject', 'interrupt', 'rollback']).default('enqueue'),
   /** Refused (`precondition_failed`) unless the conversation's last accepted input is this one. */
   ifLastInputId: InputId.optional(),
+  /**
+   * Refused (`busy`) while a turn runs if the conversation's agent takes no steers: its running
+   * turn is not to be wound down for this input (the Responses door's follow-up on a running
+   * response: 409 `conversation_locked`). Absent: no such condition. A worker that does not
+   * know it leaves it out (the record's other fields are unchanged).
+   */
+  ifSteerable: z.literal(true).optional(),
   /** The agent that answers the conversation, chosen by its first input (the default agent when absent); later inputs may only name the same. */
   agent: AgentName.optional(),
 });

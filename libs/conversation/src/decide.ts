@@ -163,7 +163,8 @@ type Refusal = { code: 'forbidden' | 'precondition_failed' | 'busy' | 'queue_ful
 /**
  * Why an input is refused, if it is: a subject that may not write (the owner — the subject
  * whose input opened the conversation — and those it granted `write`; decided here, with the
- * input, so no timing lets another subject in), another agent named, a failed precondition, a busy conversation, or a full queue.
+ * input, so no timing lets another subject in), another agent named, a failed precondition, a busy conversation (onBusy
+ * reject, or `ifSteerable` while a turn of an agent that takes no steers runs), or a full queue.
  */
 function refuse(
   state: ConversationState,
@@ -183,6 +184,9 @@ function refuse(
   }
   if (input.type === 'chat' && input.onBusy === 'reject' && state.runningTurn !== null) {
     return { code: 'busy', message: `a turn is running (${state.runningTurn}) and onBusy is reject` };
+  }
+  if (input.type === 'chat' && input.ifSteerable === true && state.runningTurn !== null && policy.maxTaken === 0) {
+    return { code: 'busy', message: `a turn is running (${state.runningTurn}) and the agent takes no steers, so it is not wound down for another input` };
   }
   const { bounds } = policy;
   const waiting = [...state.steers, ...state.queue];

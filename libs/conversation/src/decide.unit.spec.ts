@@ -106,6 +106,13 @@ describe('starting turns and taking steers', () => {
 });
 
 describe('queue controls under the conversation lock', () => {
+  it('ifSteerable refuses a chat while a turn of an agent that takes no steers runs; otherwise it is an ordinary chat', () => {
+    const none = { ...policy, maxTaken: 0 };
+    expect(rejections(decide([chat('x', { ifSteerable: true, onBusy: 'interrupt' })], running(none), none).events)).toEqual([['x', 'busy']]);
+    expect(types(decide([chat('x', { ifSteerable: true, onBusy: 'interrupt' })], running()).events)).toEqual(['input.accepted', 'stop.requested']);
+    expect(types(decide([chat('x', { ifSteerable: true })], idleHead(), none).events)).toEqual(['input.accepted']);
+  });
+
   it('onBusy reject refuses a chat while a turn runs, and accepts it when none does', () => {
     expect(rejections(decide([chat('x', { onBusy: 'reject' })], running()).events)).toEqual([['x', 'busy']]);
     expect(types(decide([chat('x', { onBusy: 'reject' })]).events)).toEqual(['input.accepted']);

@@ -58,7 +58,12 @@ export class ChatHandler {
     return this.writes.submit(input, this.write(clientId !== undefined));
   }
 
-  private write(idFromClient: boolean): Write<'chat', ChatAccepted> {
+  /**
+   * How a chat is submitted (`Writes.submit`): its id known before (`idFromClient`: the same
+   * input again is answered as before, nothing sent), its answer, refusal and lateness. The
+   * Responses door submits its creates with it.
+   */
+  write(idFromClient: boolean): Write<'chat', ChatAccepted> {
     return {
       // The same id again is the same input: answered as it was, never enqueued twice. The
       // companion lags agent.inputs slightly, so two retries racing each other may both get

@@ -1,10 +1,11 @@
 import type { ServerResponse } from 'node:http';
 import { Catch, HttpException, Inject, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
-import { ErrorStatus, type ErrorBody, type ErrorCode } from '@rudder/contracts';
+import { ErrorStatus, type ErrorBody, type ErrorCode, type ProtocolErrorAnswer } from '@rudder/contracts';
 import type { Log } from '@rudder/runtime';
 import { ZodError } from 'zod';
 import { LOG } from '../tokens';
 import { GatewayError, badInput, type GatewayErrorCode } from './gateway-error';
+import { isResponsesPath, protocolAnswer } from '../responses/protocol-errors';
 
 /**
  * Answer of an error nobody meant: a bug. `ErrorCode` has no code for it (yet), so it is the
@@ -22,7 +23,9 @@ const codeOfStatus = new Map<number, ErrorCode>(
  * The gateway's only exception filter: every failure, ours or the framework's, leaves as
  * `{error: {code, message, details?}}` with the status `ErrorStatus` gives its code.
  * That includes what happens before a controller runs: malformed JSON and oversized bodies
- * (the body parser), unknown routes (Nest's not-found handler), a bad percent-encoding.
+ * (the body parser), unknown routes (Nest's not-found handler), a bad percent-encoding. Under
+ * `/v1/responses` the same errors leave in the OpenAI protocol's shape instead
+ * (`{error: {message, type, param, code}}`, responses/protocol-errors.ts), with the same status.
  */
 @Catch()
 export class GatewayErrorFilter implements ExceptionFilter {
@@ -32,7 +35,7 @@ export class GatewayErrorFilter implements ExceptionFilter {
     const response = host.switchToHttp().getResponse<ServerResponse>();
     // Express's request: its route's `key` is the conversation a failure concerns.
     const request = host.switchToHttp().getRequest<{ method?: string; originalUrl?: string; params?: { key?: string } }>();
-    const { status, body, headers } = this.answer(exception, { method: request.method, path: request.originalUrl, conversation: request.params?.key });
+    const { status, body, headers } = this.answer(exception, { method: request.method, path: request.originalUrl, conversation: request.params?.key }, isResponsesPath(request.originalUrl));
     if (response.headersSent) {
       // A stream (SSE) already answered 200; the only honest thing left is to end it.
       response.end();
@@ -45,17 +48,31 @@ export class GatewayErrorFilter implements ExceptionFilter {
     response.end(JSON.stringify(body));
   }
 
-  private answer(exception: unknown, about: Record<string, string | undefined>): { status: number; body: AnyErrorBody; headers: Readonly<Record<string, string>> } {
+  private answer(
+    exception: unknown,
+    about: Record<string, string | undefined>,
+    protocol: boolean,
+  ): { status: number; body: AnyErrorBody | ProtocolErrorAnswer; headers: Readonly<Record<string, string>> } {
     const known = this.toGatewayError(exception);
+    // The Responses door answers in the OpenAI protocol's shape (responses/protocol-errors.ts).
+    if (protocol) {
+      const status = known?.status ?? INTERNAL.status;
+      if (!known) this.unexpected(exception, about);
+      return { status, ...protocolAnswer(status, known) };
+    }
     if (known) {
       const error = { code: known.code, message: known.message, ...(known.details === undefined ? {} : { details: known.details }) };
       return { status: known.status, body: { error }, headers: known.headers };
     }
+    this.unexpected(exception, about);
+    return { status: INTERNAL.status, body: { error: { code: INTERNAL.code, message: 'internal error' } }, headers: {} };
+  }
+
+  private unexpected(exception: unknown, about: Record<string, string | undefined>): void {
     this.log.error('unexpected error', {
       ...about,
       error: exception instanceof Error ? (exception.stack ?? exception.message) : String(exception),
     });
-    return { status: INTERNAL.status, body: { error: { code: INTERNAL.code, message: 'internal error' } }, headers: {} };
   }
 
   private toGatewayError(exception: unknown): GatewayError | null {

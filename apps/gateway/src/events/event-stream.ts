@@ -43,8 +43,25 @@ export type EventStreamOptions = {
   /** The highest position of the conversation this gateway has seen lately, if any. */
   latestPosition: () => number | null;
   sink: StreamSink;
+  /**
+   * How a carried event or token is written: Rudder's SSE messages (`sseEvent`, `sseToken`) by
+   * default. Another door (the Responses protocol) writes its own translation of the same
+   * events; an empty string writes nothing.
+   */
+  format?: StreamFormat;
   /** Told why the stream ended on its own (a revoke, a gap the store could not fill). */
   ended?: (reason: string) => void;
+};
+
+/** What a stream writes for each event and token it carries, in the order it carries them. */
+export type StreamFormat = {
+  event(event: ConversationEvent): string;
+  token(token: KeptToken, cursor: StreamCursor): string;
+};
+
+const RUDDER_SSE: StreamFormat = {
+  event: sseEvent,
+  token: (token, cursor) => sseToken(token.record, cursor),
 };
 
 type Item = { event: ConversationEvent } | { token: KeptToken };
@@ -258,7 +275,8 @@ export class EventStream implements LiveListener {
   private sendIfNew(event: ConversationEvent): void {
     if (this.lastSent !== null && event.position <= this.lastSent) return;
     this.lastSent = event.position;
-    this.options.sink.write(sseEvent(event));
+    const chunk = (this.options.format ?? RUDDER_SSE).event(event);
+    if (chunk !== '') this.options.sink.write(chunk);
   }
 
   private sendToken(token: KeptToken): void {
@@ -271,7 +289,8 @@ export class EventStream implements LiveListener {
     if (this.lastToken !== null && token.offset <= this.lastToken) return;
     this.lastToken = token.offset;
     const position = this.lastSent ?? this.options.latestPosition() ?? 0;
-    this.options.sink.write(sseToken(token.record, { position, tokenOffset: token.offset }));
+    const chunk = (this.options.format ?? RUDDER_SSE).token(token, { position, tokenOffset: token.offset });
+    if (chunk !== '') this.options.sink.write(chunk);
   }
 }
 

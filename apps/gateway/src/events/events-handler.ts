@@ -7,7 +7,7 @@ import { CompanionClient } from '../companion-client';
 import { SubjectLimits } from '../limits/subject-limits';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { LOG } from '../tokens';
-import { EventStream } from './event-stream';
+import { EventStream, type StreamFormat, type StreamSink } from './event-stream';
 import { LiveEvents } from './live-events';
 import { ReaderAccess } from './reader-access';
 import { responseSink } from './sse';
@@ -21,6 +21,9 @@ export type OpenStream = {
   after: StreamCursor | null;
   response: ServerResponse;
 };
+
+/** A stream `EventsHandler.follow` set up: live once started, until closed. */
+export type FollowedStream = { start(): Promise<void>; close(): void };
 
 /**
  * `GET /v1/conversations/{key}/events`: serves one `EventStream` until the client goes away,
@@ -45,7 +48,31 @@ export class EventsHandler {
   ) {}
 
   async open({ key, subject, after, response }: OpenStream): Promise<void> {
-    // A slot of the subject's open streams (429 past LIMIT_STREAMS_PER_SUBJECT), held until the response closes.
+    const stream = this.follow({ key, subject, after, sink: responseSink(response, this.buffers.capOf(key)) });
+    // The response's 'close': the client went away (or the stream ended). Not the request's:
+    // since Node 16 that fires as soon as the request has been read.
+    response.on('close', stream.close);
+    // The client may have gone while the stream was being set up: its 'close' has fired already.
+    if (response.destroyed) stream.close();
+    try {
+      await stream.start();
+    } catch (error) {
+      response.off('close', stream.close);
+      throw error;
+    }
+  }
+
+  /**
+   * One stream of the conversation to `sink`, subscribed to the live consumer at once (so a
+   * write made after this call has its events in it) and started by `start()`, which resolves
+   * once it is live and rejects (with nothing written, the stream closed) when access is refused
+   * or the history cannot be had. `close()` ends it and lets its slot of the subject's open
+   * streams go; call it once the sink's reader is gone. `format`: another door's translation
+   * of the events (`StreamFormat`). Every stream takes a slot (429 past
+   * LIMIT_STREAMS_PER_SUBJECT), also one a door follows for an answer of its own.
+   */
+  follow(options: { key: string; subject: string; after: StreamCursor | null; sink: StreamSink; format?: StreamFormat }): FollowedStream {
+    const { key, subject, after, sink, format } = options;
     const release = this.metrics.streamOpened(this.limits.openStream(subject));
     const stream = new EventStream({
       after,
@@ -54,29 +81,37 @@ export class EventsHandler {
       recent: (position) => this.live.recentAfter(key, position),
       replayTokens: (cursor) => this.live.tokensAfter(key, cursor),
       latestPosition: () => this.live.latestPosition(key),
-      sink: responseSink(response, this.buffers.capOf(key)),
+      sink,
+      format,
       ended: (reason) => this.log.info('ended an event stream', { conversation: key, subject, reason }),
     });
     // Subscribed before the access and the history are asked for: see EventStream.
     const unsubscribe = this.live.subscribe(key, stream);
-    // The response's 'close': the client went away (or the stream ended). Not the request's:
-    // since Node 16 that fires as soon as the request has been read.
-    const close = () => {
+    let closed = false;
+    let started = false;
+    const letGo = () => {
+      if (closed) return false;
+      closed = true;
       unsubscribe();
-      stream.end();
       release();
+      return true;
     };
-    response.on('close', close);
-    // The client may have gone while the stream was being set up: its 'close' has fired already.
-    if (response.destroyed) close();
-    try {
-      await stream.start();
-    } catch (error) {
-      response.off('close', close);
-      unsubscribe();
-      release();
-      throw error;
-    }
+    return {
+      // Closed before it started, the stream has written nothing: its sink is left as it is (to answer an error, say).
+      close: () => {
+        if (letGo() && started) stream.end();
+      },
+      start: async () => {
+        started = true;
+        try {
+          await stream.start();
+        } catch (error) {
+          // Nothing was written: the sink is left to answer the error.
+          letGo();
+          throw error;
+        }
+      },
+    };
   }
 
   /** The reader's access as of the companion's status; null in open development mode (no check). */

@@ -53,7 +53,8 @@ export class SteerHandler {
     return this.writes.submit(input, this.write(clientId !== undefined));
   }
 
-  private write(idFromClient: boolean): Write<'steer', SteerAnswer> {
+  /** How a steer is submitted (`Writes.submit`); the Responses door submits its steer extension with it. */
+  write(idFromClient: boolean): Write<'steer', SteerAnswer> {
     return {
       // A new id (ours, or one the companion has not seen) is produced; the worker dedupes
       // ids, so a retry racing the companion's lag is still answered once.

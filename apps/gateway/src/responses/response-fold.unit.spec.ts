@@ -1,0 +1,103 @@
+import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
+import { describe, expect, it } from 'vitest';
+import { ResponseFold } from './response-fold';
+import { newConversationKey, parseResponseId, responseIdOf } from './response-id';
+
+const KEY = 'c/1';
+let position = 0;
+const stored = (event: DomainEvent): ConversationEvent =>
+  ({ v: 1, id: `e${++position}`, conversation: KEY, position, at: '2026-12-04T20:00:00.000Z', ...event }) as ConversationEvent;
+
+const accepted = (id: string, kind: 'chat' | 'steer' = 'chat') =>
+  stored({ type: 'input.accepted', data: { input: { id, kind, text: id, messages: [id], subject: 'alice', sentAt: '2026-12-04T20:00:00.000Z' } } });
+const started = (turn: string, prompt: string) => stored({ type: 'turn.started', data: { turn, prompt: { id: prompt, text: prompt } } });
+const replied = (turn: string, step: number, content: string, calls: { id: string; name: string }[] = []) =>
+  stored({ type: 'model.replied', data: { turn, step, content, toolCalls: calls.map((c) => ({ ...c, arguments: '{}' })) } });
+const toolEnded = (turn: string, callId: string, result: string) =>
+  stored({ type: 'tool.ended', data: { turn, step: 0, callId, name: 'wait', result, isError: false } });
+const ended = (turn: string, status: 'completed' | 'superseded' | 'stopped' | 'failed', outcome: string | null = null) =>
+  stored({
+    type: 'turn.ended',
+    data: { turn, status, outcome, content: '', steered: [], usage: { promptTokens: 7, completionTokens: 3, totalTokens: 10 } },
+  });
+
+const fold = (input: string, events: ConversationEvent[]) => {
+  const response = new ResponseFold(KEY, input, { model: 'default' });
+  return { response, events: events.flatMap((event) => response.see(event)) };
+};
+
+describe('ResponseFold', () => {
+  it("given a turn with a tool call, when folded, then the protocol's events in order, numbered from 0, the tool as an mcp_call item, and the usage", () => {
+    const { response, events } = fold('in-1', [
+      accepted('other'),
+      accepted('in-1'),
+      started('t1', 'in-1'),
+      replied('t1', 0, 'looking', [{ id: 'call-1', name: 'wait' }]),
+      toolEnded('t1', 'call-1', 'waited'),
+      replied('t1', 1, 'done'),
+      started('t2', 'other'),
+      ended('t1', 'completed'),
+    ]);
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    expect(events.map((e) => e.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      ...['response.output_item.added', 'response.content_part.added', 'response.output_text.delta', 'response.output_text.done', 'response.content_part.done', 'response.output_item.done'],
+      'response.output_item.added',
+      'response.mcp_call.in_progress',
+      'response.mcp_call.completed',
+      'response.output_item.done',
+      ...['response.output_item.added', 'response.content_part.added', 'response.output_text.delta', 'response.output_text.done', 'response.content_part.done', 'response.output_item.done'],
+      'response.completed',
+    ]);
+    const answer = response.answer();
+    expect(answer).toMatchObject({ id: responseIdOf(KEY, 'in-1'), status: 'completed', conversation: { id: KEY } });
+    expect(answer.output.map((item) => item.type)).toEqual(['message', 'mcp_call', 'message']);
+    expect(answer.output[1]).toMatchObject({ name: 'wait', output: 'waited', status: 'completed', server_label: 'rudder' });
+    expect(answer.usage).toEqual({ input_tokens: 7, input_tokens_details: { cached_tokens: 0 }, output_tokens: 3, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 10 });
+    // The same events again make the same protocol events: a replay numbers them as the live stream did.
+    expect(fold('in-1', [accepted('in-1'), started('t1', 'in-1')]).events.map((e) => e.sequence_number)).toEqual([0, 1]);
+  });
+
+  it('a turn that wound down for the next response (superseded) completes; a stopped one is cancelled, its cut-off call incomplete; a failed one fails with its outcome', () => {
+    expect(fold('a', [accepted('a'), started('ta', 'a'), ended('ta', 'superseded')]).response.answer().status).toBe('completed');
+    const stopped = fold('b', [accepted('b'), started('tb', 'b'), replied('tb', 0, '', [{ id: 'c', name: 'wait' }]), ended('tb', 'stopped')]);
+    expect(stopped.events.at(-1)?.type).toBe('response.incomplete');
+    expect(stopped.response.answer()).toMatchObject({ status: 'cancelled', output: [{ type: 'mcp_call', status: 'incomplete' }] });
+    const failed = fold('c', [accepted('c'), started('tc', 'c'), ended('tc', 'failed', 'the model failed: 500')]);
+    expect(failed.events.at(-1)?.type).toBe('response.failed');
+    expect(failed.response.answer().error).toEqual({ code: 'server_error', message: 'the model failed: 500' });
+  });
+
+  it("a steer's response is created with its decision, which its metadata tells, and is the turn that takes it from there", () => {
+    const { response, events } = fold('s', [
+      accepted('p'),
+      started('tp', 'p'),
+      replied('tp', 0, 'before'),
+      accepted('s', 'steer'),
+      stored({ type: 'steer.accepted', data: { input: { id: 's', text: 's' }, turn: 'tp', landed: true } }),
+      stored({ type: 'input.delivered', data: { input: { id: 's', kind: 'steer' }, turn: 'tp' } }),
+      replied('tp', 1, 'after'),
+      ended('tp', 'completed'),
+    ]);
+    expect(events[0]).toMatchObject({ type: 'response.created', response: { metadata: { 'rudder.steer': 'true', 'rudder.landed': 'true' } } });
+    expect(response.answer().output).toEqual([expect.objectContaining({ type: 'message', content: [expect.objectContaining({ text: 'after' })] })]);
+  });
+});
+
+describe('response ids', () => {
+  it('name their conversation and input, and nothing else parses', () => {
+    const id = responseIdOf('user-42/trip', 'in:1');
+    expect(id).toMatch(/^resp_[A-Za-z0-9_-]+$/);
+    expect(parseResponseId(id)).toEqual({ key: 'user-42/trip', input: 'in:1' });
+    for (const bad of ['resp_', 'resp_nope', 'msg_abc', `resp_${Buffer.from('["a"]').toString('base64url')}`, `resp_${Buffer.from('["bad key!", "x"]').toString('base64url')}`]) {
+      expect(parseResponseId(bad)).toBeNull();
+    }
+  });
+
+  it("a new conversation's key is derived from the subject and the Idempotency-Key, so a retry finds it; without one it is new", () => {
+    expect(newConversationKey('alice', 'k1', () => 'x')).toBe(newConversationKey('alice', 'k1', () => 'y'));
+    expect(newConversationKey('alice', 'k1', () => 'x')).not.toBe(newConversationKey('bob', 'k1', () => 'x'));
+    expect(newConversationKey('alice', undefined, () => 'fresh')).toBe('responses/fresh');
+  });
+});

@@ -1,0 +1,111 @@
+import { z } from 'zod';
+import { AgentName } from './conversation-key';
+import { StorableString } from './storable-text';
+
+/**
+ * The OpenAI Responses protocol's door (`/v1/responses`, docs/responses.md): the part of its
+ * create body Rudder serves, and the shapes it answers. A response is a turn: `model` names
+ * the agent, `input` is the user's message(s), `previous_response_id` or `conversation` (a
+ * Rudder conversation key) continues a conversation. What a Rudder agent decides for itself
+ * (its instructions, its tools) cannot be sent; sampling settings the agent's model owns are
+ * accepted and ignored.
+ */
+const Text = StorableString.trim().min(1, 'text must not be empty');
+
+const InputTextPart = z.object({ type: z.enum(['input_text', 'output_text']), text: Text }).strict();
+
+/** A user message of `input`: a plain string, or parts of text (`input_text`). */
+const InputMessage = z
+  .object({
+    type: z.literal('message').optional(),
+    role: z.literal('user', "only the user's messages can be sent: the agent's instructions are its own"),
+    content: z.union([Text, z.array(InputTextPart).min(1).max(32)]),
+  })
+  .strict();
+
+const Metadata = z.record(z.string().max(64), z.string().max(512)).refine((m) => Object.keys(m).length <= 16, 'metadata holds at most 16 keys');
+
+export const CreateResponseBody = z
+  .object({
+    model: AgentName.meta({ description: 'The agent that answers (a conversation keeps the agent of its first response).' }),
+    input: z.union([Text, z.array(InputMessage).min(1, 'input must hold at least one message').max(32)]),
+    previous_response_id: z.string().min(1).max(1000).nullish(),
+    conversation: z.union([z.string().min(1), z.object({ id: z.string().min(1) }).strict()]).nullish(),
+    stream: z.boolean().nullish(),
+    background: z.boolean().nullish(),
+    metadata: Metadata.nullish(),
+    store: z.literal(true, 'every response is stored (store: false is not served)').nullish(),
+    instructions: z.null({ error: "an agent's instructions are its own: send none" }).optional(),
+    tools: z.array(z.never({ error: "an agent's tools are its own: send none" })).max(0).nullish(),
+    // Settings of the model that the agent's own model client decides: accepted, not used.
+    temperature: z.number().nullish(),
+    top_p: z.number().nullish(),
+    max_output_tokens: z.number().int().nullish(),
+    parallel_tool_calls: z.boolean().nullish(),
+    tool_choice: z.unknown().optional(),
+    truncation: z.string().nullish(),
+    user: z.string().optional(),
+    safety_identifier: z.string().nullish(),
+    prompt_cache_key: z.string().nullish(),
+    include: z.array(z.string()).nullish(),
+    stream_options: z.object({}).loose().nullish(),
+    text: z.object({}).loose().optional(),
+    reasoning: z.object({}).loose().nullish(),
+    service_tier: z.string().nullish(),
+  })
+  .strict()
+  .refine((b) => b.previous_response_id == null || b.conversation == null, {
+    message: 'give previous_response_id or conversation, not both',
+    path: ['conversation'],
+  });
+export type CreateResponseBody = z.infer<typeof CreateResponseBody>;
+
+/** The user's texts of a create's `input`, one per message (parts of a message joined by a blank line). */
+export function inputTexts(input: CreateResponseBody['input']): string[] {
+  if (typeof input === 'string') return [input];
+  return input.map((message) => (typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('\n\n')));
+}
+
+/** `GET /v1/responses/{id}`'s query. */
+export const RetrieveResponseQuery = z
+  .object({
+    stream: z.enum(['true', 'false']).optional(),
+    starting_after: z.string().regex(/^\d{1,15}$/, 'a sequence number').optional(),
+    include: z.unknown().optional(),
+    include_obfuscation: z.unknown().optional(),
+  })
+  .strict();
+
+const ProtocolUsage = z.object({
+  input_tokens: z.number().int(),
+  input_tokens_details: z.object({ cached_tokens: z.number().int() }),
+  output_tokens: z.number().int(),
+  output_tokens_details: z.object({ reasoning_tokens: z.number().int() }),
+  total_tokens: z.number().int(),
+});
+
+/** A response as the door answers it (the protocol's `Response`; the fields Rudder fills). */
+export const ResponseAnswer = z
+  .object({
+    id: z.string(),
+    object: z.literal('response'),
+    created_at: z.number(),
+    status: z.enum(['queued', 'in_progress', 'completed', 'failed', 'cancelled', 'incomplete']),
+    model: z.string(),
+    output: z.array(z.object({ type: z.string(), id: z.string() }).loose()),
+    error: z.object({ code: z.string(), message: z.string() }).nullable(),
+    usage: ProtocolUsage.nullable(),
+    metadata: z.record(z.string(), z.string()),
+    previous_response_id: z.string().nullable(),
+    conversation: z.object({ id: z.string() }),
+    background: z.boolean(),
+  })
+  .loose()
+  .meta({ id: 'Response', description: "The OpenAI Responses protocol's response: one turn of a conversation (docs/responses.md)." });
+export type ResponseAnswer = z.infer<typeof ResponseAnswer>;
+
+/** The protocol's error body. */
+export const ProtocolErrorAnswer = z
+  .object({ error: z.object({ message: z.string(), type: z.string(), param: z.string().nullable(), code: z.string().nullable() }) })
+  .meta({ id: 'ProtocolError', description: "An error of the Responses door, in the OpenAI protocol's shape." });
+export type ProtocolErrorAnswer = z.infer<typeof ProtocolErrorAnswer>;
