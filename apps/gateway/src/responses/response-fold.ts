@@ -160,6 +160,7 @@ export class ResponseFold {
       case 'access.granted':
       case 'grant.refused':
       case 'tool.started':
+      case 'todos.updated':
         return out;
       default: {
         const never: never = event;
