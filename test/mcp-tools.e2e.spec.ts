@@ -120,7 +120,7 @@ describe('MCP tools', () => {
     const first = stack.model.requests.find((r) => lastUserText(r) === 'call echo {"message":"hello"}')!;
     expect(offered(first)).toEqual(['wait', 'echo', 'get-sum', 'note', 'wait_at']);
     const echo = first.body.tools!.find((t) => t.type === 'function' && t.function.name === 'echo');
-    expect(echo).toMatchObject({ function: { description: 'Echoes back the input string', parameters: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] } } });
+    expect(echo).toEqual({ type: 'function', function: { name: 'echo', description: 'Echoes back the input string', parameters: { type: 'object', properties: { message: { type: 'string', description: 'Message to echo' } }, required: ['message'] } } });
 
     await client.chat(conversation, { text: 'call note {"text":"milk"}', id: 'n' });
     const turn = await answered(client, conversation, 'n');

@@ -137,7 +137,8 @@ export class McpCallError extends Error {}
 export type CallMcpTool = (name: string, args: Record<string, unknown>, context: ToolContext) => Promise<CallResult>;
 
 /**
- * A listed tool as an agent's tool. The model sees the server's own schema (`inputSchema`);
+ * A listed tool as an agent's tool. The model sees the server's own schema (`inputSchema`, less
+ * its `$schema` keyword);
  * the arguments are checked to be a JSON object and the server validates the rest (its
  * refusal is an error result the model reads).
  */
@@ -146,7 +147,7 @@ export function mcpTool(server: string, listed: ListedTool, call: CallMcpTool): 
     name: listed.name,
     description: listed.description ?? listed.title ?? '',
     parameters: ARGUMENTS,
-    inputSchema: listed.inputSchema,
+    inputSchema: withoutDialect(listed.inputSchema),
     run: async (args, context) => {
       const result = await call(listed.name, ARGUMENTS.parse(args), context);
       const text = resultText(result);
@@ -157,6 +158,13 @@ export function mcpTool(server: string, listed: ListedTool, call: CallMcpTool): 
 }
 
 const ARGUMENTS = z.record(z.string(), z.unknown());
+
+/** The schema less its `$schema` (the dialect it is written in): what a function's parameters are, as the Chat Completions API takes them. */
+function withoutDialect(schema: Record<string, unknown>): Record<string, unknown> {
+  const parameters = { ...schema };
+  delete parameters.$schema;
+  return parameters;
+}
 
 /** The `_meta` of a call: its id (the same on every run of the call), its conversation and turn. */
 export const callMeta = (context: ToolContext): Record<string, string> => ({

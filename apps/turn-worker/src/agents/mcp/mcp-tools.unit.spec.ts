@@ -13,8 +13,8 @@ describe('the tools of an MCP server an agent is offered', () => {
     expect(shadowed).toEqual(['wait']);
   });
 
-  it('are described to the model by the schema and description the server lists', () => {
-    const tool = mcpTool('notes', listed('note'), async () => ({ content: [] }));
+  it('are described to the model by the schema and description the server lists (less its $schema keyword)', () => {
+    const tool = mcpTool('notes', { ...listed('note'), inputSchema: { ...listed('note').inputSchema, $schema: 'http://json-schema.org/draft-07/schema#' } }, async () => ({ content: [] }));
     expect(toolSpec(tool)).toEqual({ type: 'function', function: { name: 'note', description: 'the note tool', parameters: listed('note').inputSchema } });
   });
 });
