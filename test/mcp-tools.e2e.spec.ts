@@ -117,6 +117,7 @@ describe('MCP tools', () => {
     const conversation = key('answered');
     await client.chat(conversation, { text: 'call echo {"message":"hello"}', id: 'e', agent: 'mcp' });
     expect(await answered(client, conversation, 'e')).toMatchObject({ status: 'completed', content: 'calling echo\n\nafter Echo: hello: call echo {"message":"hello"}' });
+    expect(logLines(worker)).toContainEqual(expect.objectContaining({ msg: 'an MCP server wrote to stderr', agent: 'mcp', mcpServer: 'everything', line: 'Starting default (STDIO) server...' }));
     const first = stack.model.requests.find((r) => lastUserText(r) === 'call echo {"message":"hello"}')!;
     expect(offered(first)).toEqual(['wait', 'echo', 'get-sum', 'note', 'wait_at']);
     const echo = first.body.tools!.find((t) => t.type === 'function' && t.function.name === 'echo');
@@ -219,7 +220,7 @@ describe('MCP tools', () => {
     await notes.kill();
     const turn = await answered(client, conversation, 'w');
     const [result] = toolMessages(requestAfter(text)!);
-    expect(result.content).toMatch(/^error: the tool wait_at of MCP server notes failed: /);
+    expect(result.content).toBe('error: the tool wait_at of MCP server notes failed: MCP error -32000: Connection closed');
     expect(turn).toMatchObject({ status: 'completed', content: `calling wait_at\n\nafter ${result.content}: ${text}` });
 
     await notes.start();

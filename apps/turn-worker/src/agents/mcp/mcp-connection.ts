@@ -1,3 +1,5 @@
+import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -107,7 +109,10 @@ export class McpConnection {
   private transport(): Transport {
     const { server } = this.options;
     if ('url' in server) return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: server.headers ? { headers: server.headers } : undefined });
-    return new StdioClientTransport({ command: server.command, args: server.args ? [...server.args] : undefined, env: server.env, cwd: server.cwd, stderr: 'inherit' });
+    const transport = new StdioClientTransport({ command: server.command, args: server.args ? [...server.args] : undefined, env: server.env, cwd: server.cwd, stderr: 'pipe' });
+    // The server's stderr (its own log) joins the worker's log line by line, so the worker's stays JSON lines.
+    if (transport.stderr instanceof Readable) createInterface({ input: transport.stderr, crlfDelay: Infinity }).on('line', (line) => this.log.info('an MCP server wrote to stderr', { line: line.slice(0, 2000) }));
+    return transport;
   }
 
   /**
