@@ -90,17 +90,22 @@ export class McpConnection {
       if (error instanceof SyntaxError || error.name === 'ZodError') this.log.warn('an MCP server sent a message that does not parse', { error: error.message });
       else this.lost(client, error.message);
     };
+    let connected = false;
     try {
       await client.connect(this.transport(), { timeout: server.connectTimeoutMs ?? MCP_CONNECT_TIMEOUT_MS });
       if (this.closed) throw new Error('the worker is shutting down');
       this.client = client;
+      connected = true;
       await this.list(client, true);
     } catch (error) {
+      // Once connected, a connection that broke while its tools were listed was `lost` already (and is retried).
+      const lostAlready = connected && this.client !== client;
       if (this.client === client) this.client = undefined;
       await client.close().catch(() => undefined);
-      this.failed(describe(error));
+      if (!lostAlready) this.failed(describe(error));
       return;
     }
+    if (this.client !== client) return;
     this.failures = 0;
     this.options.metrics.mcpServerUp(this.options.agent, server.name, true);
     this.log.info('MCP server connected', { tools: this.tools.map((t) => t.name) });
