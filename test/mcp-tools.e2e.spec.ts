@@ -28,7 +28,7 @@ const script: Script = (request) => {
 
 const offered = (request: ModelRequest) => (request.body.tools ?? []).flatMap((t) => (t.type === 'function' ? [t.function.name] : []));
 
-type Logged = { event: 'call' | 'cancelled'; tool: string; arguments?: Record<string, unknown>; meta?: Record<string, unknown>; pid: number };
+type Logged = { event: 'call' | 'cancelled' | 'session ended'; tool?: string; arguments?: Record<string, unknown>; meta?: Record<string, unknown>; pid: number };
 const callLog = join(mkdtempSync(join(tmpdir(), 'rudder-mcp-')), 'calls.jsonl');
 const logged = (): Logged[] => (existsSync(callLog) ? readFileSync(callLog, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Logged) : []);
 const loggedIn = (conversation: string) => logged().filter((l) => l.meta?.['rudder/conversation'] === conversation);
@@ -57,6 +57,7 @@ function notesServer(port: number, gatesUrl: string) {
         () => `the notes server did not start: ${output}`,
       );
     },
+    pid: () => child?.pid,
     async kill() {
       const running = child;
       if (!running || running.exitCode !== null || running.signalCode !== null) return;
@@ -107,10 +108,11 @@ describe('MCP tools', () => {
     expect(await answered(client, conversation, 'down')).toMatchObject({ status: 'completed', content: 'tools: wait' });
 
     await late.start();
-    await vi.waitFor(async () => expect(await mcpUp('late', 'late')).toBe(1), WAIT);
+    // Retried with a backoff (100 ms doubled per attempt since the worker started, at most 30 s): the next attempt connects.
+    await vi.waitFor(async () => expect(await mcpUp('late', 'late')).toBe(1), { ...WAIT, timeout: 45_000 });
     await client.chat(conversation, { text: 'call note {"text":"at last"}', id: 'up' });
     expect(await answered(client, conversation, 'up')).toMatchObject({ status: 'completed', content: 'calling note\n\nafter noted "at last" as note 1: call note {"text":"at last"}' });
-  });
+  }, 90_000);
 
   it('a tool of server-everything over stdio and one of an HTTP server are answered, with the schemas the servers list; the server gets the call id in _meta', async () => {
     const { client } = stack;
@@ -228,4 +230,13 @@ describe('MCP tools', () => {
     await client.chat(conversation, { text: 'call note {"text":"again"}', id: 'n' });
     expect(await answered(client, conversation, 'n')).toMatchObject({ status: 'completed', content: 'calling note\n\nafter noted "again" as note 1: call note {"text":"again"}' });
   });
+
+  it('a worker stopped with SIGTERM ends its sessions with the HTTP server and exits 0', async () => {
+    await vi.waitFor(async () => {
+      expect(await mcpUp('mcp', 'notes')).toBe(1);
+      expect(await mcpUp('impatient', 'notes')).toBe(1);
+    }, { ...WAIT, timeout: 45_000 });
+    expect(await worker.kill('SIGTERM')).toBe(0);
+    expect(logged().filter((l) => l.pid === notes.pid() && l.event === 'session ended')).toHaveLength(2);
+  }, 60_000);
 });

@@ -2,8 +2,9 @@
  * A small MCP server over Streamable HTTP, the tests' own, built with the MCP SDK (started by
  * test/mcp-tools.e2e.spec.ts as its own process on `PORT`, so a test can SIGKILL it mid-call and
  * start it again on the same port). Each `tools/call` it gets is appended to `CALL_LOG` with
- * its `_meta` (`{event: 'call', tool, arguments, meta}`), and each call cancelled by the client
- * with `{event: 'cancelled', tool, meta}`.
+ * its `_meta` (`{event: 'call', tool, arguments, meta}`), each call cancelled by the client
+ * with `{event: 'cancelled', tool, meta}`, and each session the client ends (`DELETE`) with
+ * `{event: 'session ended'}`; every line has the server's `pid`.
  *
  * Tools:
  * - `note {text}`: keeps a note, exactly once by the call id of `_meta` (a rerun of the call
@@ -78,6 +79,7 @@ async function mcp(req: IncomingMessage, res: ServerResponse) {
         transports.set(id, created);
         servers.set(id, server);
       },
+      onsessionclosed: () => record({ event: 'session ended' }),
     });
     created.onclose = () => {
       if (created.sessionId) {

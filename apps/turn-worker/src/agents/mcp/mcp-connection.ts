@@ -70,12 +70,13 @@ export class McpConnection {
     return this.connect();
   }
 
-  /** Stops retrying, and closes the connection (a stdio server is stopped). */
+  /** Stops retrying, and closes the connection: a stdio server is stopped, an HTTP server's session ended (`DELETE`). */
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retry);
     const client = this.client;
     this.client = undefined;
+    if (client?.transport instanceof StreamableHTTPClientTransport) await client.transport.terminateSession().catch(() => undefined);
     await client?.close().catch(() => undefined);
   }
 
