@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Tool, ToolContext } from '@rudder/agent';
@@ -87,8 +87,11 @@ export class McpConnection {
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.list(client));
     client.onclose = () => this.lost(client, 'the connection closed');
     client.onerror = (error) => {
-      // A message that does not parse is the server's mistake, not a broken connection.
+      // A message that does not parse is the server's mistake, and an HTTP error status fails its
+      // own request (that call's result says so); neither is a broken connection. A session the
+      // server no longer knows (404, it restarted) is.
       if (error instanceof SyntaxError || error.name === 'ZodError') this.log.warn('an MCP server sent a message that does not parse', { error: error.message });
+      else if (error instanceof StreamableHTTPError && error.code !== 404) this.log.warn('an MCP server answered an error status', { error: error.message });
       else this.lost(client, error.message);
     };
     let connected = false;
