@@ -7,6 +7,8 @@ import { lastMessage, lastUserText, reply, type ModelRequest, type Script } from
 import { answered, freePort, startStack, started, WAIT, withTimeout, type Stack, type WorkerProcess } from './stack';
 import { gateName, testScript } from './scripts';
 import { metricsUrlOf, sample, scrape } from './prometheus';
+import { readEvents } from './sse';
+import { execFileSync } from 'node:child_process';
 
 /**
  * MCP tools (SPEC § Standard doors; docs/agents.md, "Tools from MCP servers"): the agents of
@@ -121,7 +123,7 @@ describe('MCP tools', () => {
     expect(await answered(client, conversation, 'e')).toMatchObject({ status: 'completed', content: 'calling echo\n\nafter Echo: hello: call echo {"message":"hello"}' });
     expect(logLines(worker)).toContainEqual(expect.objectContaining({ msg: 'an MCP server wrote to stderr', agent: 'mcp', mcpServer: 'everything', line: 'Starting default (STDIO) server...' }));
     const first = stack.model.requests.find((r) => lastUserText(r) === 'call echo {"message":"hello"}')!;
-    expect(offered(first)).toEqual(['wait', 'echo', 'get-sum', 'note', 'wait_at']);
+    expect(offered(first)).toEqual(['wait', 'echo', 'get-sum', 'trigger-long-running-operation', 'note', 'wait_at']);
     const echo = first.body.tools!.find((t) => t.type === 'function' && t.function.name === 'echo');
     expect(echo).toEqual({ type: 'function', function: { name: 'echo', description: 'Echoes back the input string', parameters: { type: 'object', properties: { message: { type: 'string', description: 'Message to echo' } }, required: ['message'] } } });
 
@@ -188,7 +190,7 @@ describe('MCP tools', () => {
     const { client } = stack;
     const conversation = key('list-changed');
     await client.chat(conversation, { text: 'which tools', id: 'before', agent: 'mcp' });
-    expect(await answered(client, conversation, 'before')).toMatchObject({ content: 'tools: wait,echo,get-sum,note,wait_at' });
+    expect(await answered(client, conversation, 'before')).toMatchObject({ content: 'tools: wait,echo,get-sum,trigger-long-running-operation,note,wait_at' });
     expect((await fetch(notes.url.replace(/\/mcp$/, '/control/tools/late_note'), { method: 'POST' })).status).toBe(200);
     await vi.waitFor(() => expect(logLines(worker)).toContainEqual(expect.objectContaining({ msg: "an MCP server's tools changed", agent: 'mcp', mcpServer: 'notes', tools: ['note', 'wait_at', 'late_note'] })), WAIT);
     await client.chat(conversation, { text: 'call late_note {"text":"news"}', id: 'after' });
@@ -229,6 +231,30 @@ describe('MCP tools', () => {
     await vi.waitFor(async () => expect(await mcpUp('mcp', 'notes')).toBe(1), WAIT);
     await client.chat(conversation, { text: 'call note {"text":"again"}', id: 'n' });
     expect(await answered(client, conversation, 'n')).toMatchObject({ status: 'completed', content: 'calling note\n\nafter noted "again" as note 1: call note {"text":"again"}' });
+  });
+
+  it('a stdio server that dies mid-call gives the model an error result; the worker starts it again and the next turn calls it', async () => {
+    const { client, http } = stack;
+    const conversation = key('stdio-dies');
+    const text = 'call trigger-long-running-operation {"duration":600,"steps":1}';
+    const events = http.events(conversation, { 'last-event-id': '0' });
+    await client.chat(conversation, { text, id: 'w', agent: 'mcp' });
+    await readEvents(await events, (message) => message.event === 'tool.started');
+    // The worker's own child: server-everything, which it started over stdio.
+    const [everything] = execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(worker.child.pid)], { encoding: 'utf8' })
+      .split('\n')
+      .filter((line) => line.includes('server-everything'))
+      .map((line) => Number(line.trim().split(/\s+/)[0]));
+    expect(everything).toBeGreaterThan(0);
+    process.kill(everything, 'SIGKILL');
+    const turn = await answered(client, conversation, 'w');
+    const [result] = toolMessages(requestAfter(text)!);
+    expect(result.content).toMatch(/^error: the tool trigger-long-running-operation of MCP server everything failed: MCP error -32000: Connection closed$|^error: the MCP server everything is not connected/);
+    expect(turn).toMatchObject({ status: 'completed', content: `calling trigger-long-running-operation\n\nafter ${result.content}: ${text}` });
+
+    await vi.waitFor(async () => expect(await mcpUp('mcp', 'everything')).toBe(1), WAIT);
+    await client.chat(conversation, { text: 'call echo {"message":"again"}', id: 'e' });
+    expect(await answered(client, conversation, 'e')).toMatchObject({ status: 'completed', content: 'calling echo\n\nafter Echo: again: call echo {"message":"again"}' });
   });
 
   it('a worker stopped with SIGTERM ends its sessions with the HTTP server and exits 0', async () => {

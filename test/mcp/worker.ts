@@ -1,7 +1,7 @@
 /**
  * A turn worker whose agents take tools from MCP servers (started by test/mcp-tools.e2e.spec.ts
  * as its own process):
- * - `mcp`: `echo` and `get-sum` of `@modelcontextprotocol/server-everything` (a real MCP server,
+ * - `mcp`: `echo`, `get-sum` and `trigger-long-running-operation` of `@modelcontextprotocol/server-everything` (a real MCP server,
  *   which the worker starts over stdio from node_modules), and `note`, `wait_at` and
  *   `late_note` (not listed until the test adds it) of the tests' own Streamable HTTP server
  *   at NOTES_MCP_URL (test/mcp/notes-server.ts);
@@ -19,7 +19,7 @@ const everything: McpServerDefinition = {
   name: 'everything',
   command: process.execPath,
   args: [join(process.cwd(), 'node_modules/@modelcontextprotocol/server-everything/dist/index.js'), 'stdio'],
-  tools: ['echo', 'get-sum'],
+  tools: ['echo', 'get-sum', 'trigger-long-running-operation'],
 };
 const notes = (name: string, url: string, tools: string[], more: Partial<McpServerDefinition> = {}): McpServerDefinition => ({ name, url, tools, retryMs: 200, ...more });
 
