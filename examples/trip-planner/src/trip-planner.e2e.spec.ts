@@ -4,17 +4,21 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lastMessage, lastUserText, reply, toolResults, userTexts, type Script } from '@rudder/scripted-model';
 import { RudderError } from '@rudder/client';
 import { answered, started, WAIT, startStack, type Stack } from '../../../test/stack';
+import { forecast } from './weather';
 
 /**
  * The example app end to end: its worker process (src/main.ts) runs the trip planner, whose
  * search tool asks the Hotels service, which asks HOTELS_URL — a server here that holds the
  * search open until the test lets it go, so "a steer sent during the tool call" is true by
- * construction.
+ * construction. Its `forecast` tool comes from an MCP server over stdio (weather-server.ts),
+ * which the worker starts.
  */
 const script: Script = (request) => {
   if (lastMessage(request)?.role === 'tool') {
     return reply.text(`found: ${toolResults(request).map((r) => r.content).join('; ')} (asked: ${userTexts(request).join(' / ')})`);
   }
+  const weather = /weather in (\w+)/.exec(lastUserText(request));
+  if (weather) return reply.tools([{ name: 'forecast', arguments: { city: weather[1], days: 2 } }], { content: 'Let me check.' });
   const city = /hotel in (\w+)/.exec(lastUserText(request));
   if (city) return reply.tools([{ name: 'search_hotels', arguments: { city: city[1] } }], { content: 'Let me look.' });
   return reply.text(`noted: ${lastUserText(request)}`);
@@ -71,5 +75,18 @@ describe('the trip planner example', () => {
     await expect(refused).rejects.toMatchObject({ status: 422, code: 'refused', message: expect.stringContaining('card numbers are not taken in chat') });
     expect(await client.status(conversation)).toMatchObject({ queue: [], steering: [], lastInputId: 'h1' });
     expect(model.requests.some((r) => JSON.stringify(r.body).includes('4111111111111111'))).toBe(false);
+  });
+
+  it('its forecast tool comes from its MCP server over stdio: offered with the schema the server lists, and answered by it', async () => {
+    const { client, model } = stack;
+    const conversation = `trips/weather-${Date.now()}`;
+    await client.chat(conversation, { text: 'what is the weather in Porto', id: 'w1', agent: 'trip-planner' });
+    const ended = await answered(client, conversation, 'w1');
+    const result = `Porto:\n${forecast('Porto', 2).join('\n')}`;
+    expect(ended).toMatchObject({ status: 'completed', content: `Let me check.\n\nfound: ${result} (asked: what is the weather in Porto)` });
+    const asked = model.requests.find((r) => userTexts(r).includes('what is the weather in Porto'))!;
+    expect(asked.body.tools?.find((t) => t.type === 'function' && t.function.name === 'forecast')).toMatchObject({
+      function: { description: 'The weather forecast of a city for the next days.', parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer', maximum: 7 } }, required: ['city'] } },
+    });
   });
 });

@@ -40,6 +40,11 @@ export type Tool = {
    * saying so); the stored result stays whole. Default: its agent's `context.toolResultTokens`.
    */
   maxResultTokens?: number;
+  /**
+   * The JSON schema the model sees, when it is not made from `parameters`: a tool of an MCP
+   * server is described by the server's own schema, and the server validates its arguments.
+   */
+  inputSchema?: Record<string, unknown>;
   run(args: unknown, context: ToolContext): Promise<string>;
 };
 
@@ -70,7 +75,7 @@ export function toolSpec(tool: Tool): ToolSpec {
   if (!spec) {
     spec = {
       type: 'function',
-      function: { name: tool.name, description: tool.description, parameters: z.toJSONSchema(tool.parameters) as Record<string, unknown> },
+      function: { name: tool.name, description: tool.description, parameters: tool.inputSchema ?? (z.toJSONSchema(tool.parameters) as Record<string, unknown>) },
     };
     specs.set(tool, spec);
   }

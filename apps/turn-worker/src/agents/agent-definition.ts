@@ -1,6 +1,7 @@
 import type { Type } from '@nestjs/common';
 import type { ModelClient, Tool } from '@rudder/agent';
 import type { AgentAffordances } from '@rudder/contracts';
+import type { McpServerDefinition } from './mcp/mcp-tools';
 
 /** A model behind the Chat Completions API; what is not given comes from the environment (OPENAI_*). */
 export type ModelSettings = {
@@ -39,6 +40,12 @@ export type AgentDefinition = {
    * they may inject your services).
    */
   tools?: (Tool | Type<unknown>)[];
+  /**
+   * MCP servers it takes tools from (docs/agents.md, "Tools from MCP servers"): stdio servers
+   * the worker starts, Streamable HTTP servers by URL, each with an allow-list of its tools.
+   * A server that is down leaves the agent running without its tools, and is retried.
+   */
+  mcp?: McpServerDefinition[];
   /** How many steered messages a turn takes at most; 0: its turns take none. Default STEERS_PER_TURN (16). */
   steering?: { maxTaken?: number };
   /** What may wait in one of its conversations. Defaults MAX_PENDING_STEERS / _CHATS / _CHARS. */

@@ -1,9 +1,9 @@
-import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common';
+import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { AgentAffordances, AgentName } from '@rudder/contracts';
 import { defineTool, openAiModel, TODOS_TOOL, type Agent, type ModelClient, type Tool } from '@rudder/agent';
 import type { Agents, InputPolicy } from '@rudder/conversation';
-import type { Config } from '@rudder/runtime';
+import { createLog, type Config } from '@rudder/runtime';
 import { AGENT_TOOL, type AgentToolOptions } from './agent-tool.decorator';
 import type { AgentDefinition, GuardInput, GuardVerdict, ModelSettings } from './agent-definition';
 import { TURN_WORKER_OPTIONS, type TurnWorkerOptions } from '../turn-worker.options';
@@ -11,11 +11,14 @@ import { contextOf, readContextEnv, type ContextEnv } from './context-window';
 import { WorkerMetrics } from '../metrics/worker-metrics';
 import { tracedModel, tracedTool } from '../tracing/traced';
 import type { z } from 'zod';
+import { McpConnection } from './mcp/mcp-connection';
+import { checkMcpServer } from './mcp/mcp-tools';
 
 /** An agent as the worker runs it. */
 export type RunnableAgent = {
   name: string;
   systemPrompt(conversation: string): Promise<string>;
+  /** Its `tools` are read at each model request: an MCP server's come and go (connected, lost, changed). */
   loop: Omit<Agent, 'systemPrompt'>;
   model: ModelClient;
   policy: InputPolicy;
@@ -33,11 +36,15 @@ export const GUARD_TIMEOUT_MS = 3000;
  * The deployment's agents, built at start-up from the module's definitions: tools given as
  * provider classes are found among the application's providers (DiscoveryService), their
  * `@AgentTool` methods bound to the instances Nest made, so they use the services injected
- * into them.
+ * into them. The agents' MCP servers are connected before the worker takes partitions (each
+ * first attempt, successful or not: one that is down is retried meanwhile), and closed on
+ * shutdown.
  */
 @Injectable()
-export class AgentRegistry implements Agents, OnModuleInit {
+export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstrap, OnApplicationShutdown {
   private readonly agents = new Map<string, RunnableAgent>();
+  private readonly mcp: McpConnection[] = [];
+  private readonly log = createLog('turn-worker');
   defaultAgent = '';
 
   constructor(
@@ -60,6 +67,14 @@ export class AgentRegistry implements Agents, OnModuleInit {
     }
     this.defaultAgent = this.options.defaultAgent ?? agents[0].name;
     if (!this.agents.has(this.defaultAgent)) throw new Error(`TurnWorkerModule: the default agent ${this.defaultAgent} is not registered`);
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await Promise.all(this.mcp.map((connection) => connection.start()));
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await Promise.all(this.mcp.map((connection) => connection.close()));
   }
 
   /** How many earlier turns a conversation's fold keeps: the most any agent's model request carries (`history.turns`). */
@@ -104,10 +119,24 @@ export class AgentRegistry implements Agents, OnModuleInit {
     // A client of the agent's own has no name this worker could know its context window by.
     const settings = isModelClient(definition.model) ? undefined : (definition.model ?? {});
     const context = contextOf(definition, { name: settings && (settings.model ?? config.OPENAI_MODEL), replyTokens: settings?.maxTokens }, contextEnv);
+    const own = tools.map(tracedTool);
+    // A new array each time they change, the same one meanwhile (the tools' token count is kept by array).
+    let offered: readonly Tool[] = own;
+    // An MCP tool named as one of its own, or as the plan's built-in tool, is left out (and said).
+    const connections: McpConnection[] = this.mcpOf(definition, new Set(todos ? [...names, TODOS_TOOL] : names), () => {
+      offered = withMcpTools(own, connections);
+    });
     return {
       name: definition.name,
       systemPrompt: async (conversation) => (typeof instructions === 'string' ? instructions : instructions({ conversation })),
-      loop: { tools: tools.map(tracedTool), maxSteps: definition.maxSteps ?? 32, context, todos },
+      loop: {
+        get tools() {
+          return offered;
+        },
+        maxSteps: definition.maxSteps ?? 32,
+        context,
+        todos,
+      },
       model: tracedModel(this.metrics.timed(isModelClient(definition.model) ? definition.model : modelOf(definition.model ?? {}, config)), definition.name),
       policy: {
         maxTaken: definition.steering?.maxTaken ?? config.STEERS_PER_TURN,
@@ -123,6 +152,20 @@ export class AgentRegistry implements Agents, OnModuleInit {
     };
   }
 
+  /** The agent's MCP servers, checked, each a connection not started yet (`onApplicationBootstrap`). */
+  private mcpOf(definition: AgentDefinition, ownTools: ReadonlySet<string>, changed: () => void): McpConnection[] {
+    const servers = definition.mcp ?? [];
+    const names = servers.map((s) => s.name);
+    const twice = names.find((n, i) => names.indexOf(n) !== i);
+    if (twice) throw new Error(`TurnWorkerModule: agent ${definition.name} has two MCP servers named ${twice}`);
+    const connections = servers.map((server) => {
+      checkMcpServer(server, definition.name);
+      return new McpConnection({ agent: definition.name, server, ownTools, changed, wrap: tracedTool, log: this.log, metrics: this.metrics });
+    });
+    this.mcp.push(...connections);
+    return connections;
+  }
+
   /** The `@AgentTool` methods of the provider instance of `type`. */
   private toolsOf(type: Type<unknown>, agent: string): Tool[] {
     const wrapper = this.discovery.getProviders().find((p) => p.metatype === type && p.instance);
@@ -135,6 +178,18 @@ export class AgentRegistry implements Agents, OnModuleInit {
     if (tools.length === 0) throw new Error(`TurnWorkerModule: ${type.name} (a tool provider of agent ${agent}) has no @AgentTool method`);
     return tools;
   }
+}
+
+/** The agent's own tools, then each MCP server's that is connected, in the order the servers are listed; of two servers' tools of one name, the first's. */
+function withMcpTools(own: readonly Tool[], connections: readonly McpConnection[]): readonly Tool[] {
+  const tools = [...own];
+  const names = new Set(own.map((t) => t.name));
+  for (const tool of connections.flatMap((c) => c.tools)) {
+    if (names.has(tool.name)) continue;
+    names.add(tool.name);
+    tools.push(tool);
+  }
+  return tools;
 }
 
 const isModelClient = (model: AgentDefinition['model']): model is ModelClient =>

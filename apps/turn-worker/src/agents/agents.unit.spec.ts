@@ -7,12 +7,13 @@ import { AgentRegistry } from './agents';
 import { defineTool, type ModelClient } from '@rudder/agent';
 import { z } from 'zod';
 import { defaultAgent } from './default-agent';
+import { sample } from '../../../../test/prometheus';
 
 /** The registry built from `agents` (plain tools only: no provider classes to discover) on an environment of `env`. */
-function registry(agents: AgentDefinition[], env: Record<string, string> = {}) {
+function registry(agents: AgentDefinition[], env: Record<string, string> = {}, metrics = new WorkerMetrics()) {
   const config = readConfig({ KAFKA_BROKERS: '127.0.0.1:9', DATABASE_URL: 'postgres://127.0.0.1:9/none', OPENAI_API_KEY: 'test', ...env });
   const none = {} as never;
-  const built = new AgentRegistry({ agents, config }, none as DiscoveryService, none as MetadataScanner, none as Reflector, new WorkerMetrics());
+  const built = new AgentRegistry({ agents, config }, none as DiscoveryService, none as MetadataScanner, none as Reflector, metrics);
   built.onModuleInit();
   return built;
 }
@@ -87,5 +88,28 @@ describe('an agent’s plan and affordances', () => {
       { name: 'plain', affordances: {} },
     ]);
     expect(() => registry([{ ...defaultAgent, affordances: { recapPrompt: '' } }])).toThrow(/affordances: recapPrompt/);
+  });
+});
+
+describe('an agent’s MCP servers', () => {
+  const down = { name: 'crm', url: 'http://127.0.0.1:9/mcp', tools: ['find_customer'] };
+
+  it('are checked at start-up: two of one name, or one that cannot run, are refused saying why', () => {
+    expect(() => registry([{ ...defaultAgent, mcp: [down, down] }])).toThrow(/agent default has two MCP servers named crm/);
+    expect(() => registry([{ ...defaultAgent, mcp: [{ ...down, tools: [] }] }])).toThrow(/agent default: MCP server "crm": tools must list/);
+  });
+
+  it('one that is down at start leaves the agent its own tools, the start goes on, and the metrics say it is down', async () => {
+    const metrics = new WorkerMetrics();
+    const built = registry([{ ...defaultAgent, mcp: [down] }], {}, metrics);
+    await built.onApplicationBootstrap();
+    try {
+      expect(built.get(null)!.loop.tools.map((t) => t.name)).toEqual(['wait']);
+      const text = await metrics.registry.metrics();
+      expect(sample(text, 'rudder_mcp_server_up', { agent: 'default', server: 'crm' })).toBe(0);
+      expect(sample(text, 'rudder_mcp_server_down_total', { agent: 'default', server: 'crm', how: 'down' })).toBe(1);
+    } finally {
+      await built.onApplicationShutdown();
+    }
   });
 });

@@ -68,6 +68,18 @@ export class WorkerMetrics {
     labelNames: ['agent', 'reason'],
     registers: [this.registry],
   });
+  private readonly mcpUp = new Gauge({
+    name: 'rudder_mcp_server_up',
+    help: "Whether this worker is connected to an agent's MCP server (1), or not (0: the agent runs without its tools, and the server is retried)",
+    labelNames: ['agent', 'server'],
+    registers: [this.registry],
+  });
+  private readonly mcpDown = new Counter({
+    name: 'rudder_mcp_server_down_total',
+    help: "Times this worker found an agent's MCP server down (an attempt to connect failed: down) or lost its connection (lost)",
+    labelNames: ['agent', 'server', 'how'],
+    registers: [this.registry],
+  });
   /** A batch of agent.inputs was handled: its partition's lag (`rudder_consumer_lag`). */
   readonly ingested = consumerLag(this.registry);
   private readonly seen = new Set<string>();
@@ -132,6 +144,16 @@ export class WorkerMetrics {
   /** An agent's input guard threw (`error`) or ran past its budget (`timeout`) on an input. */
   guardFailed(agent: string, reason: 'error' | 'timeout'): void {
     this.guardFailures.inc({ agent, reason });
+  }
+
+  /** Whether the worker is connected to an agent's MCP server now. */
+  mcpServerUp(agent: string, server: string, up: boolean): void {
+    this.mcpUp.set({ agent, server }, up ? 1 : 0);
+  }
+
+  /** An agent's MCP server was found down, or its connection lost. */
+  mcpServerDown(agent: string, server: string, how: 'down' | 'lost'): void {
+    this.mcpDown.inc({ agent, server, how });
   }
 
   /** A write of this worker was fenced. */

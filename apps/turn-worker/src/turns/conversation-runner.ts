@@ -200,7 +200,16 @@ class Runner implements ConversationRunner {
       await inSpan(tracer, 'turn', about, () =>
         runTurn({
           conversation: key,
-          agent: { ...agent.loop, systemPrompt },
+          // Read at each request, not copied: an MCP server's tools come and go while a turn runs.
+          agent: {
+            systemPrompt,
+            maxSteps: agent.loop.maxSteps,
+            context: agent.loop.context,
+            todos: agent.loop.todos,
+            get tools() {
+              return agent.loop.tools;
+            },
+          },
           model: agent.model,
           history: recentHistory(current, agent.historyTurns),
           turn,
