@@ -23,10 +23,12 @@ const everything: McpServerDefinition = {
 };
 const notes = (name: string, url: string, tools: string[], more: Partial<McpServerDefinition> = {}): McpServerDefinition => ({ name, url, tools, retryMs: 200, ...more });
 
+/** The default agent without its plan: these agents' tools are exactly their own and their servers'. */
+const withoutPlan: AgentDefinition = { ...defaultAgent, todos: false };
 const agents: AgentDefinition[] = [
-  { ...defaultAgent, name: 'mcp', mcp: [everything, notes('notes', process.env.NOTES_MCP_URL!, ['note', 'wait_at', 'late_note'])] },
-  { ...defaultAgent, name: 'impatient', mcp: [notes('notes', process.env.NOTES_MCP_URL!, ['wait_at'], { timeoutMs: 1000 })] },
-  { ...defaultAgent, name: 'late', mcp: [notes('late', process.env.LATE_MCP_URL!, ['note'], { retryMs: 100 })] },
+  { ...withoutPlan, name: 'mcp', mcp: [everything, notes('notes', process.env.NOTES_MCP_URL!, ['note', 'wait_at', 'late_note'])] },
+  { ...withoutPlan, name: 'impatient', mcp: [notes('notes', process.env.NOTES_MCP_URL!, ['wait_at'], { timeoutMs: 1000 })] },
+  { ...withoutPlan, name: 'late', mcp: [notes('late', process.env.LATE_MCP_URL!, ['note'], { retryMs: 100 })] },
 ];
 
 @Module({ imports: [TurnWorkerModule.forRoot({ agents })] })
