@@ -11,7 +11,10 @@
  *   `guardTimeoutMs` 300, runs out); sent again, the same text passes;
  * - `budgeted`: a small context budget (`BUDGET_TOKENS`, tool results sent with at most
  *   `BUDGET_TOOL_RESULT_TOKENS`) and the tools `bulk`, which answers `bytes` characters of
- *   text, and `bulk_whole`, the same but sent whole (its own `maxResultTokens`).
+ *   text, and `bulk_whole`, the same but sent whole (its own `maxResultTokens`); it never
+ *   compacts (`compactAt: null`);
+ * - `compacting`: the same budget and tools, compacting its history past `COMPACT_AT_TOKENS`
+ *   with its own summary prompt (`SUMMARY_PROMPT`, which the tests' scripts answer).
  */
 import 'reflect-metadata';
 import { appendFile } from 'node:fs/promises';
@@ -21,7 +24,7 @@ import { NestFactory } from '@nestjs/core';
 import { closeOnSignals, createLog } from '@rudder/runtime';
 import { z } from 'zod';
 import { AgentTool, defaultAgent, turnWorkerTransport, TurnWorkerModule, type AgentDefinition, type ToolContext } from '@rudder/turn-worker';
-import { BUDGET_TOKENS, BUDGET_TOOL_RESULT_TOKENS } from './budget';
+import { BUDGET_TOKENS, BUDGET_TOOL_RESULT_TOKENS, COMPACT_AT_TOKENS, SUMMARY_PROMPT } from './budget';
 
 /** Where `record` writes: a service the tools provider injects, as a team's repository would be. */
 @Injectable()
@@ -94,7 +97,14 @@ const agents: AgentDefinition[] = [
   { ...defaultAgent, name: 'quiet', tools, steering: { maxTaken: 0 } },
   { ...defaultAgent, name: 'brief', tools, history: { turns: 1 } },
   { ...defaultAgent, name: 'guarded', tools, guard: failingGuard, guardTimeoutMs: 300 },
-  { ...defaultAgent, name: 'budgeted', tools: [...tools, BulkTools], context: { maxTokens: BUDGET_TOKENS, toolResultTokens: BUDGET_TOOL_RESULT_TOKENS } },
+  // Never compacts: its tests are about what a request leaves out.
+  { ...defaultAgent, name: 'budgeted', tools: [...tools, BulkTools], context: { maxTokens: BUDGET_TOKENS, toolResultTokens: BUDGET_TOOL_RESULT_TOKENS, compactAt: null } },
+  {
+    ...defaultAgent,
+    name: 'compacting',
+    tools: [...tools, BulkTools],
+    context: { maxTokens: BUDGET_TOKENS, toolResultTokens: BUDGET_TOOL_RESULT_TOKENS, compactAt: COMPACT_AT_TOKENS, summaryPrompt: SUMMARY_PROMPT },
+  },
 ];
 
 @Module({ imports: [TurnWorkerModule.forRoot({ agents })], providers: [ToolLog, RecordingTools, GateTools, BulkTools] })

@@ -72,6 +72,7 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
       case 'guard.failed':
       case 'tool.started':
       case 'tool.ended':
+      case 'history.compacted':
         break;
       default:
         return unreachable(event);
@@ -165,6 +166,7 @@ class RowFold {
       case 'guard.failed':
       case 'tool.started':
       case 'tool.ended':
+      case 'history.compacted':
         return; // the state only, or copied for replay only
       default:
         return unreachable(event);
