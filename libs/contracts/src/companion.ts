@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Grant, StatusFields } from './answers';
+import { ContextStatus, Grant, NO_CONTEXT, StatusFields } from './answers';
 import { MessageKind } from './conversation-key';
 import { EventData } from './events';
 
@@ -22,6 +22,8 @@ export const CompanionStatus = StatusFields.extend({
    * and grants are exact as of it, and a stream folds access from the events after it.
    */
   position: z.number().int().nonnegative().default(0),
+  /** (Absent from a companion older than the gateway: no request known.) */
+  context: ContextStatus.default(NO_CONTEXT),
 });
 export type CompanionStatus = z.infer<typeof CompanionStatus>;
 

@@ -32,6 +32,7 @@ export async function readConversationStatus(readModels: DataSource, key: string
     queue: state.queue.map(({ id, kind, text }) => ({ id, kind: decided.has(id) ? ('steer' as const) : kind, text })),
     lastInputId: state.lastInputId,
     agent: state.agent,
+    context: { carriedTokens: state.carried?.tokens ?? null, maxTokens: state.carried?.maxTokens ?? null, lastCompaction: state.compaction },
     owner: state.owner,
     grants: Object.entries(state.grants).map(([subject, access]) => ({ subject, access })),
     position: found?.position ?? 0,
