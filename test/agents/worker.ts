@@ -12,7 +12,7 @@
  * - `budgeted`: a small context budget (`BUDGET_TOKENS`, tool results sent with at most
  *   `BUDGET_TOOL_RESULT_TOKENS`) and the tools `bulk`, which answers `bytes` characters of
  *   text, and `bulk_whole`, the same but sent whole (its own `maxResultTokens`); it never
- *   compacts (`compactAt: null`);
+ *   compacts (`compactAt: null`), and its turns may take 40 steps;
  * - `compacting`: the same budget and tools, compacting its history past `COMPACT_AT_TOKENS`
  *   with its own summary prompt (`SUMMARY_PROMPT`, which the tests' scripts answer).
  */
@@ -98,7 +98,7 @@ const agents: AgentDefinition[] = [
   { ...defaultAgent, name: 'brief', tools, history: { turns: 1 } },
   { ...defaultAgent, name: 'guarded', tools, guard: failingGuard, guardTimeoutMs: 300 },
   // Never compacts: its tests are about what a request leaves out.
-  { ...defaultAgent, name: 'budgeted', tools: [...tools, BulkTools], context: { maxTokens: BUDGET_TOKENS, toolResultTokens: BUDGET_TOOL_RESULT_TOKENS, compactAt: null } },
+  { ...defaultAgent, name: 'budgeted', tools: [...tools, BulkTools], maxSteps: 40, context: { maxTokens: BUDGET_TOKENS, toolResultTokens: BUDGET_TOOL_RESULT_TOKENS, compactAt: null } },
   {
     ...defaultAgent,
     name: 'compacting',
