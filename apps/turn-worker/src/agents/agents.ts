@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { AgentName } from '@rudder/contracts';
-import { defineTool, openAiModel, type Agent, type ModelClient, type Tool } from '@rudder/agent';
+import { defineTool, openAiModel, textTokens, type Agent, type ModelClient, type Tool } from '@rudder/agent';
 import type { Agents, InputPolicy } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
 import { AGENT_TOOL, type AgentToolOptions } from './agent-tool.decorator';
@@ -60,6 +60,9 @@ export class AgentRegistry implements Agents, OnModuleInit {
     }
     this.defaultAgent = this.options.defaultAgent ?? agents[0].name;
     if (!this.agents.has(this.defaultAgent)) throw new Error(`TurnWorkerModule: the default agent ${this.defaultAgent} is not registered`);
+    // The tokenizer builds its tables on its first use (~100 ms): at start-up, before the worker
+    // takes partitions, not on the first turn after a restart.
+    textTokens('warm up');
   }
 
   /** How many earlier turns a conversation's fold keeps: the most any agent's model request carries (`history.turns`). */
