@@ -59,7 +59,7 @@ describe('idle conversations', () => {
     // What the snapshot says is what the worker starts from: an edit the log does not hold shows
     // in the next request (a test's doing; the worker itself only ever stores folds of the log).
     await vi.waitFor(async () => expect(await held()).toBe(0), WAIT);
-    await query(`UPDATE event_store.snapshots SET fold = jsonb_set(fold, '{history,0,0,content}', '"one, as the snapshot has it"') WHERE conversation = $1`, [conversation]);
+    await query(`UPDATE event_store.snapshots SET fold = jsonb_set(fold, '{history,0,messages,0,content}', '"one, as the snapshot has it"') WHERE conversation = $1`, [conversation]);
     expect(await requestAfter(conversation, 'four')).toEqual([
       { role: 'user', content: 'one, as the snapshot has it' },
       { role: 'assistant', content: 'answer to one' },

@@ -90,10 +90,10 @@ describe('long conversations: every model request fits its agent’s budget', ()
     expect(Math.max(...carried)).toBeLessThan(turns / 2);
   }, 120_000); // 25 turns one after another: more than the tier's 60 s on a loaded machine
 
-  it('a turn whose tool returns 20 kB at each step stays under the budget: results past the tool limit are truncated, older steps’ results are left out, and the stored results stay whole', async () => {
+  it('a turn of 32 steps whose tool returns 20 kB at each stays under the budget: results past the tool limit are truncated, older steps’ results are left out, and the stored results stay whole', async () => {
     const { client } = stack;
     const conversation = key('bulk');
-    const steps = 8;
+    const steps = 32;
     await client.chat(conversation, { text: `bulk 20000 x${steps} ${conversation}`, id: 'b1', agent: 'budgeted' });
     expect(await answered(client, conversation, 'b1')).toMatchObject({ status: 'completed', content: expect.stringContaining(`done after ${steps} results`) });
 

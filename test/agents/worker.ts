@@ -13,7 +13,10 @@
  *   companion uses for its conversations;
  * - `budgeted`: a small context budget (`BUDGET_TOKENS`, tool results sent with at most
  *   `BUDGET_TOOL_RESULT_TOKENS`) and the tools `bulk`, which answers `bytes` characters of
- *   text, and `bulk_whole`, the same but sent whole (its own `maxResultTokens`).
+ *   text, and `bulk_whole`, the same but sent whole (its own `maxResultTokens`); it never
+ *   compacts (`compactAt: null`), and its turns may take 40 steps;
+ * - `compacting`: the same budget and tools, compacting its history past `COMPACT_AT_TOKENS`
+ *   with its own summary prompt (`SUMMARY_PROMPT`, which the tests' scripts answer).
  */
 import 'reflect-metadata';
 import { appendFile } from 'node:fs/promises';
@@ -23,7 +26,7 @@ import { NestFactory } from '@nestjs/core';
 import { closeOnSignals, createLog } from '@rudder/runtime';
 import { z } from 'zod';
 import { AgentTool, defaultAgent, turnWorkerTransport, TurnWorkerModule, type AgentDefinition, type ToolContext } from '@rudder/turn-worker';
-import { BUDGET_TOKENS, BUDGET_TOOL_RESULT_TOKENS } from './budget';
+import { BUDGET_TOKENS, BUDGET_TOOL_RESULT_TOKENS, COMPACT_AT_TOKENS, SUMMARY_PROMPT } from './budget';
 
 /** Where `record` writes: a service the tools provider injects, as a team's repository would be. */
 @Injectable()
@@ -106,7 +109,14 @@ const agents: AgentDefinition[] = [
       model: 'scripted-affordances',
     },
   },
-  { ...defaultAgent, name: 'budgeted', tools: [...tools, BulkTools], context: { maxTokens: BUDGET_TOKENS, toolResultTokens: BUDGET_TOOL_RESULT_TOKENS } },
+  // Never compacts: its tests are about what a request leaves out.
+  { ...defaultAgent, name: 'budgeted', tools: [...tools, BulkTools], maxSteps: 40, context: { maxTokens: BUDGET_TOKENS, toolResultTokens: BUDGET_TOOL_RESULT_TOKENS, compactAt: null } },
+  {
+    ...defaultAgent,
+    name: 'compacting',
+    tools: [...tools, BulkTools],
+    context: { maxTokens: BUDGET_TOKENS, toolResultTokens: BUDGET_TOOL_RESULT_TOKENS, compactAt: COMPACT_AT_TOKENS, summaryPrompt: SUMMARY_PROMPT },
+  },
 ];
 
 @Module({ imports: [TurnWorkerModule.forRoot({ agents })], providers: [ToolLog, RecordingTools, GateTools, BulkTools] })

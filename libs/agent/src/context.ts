@@ -1,5 +1,6 @@
+import { DEFAULT_SUMMARY_PROMPT } from './compaction';
 import type { ModelMessage } from './messages';
-import { contentTokens, firstTokens, MESSAGE_FRAMING_TOKENS, messageTokens, REPLY_PRIMING_TOKENS, textTokens, toolsTokens, turnTokens } from './tokens';
+import { contentTokens, firstTokens, MESSAGE_FRAMING_TOKENS, messageTokens, REPLY_PRIMING_TOKENS, textTokens, toolsTokens, turnTokens, type EarlierTurn } from './tokens';
 import type { Tool } from './tools';
 
 /** A tool result is sent with at most this many tokens, unless its agent or its tool says otherwise. */
@@ -32,16 +33,22 @@ export const MAX_USAGE_RATIO = 2;
 export type ContextBudget = {
   /** The most tokens a model request carries, as the model counts them (the count times the usage ratio). */
   maxTokens: number;
-  /** Reserved for compaction (issue 37, not built yet): the carried tokens past which older turns are summarised. */
+  /**
+   * Past this many carried tokens (as the model counts them) the history is compacted at the
+   * next step (`compactionDue`): a summary of the older earlier turns stands in for them. Null: never.
+   */
   compactAt: number | null;
+  /** The system prompt of the summary request (`summaryRequest`). */
+  summaryPrompt: string;
   /** A tool result is sent with at most this many tokens (its tool's `maxResultTokens` wins); longer ones are truncated, with a marker. */
   toolResultTokens: number;
   usage: UsageRatio;
 };
 
-export const contextBudget = (settings: { maxTokens: number; compactAt?: number | null; toolResultTokens?: number }): ContextBudget => ({
+export const contextBudget = (settings: { maxTokens: number; compactAt?: number | null; toolResultTokens?: number; summaryPrompt?: string }): ContextBudget => ({
   maxTokens: settings.maxTokens,
   compactAt: settings.compactAt ?? null,
+  summaryPrompt: settings.summaryPrompt ?? DEFAULT_SUMMARY_PROMPT,
   toolResultTokens: settings.toolResultTokens ?? DEFAULT_TOOL_RESULT_TOKENS,
   usage: new UsageRatio(),
 });
@@ -52,8 +59,10 @@ export type RequestParts = {
   /** The agent's plan (`planMessage`), sent as a system message right after the instructions; null: none. */
   plan?: string | null;
   tools: readonly Tool[];
+  /** The summary that stands in for the turns before `earlier` (`history.compacted`); null when the history was never compacted. */
+  summary: string | null;
   /** The earlier turns a request may carry, oldest first, each whole (its prompt, the messages steered to it, its answers). */
-  earlier: readonly (readonly ModelMessage[])[];
+  earlier: readonly EarlierTurn[];
   /** The running turn's messages: its prompt, then each step's reply, its calls' results and the messages steered in after them. */
   turn: readonly ModelMessage[];
 };
@@ -80,16 +89,10 @@ export type FittedRequest =
  * Only what is sent changes: the messages given are never changed. Each message is counted
  * once (tokens.ts), so this is a walk over the messages, whatever their length.
  */
-export function fitRequest(parts: RequestParts, budget: Omit<ContextBudget, 'compactAt'>): FittedRequest {
+export function fitRequest(parts: RequestParts, budget: Omit<ContextBudget, 'compactAt' | 'summaryPrompt'>): FittedRequest {
   const limit = Math.floor(budget.maxTokens / budget.usage.value);
-  const system: ModelMessage[] = [{ role: 'system', content: parts.systemPrompt }];
-  if (parts.plan) system.push({ role: 'system', content: parts.plan });
   const sent = truncatedResults(parts.turn, parts.tools, budget.toolResultTokens);
-  let tokens =
-    REPLY_PRIMING_TOKENS +
-    system.reduce((sum, m) => sum + systemTokens(m.content), 0) +
-    toolsTokens(parts.tools) +
-    sent.reduce((sum, m) => sum + messageTokens(m), 0);
+  let tokens = fixedTokens(parts) + sent.reduce((sum, m) => sum + messageTokens(m), 0);
   if (tokens > limit) {
     const latestStep = sent.findLastIndex((m) => m.role === 'assistant');
     for (let i = 0; i < latestStep && tokens > limit; i++) {
@@ -108,7 +111,59 @@ export function fitRequest(parts: RequestParts, budget: Omit<ContextBudget, 'com
   }
   let from = parts.earlier.length;
   while (from > 0 && tokens + turnTokens(parts.earlier[from - 1]) <= limit) tokens += turnTokens(parts.earlier[--from]);
-  return { fits: true, messages: [...system, ...parts.earlier.slice(from).flat(), ...sent], tokens, earlierTurns: parts.earlier.length - from };
+  return { fits: true, messages: [...head(parts), ...parts.earlier.slice(from).flatMap((t) => t.messages), ...sent], tokens, earlierTurns: parts.earlier.length - from };
+}
+
+/**
+ * What every request starts with, before the earlier turns: the agent's instructions (the system
+ * prompt), then the summary of the turns before them, if the history was compacted, then the
+ * agent's plan, if it keeps one. What else is to come before the earlier turns goes here.
+ */
+function head(parts: Pick<RequestParts, 'systemPrompt' | 'summary' | 'plan'>): ModelMessage[] {
+  const messages: ModelMessage[] = [{ role: 'system', content: parts.systemPrompt }];
+  if (parts.summary !== null) messages.push(summaryMessage(parts.summary));
+  if (parts.plan) messages.push({ role: 'system', content: parts.plan });
+  return messages;
+}
+
+/** The tokens of the head (`head`), the tools and the reply's priming: what a request carries whatever its turns. */
+const fixedTokens = (parts: Pick<RequestParts, 'systemPrompt' | 'summary' | 'plan' | 'tools'>) =>
+  REPLY_PRIMING_TOKENS +
+  textMessageTokens(parts.systemPrompt) +
+  (parts.summary === null ? 0 : textMessageTokens(summaryMessage(parts.summary).content)) +
+  (parts.plan ? textMessageTokens(parts.plan) : 0) +
+  toolsTokens(parts.tools);
+
+/** How a summary is sent: a user message that says what it is (it never outranks the instructions). */
+export const SUMMARY_HEADING = '[A summary of the earlier part of this conversation, which is not shown in full:]';
+const summaryMessage = (summary: string): ModelMessage => ({ role: 'user', content: `${SUMMARY_HEADING}\n${summary}` });
+
+/**
+ * What the request would carry with every earlier turn given and every result as its limit
+ * sends it, in tokens as the model counts them: what `compactAt` is measured against.
+ */
+export function carriedTokens(parts: RequestParts, budget: Pick<ContextBudget, 'toolResultTokens' | 'usage'>): number {
+  const sent = truncatedResults(parts.turn, parts.tools, budget.toolResultTokens);
+  const counted = fixedTokens(parts) + parts.earlier.reduce((sum, t) => sum + turnTokens(t), 0) + sent.reduce((sum, m) => sum + messageTokens(m), 0);
+  return Math.ceil(counted * budget.usage.value);
+}
+
+/**
+ * Whether the history is to be compacted before this request: when what it would carry passes
+ * `compactAt` and some earlier turns lie before the latest ones that together fit half of
+ * `compactAt` (those are kept whole). Answers how many of the latest earlier turns to keep, the
+ * older ones being summarised; null when no compaction is due (then the request is fitted as
+ * always: a running turn that alone passes `compactAt` is no reason to summarise again).
+ */
+export function compactionDue(parts: RequestParts, budget: ContextBudget): number | null {
+  if (budget.compactAt === null || carriedTokens(parts, budget) <= budget.compactAt) return null;
+  const room = Math.floor(budget.compactAt / 2 / budget.usage.value);
+  let keep = 0;
+  for (let kept = 0; keep < parts.earlier.length; keep++) {
+    kept += turnTokens(parts.earlier[parts.earlier.length - 1 - keep]);
+    if (kept > room) break;
+  }
+  return keep < parts.earlier.length ? keep : null;
 }
 
 /** The marker a result longer than its limit ends with, once cut there. */
@@ -154,16 +209,16 @@ function leftOut(message: ModelMessage): ModelMessage {
   return marker;
 }
 
-/** System prompts' counts: an agent's prompt is one text, or one per conversation (its `instructions` function). */
-const systemCounts = new Map<string, number>();
-const SYSTEM_COUNTS_KEPT = 1024;
+/** Texts' counts as a message (a system prompt: one per agent, or one per conversation; a summary), kept for the latest 1,024 texts. */
+const textCounts = new Map<string, number>();
+const TEXT_COUNTS_KEPT = 1024;
 
-function systemTokens(prompt: string): number {
-  let tokens = systemCounts.get(prompt);
+function textMessageTokens(text: string): number {
+  let tokens = textCounts.get(text);
   if (tokens === undefined) {
-    tokens = MESSAGE_FRAMING_TOKENS + textTokens(prompt);
-    if (systemCounts.size >= SYSTEM_COUNTS_KEPT) systemCounts.delete(systemCounts.keys().next().value!);
-    systemCounts.set(prompt, tokens);
+    tokens = MESSAGE_FRAMING_TOKENS + textTokens(text);
+    if (textCounts.size >= TEXT_COUNTS_KEPT) textCounts.delete(textCounts.keys().next().value!);
+    textCounts.set(text, tokens);
   }
   return tokens;
 }

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { toolSequenceProblem } from '@rudder/scripted-model';
-import { contextBudget, fitRequest, leftOutMarker, UsageRatio, type RequestParts } from './context';
+import { carriedTokens, compactionDue, contextBudget, fitRequest, leftOutMarker, SUMMARY_HEADING, UsageRatio, type RequestParts } from './context';
 import { assistantMessage, toolMessage, userMessage, type ModelMessage } from './messages';
-import { countRequest, textTokens, turnTokens } from './tokens';
+import { countRequest, textTokens, turnTokens, type EarlierTurn } from './tokens';
 import { defineTool } from './tools';
 
 const noArgs = z.object({});
@@ -21,7 +21,10 @@ const text = (maxLength: number) => fc.array(fc.constantFrom(...words), { maxLen
 /** An earlier turn as the fold keeps it: its prompt's messages, the messages steered to it, its answers. */
 const earlierTurn = fc
   .record({ prompt: fc.array(text(30), { minLength: 1, maxLength: 2 }), steered: fc.array(text(20), { maxLength: 2 }), answers: fc.array(text(60), { maxLength: 2 }) })
-  .map(({ prompt, steered, answers }) => [...prompt.map(userMessage), ...steered.map(userMessage), ...answers.map((a) => assistantMessage(a, []))]);
+  .map(({ prompt, steered, answers }): EarlierTurn => ({ messages: [...prompt.map(userMessage), ...steered.map(userMessage), ...answers.map((a) => assistantMessage(a, []))] }));
+
+/** Earlier turns as tests write them: each its messages. */
+const turnsOf = (turns: ModelMessage[][]): EarlierTurn[] => turns.map((messages) => ({ messages }));
 
 /** A step of the running turn: a reply (maybe calling tools), its calls' results, then the messages steered in after them. */
 const step = fc.record({
@@ -46,23 +49,23 @@ const runningTurn = fc.record({ prompt: fc.array(text(40), { minLength: 1, maxLe
   return { messages, steered };
 });
 
-const parts = fc.record({ systemPrompt: text(20), earlier: fc.array(earlierTurn, { maxLength: 8 }), turn: runningTurn });
+const parts = fc.record({ systemPrompt: text(20), summary: fc.option(text(60), { nil: null }), earlier: fc.array(earlierTurn, { maxLength: 8 }), turn: runningTurn });
 /**
  * Budgets around the size of the request as it would be whole: what every request has (the
  * system prompt, the tools), then `fraction` of the rest, so that every way to fit it is tried.
  */
 const limits = fc.record({ fraction: fc.integer({ min: 0, max: 1100 }).map((permille) => permille / 1000), toolResultTokens: fc.integer({ min: 1, max: 400 }) });
-const budgetOf = ({ systemPrompt, earlier, turn }: { systemPrompt: string; earlier: ModelMessage[][]; turn: { messages: ModelMessage[] } }, fraction: number) => {
+const budgetOf = ({ systemPrompt, earlier, turn }: { systemPrompt: string; earlier: EarlierTurn[]; turn: { messages: ModelMessage[] } }, fraction: number) => {
   const fixed = countRequest([{ role: 'system', content: systemPrompt }], tools);
-  return Math.max(1, fixed + Math.round(fraction * (countRequest([...earlier.flat(), ...turn.messages], []) - 3)));
+  return Math.max(1, fixed + Math.round(fraction * (countRequest([...earlier.flatMap((t) => t.messages), ...turn.messages], []) - 3)));
 };
 
 describe('a model request fits its budget (fitRequest)', () => {
-  it('over random histories and budgets: it fits as counted, starts with a prompt, keeps every call with its result, earlier turns whole and latest first, and the running turn in place', () => {
+  it('over random histories, summaries and budgets: it fits as counted, starts with the instructions, the summary, then a prompt, keeps every call with its result, earlier turns whole and latest first, and the running turn in place', () => {
     fc.assert(
-      fc.property(parts, limits, ({ systemPrompt, earlier, turn }, { fraction, toolResultTokens }) => {
+      fc.property(parts, limits, ({ systemPrompt, summary, earlier, turn }, { fraction, toolResultTokens }) => {
         const maxTokens = budgetOf({ systemPrompt, earlier, turn }, fraction);
-        const given: RequestParts = { systemPrompt, tools, earlier, turn: turn.messages };
+        const given: RequestParts = { systemPrompt, summary, tools, earlier, turn: turn.messages };
         const budget = contextBudget({ maxTokens, toolResultTokens });
         const request = fitRequest(given, budget);
         if (!request.fits) {
@@ -77,21 +80,23 @@ describe('a model request fits its budget (fitRequest)', () => {
         expect(countRequest(messages, tools)).toBe(request.tokens);
         expect(request.tokens).toBeLessThanOrEqual(maxTokens);
 
-        // The system prompt, then a prompt: never a tool result, never a steered message without its turn.
+        // The system prompt, the summary if there is one, then a prompt: never a tool result, never a steered message without its turn.
         expect(messages[0]).toEqual({ role: 'system', content: systemPrompt });
-        const kept = earlier.slice(earlier.length - request.earlierTurns);
-        const first = kept.length > 0 ? kept[0][0] : turn.messages[0];
-        expect(messages[1]).toBe(first);
-        expect(toolSequenceProblem(messages.slice(1))).toBeUndefined();
+        const head = summary === null ? 1 : 2;
+        if (summary !== null) expect(messages[1]).toEqual({ role: 'user', content: `${SUMMARY_HEADING}\n${summary}` });
+        const kept = earlier.slice(earlier.length - request.earlierTurns).flatMap((t) => t.messages);
+        const first = kept.length > 0 ? kept[0] : turn.messages[0];
+        expect(messages[head]).toBe(first);
+        expect(toolSequenceProblem(messages.slice(head))).toBeUndefined();
 
         // Earlier turns: the latest ones, each whole; the next older one would not have fitted.
-        expect(messages.slice(1, 1 + kept.flat().length)).toEqual(kept.flat());
+        expect(messages.slice(head, head + kept.length)).toEqual(kept);
         if (request.earlierTurns < earlier.length) {
           expect(request.tokens + turnTokens(earlier[earlier.length - request.earlierTurns - 1])).toBeGreaterThan(maxTokens);
         }
 
         // The running turn: every message in its place; only results change, and the latest step's are never left out.
-        const sent = messages.slice(1 + kept.flat().length);
+        const sent = messages.slice(head + kept.length);
         expect(sent).toHaveLength(turn.messages.length);
         const latestStep = turn.messages.findLastIndex((m) => m.role === 'assistant');
         sent.forEach((message, i) => {
@@ -108,24 +113,24 @@ describe('a model request fits its budget (fitRequest)', () => {
       // No shrinking: a failure is reported as found (shrinking histories this long takes minutes).
       { numRuns: 300, endOnFailure: true },
     );
-  });
+  }, 60_000);
 
   it('leaves out the oldest earlier turns first, whole', () => {
-    const earlier = ['one', 'two', 'three'].map((t) => [userMessage(`${t} `.repeat(50)), assistantMessage(`answer ${t}`, [])]);
+    const earlier = turnsOf(['one', 'two', 'three'].map((t) => [userMessage(`${t} `.repeat(50)), assistantMessage(`answer ${t}`, [])]));
     const turn = [userMessage('now')];
-    const all = fitRequest({ systemPrompt: 'be brief', tools: [], earlier, turn }, contextBudget({ maxTokens: 10_000 }));
+    const all = fitRequest({ systemPrompt: 'be brief', summary: null, tools: [], earlier, turn }, contextBudget({ maxTokens: 10_000 }));
     expect(all).toMatchObject({ fits: true, earlierTurns: 3 });
     const budget = all.fits ? all.tokens - 1 : 0;
-    const fewer = fitRequest({ systemPrompt: 'be brief', tools: [], earlier, turn }, contextBudget({ maxTokens: budget }));
+    const fewer = fitRequest({ systemPrompt: 'be brief', summary: null, tools: [], earlier, turn }, contextBudget({ maxTokens: budget }));
     expect(fewer).toMatchObject({ fits: true, earlierTurns: 2 });
-    expect(fewer.fits && fewer.messages.slice(1)).toEqual([...earlier[1], ...earlier[2], ...turn]);
+    expect(fewer.fits && fewer.messages.slice(1)).toEqual([...earlier[1].messages, ...earlier[2].messages, ...turn]);
   });
 
   it('truncates a result past its tool’s limit with a marker, and leaves out older steps’ results before it fails', () => {
     const call = (id: string) => assistantMessage('', [{ id, name: 'look', arguments: '{}' }]);
     const long = 'river stone '.repeat(400);
     const turn = [userMessage('look twice'), call('c1'), toolMessage('c1', long), userMessage('steered'), call('c2'), toolMessage('c2', long)];
-    const request = fitRequest({ systemPrompt: '', tools: [], earlier: [], turn }, contextBudget({ maxTokens: 250, toolResultTokens: 100 }));
+    const request = fitRequest({ systemPrompt: '', summary: null, tools: [], earlier: [], turn }, contextBudget({ maxTokens: 250, toolResultTokens: 100 }));
     expect(request.fits).toBe(true);
     const sent = request.fits ? request.messages : [];
     expect(sent.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'user', 'assistant', 'tool']);
@@ -134,7 +139,7 @@ describe('a model request fits its budget (fitRequest)', () => {
     expect((sent[6] as { content: string }).content).toMatch(new RegExp(`^(river stone )+.*\\n\\[truncated: this result has ${textTokens(long)} tokens; only its first 100 are shown\\]$`, 's'));
     expect(turn[2]).toEqual(toolMessage('c1', long)); // the turn's own messages never change
 
-    const tooSmall = fitRequest({ systemPrompt: '', tools: [], earlier: [], turn }, contextBudget({ maxTokens: 150, toolResultTokens: 100 }));
+    const tooSmall = fitRequest({ systemPrompt: '', summary: null, tools: [], earlier: [], turn }, contextBudget({ maxTokens: 150, toolResultTokens: 100 }));
     expect(tooSmall).toMatchObject({ fits: false, outcome: expect.stringMatching(/^the turn does not fit the model's context window: \d+ tokens over a budget of 150$/) });
   });
 
@@ -147,8 +152,8 @@ describe('a model request fits its budget (fitRequest)', () => {
     ratio.observe(100, 1000);
     expect(ratio.value).toBe(2);
 
-    const earlier = Array.from({ length: 20 }, (_, i) => [userMessage(`turn ${i} `.repeat(20)), assistantMessage(`answer ${i}`, [])]);
-    const given = { systemPrompt: 'be brief', tools: [], earlier, turn: [userMessage('now')] };
+    const earlier = turnsOf(Array.from({ length: 20 }, (_, i) => [userMessage(`turn ${i} `.repeat(20)), assistantMessage(`answer ${i}`, [])]));
+    const given = { systemPrompt: 'be brief', summary: null, tools: [], earlier, turn: [userMessage('now')] };
     const budget = contextBudget({ maxTokens: 1000 });
     const counted = fitRequest(given, budget);
     budget.usage.observe(100, 200);
@@ -157,5 +162,39 @@ describe('a model request fits its budget (fitRequest)', () => {
     expect(counted.tokens).toBeGreaterThan(900);
     expect(corrected.tokens).toBeLessThanOrEqual(500);
     expect(corrected.earlierTurns).toBeLessThan(counted.earlierTurns);
+  });
+});
+
+describe('when the history is compacted (compactionDue)', () => {
+  it('over random histories and thresholds: due exactly when the request would carry more than compactAt and some earlier turns lie before the latest ones that fit half of it; those are kept', () => {
+    fc.assert(
+      fc.property(parts, fc.integer({ min: 1, max: 1100 }), ({ systemPrompt, summary, earlier, turn }, permille) => {
+        const given: RequestParts = { systemPrompt, summary, tools, earlier, turn: turn.messages };
+        const whole = carriedTokens(given, contextBudget({ maxTokens: 1_000_000 }));
+        const compactAt = Math.max(1, Math.round((whole * permille) / 1000));
+        const keep = compactionDue(given, contextBudget({ maxTokens: 1_000_000, compactAt }));
+        const latest = (n: number) => earlier.slice(earlier.length - n).reduce((sum, t) => sum + turnTokens(t), 0);
+        if (keep === null) {
+          // Not due: under the threshold, or nothing older than what is kept whole.
+          expect(whole <= compactAt || latest(earlier.length) <= Math.floor(compactAt / 2)).toBe(true);
+          return;
+        }
+        expect(whole).toBeGreaterThan(compactAt);
+        expect(keep).toBeLessThan(earlier.length);
+        expect(latest(keep)).toBeLessThanOrEqual(Math.floor(compactAt / 2));
+        expect(latest(keep + 1)).toBeGreaterThan(Math.floor(compactAt / 2));
+        // What it keeps with the summary never passes the threshold again by the earlier turns alone.
+        const after = compactionDue({ ...given, earlier: earlier.slice(earlier.length - keep) }, contextBudget({ maxTokens: 1_000_000, compactAt }));
+        expect(after).toBeNull();
+      }),
+      { numRuns: 300, endOnFailure: true },
+    );
+  }, 60_000);
+
+  it('never, when compactAt is null', () => {
+    const earlier = turnsOf(Array.from({ length: 20 }, (_, i) => [userMessage(`turn ${i} `.repeat(20)), assistantMessage(`answer ${i}`, [])]));
+    const given = { systemPrompt: 'be brief', summary: null, tools: [], earlier, turn: [userMessage('now')] };
+    expect(compactionDue(given, contextBudget({ maxTokens: 100 }))).toBeNull();
+    expect(compactionDue(given, contextBudget({ maxTokens: 100, compactAt: 50 }))).toBe(0);
   });
 });

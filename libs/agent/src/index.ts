@@ -1,3 +1,4 @@
+export * from './compaction';
 export * from './context';
 export * from './loop';
 export * from './messages';

@@ -1,6 +1,6 @@
 import { isStorableText, type DomainEvent, type ToolCall } from '@rudder/contracts';
-import { fitRequest, type ContextBudget } from './context';
-import type { ModelMessage } from './messages';
+import { compactionDue, fitRequest, type ContextBudget } from './context';
+import type { EarlierTurn } from './tokens';
 import type { ModelClient } from './model';
 import { changeTodos, planMessage, TODOS_TOOL, todosTool } from './todos';
 import { runToolCall, type Tool, type ToolContext } from './tools';
@@ -31,17 +31,28 @@ const offeredTools = (agent: Agent): readonly Tool[] => (agent.todos ? [...agent
  */
 export type StoredTurn = { turn: TurnState; ended: boolean };
 
+export type ConversationHistory = { summary: string | null; earlier: readonly EarlierTurn[] };
+
 export type RunTurnOptions = {
   /** The conversation's key, for the tools' context. */
   conversation: string;
   agent: Agent;
   model: ModelClient;
   /**
-   * The conversation before this turn: the earlier turns a request may carry, oldest first, each
-   * whole (its prompt, the messages steered to it, its answers). Each request carries the latest
-   * of them that fit its budget.
+   * The conversation before this turn, as it stands at each request (a compaction changes it
+   * mid-turn): the summary of its older turns, if it was compacted, and the earlier turns a
+   * request may carry after it, oldest first, each whole (its prompt, the messages steered to
+   * it, its answers). Each request carries the summary and the latest of them that fit its budget.
    */
-  history: readonly (readonly ModelMessage[])[];
+  history(): ConversationHistory;
+  /**
+   * Compacts the history at this step, before its model request, when its carried tokens pass
+   * the agent's `compactAt` (`compactionDue`): summarises all but the latest `keep` earlier
+   * turns by a model request of its own and stores the summary (`history.compacted`) through
+   * `commit`, answering that commit's answer; null when it did not (the model failed it, say):
+   * the step's request is then made as it is. Absent: the history is never compacted.
+   */
+  compact?(at: { turn: TurnState; step: number; keep: number }): Promise<StoredTurn | null>;
   /** The turn as stored when the run starts. */
   turn: TurnState;
   /**
@@ -103,12 +114,19 @@ async function takeStep(turn: TurnState, options: RunTurnOptions): Promise<Store
  * `failed`, saying so, without asking.
  */
 async function requestModel(turn: TurnState, step: number, options: RunTurnOptions): Promise<StoredTurn> {
-  const { agent, model, history, commit, signal } = options;
+  const { agent, model, commit, signal } = options;
   await options.beforeModelRequest?.();
   signal.throwIfAborted();
   const tools = offeredTools(agent);
   const plan = agent.todos ? planMessage(turn.todos.items) : null;
-  const request = fitRequest({ systemPrompt: agent.systemPrompt, plan, tools, earlier: history, turn: turn.messages }, agent.context);
+  const parts = { systemPrompt: agent.systemPrompt, plan, tools, ...options.history(), turn: turn.messages };
+  const keep = options.compact ? compactionDue(parts, agent.context) : null;
+  if (keep !== null) {
+    // A step of its own: what it stored (and the steers its commit took) is read before the request.
+    const compacted = await options.compact!({ turn, step, keep });
+    if (compacted) return compacted;
+  }
+  const request = fitRequest(parts, agent.context);
   if (!request.fits) return commit(endTurn(turn, 'failed', request.outcome));
   let reply;
   try {
@@ -125,11 +143,13 @@ async function requestModel(turn: TurnState, step: number, options: RunTurnOptio
   // A reply that came back after the abort may be only a part of one (the `openai` package ends
   // an aborted stream as if it were complete; an agent's own client may do the same).
   signal.throwIfAborted();
+  // What it carried, as the model counted it when it says so, else as the budget does.
+  const carried = { tokens: reply.usage?.promptTokens ?? Math.ceil(request.tokens * agent.context.usage.value), maxTokens: agent.context.maxTokens };
   if (reply.usage) agent.context.usage.observe(request.tokens, reply.usage.promptTokens);
   const toolCalls = ownCallIds(reply.toolCalls, step);
   const replied: DomainEvent = {
     type: 'model.replied',
-    data: { turn: turn.id, step, content: reply.content, toolCalls, ...(reply.usage ? { usage: reply.usage } : {}) },
+    data: { turn: turn.id, step, content: reply.content, toolCalls, ...(reply.usage ? { usage: reply.usage } : {}), carried },
   };
   return commit(
     toolCalls.length === 0

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { DomainEvent } from '@rudder/contracts';
 import { demoScript, reply, startScriptedModel, toolResults, type ScriptedModel } from '@rudder/scripted-model';
-import { contextBudget } from './context';
+import { contextBudget, SUMMARY_HEADING } from './context';
 import { runTurn, type Agent, type StoredTurn } from './loop';
 import { openAiModel, type ModelClient } from './model';
 import { countRequest } from './tokens';
@@ -52,7 +52,7 @@ function start(options: RunOptions = {}) {
     conversation: 'c',
     agent: options.agent ?? agent,
     model: options.model ?? model(),
-    history: options.history ?? [],
+    history: () => ({ summary: null, earlier: (options.history ?? []).map((messages) => ({ messages })) }),
     turn,
     commit: storeFrom(turn, (events) => {
       commits.push(events);
@@ -192,7 +192,7 @@ describe('the agent loop', () => {
       conversation: 'c',
       agent,
       model: model(),
-      history: [],
+      history: () => ({ summary: null, earlier: [] }),
       turn: startTurn('t1', prompt),
       commit: storeFrom(startTurn('t1', prompt), (events) => {
         // What the conversation's store does when a steer landed while the model wrote its final answer.
@@ -243,7 +243,7 @@ describe('the agent loop', () => {
       conversation: 'c',
       agent,
       model: model(),
-      history: [],
+      history: () => ({ summary: null, earlier: [] }),
       turn: startTurn('t1', prompt),
       commit: storeFrom(startTurn('t1', prompt), (events) => {
         const stored: DomainEvent[] = events.some((e) => e.type === 'tool.ended')
@@ -304,6 +304,68 @@ describe('the agent loop', () => {
     const learning: Agent = { ...agent, context: contextBudget({ maxTokens: 100_000 }) };
     await run({ agent: learning, model: doubling });
     expect(learning.context.usage.value).toBe(2);
+  });
+
+  it('compacts at a step when the carried history passes compactAt: the compaction is a step of its own, and the step’s request then carries the instructions, the summary and the kept turns whole', async () => {
+    server.setScript(() => reply.text('short'));
+    const before = server.requests.length;
+    const earlier = Array.from({ length: 6 }, (_, i) => ({ messages: [userMessage(`question ${i} `.repeat(40)), assistantMessage(`answer ${i}`, [])] }));
+    const compacting: Agent = { ...agent, context: contextBudget({ maxTokens: 10_000, compactAt: 600 }) };
+    let history = { summary: null as string | null, earlier };
+    const asked: { keep: number; step: number }[] = [];
+    const turn = startTurn('t1', prompt);
+    const commit = storeFrom(turn);
+    await runTurn({
+      conversation: 'c',
+      agent: compacting,
+      model: model(),
+      history: () => history,
+      compact: async (at) => {
+        asked.push({ keep: at.keep, step: at.step });
+        // What the worker does: a summary of all but the latest `keep`, stored as a step.
+        history = { summary: 'what came before', earlier: earlier.slice(earlier.length - at.keep) };
+        return commit([]);
+      },
+      turn,
+      commit,
+      signal: new AbortController().signal,
+    });
+    expect(asked).toHaveLength(1);
+    expect(asked[0].step).toBe(0);
+    expect(asked[0].keep).toBeGreaterThan(0);
+    expect(asked[0].keep).toBeLessThan(6);
+    expect(server.requests.length - before).toBe(1);
+    expect(server.requests[before].body.messages).toEqual([
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: `${SUMMARY_HEADING}\nwhat came before` },
+      ...earlier.slice(6 - asked[0].keep).flatMap((t) => t.messages),
+      { role: 'user', content: prompt.text },
+    ]);
+  });
+
+  it('a compaction that could not be made (null) leaves the step’s request as it would be without it', async () => {
+    server.setScript(() => reply.text('short'));
+    const before = server.requests.length;
+    const earlier = Array.from({ length: 3 }, (_, i) => ({ messages: [userMessage(`question ${i} `.repeat(40)), assistantMessage(`answer ${i}`, [])] }));
+    const compacting: Agent = { ...agent, context: contextBudget({ maxTokens: 10_000, compactAt: 200 }) };
+    let asked = 0;
+    const turn = startTurn('t1', prompt);
+    await runTurn({
+      conversation: 'c',
+      agent: compacting,
+      model: model(),
+      history: () => ({ summary: null, earlier }),
+      compact: async () => {
+        asked += 1;
+        return null;
+      },
+      turn,
+      commit: storeFrom(turn),
+      signal: new AbortController().signal,
+    });
+    expect(asked).toBe(1);
+    expect(server.requests.length - before).toBe(1);
+    expect(server.requests[before].body.messages.slice(1)).toEqual([...earlier.flatMap((t) => t.messages), { role: 'user', content: prompt.text }]);
   });
 });
 

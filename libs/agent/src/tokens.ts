@@ -61,17 +61,25 @@ export const messageTokens = (message: ModelMessage): number => countedParts(mes
 /** The tokens of one message's content alone, counted once. */
 export const contentTokens = (message: ModelMessage): number => countedParts(message).content;
 
-/** An earlier turn's tokens (its messages', summed), counted once: the fold keeps each earlier turn as one array, never changed. */
-const countedTurns = new WeakMap<readonly ModelMessage[], number>();
+/**
+ * An earlier turn as a request may carry it: its messages, whole, and their tokens, summed once
+ * and kept with the turn (`tokens`: the conversation's fold keeps it in memory and in its
+ * snapshot, so a conversation read again is not counted again). The fold sets it when the turn
+ * ends from the counts its messages already had as the running turn; else it is counted the
+ * first time a request or a compaction needs it.
+ */
+export type EarlierTurn = { readonly messages: readonly ModelMessage[]; tokens?: number };
 
-export function turnTokens(messages: readonly ModelMessage[]): number {
-  let tokens = countedTurns.get(messages);
-  if (tokens === undefined) {
-    tokens = messages.reduce((sum, m) => sum + messageTokens(m), 0);
-    countedTurns.set(messages, tokens);
-  }
-  return tokens;
+export function turnTokens(turn: EarlierTurn): number {
+  turn.tokens ??= turn.messages.reduce((sum, m) => sum + messageTokens(m), 0);
+  return turn.tokens;
 }
+
+/** A message's tokens if they were counted already (nothing is counted now). */
+export const knownTokens = (message: ModelMessage): number | undefined => counted.get(message)?.tokens;
+
+/** A message's content's tokens if they were counted already (nothing is counted now). */
+export const knownContentTokens = (message: ModelMessage): number | undefined => counted.get(message)?.content;
 
 /** The tools' JSON as a request sends it, counted once per list of tools (an agent's list is made once). */
 const countedTools = new WeakMap<readonly Tool[], number>();

@@ -13,11 +13,11 @@ const encoded = () => vi.mocked(encode).mock.calls.length;
 
 describe('counting a request’s tokens', () => {
   it('counts each message once, when a request is first built with it: later requests count only what is new', () => {
-    const earlier = Array.from({ length: 30 }, (_, i) => [userMessage(`question ${i}`), assistantMessage(`answer ${i}`, [])]);
+    const earlier = Array.from({ length: 30 }, (_, i) => ({ messages: [userMessage(`question ${i}`), assistantMessage(`answer ${i}`, [])] }));
     let turn = [userMessage('look it up'), assistantMessage('', [{ id: 'c1', name: 'wait', arguments: '{"ms":1}' }]), toolMessage('c1', 'waited 1 ms')];
     const budget = contextBudget({ maxTokens: 100_000 });
     const tools = [waitTool]; // an agent's tools: one list, made once
-    const request = () => fitRequest({ systemPrompt: 'be brief', tools, earlier, turn }, budget);
+    const request = () => fitRequest({ systemPrompt: 'be brief', summary: null, tools, earlier, turn }, budget);
 
     expect(request().fits).toBe(true);
     const first = encoded();

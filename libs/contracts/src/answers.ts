@@ -31,6 +31,22 @@ export const GrantDecisionAnswer = z
 /** A subject's access to a conversation another subject owns. */
 export const Grant = z.object({ subject: z.string(), access: z.enum(['read', 'write']) });
 
+/**
+ * What the conversation's model requests carry (docs/agents.md, "The context budget"):
+ * `carriedTokens`, what its latest model request carried, in tokens as its model counts them, and
+ * `maxTokens`, its agent's budget (both null before the first request); `lastCompaction`, the
+ * latest summary of its older turns (`history.compacted`): the last turn it covers, how many
+ * turns it covers in all, its tokens; null while none was made.
+ */
+export const ContextStatus = z.object({
+  carriedTokens: z.number().int().nullable(),
+  maxTokens: z.number().int().nullable(),
+  lastCompaction: z.object({ through: z.string(), turns: z.number().int(), tokens: z.number().int() }).nullable(),
+});
+export type ContextStatus = z.infer<typeof ContextStatus>;
+/** The context of a conversation no model request was made for. */
+export const NO_CONTEXT: ContextStatus = { carriedTokens: null, maxTokens: null, lastCompaction: null };
+
 /** A conversation's status as everyone who may read it sees it; the companion's (`CompanionStatus`) adds what the gateway authorizes by. */
 export const StatusFields = z.object({
   key: z.string(),
@@ -39,6 +55,7 @@ export const StatusFields = z.object({
   queue: z.array(z.object({ id: z.string(), kind: MessageKind, text: z.string() })),
   lastInputId: z.string().nullable(),
   agent: z.string().nullable(),
+  context: ContextStatus,
 });
 
 export const StatusAnswer = StatusFields.extend({ grants: z.array(Grant).optional() }).meta({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Grant, StatusFields } from './answers';
+import { ContextStatus, Grant, NO_CONTEXT, StatusFields } from './answers';
 import { MessageKind } from './conversation-key';
 import { EventData, TodoItem } from './events';
 
@@ -24,6 +24,8 @@ export const CompanionStatus = StatusFields.extend({
   position: z.number().int().nonnegative().default(0),
   /** The agent's plan as of `position` (`todos.updated`); empty when it keeps none. */
   todos: z.array(TodoItem).default([]),
+  /** (Absent from a companion older than the gateway: no request known.) */
+  context: ContextStatus.default(NO_CONTEXT),
 });
 export type CompanionStatus = z.infer<typeof CompanionStatus>;
 

@@ -132,6 +132,29 @@ export const EventData = {
     content: z.string(),
     toolCalls: z.array(ToolCall),
     usage: Usage.optional(),
+    /**
+     * What the request this reply answers carried, in tokens as its model counts them (the
+     * budget's count times what the model's reported usage taught it), and the agent's budget
+     * (`context.maxTokens`). Absent in early records.
+     */
+    carried: z.object({ tokens: z.number().int().nonnegative(), maxTokens: z.number().int().positive() }).optional(),
+  }),
+  /**
+   * The worker compacted the conversation's history at a step of `turn` (step `step`: before
+   * that step's model request): `summary`, made by a model request of its own, stands in for
+   * every earlier turn up to and including `through` (the turn, and the position of its
+   * `turn.ended`) in the model requests after it — the agent's instructions, the summary, then
+   * the turns after `through`, each whole. `turns`: how many turns it covers in all (it
+   * summarises the summary before it too); `tokens`: its own tokens. Stored once per `through`;
+   * the log, the transcript and the turns keep every turn whole.
+   */
+  'history.compacted': z.object({
+    turn: z.string(),
+    step: z.number().int().nonnegative(),
+    summary: z.string(),
+    through: z.object({ turn: z.string(), position: z.number().int().nonnegative() }),
+    turns: z.number().int().positive(),
+    tokens: z.number().int().nonnegative(),
   }),
   'tool.started': z.object({ turn: z.string(), step: z.number().int(), call: ToolCall }),
   /** A tool call's result, stored once: a resumed turn never runs it again. */

@@ -1,5 +1,5 @@
 import type { DomainEvent } from '@rudder/contracts';
-import { assistantMessage, evolveTurn, startTurn, userMessage, type ModelMessage, type TurnState } from '@rudder/agent';
+import { assistantMessage, evolveTurn, knownContentTokens, knownTokens, MESSAGE_FRAMING_TOKENS, startTurn, type EarlierTurn, type ModelMessage, type TurnState } from '@rudder/agent';
 import { onceKey } from './once-keys';
 import { evolve, hasOpenWork, initialState, parseState, type ConversationState } from './state';
 
@@ -12,10 +12,18 @@ export type Conversation = {
   state: ConversationState;
   running: TurnState | null;
   /**
-   * One entry per earlier turn, oldest first, each its messages (a rolled-back turn has none: no
-   * entry); the last `historyKept` of them.
+   * One entry per earlier turn after the summary (if any), oldest first, each its messages (a
+   * rolled-back turn has none: no entry) and tokens; the last `historyKept` of them.
    */
-  history: ModelMessage[][];
+  history: HistoryTurn[];
+  /** The latest summary of the turns before `history` (`history.compacted`); null before the first compaction. */
+  summary: Summary | null;
+  /**
+   * The position of the `turn.ended` of the newest turn the fold let go of (`historyKept`) while
+   * no summary covered it; 0: none. When it is past the summary's `end`, the turns between are
+   * in the log only, and a compaction reads them from there.
+   */
+  letGoThrough: number;
   /**
    * How many earlier turns `history` keeps at most; null: every one. A worker keeps what the
    * largest window of its agents (`history.turns`) needs, so a long conversation's fold, held in
@@ -24,7 +32,20 @@ export type Conversation = {
   historyKept: number | null;
 };
 
-export const emptyConversation = (historyKept: number | null = null): Conversation => ({ state: initialState(), running: null, history: [], historyKept });
+/** An earlier turn as the fold keeps it: its messages and tokens (`EarlierTurn`), its id and the position of its `turn.ended` (0 when folded without positions). */
+export type HistoryTurn = EarlierTurn & { turn: string; end: number; messages: ModelMessage[] };
+
+/** A summary as the fold keeps it: its text, the last turn it covers and the position of that turn's end, how many turns it covers in all. */
+export type Summary = { text: string; through: string; end: number; turns: number };
+
+export const emptyConversation = (historyKept: number | null = null): Conversation => ({
+  state: initialState(),
+  running: null,
+  history: [],
+  summary: null,
+  letGoThrough: 0,
+  historyKept,
+});
 
 /**
  * A snapshot's fold made to keep `historyKept` earlier turns; null when it may lack turns that
@@ -35,29 +56,40 @@ export function fromSnapshot(fold: Conversation, historyKept: number | null): Co
   const kept = fold.historyKept;
   const mayLackTurns = kept !== null && fold.history.length >= kept && (historyKept === null || historyKept > kept);
   if (mayLackTurns) return null;
-  return { ...fold, historyKept, history: lastTurns(fold.history, historyKept) };
+  return { ...fold, historyKept, ...keptTurns(fold, fold.history, historyKept) };
 }
 
 /** The last `turns` of `history` (null: all of them); `history` itself when it has no more. */
-const lastTurns = (history: ModelMessage[][], turns: number | null) => (turns === null || history.length <= turns ? history : history.slice(history.length - turns));
+const lastTurns = (history: HistoryTurn[], turns: number | null) => (turns === null || history.length <= turns ? history : history.slice(history.length - turns));
+
+/** `history` cut to the last `kept` turns, and where the turns let go of end. */
+function keptTurns(conversation: Conversation, history: HistoryTurn[], kept: number | null): Pick<Conversation, 'history' | 'letGoThrough'> {
+  const last = lastTurns(history, kept);
+  const letGo = history.length - last.length;
+  return { history: last, letGoThrough: letGo > 0 ? Math.max(conversation.letGoThrough, history[letGo - 1].end) : conversation.letGoThrough };
+}
 
 /**
  * The version of `Conversation` and `evolveConversation`, stored with each snapshot of the fold
  * (event_store.snapshots): raise it whenever either changes, and the snapshots folded by older
  * code are ignored (the log is read from the start).
  */
-export const CONVERSATION_FOLD_VERSION = 4;
+export const CONVERSATION_FOLD_VERSION = 5;
 
 /**
  * What a model request may carry of the earlier turns: the last `turns` of them (an agent's
  * `history.turns`), oldest first, each whole and apart, so that its budget leaves out whole
  * turns (`fitRequest` in libs/agent); the running turn's own messages come after them.
  */
-export function recentHistory(conversation: Conversation, turns: number): ModelMessage[][] {
+export function recentHistory(conversation: Conversation, turns: number): HistoryTurn[] {
   return lastTurns(conversation.history, Math.max(0, turns));
 }
 
-export function evolveConversation(conversation: Conversation, event: DomainEvent): Conversation {
+/**
+ * Folds one event in. `position`, given by every reader of the log, places the ends of turns,
+ * so a summary (`history.compacted`) lets go of exactly the turns it covers.
+ */
+export function evolveConversation(conversation: Conversation, event: DomainEvent & { position?: number }): Conversation {
   const { state, running, history, historyKept } = conversation;
   const next = evolve(state, event);
   // `history` and `historyKept` go on unchanged but at the end of a turn.
@@ -76,17 +108,40 @@ export function evolveConversation(conversation: Conversation, event: DomainEven
       if (!running || running.id !== event.data.turn) return { ...conversation, state: next };
       // A rolled-back turn leaves no trace in what later turns see.
       if (running.ending === 'rollback') return { ...conversation, state: next, running: null };
-      const ended = [
-        ...running.prompt.messages.map(userMessage),
-        ...running.steered.map((s) => userMessage(s.text)),
-        ...running.answers.map((answer) => assistantMessage(answer, [])),
-      ];
+      const ended: HistoryTurn = { turn: running.id, end: event.position ?? 0, ...endedTurn(running) };
       // Copies the list of earlier turns (at most `historyKept` + 1 references), never their messages.
-      return { ...conversation, state: next, running: null, history: lastTurns([...history, ended], historyKept) };
+      return { ...conversation, state: next, running: null, ...keptTurns(conversation, [...history, ended], historyKept) };
+    }
+    case 'history.compacted': {
+      const { summary, through, turns } = event.data;
+      return {
+        ...conversation,
+        state: next,
+        running: running ? evolveTurn(running, event) : null,
+        summary: { text: summary, through: through.turn, end: through.position, turns },
+        history: history.filter((t) => t.end > through.position),
+      };
     }
     default:
       return { ...conversation, state: next, running: running ? evolveTurn(running, event) : null };
   }
+}
+
+/**
+ * An ended turn as later turns see it — its prompt, the messages steered to it, then its
+ * answers — made of the running turn's own messages where they are the same (its prompt's, its
+ * steered ones, a reply without calls), so their tokens, counted for its requests, are not
+ * counted again: the turn's sum is set from them when all are known (else counted when first needed).
+ */
+function endedTurn(running: TurnState): { messages: ModelMessage[]; tokens?: number } {
+  const prompts = running.prompt.messages.length;
+  const said = running.messages.slice(0, prompts).concat(running.messages.slice(prompts).filter((m) => m.role === 'user'));
+  const replies = running.messages.filter((m) => m.role === 'assistant' && m.content.trim() !== '');
+  const messages = [...said, ...replies.map((m) => (m.role === 'assistant' && m.tool_calls ? assistantMessage(m.content, []) : m))];
+  let tokens = 0;
+  for (const m of said) tokens += knownTokens(m) ?? NaN;
+  for (const m of replies) tokens += MESSAGE_FRAMING_TOKENS + (knownContentTokens(m) ?? NaN);
+  return Number.isNaN(tokens) ? { messages } : { messages, tokens };
 }
 
 /** The stream's rules as the event store needs them. */

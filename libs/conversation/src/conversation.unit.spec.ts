@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
-import { emptyConversation, evolveConversation, fromSnapshot, recentHistory, type Conversation } from './conversation';
+import { countMessage, messageTokens } from '@rudder/agent';
+import { emptyConversation, evolveConversation, fromSnapshot, recentHistory, type Conversation, type HistoryTurn } from './conversation';
 
 /** Folds events in log order, as the turn runner does. */
 const fold = (events: DomainEvent[], from: Conversation = emptyConversation()) => events.reduce(evolveConversation, from);
@@ -82,7 +83,7 @@ describe('the conversation fold', () => {
         ended('t1', 'half done', 'stopped'),
       ]),
     );
-    expect(interrupted.history).toEqual([
+    expect(interrupted.history.map((t) => t.messages)).toEqual([
       [
         { role: 'user', content: 'first' },
         { role: 'assistant', content: 'half done' },
@@ -102,7 +103,7 @@ describe('the conversation fold', () => {
   it('later turns see an earlier turn as its prompt, the messages steered to it, then its answers', () => {
     const state = fold(log(steeredTurn()));
     expect(state.running).toBeNull();
-    expect(state.history).toEqual([
+    expect(state.history.map((t) => t.messages)).toEqual([
       [
         { role: 'user', content: 'one' },
         { role: 'user', content: 'two' },
@@ -184,7 +185,7 @@ describe('what a model request carries of the earlier turns (recentHistory)', ()
       ]).flat(),
       emptyConversation(kept),
     );
-  const contents = (turns: { content?: unknown }[][]) => turns.flat().map((m) => m.content);
+  const contents = (turns: HistoryTurn[]) => turns.flatMap((t) => t.messages).map((m) => m.content);
 
   it('the last `turns` earlier turns, whole and oldest first; all of them when fewer; none for 0', () => {
     const five = turns(5);
@@ -221,7 +222,7 @@ describe('a fold keeps the earlier turns its worker needs (historyKept)', () => 
       ]).flat(),
       emptyConversation(kept),
     );
-  const prompts = (conversation: Conversation) => conversation.history.map((turn) => turn[0].content);
+  const prompts = (conversation: Conversation) => conversation.history.map((turn) => turn.messages[0].content);
 
   it('keeps the last `historyKept` turns, so a window up to it carries what an unbounded fold would', () => {
     const bounded = history(7, 3);
@@ -247,5 +248,51 @@ describe('a fold keeps the earlier turns its worker needs (historyKept)', () => 
     expect(fromSnapshot(snapshot(5, 2), 2)).toEqual(history(5, 2));
     expect(fromSnapshot(snapshot(5, null), 2)).toEqual(history(5, 2));
     expect(fromSnapshot(snapshot(5, 4), 0)).toEqual(history(5, 0));
+  });
+});
+
+describe('compaction in the fold (history.compacted)', () => {
+  /** Folds events as the worker reads the log: each with its position, 1 on. */
+  const foldAt = (events: DomainEvent[], from = emptyConversation()) => events.reduce((c, e, i) => evolveConversation(c, { ...e, position: i + 1 }), from);
+  const turnsOf = (n: number) =>
+    Array.from({ length: n }, (_, i): DomainEvent[] => [accepted(`a${i}`, `chat ${i}`), started(`t${i}`, `a${i}`, `chat ${i}`), replied(`t${i}`, 0, `answer ${i}`), ended(`t${i}`, `answer ${i}`)]).flat();
+  const compacted = (through: string, position: number, turns: number): DomainEvent => ({
+    type: 'history.compacted',
+    data: { turn: 't9', step: 0, summary: `summary through ${through}`, through: { turn: through, position }, turns, tokens: 4 },
+  });
+
+  it('the summary stands in for the turns it covers: the fold lets go of them and keeps the later ones whole; the state names the last compaction', () => {
+    const before = foldAt(turnsOf(4));
+    expect(before.history.map((t) => [t.turn, t.end])).toEqual([['t0', 4], ['t1', 8], ['t2', 12], ['t3', 16]]);
+    const after = foldAt([...turnsOf(4), compacted('t1', 8, 2)]);
+    expect(after.summary).toEqual({ text: 'summary through t1', through: 't1', end: 8, turns: 2 });
+    expect(after.history.map((t) => t.turn)).toEqual(['t2', 't3']);
+    expect(after.history).toEqual(before.history.slice(2));
+    expect(after.state.compaction).toEqual({ through: 't1', turns: 2, tokens: 4 });
+    // The turns after it are added as before; a later summary replaces it.
+    const later = foldAt([...turnsOf(6), compacted('t1', 8, 2), compacted('t3', 16, 4)]);
+    expect(later.summary?.through).toBe('t3');
+    expect(later.history.map((t) => t.turn)).toEqual(['t4', 't5']);
+  });
+
+  it('a fold that lets go of turns (historyKept) says where the last one it let go of ended, so a compaction reads those from the log', () => {
+    expect(foldAt(turnsOf(5), emptyConversation(2)).letGoThrough).toBe(12);
+    expect(foldAt(turnsOf(2), emptyConversation(2)).letGoThrough).toBe(0);
+  });
+
+  it('an ended turn keeps the tokens its messages were counted with as the running turn: nothing is counted again, and the sum is what a count gives', () => {
+    const running = foldAt(steeredTurn().slice(0, -1)).running!;
+    for (const m of running.messages) messageTokens(m); // the requests of the turn counted these
+    const ended = foldAt(steeredTurn()).history[0];
+    const uncounted = fold(steeredTurn()).history[0]; // a fold whose running messages were never counted: counted when first needed
+    expect(uncounted.tokens).toBeUndefined();
+    // Folded again from the same events: its running turn's messages are new objects, unknown to the count.
+    expect(foldAt(steeredTurn()).history[0].tokens).toBeUndefined();
+    expect(ended.messages.map((m) => m.content)).toEqual(['one', 'two', 'use Celsius', 'let me wait', 'done, in Celsius']);
+    const folded = steeredTurn().slice(0, -1).reduce((c, e, i) => evolveConversation(c, { ...e, position: i + 1 }), emptyConversation());
+    for (const m of folded.running!.messages) messageTokens(m);
+    const last = steeredTurn().at(-1)!;
+    const withCounts = evolveConversation(folded, { ...last, position: 99 }).history[0];
+    expect(withCounts.tokens).toBe(withCounts.messages.reduce((sum, m) => sum + countMessage(m), 0));
   });
 });

@@ -222,7 +222,8 @@ export function startNextTurn(state: ConversationState, turn: string): DomainEve
 /**
  * Decides, under the conversation's lock, what a commit of the running turn stores.
  *
- * At a step — the commit that stores the last open call's result, or the final answer — the
+ * At a step — the commit that stores the last open call's result, or the final answer, or a
+ * compaction of the history before a step's model request (`history.compacted`) — the
  * steers waiting on the turn are taken, after the results, in the order they were sent; at the
  * final answer they replace the turn's end, so the turn takes one more step for them. Every
  * steer that landed is taken so, even by a turn asked to end at its next step (interrupted):
@@ -249,7 +250,10 @@ function decideStep(state: ConversationState, turn: TurnState, events: DomainEve
   }
   const after = events.reduce(evolveTurn, turn);
   const end = events.find((e) => e.type === 'turn.ended');
-  const atStep = end ? end.data.status === 'completed' : events.some((e) => e.type === 'tool.ended') && after.openCalls.length === 0;
+  const closed = after.openCalls.length === 0;
+  // A compaction is made at a step, before its model request: past the turn's first reply, it takes the steers that came meanwhile.
+  const compacted = events.some((e) => e.type === 'history.compacted') && turn.steps > 0 && closed;
+  const atStep = end ? end.data.status === 'completed' : (events.some((e) => e.type === 'tool.ended') && closed) || compacted;
   if (!atStep) return events;
   if (state.steers.length === 0) {
     return state.ending === 'interrupt' && !end ? [...events, ...endTurn(after, 'superseded', SUPERSEDED)] : events;

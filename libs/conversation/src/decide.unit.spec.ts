@@ -85,6 +85,19 @@ describe('starting turns and taking steers', () => {
     expect(stored[1]).toEqual({ type: 'steer.taken', data: { turn: 't1', step: 1, input: { id: 's1', text: 's1' } } });
   });
 
+  it('with a compaction at a step past the turn’s first reply (they came during its summary request): after it, for the step’s request; not before the first reply, nor while a call is open', () => {
+    const compacted = (step: number): DomainEvent => ({
+      type: 'history.compacted',
+      data: { turn: 't1', step, summary: 'before', through: { turn: 't0', position: 4 }, turns: 1, tokens: 1 },
+    });
+    const atStep = [result('c1'), result('c2')].reduce(evolveTurn, afterReply);
+    const stored = decideTurnCommit(waiting, atStep, [compacted(1)]);
+    expect(types(stored)).toEqual(['history.compacted', 'steer.taken', 'input.delivered', 'steer.taken', 'input.delivered']);
+    expect(stored[1]).toEqual({ type: 'steer.taken', data: { turn: 't1', step: 1, input: { id: 's1', text: 's1' } } });
+    expect(decideTurnCommit(waiting, startTurn('t1', prompt), [compacted(0)])).toEqual([compacted(0)]);
+    expect(decideTurnCommit(waiting, evolveTurn(afterReply, result('c1')), [compacted(1)])).toEqual([compacted(1)]);
+  });
+
   it('with the final answer, instead of ending the turn: it takes one more step', () => {
     const final: DomainEvent[] = [
       { type: 'model.replied', data: { turn: 't1', step: 0, content: 'done', toolCalls: [] } },

@@ -50,6 +50,9 @@ export function onceKey(event: DomainEvent): string {
       return event.data.callId === null ? `todos-undone:${event.data.turn}` : `todos:${event.data.turn}:${event.data.step}:${event.data.callId}`;
     case 'turn.ended':
       return `turn-ended:${event.data.turn}`;
+    case 'history.compacted':
+      // One summary through a turn: a compaction redone after a crash finds it stored.
+      return `compacted:${event.data.through.turn}`;
     default: {
       const never: never = event;
       throw new Error(`no once key for ${JSON.stringify(never)}`);

@@ -48,6 +48,10 @@ export type ConversationState = {
   todos: TodoList;
   /** The plan's items before the running turn first changed them (null: it has not): a rollback puts them back. */
   todosBeforeTurn: TodoItem[] | null;
+  /** What the conversation's latest model request carried, in tokens as its model counts them, and its agent's budget; null before one (or in logs from before it was recorded). */
+  carried: { tokens: number; maxTokens: number } | null;
+  /** The latest compaction of its history (`history.compacted`): the last turn its summary covers, how many turns it covers, its tokens; null before one. */
+  compaction: { through: string; turns: number; tokens: number } | null;
 };
 
 export const initialState = (): ConversationState => ({
@@ -64,6 +68,8 @@ export const initialState = (): ConversationState => ({
   accepted: 0,
   todos: emptyTodos(),
   todosBeforeTurn: null,
+  carried: null,
+  compaction: null,
 });
 
 const without = (inputs: PendingInput[], id: string) => inputs.filter((i) => i.id !== id);
@@ -139,6 +145,12 @@ export function evolve(state: ConversationState, event: DomainEvent): Conversati
     case 'input.retracted':
     case 'input.discarded':
       return { ...state, queue: without(state.queue, event.data.input.id), steers: without(state.steers, event.data.input.id) };
+    case 'model.replied':
+      return event.data.carried ? { ...state, carried: event.data.carried } : state;
+    case 'history.compacted': {
+      const { through, turns, tokens } = event.data;
+      return { ...state, compaction: { through: through.turn, turns, tokens } };
+    }
     case 'input.rejected':
     case 'guard.failed':
     case 'retract.refused':
@@ -146,7 +158,6 @@ export function evolve(state: ConversationState, event: DomainEvent): Conversati
     case 'stop.refused':
     case 'grant.refused':
     case 'input.delivered':
-    case 'model.replied':
     case 'tool.started':
     case 'tool.ended':
       return state;

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ConversationEvent, TranscriptPage, TurnView } from '@rudder/contracts';
+import { NO_CONTEXT, type ConversationEvent, type TranscriptPage, type TurnView } from '@rudder/contracts';
 import type { CompanionStatus, InputState, Rejection } from '../../../apps/gateway/src/companion-client';
 
 type Input = {
@@ -69,7 +69,7 @@ export async function startCompanionStub(): Promise<CompanionStub> {
     const key = segments[1];
     const [, , resource, id] = segments;
     if (resource === undefined) {
-      return { status: 200, body: { key, running: null, steering: [], queue: [], lastInputId: null, agent: null, owner: written.has(key) ? 'anonymous' : null, grants: [], ...statuses.get(key) } };
+      return { status: 200, body: { key, running: null, steering: [], queue: [], lastInputId: null, agent: null, context: NO_CONTEXT, owner: written.has(key) ? 'anonymous' : null, grants: [], ...statuses.get(key) } };
     }
     if (resource === 'inputs' && id !== undefined) {
       const input = inputs.get(`${key}\n${id}`);

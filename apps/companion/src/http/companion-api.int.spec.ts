@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inputDigest } from '@rudder/contracts';
+import { inputDigest, NO_CONTEXT } from '@rudder/contracts';
 import { readConfig } from '@rudder/runtime';
 import type { DataSource } from 'typeorm';
 import { startCompanion, type Companion } from '../start-companion';
@@ -64,7 +64,7 @@ describe('the companion HTTP API', () => {
     expect(path('conversations', KEY)).toBe('/conversations/user-42%2Ftrip');
     expect(await get(path('conversations', KEY))).toEqual({
       status: 200,
-      body: { key: KEY, running: null, steering: [], queue: [], lastInputId: 'i1', agent: null, owner: 'alice', grants: [], position: expect.any(Number), todos: [] },
+      body: { key: KEY, running: null, steering: [], queue: [], lastInputId: 'i1', agent: null, context: NO_CONTEXT, owner: 'alice', grants: [], position: expect.any(Number), todos: [] },
     });
     expect(await get(path('conversations', 'user-42/later'))).toMatchObject({
       status: 200,
@@ -75,7 +75,7 @@ describe('the companion HTTP API', () => {
   it('answers an unknown conversation as idle and empty', async () => {
     expect(await get(path('conversations', 'nobody/yet'))).toEqual({
       status: 200,
-      body: { key: 'nobody/yet', running: null, steering: [], queue: [], lastInputId: null, agent: null, owner: null, grants: [], position: 0, todos: [] },
+      body: { key: 'nobody/yet', running: null, steering: [], queue: [], lastInputId: null, agent: null, context: NO_CONTEXT, owner: null, grants: [], position: 0, todos: [] },
     });
   });
 

@@ -66,7 +66,8 @@ type Command =
   | { do: 'promote'; id: number; target: number }
   | { do: 'grant'; id: number; grantee: number; access: 'read' | 'write' | null; subject: number }
   | { do: 'start' }
-  | { do: 'step'; content: string; calls: number; usage: boolean };
+  | { do: 'step'; content: string; calls: number; usage: boolean }
+  | { do: 'compact'; summary: string };
 
 /** True about once in `n` times. */
 const rare = (n: number) => fc.oneof({ weight: n - 1, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) });
@@ -82,6 +83,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ do: fc.constant('grant' as const), id: fc.nat(3), grantee: fc.nat(2), access: fc.constantFrom('read' as const, 'write' as const, null), subject: fc.nat(2) }) },
   { weight: 4, arbitrary: fc.constant({ do: 'start' as const }) },
   { weight: 10, arbitrary: fc.record({ do: fc.constant('step' as const), content: text, calls: fc.nat(2), usage: fc.boolean() }) },
+  { weight: 2, arbitrary: fc.record({ do: fc.constant('compact' as const), summary: userText }) },
 );
 
 /** A conversation's log as the worker writes it: each command decided on the state folded so far. */
@@ -93,9 +95,9 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
   const at = (position: number) => new Date(Date.UTC(2025, 0, 1, 12, 0, 0) + position * 1000).toISOString();
   const append = (events: DomainEvent[]) => {
     for (const event of events) {
-      conversation = evolveConversation(conversation, event);
-      stored.add(onceKey(event));
       const position = log.length + 1;
+      conversation = evolveConversation(conversation, { ...event, position });
+      stored.add(onceKey(event));
       log.push({ v: eventVersion(event.type), id: `${key}@${position}`, conversation: key, position, at: at(position), ...event } as ConversationEvent);
     }
   };
@@ -153,7 +155,7 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
             name: n === 1 ? 'todos' : 'wait',
             arguments: n === 1 ? planChange(action.step + turns) : '{}',
           }));
-          const usage = c.usage ? { usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 } } : {};
+          const usage = c.usage ? { usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 }, carried: { tokens: 3, maxTokens: 100 } } : {};
           const replied: DomainEvent = { type: 'model.replied', data: { turn: turn.id, step: action.step, content: c.content, toolCalls, ...usage } };
           events =
             toolCalls.length === 0
@@ -161,6 +163,16 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
               : [replied, ...toolCalls.map((call): DomainEvent => ({ type: 'tool.started', data: { turn: turn.id, step: action.step, call } }))];
         }
         append(decideTurnCommit(conversation.state, turn, events));
+        break;
+      }
+      case 'compact': {
+        // A compaction at a step of the running turn: a summary through the oldest earlier turn the fold holds.
+        const turn = conversation.running;
+        const through = conversation.history[0];
+        if (!turn || !through || turn.openCalls.length > 0) break;
+        const turns = (conversation.summary?.turns ?? 0) + 1;
+        const compacted: DomainEvent = { type: 'history.compacted', data: { turn: turn.id, step: turn.steps, summary: c.summary, through: { turn: through.turn, position: through.end }, turns, tokens: 3 } };
+        append(decideTurnCommit(conversation.state, turn, [compacted]));
         break;
       }
       default: {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inputDigest } from '@rudder/contracts';
+import { inputDigest, NO_CONTEXT } from '@rudder/contracts';
 import type { DataSource } from 'typeorm';
 import { openReadModels } from '../read-models/data-source';
 import { readConversationStatus } from '../queries/conversation-status';
@@ -137,6 +137,7 @@ describe('foldEvents', () => {
       queue: [{ id: 'i1', kind: 'chat', text: 'Plan a trip to Lisbon' }],
       lastInputId: 'i1',
       agent: null,
+      context: NO_CONTEXT,
       owner: 'alice',
       grants: [],
       todos: [],
@@ -210,6 +211,7 @@ describe('foldEvents', () => {
       ],
       lastInputId: 'c',
       agent: null,
+      context: NO_CONTEXT,
       owner: 'bob',
       grants: [],
       todos: [],
@@ -577,6 +579,7 @@ describe('foldEvents', () => {
       queue: [],
       lastInputId: 'c4',
       agent: null,
+      context: NO_CONTEXT,
       owner: 'alice',
       grants: [],
       todos: [],
@@ -627,6 +630,7 @@ describe('foldEvents', () => {
       lastInputId: 'c2',
       // The first input was refused: the owner is the subject of the first accepted one.
       agent: null,
+      context: NO_CONTEXT,
       owner: 'bob',
       grants: [],
       todos: [],
@@ -781,6 +785,7 @@ describe('foldEvents', () => {
       queue: [],
       lastInputId: null,
       agent: null,
+      context: NO_CONTEXT,
       owner: null,
       grants: [],
       todos: [],

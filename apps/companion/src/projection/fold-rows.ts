@@ -73,6 +73,7 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
       case 'tool.started':
       case 'tool.ended':
       case 'todos.updated':
+      case 'history.compacted':
         break;
       default:
         return unreachable(event);
@@ -167,6 +168,7 @@ class RowFold {
       case 'tool.started':
       case 'tool.ended':
       case 'todos.updated':
+      case 'history.compacted':
         return; // the state only, or copied for replay only
       default:
         return unreachable(event);

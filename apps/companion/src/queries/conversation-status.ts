@@ -49,6 +49,7 @@ export function statusOf(
     queue: state.queue.map(({ id, kind, text }) => ({ id, kind: rows.decided.has(id) ? ('steer' as const) : kind, text })),
     lastInputId: state.lastInputId,
     agent: state.agent,
+    context: { carriedTokens: state.carried?.tokens ?? null, maxTokens: state.carried?.maxTokens ?? null, lastCompaction: state.compaction },
     owner: state.owner,
     grants: Object.entries(state.grants).map(([subject, access]) => ({ subject, access })),
     position: rows.position,

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NO_CONTEXT } from '@rudder/contracts';
 import { acceptEverything, startHarness, type Harness } from '../../../../test/support/gateway/harness';
 
 let h: Harness;
@@ -70,7 +71,7 @@ describe('authentication and ownership with AUTH_TOKENS set', () => {
     h.companion.setStatus(key, { owner: 'bob', lastInputId: 'bob-9' });
     const status = await h.call(path(key), { headers: bob });
     expect(status.status).toBe(200);
-    expect(status.body).toEqual({ key, running: null, steering: [], queue: [], lastInputId: 'bob-9', agent: null, grants: [] });
+    expect(status.body).toEqual({ key, running: null, steering: [], queue: [], lastInputId: 'bob-9', agent: null, context: NO_CONTEXT, grants: [] });
     expect((await h.call(path(key, '/messages'), { headers: bob })).status).toBe(200);
   });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { NO_CONTEXT } from '@rudder/contracts';
 import type { CompanionStatus } from '../companion-client';
 import { positionOf } from './chat-handler';
 
@@ -8,6 +9,7 @@ const status = (running: boolean, queue: string[]): CompanionStatus => ({
   steering: [],
   queue: queue.map((id) => ({ id, kind: 'chat', text: id })),
   lastInputId: queue.at(-1) ?? null,
+  context: NO_CONTEXT,
   agent: 'default',
   grants: [],
   todos: [],

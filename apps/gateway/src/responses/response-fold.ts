@@ -161,6 +161,7 @@ export class ResponseFold {
       case 'grant.refused':
       case 'tool.started':
       case 'todos.updated':
+      case 'history.compacted':
         return out;
       default: {
         const never: never = event;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NO_CONTEXT } from '@rudder/contracts';
 import { startHarness, type Harness } from '../../../../test/support/gateway/harness';
 
 let h: Harness;
@@ -14,7 +15,7 @@ describe('GET /v1/conversations/{key}', () => {
     h.companion.setStatus(key, { owner: 'anonymous', running, queue: [{ id: 'q-1', kind: 'chat', text: 'next' }], lastInputId: 'q-1' });
     const answer = await h.call(`/v1/conversations/${encodeURIComponent(key)}`);
     expect(answer.status).toBe(200);
-    expect(answer.body).toEqual({ key, running, steering: [], queue: [{ id: 'q-1', kind: 'chat', text: 'next' }], lastInputId: 'q-1', agent: null, grants: [] });
+    expect(answer.body).toEqual({ key, running, steering: [], queue: [{ id: 'q-1', kind: 'chat', text: 'next' }], lastInputId: 'q-1', agent: null, context: NO_CONTEXT, grants: [] });
     expect(h.companion.requests).toContain('/conversations/user-42%2Ftrip');
   });
 

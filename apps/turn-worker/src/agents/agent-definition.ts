@@ -78,10 +78,12 @@ export type AgentDefinition = {
    * `maxTokens`, the most a request carries as its model counts them (default: the model's
    * context window less the room for its reply); `toolResultTokens`, the most a tool result is
    * sent with, truncated past it with a marker (default TOOL_RESULT_TOKENS, 8000; a tool's own
-   * `maxResultTokens` wins); `compactAt` is reserved for compaction, which is not built yet
-   * (checked, at most `maxTokens`, and unused).
+   * `maxResultTokens` wins); `compactAt`, the carried tokens past which the history is compacted
+   * at the next step (a summary of the older turns stands in for them; default: three quarters
+   * of `maxTokens`; null: never, older turns are only left out); `summaryPrompt`, the system
+   * prompt of the summary request (default `DEFAULT_SUMMARY_PROMPT`).
    */
-  context?: { maxTokens?: number; compactAt?: number; toolResultTokens?: number };
+  context?: { maxTokens?: number; compactAt?: number | null; toolResultTokens?: number; summaryPrompt?: string };
   /**
    * Runs on every chat and every steer before it is accepted; a refusal answers 422 with its
    * reason. A guard that throws, or has not answered within `guardTimeoutMs`, decides nothing:

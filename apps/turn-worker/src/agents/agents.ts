@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { AgentAffordances, AgentName } from '@rudder/contracts';
-import { defineTool, openAiModel, TODOS_TOOL, type Agent, type ModelClient, type Tool } from '@rudder/agent';
+import { defineTool, openAiModel, textTokens, TODOS_TOOL, type Agent, type ModelClient, type Tool } from '@rudder/agent';
 import type { Agents, InputPolicy } from '@rudder/conversation';
 import { createLog, type Config } from '@rudder/runtime';
 import { AGENT_TOOL, type AgentToolOptions } from './agent-tool.decorator';
@@ -67,6 +67,9 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     }
     this.defaultAgent = this.options.defaultAgent ?? agents[0].name;
     if (!this.agents.has(this.defaultAgent)) throw new Error(`TurnWorkerModule: the default agent ${this.defaultAgent} is not registered`);
+    // The tokenizer builds its tables on its first use (~100 ms): at start-up, before the worker
+    // takes partitions, not on the first turn after a restart.
+    textTokens('warm up');
   }
 
   async onApplicationBootstrap(): Promise<void> {

@@ -4,7 +4,7 @@ import { readConfig } from '@rudder/runtime';
 import { WorkerMetrics } from '../metrics/worker-metrics';
 import type { AgentDefinition } from './agent-definition';
 import { AgentRegistry } from './agents';
-import { defineTool, type ModelClient } from '@rudder/agent';
+import { DEFAULT_SUMMARY_PROMPT, defineTool, type ModelClient } from '@rudder/agent';
 import { z } from 'zod';
 import { defaultAgent } from './default-agent';
 import { sample } from '../../../../test/prometheus';
@@ -54,8 +54,9 @@ describe('an agent’s context budget', () => {
     expect(context({ ...defaultAgent, model: { model: 'gpt-4o' } }).maxTokens).toBe(128_000 - 4096);
   });
 
-  it('an agent’s own wins; tool results default to TOOL_RESULT_TOKENS (8,000); compactAt is kept, reserved', () => {
-    expect(context(defaultAgent)).toMatchObject({ toolResultTokens: 8000, compactAt: null });
+  it('an agent’s own wins; tool results default to TOOL_RESULT_TOKENS (8,000); compactAt to three quarters of maxTokens (null: never), the summary prompt to the built-in one', () => {
+    expect(context(defaultAgent)).toMatchObject({ toolResultTokens: 8000, compactAt: Math.floor((128_000 - 4096) * 0.75), summaryPrompt: DEFAULT_SUMMARY_PROMPT });
+    expect(context({ ...defaultAgent, context: { compactAt: null, summaryPrompt: 'Sum up.' } })).toMatchObject({ compactAt: null, summaryPrompt: 'Sum up.' });
     vi.stubEnv('TOOL_RESULT_TOKENS', '500');
     expect(context(defaultAgent).toolResultTokens).toBe(500);
     expect(context({ ...defaultAgent, context: { maxTokens: 6000, toolResultTokens: 900, compactAt: 5000 } })).toMatchObject({ maxTokens: 6000, toolResultTokens: 900, compactAt: 5000 });
@@ -67,6 +68,7 @@ describe('an agent’s context budget', () => {
     }
     expect(() => context({ ...defaultAgent, context: { toolResultTokens: 0 } })).toThrow(/context\.toolResultTokens/);
     expect(() => context({ ...defaultAgent, context: { maxTokens: 100, compactAt: 101 } })).toThrow(/context\.compactAt/);
+    expect(() => context({ ...defaultAgent, context: { summaryPrompt: ' ' } })).toThrow(/context\.summaryPrompt/);
     expect(() => context({ ...defaultAgent, model: { model: 'gpt-4', maxTokens: 9000 } })).toThrow(/leaves no room/);
     const tool = defineTool({ name: 'big', description: 'Big.', parameters: z.object({}), maxResultTokens: 0, run: async () => '' });
     expect(() => context({ ...defaultAgent, tools: [tool] })).toThrow(/maxResultTokens of tool big/);

@@ -47,6 +47,9 @@ export function readContextEnv(env: NodeJS.ProcessEnv = process.env): ContextEnv
   return parsed.data;
 }
 
+/** The history is compacted past this share of the budget unless the agent sets its own `compactAt`. */
+export const COMPACT_AT_SHARE = 0.75;
+
 /** Room left in the window for the reply when the model's settings give no `maxTokens`. */
 export const REPLY_TOKENS = 4096;
 
@@ -65,9 +68,11 @@ export function contextOf(definition: AgentDefinition, model: { name?: string; r
   }
   const toolResultTokens = own.toolResultTokens ?? env.TOOL_RESULT_TOKENS;
   if (!Number.isInteger(toolResultTokens) || toolResultTokens <= 0) throw wrong('context.toolResultTokens must be a whole number of tokens, more than 0');
-  const { compactAt } = own;
-  if (compactAt !== undefined && (!Number.isInteger(compactAt) || compactAt <= 0 || compactAt > maxTokens)) {
-    throw wrong(`context.compactAt must be a whole number of tokens, more than 0 and at most context.maxTokens (${maxTokens})`);
+  const compactAt = own.compactAt === undefined ? Math.floor(maxTokens * COMPACT_AT_SHARE) : own.compactAt;
+  if (compactAt !== null && (!Number.isInteger(compactAt) || compactAt <= 0 || compactAt > maxTokens)) {
+    throw wrong(`context.compactAt must be a whole number of tokens, more than 0 and at most context.maxTokens (${maxTokens}), or null`);
   }
-  return contextBudget({ maxTokens, compactAt, toolResultTokens });
+  const { summaryPrompt } = own;
+  if (summaryPrompt !== undefined && (typeof summaryPrompt !== 'string' || summaryPrompt.trim() === '')) throw wrong('context.summaryPrompt must be a text');
+  return contextBudget({ maxTokens, compactAt, toolResultTokens, summaryPrompt });
 }

@@ -8,6 +8,7 @@ import type { RunnableAgent } from '../agents/agents';
 import type { FaultPoint } from '../fault-points';
 import type { ConversationNews } from '../ingest/ingest-inputs';
 import { inputTraceContext } from '../tracing/input-traces';
+import { compaction } from './compaction';
 import { ConversationFold } from './conversation-fold';
 import type { HeldEpochs } from './held-epochs';
 
@@ -211,7 +212,12 @@ class Runner implements ConversationRunner {
             },
           },
           model: agent.model,
-          history: recentHistory(current, agent.historyTurns),
+          // As the fold holds it at each request: a compaction at a step changes it mid-turn.
+          history: () => {
+            const now = this.fold.conversation ?? current;
+            return { summary: now.summary?.text ?? null, earlier: recentHistory(now, agent.historyTurns) };
+          },
+          compact: (at) => this.compact(run, agent, at, signal),
           turn,
           commit: (events) => this.commit(run, events),
           // After a pause past the session timeout, the partition may be another worker's: ask the model only if it is still ours.
@@ -228,6 +234,31 @@ class Runner implements ConversationRunner {
     } finally {
       this.turn = null;
     }
+  }
+
+  /**
+   * Compacts the history at a step of the running turn (`compaction`): the summary request,
+   * then its event committed as a step (which takes the steers that came meanwhile: they wait
+   * for the step's model request, never entering the summary's). A summary that cannot be made
+   * (the model failed, say) is logged and the step goes on without it; an abort ends the run.
+   */
+  private async compact(run: TurnRun, agent: RunnableAgent, at: { turn: TurnState; step: number; keep: number }, signal: AbortSignal): Promise<StoredTurn | null> {
+    const { deps, key } = this;
+    const conversation = this.fold.conversation;
+    if (!conversation) return null;
+    await deps.held.check(this.partition);
+    let event: DomainEvent | null;
+    try {
+      event = await compaction({ pool: deps.pool, key, conversation, keep: at.keep, turn: at.turn, step: at.step, budget: agent.loop.context, model: agent.model, signal });
+    } catch (error) {
+      if (signal.aborted) throw error;
+      deps.log.warn('compacting the history failed; the step goes on without it', { conversation: key, turn: at.turn.id, error: String(error) });
+      return null;
+    }
+    if (!event) return null;
+    const stored = await this.commit(run, [event]);
+    deps.fault('after-compaction-stored');
+    return stored;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NO_CONTEXT } from '@rudder/contracts';
 import { openSchema, schemaDataSource } from '@rudder/runtime';
 import type { DataSource } from 'typeorm';
 import { createFreshDatabase } from '../../../../../test/support/companion/test-database';
@@ -52,6 +53,7 @@ describe('the conversation state migration', () => {
         queue: [{ id: 'b', kind: 'chat', text: 'then this' }],
         lastInputId: 's1',
         agent: null,
+        context: NO_CONTEXT,
         owner: 'alice',
         grants: [{ subject: 'carol', access: 'read' }],
         todos: [],
