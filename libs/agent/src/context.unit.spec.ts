@@ -60,12 +60,8 @@ const budgetOf = ({ systemPrompt, earlier, turn }: { systemPrompt: string; earli
   return Math.max(1, fixed + Math.round(fraction * (countRequest([...earlier.flatMap((t) => t.messages), ...turn.messages], []) - 3)));
 };
 
-
-/** The properties tokenize random histories: a few seconds alone, more on a loaded machine (two spec files run at once). */
-const PROPERTY_TIMEOUT_MS = 60_000;
-
 describe('a model request fits its budget (fitRequest)', () => {
-  it('over random histories, summaries and budgets: it fits as counted, starts with the instructions, the summary, then a prompt, keeps every call with its result, earlier turns whole and latest first, and the running turn in place', { timeout: PROPERTY_TIMEOUT_MS }, () => {
+  it('over random histories, summaries and budgets: it fits as counted, starts with the instructions, the summary, then a prompt, keeps every call with its result, earlier turns whole and latest first, and the running turn in place', () => {
     fc.assert(
       fc.property(parts, limits, ({ systemPrompt, summary, earlier, turn }, { fraction, toolResultTokens }) => {
         const maxTokens = budgetOf({ systemPrompt, earlier, turn }, fraction);
@@ -170,7 +166,7 @@ describe('a model request fits its budget (fitRequest)', () => {
 });
 
 describe('when the history is compacted (compactionDue)', () => {
-  it('over random histories and thresholds: due exactly when the request would carry more than compactAt and some earlier turns lie before the latest ones that fit half of it; those are kept', { timeout: PROPERTY_TIMEOUT_MS }, () => {
+  it('over random histories and thresholds: due exactly when the request would carry more than compactAt and some earlier turns lie before the latest ones that fit half of it; those are kept', () => {
     fc.assert(
       fc.property(parts, fc.integer({ min: 1, max: 1100 }), ({ systemPrompt, summary, earlier, turn }, permille) => {
         const given: RequestParts = { systemPrompt, summary, tools, earlier, turn: turn.messages };
