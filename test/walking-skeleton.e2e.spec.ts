@@ -29,7 +29,17 @@ describe('a chat, end to end through gateway, Kafka, worker, outbox and companio
       { role: 'user', text: 'hello', t: turn.id, steered: false },
       { role: 'assistant', text: 'answer to hello', t: turn.id, steered: false },
     ]);
-    expect(await client.status(conversation)).toEqual({ key: conversation, running: null, steering: [], queue: [], lastInputId: 'hello-1', agent: 'default', grants: [] });
+    expect(await client.status(conversation)).toEqual({
+      key: conversation,
+      running: null,
+      steering: [],
+      queue: [],
+      lastInputId: 'hello-1',
+      agent: 'default',
+      // What its model request carried, in tokens, of the agent's budget; no compaction yet.
+      context: { carriedTokens: expect.any(Number), maxTokens: expect.any(Number), lastCompaction: null },
+      grants: [],
+    });
   });
 
   it('a reply that calls wait runs the tool, and its result is in the next model request', async () => {
