@@ -103,15 +103,25 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
         answered: false,
       };
     }
-    case 'stop.requested':
+    case 'stop.requested': {
       if (event.data.turn !== turn.id) return turn;
-      return { ...turn, ending: event.data.mode, windDownAt: event.data.mode === 'wind-down' ? turn.steps : turn.windDownAt };
+      const ending = strongerEnding(turn.ending, event.data.mode);
+      return { ...turn, ending, windDownAt: ending === 'wind-down' && turn.windDownAt === null ? turn.steps : turn.windDownAt };
+    }
     case 'todos.updated':
       return { ...turn, todos: { items: event.data.items, next: event.data.next } };
     default:
       return turn;
   }
 }
+
+export type Ending = NonNullable<TurnState['ending']>;
+
+/** How hard each way of ending a turn is: a later, softer request never undoes a harder one (a graceful stop after a stop still stops). */
+const ENDING_RANK: Record<Ending, number> = { 'wind-down': 1, interrupt: 2, stop: 3, rollback: 4 };
+
+/** The ending a turn keeps when `next` is asked for after `current`: the harder of the two (the later, if as hard). */
+export const strongerEnding = (current: Ending | null, next: Ending): Ending => (current !== null && ENDING_RANK[current] > ENDING_RANK[next] ? current : next);
 
 export type NextAction =
   | { type: 'request-model'; step: number }

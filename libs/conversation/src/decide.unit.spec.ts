@@ -338,6 +338,14 @@ describe('winding down (an interrupt, a graceful stop)', () => {
     expect(endTurn(turn, 'completed', null)[0]).toMatchObject({ type: 'tool.ended', data: { callId: 'c2', result: 'not run: the turn was asked to wind down', isError: true } });
   });
 
+  it('a later, softer request never undoes a harder one: a graceful stop or an interrupt after a stop still stops; a stop after a graceful stop stops', () => {
+    const stopped = decide([stop('s1'), { ...stop('s2'), graceful: true } as InputRecord, chat('now', { onBusy: 'interrupt' })], running()).head;
+    expect(stopped.ending).toBe('stop');
+    const turn = decide([stop('s1'), { ...stop('s2'), graceful: true } as InputRecord], running()).events.reduce(evolveTurn, startTurn('t1', prompt));
+    expect(nextAction(turn, { maxSteps: 5 })).toEqual({ type: 'end', status: 'stopped', outcome: 'stopped on request' });
+    expect(decide([{ ...stop('s1'), graceful: true } as InputRecord, stop('s2')], running()).head.ending).toBe('stop');
+  });
+
   it('an interrupted turn ends superseded at its step, marked woundDown', () => {
     const { head } = decide([chat('now', { onBusy: 'interrupt' })], running());
     const turn = evolveTurn(startTurn('t1', prompt), reply(0, ['c1']));

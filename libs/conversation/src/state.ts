@@ -1,5 +1,5 @@
 import type { DomainEvent, TodoItem } from '@rudder/contracts';
-import { emptyTodos, type TodoList } from '@rudder/agent';
+import { emptyTodos, strongerEnding, type Ending, type TodoList } from '@rudder/agent';
 
 /** An input waiting to be answered. `seq` orders what waits: the acceptance order, with 0 for an input that asked to run next. */
 export type PendingInput = {
@@ -12,7 +12,8 @@ export type PendingInput = {
   /** It was accepted while a turn ran or others waited: its turn will have started from the queue (a tool's `queued`). */
   queued?: boolean;
 };
-export type Ending = 'stop' | 'rollback' | 'interrupt' | 'wind-down';
+/** How the running turn was asked to end (`TurnState.ending`: one type for the state and the turn). */
+export type { Ending };
 
 /**
  * A conversation as its decisions see it: who owns it and which agent answers it, the running
@@ -123,7 +124,7 @@ export function evolve(state: ConversationState, event: DomainEvent): Conversati
       // The input that asked to interrupt or roll back the turn runs next.
       const asker = state.queue.find((i) => i.id === event.data.stop);
       const queue = asker ? [{ ...asker, seq: 0 }, ...without(state.queue, asker.id)] : state.queue;
-      return { ...state, ending: event.data.mode, queue };
+      return { ...state, ending: strongerEnding(state.ending, event.data.mode), queue };
     }
     case 'turn.ended':
       // Steers it did not take are answered as turns of their own, in the order they were sent.
