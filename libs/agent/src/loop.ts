@@ -20,8 +20,16 @@ export type Agent = {
   todos: boolean;
 };
 
+/** The tools with the built-in `todos` added, one array per list of tools: their token count is kept by array (tokens.ts). */
+const withTodos = new WeakMap<readonly Tool[], readonly Tool[]>();
+
 /** The tools a model request offers: the agent's, and the built-in `todos` when it keeps a plan. */
-const offeredTools = (agent: Agent): readonly Tool[] => (agent.todos ? [...agent.tools, todosTool] : agent.tools);
+function offeredTools(agent: Agent): readonly Tool[] {
+  if (!agent.todos) return agent.tools;
+  let offered = withTodos.get(agent.tools);
+  if (!offered) withTodos.set(agent.tools, (offered = [...agent.tools, todosTool]));
+  return offered;
+}
 
 /**
  * What a commit answers: the turn as the conversation's fold holds it once the commit is
