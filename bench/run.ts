@@ -1,5 +1,5 @@
 import { createWriteStream } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -190,8 +190,20 @@ say('');
 say(report);
 if (args.quick) say(`--quick: bench/results.md left as it is; service logs in ${LOG_FILE}`);
 else {
-  await writeFile(RESULTS, report);
-  say(`written to bench/results.md; service logs in ${LOG_FILE}`);
+  await writeFile(RESULTS, report + (await keptSections()));
+  say(`written to bench/results.md (its other sections kept); service logs in ${LOG_FILE}`);
 }
 log.end();
 process.exit(0);
+
+/**
+ * The sections of bench/results.md this run does not write — the anchors beside the Restate
+ * copy, the other scripts' (long-history, parked, slow-readers), and earlier runs' notes — kept
+ * after its own, in their order: a run replaces its six tables and nothing else.
+ */
+async function keptSections(): Promise<string> {
+  const before = await readFile(RESULTS, 'utf8').catch(() => '');
+  const sections = before.split(/\n(?=## )/).slice(1);
+  const kept = sections.filter((section) => !/^## [1-6]\. /.test(section));
+  return kept.length === 0 ? '' : `\n${kept.map((section) => section.trimEnd()).join('\n\n')}\n`;
+}

@@ -19,6 +19,9 @@ import {
  * - `todos: <changes> ;; <changes> ;; …` keeps a plan over as many steps: each step calls the
  *   built-in `todos` tool with the next changes (JSON, or a string the model got wrong), or with
  *   `hold:<gate>` the `hold` tool held at that gate; after the last step it answers `planned: <text>`;
+ * - `call <tool> <json>` calls that tool with those arguments (several, ` && `-separated, in one
+ *   reply); `call-twice <tool> <json>` calls it, and once more after its result under the same
+ *   call id (`same`), then answers;
  * - `fail` (or `fail <ms>`) answers HTTP 500 (after that long);
  * - `slow <ms>` answers after that long;
  * - anything else is answered `answer to <text>`.
@@ -41,6 +44,9 @@ export const testScript: Script = (request) => {
   const text = lastUserText(request);
   if (text.startsWith('todos: ')) return planStep(request, text);
   const results = toolResults(request);
+  const twice = /^call-twice (\w+) (\{.*\})$/.exec(text);
+  const called = request.body.messages.filter((m) => m.role === 'assistant' && (m.tool_calls?.length ?? 0) > 0).length;
+  if (twice && called < 2) return reply.tools([{ id: 'same', name: twice[1], arguments: JSON.parse(twice[2]) }]);
   if (lastMessage(request)?.role === 'tool') {
     return reply.text(`after ${results.map((r) => r.content).join(', ')}: ${text}`, { gate: gateNamed(text, 'gate-after-tool') });
   }
@@ -49,6 +55,10 @@ export const testScript: Script = (request) => {
   const held = midGate ? { gate, gateAfterChunks: 2 } : { gate }; // chunk 0 is the role, 1 the first word
   const toolGate = gateNamed(text, 'tool-gate');
   if (toolGate) return reply.tools([{ name: 'hold', arguments: { gate: toolGate } }], { content: `waiting for ${text}`, ...held });
+  if (text.startsWith('call ')) {
+    const calls = text.slice('call '.length).split(' && ').map((call) => /^(\w+) (\{.*\})$/.exec(call)!);
+    return reply.tools(calls.map(([, name, args]) => ({ name, arguments: JSON.parse(args) })), { content: `calling for ${text}`, gate });
+  }
   const record = /^record (\d+)/.exec(text);
   if (record) return reply.tools([{ name: 'record', arguments: { ms: Number(record[1]) } }], { content: `waiting for ${text}`, gate });
   const wait = /wait (\d+)/.exec(text);

@@ -38,6 +38,8 @@ describe('a chat, end to end through gateway, Kafka, worker, outbox and companio
       agent: 'default',
       // What its model request carried, in tokens, of the agent's budget; no compaction yet.
       context: { carriedTokens: expect.any(Number), maxTokens: expect.any(Number), lastCompaction: null },
+      // No call waits for a person's approval.
+      awaiting: [],
       grants: [],
     });
   });

@@ -16,7 +16,10 @@
  *   text, and `bulk_whole`, the same but sent whole (its own `maxResultTokens`); it never
  *   compacts (`compactAt: null`), and its turns may take 40 steps;
  * - `compacting`: the same budget and tools, compacting its history past `COMPACT_AT_TOKENS`
- *   with its own summary prompt (`SUMMARY_PROMPT`, which the tests' scripts answer).
+ *   with its own summary prompt (`SUMMARY_PROMPT`, which the tests' scripts answer);
+ * - `approving`: the tools, and three that need a person's approval, each logging its runs to
+ *   TOOL_LOG: `send_email` (always), `pay` (over 100 only), `expiring` (denied as timed out
+ *   after APPROVAL_TIMEOUT_MS, 3 s by default); `approving-quiet`: the same, taking no steers.
  */
 import 'reflect-metadata';
 import { appendFile } from 'node:fs/promises';
@@ -59,6 +62,41 @@ class GateTools {
     const answer = await fetch(`${this.base}/gates/${encodeURIComponent(gate)}/pass`, { method: 'POST', body: callId, signal });
     if (!answer.ok) throw new Error(`the gate ${gate} answered ${answer.status}`);
     return `held at ${gate}`;
+  }
+}
+
+/** Tools a person approves before they run (docs/agents.md, "Approvals"). */
+@Injectable()
+class ApprovalTools {
+  constructor(@Inject(ToolLog) private readonly log: ToolLog) {}
+
+  @AgentTool({
+    name: 'send_email',
+    description: 'Sends an email.',
+    parameters: z.object({ to: z.string().min(3).includes('@'), body: z.string() }),
+    needsApproval: true,
+  })
+  async sendEmail({ to, body }: { to: string; body: string }, { conversation, turn, callId }: ToolContext): Promise<string> {
+    await this.log.write({ tool: 'send_email', conversation, turn, callId, to, body, pid: process.pid });
+    return `sent to ${to}: ${body}`;
+  }
+
+  @AgentTool({ name: 'pay', description: 'Pays an amount.', parameters: z.object({ amount: z.number().positive() }), needsApproval: ({ amount }) => amount > 100 })
+  async pay({ amount }: { amount: number }, { conversation, turn, callId }: ToolContext): Promise<string> {
+    await this.log.write({ tool: 'pay', conversation, turn, callId, amount, pid: process.pid });
+    return `paid ${amount}`;
+  }
+
+  @AgentTool({
+    name: 'expiring',
+    description: 'Does something a person must approve in time.',
+    parameters: z.object({ what: z.string() }),
+    needsApproval: true,
+    approvalTimeout: Number(process.env.APPROVAL_TIMEOUT_MS ?? 3000),
+  })
+  async expiring({ what }: { what: string }, { conversation, turn, callId }: ToolContext): Promise<string> {
+    await this.log.write({ tool: 'expiring', conversation, turn, callId, what, pid: process.pid });
+    return `did ${what}`;
   }
 }
 
@@ -117,9 +155,11 @@ const agents: AgentDefinition[] = [
     tools: [...tools, BulkTools],
     context: { maxTokens: BUDGET_TOKENS, toolResultTokens: BUDGET_TOOL_RESULT_TOKENS, compactAt: COMPACT_AT_TOKENS, summaryPrompt: SUMMARY_PROMPT },
   },
+  { ...defaultAgent, name: 'approving', tools: [...tools, ApprovalTools] },
+  { ...defaultAgent, name: 'approving-quiet', tools: [...tools, ApprovalTools], steering: { maxTaken: 0 } },
 ];
 
-@Module({ imports: [TurnWorkerModule.forRoot({ agents })], providers: [ToolLog, RecordingTools, GateTools, BulkTools] })
+@Module({ imports: [TurnWorkerModule.forRoot({ agents })], providers: [ToolLog, RecordingTools, GateTools, BulkTools, ApprovalTools] })
 class TestWorkerModule {}
 
 const app = await NestFactory.createMicroservice(TestWorkerModule, { strategy: turnWorkerTransport(), logger: ['error', 'warn'] });

@@ -1,4 +1,5 @@
 import {
+  CompanionApproval,
   CompanionInput,
   CompanionStatus,
   ConversationEventRecord,
@@ -16,7 +17,7 @@ import { noteViewPosition, Positions, requestedPosition } from './consistency/po
 import { GatewayError } from './errors/gateway-error';
 import { OutageLog } from './errors/outage-log';
 
-export { CompanionInput, CompanionStatus, InputState, Rejection } from '@rudder/contracts';
+export { CompanionApproval, CompanionInput, CompanionStatus, InputState, Rejection } from '@rudder/contracts';
 
 /** `/events` pages: `{items, next}` like the transcript (a bare array is accepted too). */
 const EventsPage = z.union([z.object({ items: z.array(z.unknown()) }).loose(), z.array(z.unknown())]);
@@ -63,6 +64,17 @@ export class CompanionClient {
     try {
       const answer = await this.get(`${conversationPath(key)}/inputs/${segment(id)}`, key);
       return this.parse(CompanionInput, answer, 'input');
+    } catch (error) {
+      if (error instanceof GatewayError && error.code === 'not_found') return null;
+      throw error;
+    }
+  }
+
+  /** The call's approval with this id, or null when the companion has not seen it. */
+  async approval(key: string, approvalId: string): Promise<CompanionApproval | null> {
+    try {
+      const answer = await this.get(`${conversationPath(key)}/approvals/${segment(approvalId)}`, key);
+      return this.parse(CompanionApproval, answer, 'approval');
     } catch (error) {
       if (error instanceof GatewayError && error.code === 'not_found') return null;
       throw error;

@@ -34,6 +34,8 @@ import { StatusController } from './status/status.controller';
 import { SteerController } from './steer/steer.controller';
 import { SteerHandler } from './steer/steer-handler';
 import { StopController } from './stop/stop.controller';
+import { ApprovalsController } from './approvals/approvals.controller';
+import { ApprovalsHandler } from './approvals/approvals-handler';
 import { StopHandler } from './stop/stop-handler';
 import { StreamTokensController } from './stream-tokens/stream-tokens.controller';
 import { TodosController } from './todos/todos.controller';
@@ -58,6 +60,7 @@ export class GatewayModule {
         ChatController,
         SteerController,
         StopController,
+        ApprovalsController,
         RetractController,
         PromoteController,
         StatusController,
@@ -99,6 +102,7 @@ export class GatewayModule {
         SteerHandler,
         GrantsHandler,
         StopHandler,
+        ApprovalsHandler,
         RetractHandler,
         PromoteHandler,
         EventsHandler,

@@ -12,6 +12,7 @@ import { rememberInputTraces } from './tracing/input-traces';
 import { ingestInputs } from './ingest/ingest-inputs';
 import { connectPublishing, type Publishing } from './publishing';
 import { createScheduler, type Scheduler } from './turns/scheduler';
+import { createApprovalDeadlines, type ApprovalDeadlines } from './turns/approval-deadlines';
 import { createHeldEpochs, type HeldEpochs } from './turns/held-epochs';
 import { WorkerMetrics } from './metrics/worker-metrics';
 import { TURN_WORKER_OPTIONS, type TurnWorkerOptions } from './turn-worker.options';
@@ -31,6 +32,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   private publishing!: Publishing;
   private relay!: OutboxRelay;
   private scheduler!: Scheduler;
+  private deadlines!: ApprovalDeadlines;
   private fault = faultPoints({});
   private owned: ReadonlySet<number> = new Set();
   private epochs: Epochs = new Map();
@@ -83,7 +85,9 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       retryMs: 1000,
       idleForgetMs: config.WORKER_IDLE_FORGET_MS,
       snapshotEvery: config.WORKER_SNAPSHOT_EVERY_EVENTS,
+      wakeAt: (dueAt) => this.deadlines.wakeAt(dueAt),
     });
+    this.deadlines = createApprovalDeadlines({ pool: this.pool, owned: () => [...this.owned], poke: (due) => this.scheduler.poke(due), log });
     this.metrics.countHeld(() => this.scheduler.held());
     if (config.METRICS_PORT !== undefined) {
       this.metricsServer = await serveMetrics(this.metrics.registry, config.METRICS_PORT);
@@ -146,6 +150,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
         this.log.info('epochs taken', { epochs: Object.fromEntries(this.epochs) });
         this.relay.sweep();
         this.scheduler.poke(await conversationsWithOpenWork(this.pool, [...partitions]));
+        this.deadlines.rearm();
         return;
       } catch (error) {
         // PartitionBusyError: a write in flight under an old epoch (a paused zombie) still holds
@@ -159,6 +164,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
 
   /** Running turns stop where they are (they resume on the partition's next owner); nothing more is written. */
   async onApplicationShutdown(): Promise<void> {
+    this.deadlines?.stop();
     await this.scheduler?.stop();
     await this.relay?.stop();
     await this.publishing?.disconnect().catch(() => undefined);

@@ -1,10 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import { isStorableText, type DomainEvent, type ToolCall } from '@rudder/contracts';
 import { compactionDue, fitRequest, type ContextBudget } from './context';
 import type { EarlierTurn } from './tokens';
 import type { ModelClient } from './model';
 import { changeTodos, planMessage, TODOS_TOOL, todosTool } from './todos';
-import { runToolCall, type Tool, type ToolContext } from './tools';
-import { endTurn, evolveTurn, nextAction, type TurnState } from './turn';
+import { needsApproval, runToolCall, type Tool, type ToolContext, type ToolResult } from './tools';
+import { endTurn, evolveTurn, nextAction, type CallApproval, type TurnState } from './turn';
 
 export type Agent = {
   systemPrompt: string;
@@ -37,7 +38,12 @@ function offeredTools(agent: Agent): readonly Tool[] {
  * say) — and whether what was stored ended it (then `turn` is the turn as it ended). The loop
  * folds nothing itself: each step reads the turn the last commit answered.
  */
-export type StoredTurn = { turn: TurnState; ended: boolean };
+export type StoredTurn = {
+  turn: TurnState;
+  ended: boolean;
+  /** Every open call of the turn waits for a person's decision: nothing runs until one comes (a new run then). */
+  parked?: boolean;
+};
 
 export type ConversationHistory = { summary: string | null; earlier: readonly EarlierTurn[] };
 
@@ -90,11 +96,13 @@ export type RunTurnOptions = {
  * Drives one turn to its end: ask the model, store its reply, run its tool calls and store
  * each result, repeat; the reply without tool calls ends the turn, stored with `turn.ended`
  * in the same commit. A model that fails for good (after the client's retries) ends the turn
- * as `failed`. Returns the turn as it ended.
+ * as `failed`. Returns the turn as it ended — or as it parked, when every call left waits for
+ * a person's approval (`parked`): the run ends there, holding nothing, and a decision stored
+ * later starts a new one from the log.
  */
 export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
   let stored: StoredTurn = { turn: options.turn, ended: false };
-  while (!stored.ended) stored = await takeStep(stored.turn, options);
+  while (!stored.ended && !stored.parked) stored = await takeStep(stored.turn, options);
   return stored.turn;
 }
 
@@ -105,6 +113,8 @@ async function takeStep(turn: TurnState, options: RunTurnOptions): Promise<Store
   switch (action.type) {
     case 'end':
       return options.commit(endTurn(turn, action.status, action.outcome));
+    case 'park':
+      return { turn, ended: false, parked: true };
     case 'request-model':
       return requestModel(turn, action.step, options);
     case 'run-tools':
@@ -173,32 +183,92 @@ async function requestModel(turn: TurnState, step: number, options: RunTurnOptio
  * A call of the built-in `todos` tool is made at its commit, from the plan as the commits before
  * it left it, and stored with its result (`todos.updated`): two calls of one reply change the
  * plan one after the other, and a crash before the commit leaves the plan as it was.
+ *
+ * A call whose tool needs approval is not run: `approval.requested` is stored for it, and it
+ * waits (the turn parks once nothing else of the step runs). Decided, it runs (approved: with
+ * the person's arguments when they edited them, and its result says so) or gets a result that
+ * says it was denied; a call still waiting when the turn is asked to end early is closed unrun.
  */
 async function runTools(turn: TurnState, step: number, calls: readonly ToolCall[], options: RunTurnOptions): Promise<StoredTurn> {
   let stored: Promise<StoredTurn> = Promise.resolve({ turn, ended: false });
-  const ended = (call: ToolCall, result: string, isError: boolean): DomainEvent => ({
+  const ended = (call: ToolCall, { result, isError }: ToolResult): DomainEvent => ({
     type: 'tool.ended',
     data: { turn: turn.id, step, callId: call.id, name: call.name, result, isError },
   });
+  const store = (events: (before: StoredTurn) => DomainEvent[]) => {
+    stored = stored.then(async (before) => {
+      const after = await options.commit(events(before));
+      return before.ended ? before : after;
+    });
+    return stored;
+  };
   await Promise.all(
     calls.map(async (call) => {
-      const planned = options.agent.todos && call.name === TODOS_TOOL;
-      const ran = planned ? null : await runToolCall(options.agent.tools, call, toolContext(turn, call, options));
-      stored = stored.then(async (before) => {
-        let events: DomainEvent[];
-        if (ran) events = [ended(call, ran.result, ran.isError)];
-        else {
+      const context = toolContext(turn, call, options);
+      const approval = turn.approvals[call.id];
+      if (approval) {
+        const decided = await decidedCall(approval, call, turn, options, context);
+        if (decided) await store(() => [ended(call, decided)]);
+        return;
+      }
+      if (options.agent.todos && call.name === TODOS_TOOL) {
+        await store((before) => {
           const change = changeTodos(before.turn.todos, call.arguments);
-          events = [ended(call, change.result, change.isError)];
+          const events = [ended(call, { result: change.result, isError: change.isError })];
           if (change.list) events.push({ type: 'todos.updated', data: { turn: turn.id, step, callId: call.id, ...change.list } });
-        }
-        const after = await options.commit(events);
-        return before.ended ? before : after;
-      });
-      await stored;
+          return events;
+        });
+        return;
+      }
+      if (await needsApproval(options.agent.tools, call, context)) {
+        await store(() => [approvalRequested(turn, step, call, options.agent.tools)]);
+        return;
+      }
+      const ran = await runToolCall(options.agent.tools, call, context);
+      await store(() => [ended(call, ran)]);
     }),
   );
   return stored;
+}
+
+/**
+ * What a call with an approval answers: its run's result once approved (saying so when the
+ * person edited its arguments), the denial's text once denied, a closing text when the turn is
+ * asked to end early while it waits; null while it waits.
+ */
+async function decidedCall(approval: CallApproval, call: ToolCall, turn: TurnState, options: RunTurnOptions, context: ToolContext): Promise<ToolResult | null> {
+  switch (approval.status) {
+    case 'awaiting':
+      if (turn.ending === null) return null;
+      return {
+        result: turn.ending === 'wind-down' ? 'not run: the turn was asked to wind down while the call waited for approval' : 'not run: a newer input interrupted the turn while the call waited for approval',
+        isError: true,
+      };
+    case 'denied':
+      return { result: approval.subject === null ? `denied: ${approval.reason ?? 'nobody approved it in time'}` : `denied by the user: ${approval.reason ?? 'no reason given'}`, isError: true };
+    case 'approved': {
+      if (approval.arguments === null) return runToolCall(options.agent.tools, call, context);
+      const ran = await runToolCall(options.agent.tools, { ...call, arguments: approval.arguments }, context);
+      return { ...ran, result: `run with arguments edited by the user: ${approval.arguments}\n\n${ran.result}` };
+    }
+  }
+}
+
+/** The request for a person's approval of `call`: a new approval id (the call's once key keeps it one per call), and when its tool's timeout denies it. */
+function approvalRequested(turn: TurnState, step: number, call: ToolCall, tools: readonly Tool[]): DomainEvent {
+  const timeout = tools.find((t) => t.name === call.name)?.approvalTimeout;
+  const now = Date.now();
+  return {
+    type: 'approval.requested',
+    data: {
+      turn: turn.id,
+      step,
+      approval: `appr_${randomUUID()}`,
+      call,
+      requestedAt: new Date(now).toISOString(),
+      expiresAt: timeout === undefined ? null : new Date(now + timeout).toISOString(),
+    },
+  };
 }
 
 const NEVER = new AbortController().signal;

@@ -450,3 +450,115 @@ describe('winding down', () => {
     expect(await waitTool.run({ ms: 60_000 }, context)).toMatch(/^waited \d+ ms of 60000, then wound down$/);
   });
 });
+
+describe('tools that need approval', () => {
+  const ran: string[] = [];
+  const send = defineTool({
+    name: 'send',
+    description: 'sends',
+    parameters: z.object({ to: z.string() }),
+    needsApproval: ({ to }) => to !== 'me',
+    run: async ({ to }, { callId }) => {
+      ran.push(`${callId}:${to}`);
+      return `sent to ${to}`;
+    },
+  });
+  const approving: Agent = { ...agent, tools: [waitTool, send] };
+  const calls = [
+    { id: 'c1', name: 'send', arguments: '{"to":"bob"}' },
+    { id: 'c2', name: 'send', arguments: '{"to":"me"}' },
+  ];
+  /** The turn as stored after a reply calling both: `c1` needs approval, `c2` does not. */
+  const replied = (): TurnState => evolveTurn(startTurn('t1', prompt), { type: 'model.replied', data: { turn: 't1', step: 0, content: '', toolCalls: calls } });
+  const decided = (turn: TurnState, decision: 'approve' | 'deny', extra: { arguments?: string; reason?: string; subject?: string | null } = {}): TurnState => {
+    const approval = turn.approvals.c1.approval;
+    return evolveTurn(turn, {
+      type: 'approval.decided',
+      data: { turn: 't1', step: 0, approval, callId: 'c1', tool: 'send', decision, reason: extra.reason ?? null, arguments: extra.arguments ?? null, subject: extra.subject === undefined ? 'alice' : extra.subject, input: 'd1' },
+    });
+  };
+  /** Runs the turn until it parks or ends; answers its commits and the turn as the last commit left it. */
+  async function runFrom(turn: TurnState) {
+    const commits: DomainEvent[][] = [];
+    let now = turn;
+    const ended = await runTurn({
+      conversation: 'c',
+      agent: approving,
+      model: model(),
+      history: () => ({ summary: null, earlier: [] }),
+      turn,
+      commit: async (events) => {
+        commits.push(events);
+        now = events.reduce(evolveTurn, now);
+        return { turn: now, ended: events.some((e) => e.type === 'turn.ended') };
+      },
+      signal: new AbortController().signal,
+    });
+    return { commits, turn: ended };
+  }
+
+  it('a call that needs approval is not run: approval.requested is stored, the others run, and the turn parks with no model request', async () => {
+    ran.length = 0;
+    const before = server.requests.length;
+    const { commits, turn } = await runFrom(replied());
+    const types = commits.map((c) => c.map((e) => e.type)).sort();
+    expect(types).toEqual([['approval.requested'], ['tool.ended']]);
+    const requested = commits.flat().find((e) => e.type === 'approval.requested')!;
+    expect(requested).toMatchObject({ data: { turn: 't1', step: 0, call: calls[0], expiresAt: null } });
+    expect(ran).toEqual(['c2:me']);
+    expect(turn.openCalls.map((c) => c.id)).toEqual(['c1']);
+    expect(turn.approvals.c1.status).toBe('awaiting');
+    expect(server.requests.length).toBe(before);
+    // Run again while it waits: nothing happens.
+    expect((await runFrom(turn)).commits).toEqual([]);
+  });
+
+  it('approved, the call runs once with its arguments; with edited ones it runs with those and its result says so; then the model is asked', async () => {
+    server.setScript((request) => reply.text(`saw ${toolResults(request).map((r) => r.content).join(' | ')}`));
+    ran.length = 0;
+    const parked = (await runFrom(replied())).turn;
+    const { commits } = await runFrom(decided(parked, 'approve'));
+    expect(ran).toEqual(['c2:me', 'c1:bob']);
+    expect(commits[0]).toEqual([{ type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'c1', name: 'send', result: 'sent to bob', isError: false } }]);
+    expect(commits.at(-1)!.map((e) => e.type)).toEqual(['model.replied', 'turn.ended']);
+
+    ran.length = 0;
+    const edited = await runFrom(decided((await runFrom(replied())).turn, 'approve', { arguments: '{"to":"carol"}' }));
+    expect(ran).toEqual(['c2:me', 'c1:carol']);
+    expect(edited.commits[0][0]).toMatchObject({ data: { result: 'run with arguments edited by the user: {"to":"carol"}\n\nsent to carol', isError: false } });
+  });
+
+  it('denied, the call never runs and its result gives the reason; denied by its timeout, it says so', async () => {
+    server.setScript(() => reply.text('ok'));
+    ran.length = 0;
+    const { commits } = await runFrom(decided((await runFrom(replied())).turn, 'deny', { reason: 'not bob' }));
+    expect(ran).toEqual(['c2:me']);
+    expect(commits[0][0]).toMatchObject({ data: { callId: 'c1', result: 'denied by the user: not bob', isError: true } });
+    const timedOut = await runFrom(decided((await runFrom(replied())).turn, 'deny', { reason: 'timed out: nobody decided by then', subject: null }));
+    expect(timedOut.commits[0][0]).toMatchObject({ data: { result: 'denied: timed out: nobody decided by then' } });
+  });
+
+  it('a waiting call is closed unrun when the turn is asked to end: by a stop with the turn, by an interrupt or a graceful stop at once', async () => {
+    const parked = (await runFrom(replied())).turn;
+    const asked = (mode: 'stop' | 'interrupt' | 'wind-down') => evolveTurn(parked, { type: 'stop.requested', data: { stop: 's', turn: 't1', mode } });
+    const stopped = await runFrom(asked('stop'));
+    expect(stopped.commits[0]).toMatchObject([
+      { type: 'tool.ended', data: { callId: 'c1', result: 'not run: the turn was stopped while the call waited for approval', isError: true } },
+      { type: 'turn.ended', data: { status: 'stopped' } },
+    ]);
+    server.setScript(() => reply.text('wound down'));
+    const interrupted = await runFrom(asked('interrupt'));
+    expect(interrupted.commits[0]).toMatchObject([{ type: 'tool.ended', data: { callId: 'c1', result: 'not run: a newer input interrupted the turn while the call waited for approval' } }]);
+    const graceful = await runFrom(asked('wind-down'));
+    expect(graceful.commits[0]).toMatchObject([{ type: 'tool.ended', data: { callId: 'c1', result: 'not run: the turn was asked to wind down while the call waited for approval' } }]);
+  });
+
+  it('a call the tool could not run anyway is not asked about: arguments its schema refuses are answered with the error', async () => {
+    ran.length = 0;
+    const turn = evolveTurn(startTurn('t1', prompt), { type: 'model.replied', data: { turn: 't1', step: 0, content: '', toolCalls: [{ id: 'c9', name: 'send', arguments: '{"to":5}' }] } });
+    server.setScript(() => reply.text('ok'));
+    const { commits } = await runFrom(turn);
+    expect(commits[0][0]).toMatchObject({ type: 'tool.ended', data: { callId: 'c9', isError: true } });
+    expect(ran).toEqual([]);
+  });
+});

@@ -45,6 +45,14 @@ export type Tool = {
    * server is described by the server's own schema, and the server validates its arguments.
    */
   inputSchema?: Record<string, unknown>;
+  /**
+   * A call needs a person's approval before it runs (docs/agents.md, "Approvals"): `true`, or a
+   * function of its arguments (as `parameters` parsed them) and context — a payment over 100,
+   * say. A function that throws asks for approval. Absent: never.
+   */
+  needsApproval?: boolean | ((args: unknown, context: ToolContext) => boolean | Promise<boolean>);
+  /** How long a call waits for approval before it is decided as denied ("timed out"), in milliseconds. Absent: it waits until decided. */
+  approvalTimeout?: number;
   run(args: unknown, context: ToolContext): Promise<string>;
 };
 
@@ -53,12 +61,58 @@ export function defineTool<S extends z.ZodType>(tool: {
   description: string;
   parameters: S;
   maxResultTokens?: number;
+  needsApproval?: boolean | ((args: z.infer<S>, context: ToolContext) => boolean | Promise<boolean>);
+  approvalTimeout?: number;
   run(args: z.infer<S>, context: ToolContext): Promise<string>;
 }): Tool {
+  const { needsApproval } = tool;
   return {
     ...tool,
+    needsApproval: typeof needsApproval === 'function' ? (args, context) => needsApproval(tool.parameters.parse(args), context) : needsApproval,
     run: (args, context) => tool.run(tool.parameters.parse(args), context),
   };
+}
+
+/**
+ * Whether this call of a tool waits for a person's approval (`Tool.needsApproval`). A call the
+ * tool could not run anyway — unknown tool, arguments that are not JSON or that its schema
+ * refuses — is not asked about: it is answered with its error at once. A function that throws
+ * asks (never runs unapproved by mistake).
+ */
+export async function needsApproval(tools: readonly Tool[], call: { name: string; arguments: string }, context: ToolContext): Promise<boolean> {
+  const tool = tools.find((t) => t.name === call.name);
+  if (!tool?.needsApproval) return false;
+  let args: unknown;
+  try {
+    args = call.arguments.trim() === '' ? {} : JSON.parse(call.arguments);
+  } catch {
+    return false;
+  }
+  if (!tool.inputSchema && !tool.parameters.safeParse(args).success) return false;
+  if (tool.needsApproval === true) return true;
+  try {
+    return await tool.needsApproval(args, context);
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * Why a person's edited arguments for a call of `tool` are refused (not JSON, not an object, or
+ * its schema refuses them); null when they are fine. A tool described by its server's own schema
+ * (an MCP tool) is checked by its server when it runs: here only as JSON of an object.
+ */
+export function argumentsError(tool: Tool, text: string): string | null {
+  let args: unknown;
+  try {
+    args = JSON.parse(text);
+  } catch {
+    return 'the arguments are not JSON';
+  }
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) return 'the arguments are not a JSON object';
+  if (tool.inputSchema) return null;
+  const parsed = tool.parameters.safeParse(args);
+  return parsed.success ? null : z.prettifyError(parsed.error);
 }
 
 export type ToolSpec = {

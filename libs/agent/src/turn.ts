@@ -41,6 +41,20 @@ export type TurnState = {
   windDownAt: number | null;
   /** The conversation's plan as stored (`todos.updated`): from before the turn, then as its calls of the `todos` tool left it. */
   todos: TodoList;
+  /** The approvals of the last reply's calls, by call id (`approval.requested`, then `approval.decided`). */
+  approvals: Record<string, CallApproval>;
+};
+
+/**
+ * A call's approval: waiting for a person, or decided — approved (to run with `arguments` when
+ * edited), or denied (`reason`; `subject` null when its timeout decided it).
+ */
+export type CallApproval = {
+  approval: string;
+  status: 'awaiting' | 'approved' | 'denied';
+  arguments: string | null;
+  reason: string | null;
+  subject: string | null;
 };
 
 export function startTurn(id: string, prompt: TurnPrompt, todos: TodoList = emptyTodos()): TurnState {
@@ -57,6 +71,7 @@ export function startTurn(id: string, prompt: TurnPrompt, todos: TodoList = empt
     ending: null,
     windDownAt: null,
     todos,
+    approvals: {},
   };
 }
 
@@ -83,6 +98,7 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
         answers: content.trim() === '' ? turn.answers : [...turn.answers, content],
         answered: toolCalls.length === 0,
         usage: addUsage(turn.usage, event.data.usage),
+        approvals: {},
       };
     }
     case 'tool.ended': {
@@ -110,6 +126,17 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
     }
     case 'todos.updated':
       return { ...turn, todos: { items: event.data.items, next: event.data.next } };
+    case 'approval.requested': {
+      if (event.data.turn !== turn.id || event.data.step !== turn.steps - 1) return turn;
+      const { approval, call } = event.data;
+      return { ...turn, approvals: { ...turn.approvals, [call.id]: { approval, status: 'awaiting', arguments: null, reason: null, subject: null } } };
+    }
+    case 'approval.decided': {
+      if (event.data.turn !== turn.id || event.data.step !== turn.steps - 1) return turn;
+      const { approval, callId, decision, reason, subject } = event.data;
+      const status = decision === 'approve' ? 'approved' : 'denied';
+      return { ...turn, approvals: { ...turn.approvals, [callId]: { approval, status, arguments: event.data.arguments, reason, subject } } };
+    }
     default:
       return turn;
   }
@@ -126,7 +153,11 @@ export const strongerEnding = (current: Ending | null, next: Ending): Ending => 
 export type NextAction =
   | { type: 'request-model'; step: number }
   | { type: 'run-tools'; step: number; calls: ToolCall[] }
+  | { type: 'park' }
   | { type: 'end'; status: TurnStatus; outcome: string | null };
+
+/** Whether the call waits for a person's decision. */
+export const awaitingApproval = (turn: TurnState, callId: string): boolean => turn.approvals[callId]?.status === 'awaiting';
 
 /**
  * What the turn does next, from what is stored. This is what makes a resumed turn exact:
@@ -140,7 +171,11 @@ export function nextAction(turn: TurnState, limits: { maxSteps: number }): NextA
   if (turn.ending === 'wind-down' && turn.openCalls.length > 0 && turn.steps - 1 > (turn.windDownAt ?? turn.steps)) {
     return { type: 'end', status: 'completed', outcome: null };
   }
-  if (turn.openCalls.length > 0) return { type: 'run-tools', step: turn.steps - 1, calls: turn.openCalls };
+  if (turn.openCalls.length > 0) {
+    // Every call left waits for a person: the turn parks until a decision (or an ending) comes.
+    if (turn.ending === null && turn.openCalls.every((call) => awaitingApproval(turn, call.id))) return { type: 'park' };
+    return { type: 'run-tools', step: turn.steps - 1, calls: turn.openCalls };
+  }
   // A step that took steered messages is always answered (they landed: the model must see
   // them), even past the limit or when interrupted; the steer cap bounds how far that goes.
   const steeredLast = turn.steps > 0 && turn.messages.at(-1)?.role === 'user';
@@ -170,7 +205,11 @@ export const endTurn = (turn: TurnState, status: TurnStatus, outcome: string | n
         step: turn.steps - 1,
         callId: call.id,
         name: call.name,
-        result: turn.ending === 'wind-down' ? 'not run: the turn was asked to wind down' : `not run to the end: the turn was ${status}`,
+        result: awaitingApproval(turn, call.id)
+          ? `not run: the turn was ${status} while the call waited for approval`
+          : turn.ending === 'wind-down'
+            ? 'not run: the turn was asked to wind down'
+            : `not run to the end: the turn was ${status}`,
         isError: true,
       },
     }),

@@ -1,4 +1,5 @@
 import type {
+  ApprovalDecision,
   ChatAccepted,
   ChatBody,
   ConversationStatus,
@@ -92,6 +93,20 @@ export class RudderClient {
   /** The owner takes `subject`'s access back (`access: null`). */
   revoke(key: string, subject: string, options: WriteOptions = {}): Promise<GrantAnswer> {
     return this.write(key, 'DELETE', `/grants/${encodeURIComponent(subject)}`, undefined, options);
+  }
+
+  /**
+   * Approves a tool call waiting for approval (its `approvalId`: the status's `awaiting`, the
+   * `approval.requested` event): it runs, with `arguments` when given (an edited version its
+   * tool's schema must accept). Final: the same decision again answers the same; another is 409.
+   */
+  approve(key: string, approvalId: string, body: { arguments?: Record<string, unknown>; reason?: string } = {}, options: WriteOptions = {}): Promise<ApprovalDecision> {
+    return this.write(key, 'POST', `/approvals/${encodeURIComponent(approvalId)}`, { decision: 'approve', ...body }, options);
+  }
+
+  /** Denies a tool call waiting for approval: it never runs, and the model reads `denied by the user: <reason>`. */
+  deny(key: string, approvalId: string, body: { reason?: string } = {}, options: WriteOptions = {}): Promise<ApprovalDecision> {
+    return this.write(key, 'POST', `/approvals/${encodeURIComponent(approvalId)}`, { decision: 'deny', ...body }, options);
   }
 
   status(key: string, options: ReadOptions = {}): Promise<ConversationStatus> {

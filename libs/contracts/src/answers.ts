@@ -28,6 +28,52 @@ export const GrantDecisionAnswer = z
   .object({ subject: z.string(), access: z.enum(['read', 'write']).nullable() })
   .meta({ id: 'GrantAnswer', description: 'The access `subject` has now; null once revoked.' });
 
+/**
+ * A call waiting for a person's approval (`approval.requested`), as the status lists it:
+ * `approvalId` is what `POST …/approvals/{approvalId}` decides; `arguments` the JSON the model
+ * called it with; `expiresAt` when its tool's timeout denies it (null: never).
+ */
+export const AwaitingApproval = z
+  .object({
+    approvalId: z.string(),
+    turn: z.string(),
+    callId: z.string(),
+    tool: z.string(),
+    arguments: z.string(),
+    requestedAt: z.string(),
+    expiresAt: z.string().nullable(),
+  })
+  .meta({ id: 'AwaitingApproval' });
+
+export const ApprovalDecisionAnswer = z
+  .object({
+    approvalId: z.string(),
+    turn: z.string(),
+    callId: z.string(),
+    tool: z.string(),
+    decision: z.enum(['approve', 'deny']),
+    reason: z.string().nullable(),
+    arguments: z.string().nullable().describe('The edited arguments the call runs with (JSON); null: as the model called it.'),
+    subject: z.string().nullable().describe('Who decided; null when its timeout did.'),
+  })
+  .meta({
+    id: 'ApprovalDecision',
+    description: 'The decision as stored: the same decision with the same arguments again answers it again; any other later decision is 409.',
+  });
+
+/**
+ * A call's approval as a turn shows it: waiting (`awaiting`), decided (`approved`, `denied`:
+ * by `subject`, or by its timeout when `subject` is null), or `closed` unrun by the turn's end
+ * before anyone decided (a stop, an interrupt).
+ */
+export const TurnApproval = AwaitingApproval.extend({
+  state: z.enum(['awaiting', 'approved', 'denied', 'closed']),
+  reason: z.string().nullable(),
+  editedArguments: z.string().nullable(),
+  subject: z.string().nullable(),
+  decidedAt: z.string().nullable(),
+}).meta({ id: 'TurnApproval' });
+
 /** A subject's access to a conversation another subject owns. */
 export const Grant = z.object({ subject: z.string(), access: z.enum(['read', 'write']) });
 
@@ -56,6 +102,8 @@ export const StatusFields = z.object({
   lastInputId: z.string().nullable(),
   agent: z.string().nullable(),
   context: ContextStatus,
+  /** The running turn's calls waiting for a person's approval, in the order they were asked for. */
+  awaiting: z.array(AwaitingApproval),
 });
 
 export const StatusAnswer = StatusFields.extend({ grants: z.array(Grant).optional() }).meta({
@@ -68,7 +116,7 @@ export const TranscriptAnswer = z
     items: z.array(
       z.object({
         id: z.string(),
-        role: z.enum(['user', 'assistant']),
+        role: z.enum(['user', 'assistant', 'approval']).describe('`approval`: a decision on a call that waited for approval (`id` its approval id).'),
         text: z.string(),
         turn: z.string().nullable(),
         steered: z.boolean(),
@@ -91,6 +139,8 @@ export const TurnAnswer = z
     usage: Usage.nullable(),
     /** It was asked to wind down (an interrupt, a graceful stop) and ended at its next step. */
     woundDown: z.boolean(),
+    /** Its calls that needed a person's approval, and what became of each. */
+    approvals: z.array(TurnApproval),
     startedAt: z.string(),
     endedAt: z.string().nullable(),
   })

@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { AgentName, InputId } from './conversation-key';
 import { StorableString } from './storable-text';
+import { APPROVAL_REASON_MAX } from './inputs';
 import type {
+  ApprovalDecisionAnswer,
   ChatAcceptedAnswer,
   FollowupsAnswer,
   GrantDecisionAnswer,
@@ -79,6 +81,21 @@ export type Recap = z.infer<typeof RecapAnswer>;
 /** `GET /v1/conversations/{key}/todos`: the agent's plan, as of `position`. */
 export type Todos = z.infer<typeof TodosAnswer>;
 
+/**
+ * `POST /v1/conversations/{key}/approvals/{approvalId}`: run the waiting call (`approve`, with
+ * `arguments` — an edited version of its arguments, a JSON object its tool's schema must accept —
+ * or as the model called it), or not (`deny`; `reason` is what the model reads).
+ */
+export const ApprovalBody = z
+  .object({
+    decision: z.enum(['approve', 'deny']),
+    reason: StorableString.max(APPROVAL_REASON_MAX).optional(),
+    arguments: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
+export type ApprovalBody = z.infer<typeof ApprovalBody>;
+export type ApprovalDecision = z.infer<typeof ApprovalDecisionAnswer>;
+
 /** Every error answer of the HTTP API. `code` is stable; `message` is for people. */
 export type ErrorBody = { error: { code: ErrorCode; message: string; details?: unknown } };
 
@@ -94,6 +111,8 @@ export const ErrorStatus = {
   id_reused: 422,
   unknown_agent: 400,
   refused: 422,
+  /** A person's edited arguments for a call that waits for approval, refused by its tool's schema. */
+  invalid_arguments: 422,
   agent_mismatch: 409,
   queue_full: 429,
   unavailable: 503,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ContextStatus, Grant, NO_CONTEXT, StatusFields } from './answers';
+import { ContextStatus, Grant, NO_CONTEXT, StatusFields, TurnApproval } from './answers';
 import { MessageKind } from './conversation-key';
 import { EventData, TodoItem } from './events';
 
@@ -26,6 +26,7 @@ export const CompanionStatus = StatusFields.extend({
   todos: z.array(TodoItem).default([]),
   /** (Absent from a companion older than the gateway: no request known.) */
   context: ContextStatus.default(NO_CONTEXT),
+  awaiting: StatusFields.shape.awaiting.default([]),
 });
 export type CompanionStatus = z.infer<typeof CompanionStatus>;
 
@@ -73,3 +74,10 @@ export const AgentAffordances = z.object({
   model: z.string().min(1).max(200).optional(),
 });
 export type AgentAffordances = z.infer<typeof AgentAffordances>;
+
+/**
+ * `GET /conversations/{key}/approvals/{approvalId}`: a call's approval as the gateway checks a
+ * decision against it (404 when the companion knows no such approval of the conversation).
+ */
+export const CompanionApproval = TurnApproval.extend({ step: z.number().int().nonnegative() });
+export type CompanionApproval = z.infer<typeof CompanionApproval>;

@@ -14,6 +14,9 @@ export const InputId = z
   .max(200, 'an input id has 1 to 200 characters')
   .regex(/^[A-Za-z0-9._:/-]+$/, 'an input id holds only letters, digits and . _ : / -');
 
+/** An approval's id, made by the worker (`approval.requested`): the input-id alphabet, so it is safe in paths. */
+export const ApprovalId = InputId;
+
 /** An agent's name: 1-100 characters of [A-Za-z0-9._:-]. */
 export const AgentName = z
   .string()

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AgentName, ConversationKey, InputId, MessageKind, Subject } from './conversation-key';
+import { AgentName, ApprovalId, ConversationKey, InputId, MessageKind, Subject } from './conversation-key';
 import { sha256Hex } from './sha256';
 
 /**
@@ -157,6 +157,50 @@ export const EventData = {
     tokens: z.number().int().nonnegative(),
   }),
   'tool.started': z.object({ turn: z.string(), step: z.number().int(), call: ToolCall }),
+  /**
+   * A call of the model's reply needs a person's approval (its tool's `needsApproval`): it is
+   * not run until `approval.decided` says so, and the turn parks — no model request, no tool
+   * run — while every open call of its step waits for one. `approval` is the worker's id for
+   * this call of this step (call ids come from the model and are unique only within a step);
+   * `expiresAt` the moment its tool's `approvalTimeout` decides it as denied (null: never).
+   */
+  'approval.requested': z.object({
+    turn: z.string(),
+    step: z.number().int().nonnegative(),
+    approval: ApprovalId,
+    call: ToolCall,
+    requestedAt: z.string(),
+    expiresAt: z.string().nullable(),
+  }),
+  /**
+   * The call waiting for `approval` was decided: by `subject` through the API (its decision
+   * input `input`), or by its timeout (`subject` and `input` null, `reason` says so). An
+   * approved call runs — with `arguments` when the person edited them (null: as the model
+   * called it); a denied one gets a result saying so, with the reason, and is never run.
+   */
+  'approval.decided': z.object({
+    turn: z.string(),
+    step: z.number().int().nonnegative(),
+    approval: ApprovalId,
+    callId: z.string(),
+    tool: z.string(),
+    decision: z.enum(['approve', 'deny']),
+    reason: z.string().nullable(),
+    arguments: z.string().nullable(),
+    subject: z.string().nullable(),
+    input: InputId.nullable(),
+  }),
+  /**
+   * A decision input decided nothing: its subject may not write (`forbidden`), no call waits
+   * under that approval (`not_awaiting`: decided before, closed by the turn's end, or unknown),
+   * or the tool's schema refused its edited arguments (`invalid_arguments`, `message` says why).
+   */
+  'approval.refused': z.object({
+    input: InputId,
+    approval: ApprovalId,
+    code: z.enum(['forbidden', 'not_awaiting', 'invalid_arguments']),
+    message: z.string(),
+  }),
   /** A tool call's result, stored once: a resumed turn never runs it again. */
   'tool.ended': z.object({
     turn: z.string(),

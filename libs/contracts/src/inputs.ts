@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AgentName, ConversationKey, InputId, MessageKind, Subject } from './conversation-key';
+import { AgentName, ApprovalId, ConversationKey, InputId, MessageKind, Subject } from './conversation-key';
 import { StorableString } from './storable-text';
 
 /** A user message: storable as it is (no NUL, no lone surrogate), never empty. */
@@ -93,7 +93,26 @@ export const GrantInputV1 = z.object({
 });
 export type GrantInput = z.infer<typeof GrantInputV1>;
 
-export const InputRecord = z.discriminatedUnion('type', [ChatInputV1, SteerInputV1, StopInputV1, RetractInputV1, PromoteInputV1, GrantInputV1]);
+/** How long an approval's reason and edited arguments may be. */
+export const APPROVAL_REASON_MAX = 2000;
+export const APPROVAL_ARGUMENTS_MAX = 100_000;
+
+/**
+ * A person's decision on a tool call that waits for approval (`approval.requested`): run it
+ * (with `arguments`, an edited version of the call's JSON arguments the tool's schema must
+ * accept), or not (`reason` is what the model reads). `id` is the decision's own.
+ */
+export const ApprovalInputV1 = z.object({
+  ...envelope,
+  type: z.literal('approval'),
+  approval: ApprovalId,
+  decision: z.enum(['approve', 'deny']),
+  reason: StorableString.max(APPROVAL_REASON_MAX).optional(),
+  arguments: StorableString.max(APPROVAL_ARGUMENTS_MAX).optional(),
+});
+export type ApprovalInput = z.infer<typeof ApprovalInputV1>;
+
+export const InputRecord = z.discriminatedUnion('type', [ChatInputV1, SteerInputV1, StopInputV1, RetractInputV1, PromoteInputV1, GrantInputV1, ApprovalInputV1]);
 export type InputRecord = z.infer<typeof InputRecord>;
 export type InputKind = InputRecord['type'];
 

@@ -74,7 +74,7 @@ function keptTurns(conversation: Conversation, history: HistoryTurn[], kept: num
  * (event_store.snapshots): raise it whenever either changes, and the snapshots folded by older
  * code are ignored (the log is read from the start).
  */
-export const CONVERSATION_FOLD_VERSION = 5;
+export const CONVERSATION_FOLD_VERSION = 6;
 
 /**
  * What a model request may carry of the earlier turns: the last `turns` of them (an agent's

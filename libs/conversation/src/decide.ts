@@ -10,8 +10,16 @@ import { evolve, mayAccess, type ConversationState, type PendingInput } from './
  */
 export type InputPolicy = { maxTaken: number; bounds: { steers: number; chats: number; chars: number } };
 
-/** The agents a deployment runs, as decisions need them: their names' policies, and which one answers when a chat names none. */
-export type Agents = { defaultAgent: string; policyOf(agent: string): InputPolicy | undefined };
+/**
+ * The agents a deployment runs, as decisions need them: their names' policies, which one answers
+ * when a chat names none, and why a person's edited arguments for a call of one of their tools
+ * are refused (null: they are fine; absent: none are checked).
+ */
+export type Agents = {
+  defaultAgent: string;
+  policyOf(agent: string): InputPolicy | undefined;
+  argumentsError?(agent: string, tool: string, args: string): string | null;
+};
 
 /**
  * What the agent's input guard said of a chat or steer, before the lock: it refused it (its
@@ -134,11 +142,54 @@ function decideInput(state: ConversationState, input: InputRecord, agents: Agent
       if (input.grantee === state.owner) return refused('owner');
       return [{ type: 'access.granted', data: { grant: input.id, subject: input.grantee, access: input.access } }];
     }
+    case 'approval':
+      return decideApproval(state, input, agents);
     default: {
       const never: never = input;
       throw new Error(`unknown input ${JSON.stringify(never)}`);
     }
   }
+}
+
+/**
+ * A person's decision on a call waiting for approval: stored (`approval.decided`) when a call
+ * waits under that approval and the turn is not ending (a stop closes its waiting calls unrun),
+ * else refused — and refused when its subject may not write, or the tool's schema refuses the
+ * edited arguments of an approval. The call leaves `awaiting` with it: decided once.
+ */
+function decideApproval(state: ConversationState, input: Extract<InputRecord, { type: 'approval' }>, agents: Agents): DomainEvent[] {
+  const refused = (code: EventDataOf<'approval.refused'>['code'], message: string): DomainEvent[] => [
+    { type: 'approval.refused', data: { input: input.id, approval: input.approval, code, message } },
+  ];
+  if (!mayAccess(state, input.subject, 'write')) return refused('forbidden', `${input.subject} may not write to this conversation`);
+  const waiting = state.awaiting.find((a) => a.approval === input.approval);
+  if (!waiting) return refused('not_awaiting', `no call waits for approval ${input.approval}`);
+  if (state.ending !== null) return refused('not_awaiting', `the turn was asked to end (${state.ending}): its waiting calls are closed unrun`);
+  const edited = input.decision === 'approve' ? (input.arguments ?? null) : null;
+  const error = edited === null || state.agent === null ? null : (agents.argumentsError?.(state.agent, waiting.tool, edited) ?? null);
+  if (error !== null) return refused('invalid_arguments', `the edited arguments of ${waiting.tool} are refused: ${error}`);
+  const { turn, step, approval, callId, tool } = waiting;
+  return [
+    {
+      type: 'approval.decided',
+      data: { turn, step, approval, callId, tool, decision: input.decision, reason: input.reason ?? null, arguments: edited, subject: input.subject, input: input.id },
+    },
+  ];
+}
+
+/**
+ * Decides, under the conversation's lock, the calls whose approval timed out by `now`: each is
+ * denied (`approval.decided` with no subject), once — it leaves `awaiting` with it. Nothing for
+ * a turn asked to end: its waiting calls are closed unrun with its end.
+ */
+export function decideTimeouts(state: ConversationState, now: Date): DomainEvent[] {
+  if (state.ending !== null) return [];
+  return state.awaiting
+    .filter((a) => a.expiresAt !== null && Date.parse(a.expiresAt) <= now.getTime())
+    .map(({ turn, step, approval, callId, tool, expiresAt }) => ({
+      type: 'approval.decided',
+      data: { turn, step, approval, callId, tool, decision: 'deny', reason: `timed out: nobody decided by ${expiresAt}`, arguments: null, subject: null, input: null },
+    }));
 }
 
 /**

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
 import { endTurn, evolveTurn, nextAction, startTurn } from '@rudder/agent';
-import { decideInputs, decideTurnCommit, startNextTurn, type Agents, type InputPolicy } from './decide';
+import { decideInputs, decideTimeouts, decideTurnCommit, startNextTurn, type Agents, type InputPolicy } from './decide';
 import { onceKey, receiptKeys } from './once-keys';
-import { evolve, initialState, type ConversationState } from './state';
+import { evolve, hasOpenWork, initialState, parked, type ConversationState } from './state';
 
 const sentAt = '2026-11-30T00:00:00.000Z';
 const base = { v: 1 as const, conversation: 'c', subject: 'alice', sentAt };
@@ -373,5 +373,84 @@ describe("a chat's place at acceptance (the 202's position)", () => {
   it('a steer that lands has no place in the queue', () => {
     const accepted = decide([steer('s')], running()).events.find((e) => e.type === 'input.accepted');
     expect(accepted?.data).not.toHaveProperty('ahead');
+  });
+});
+
+describe('approvals under the conversation lock', () => {
+  const approval = (id: string, target: string, decision: 'approve' | 'deny', extra: { arguments?: string; reason?: string; subject?: string } = {}): InputRecord => ({
+    ...base,
+    type: 'approval',
+    id,
+    approval: target,
+    decision,
+    ...extra,
+  });
+  const checking: Agents = { ...agentsWith(policy), argumentsError: (_agent, _tool, args) => (args.includes('"to"') ? null : 'to is required') };
+  /** Turn t1 running, its reply calling `send` (c1, waiting for approval a1, due at `expiresAt`) and `look` (c2, running). */
+  const waiting = (expiresAt: string | null = null) =>
+    (
+      [
+        { type: 'model.replied', data: { turn: 't1', step: 0, content: '', toolCalls: [{ id: 'c1', name: 'send', arguments: '{"to":"bob"}' }, { id: 'c2', name: 'look', arguments: '{}' }] } },
+        { type: 'approval.requested', data: { turn: 't1', step: 0, approval: 'a1', call: { id: 'c1', name: 'send', arguments: '{"to":"bob"}' }, requestedAt: sentAt, expiresAt } },
+      ] as DomainEvent[]
+    ).reduce(evolve, running());
+  const decideWith = (inputs: InputRecord[], head: ConversationState) => {
+    const events = decideInputs(head, inputs, new Set(), checking);
+    return { events, head: events.reduce(evolve, head) };
+  };
+
+  it('the turn parks once every open call waits for a person: no open work (a rebalance leaves it in the store); a result or a decision unparks it', () => {
+    const head = waiting();
+    expect(head.awaiting.map((a) => [a.approval, a.callId, a.tool])).toEqual([['a1', 'c1', 'send']]);
+    expect(parked(head)).toBe(false); // c2 still runs
+    const onlyWaiting = evolve(head, { type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'c2', name: 'look', result: 'x', isError: false } });
+    expect(parked(onlyWaiting)).toBe(true);
+    expect(hasOpenWork(onlyWaiting)).toBe(false);
+    const approved = decideWith([approval('d1', 'a1', 'approve')], onlyWaiting).head;
+    expect(approved.awaiting).toEqual([]);
+    expect(parked(approved)).toBe(false);
+    expect(hasOpenWork(approved)).toBe(true);
+    // A stop asked for: the runner must close the waiting call.
+    const stopping = decide([stop('s')], onlyWaiting).head;
+    expect(hasOpenWork(stopping)).toBe(true);
+  });
+
+  it('a decision is stored once, with its subject and input; any later one is refused not_awaiting', () => {
+    const { events, head } = decideWith([approval('d1', 'a1', 'approve', { arguments: '{"to":"carol"}' }), approval('d2', 'a1', 'deny')], waiting());
+    expect(events).toEqual([
+      { type: 'approval.decided', data: { turn: 't1', step: 0, approval: 'a1', callId: 'c1', tool: 'send', decision: 'approve', reason: null, arguments: '{"to":"carol"}', subject: 'alice', input: 'd1' } },
+      { type: 'approval.refused', data: { input: 'd2', approval: 'a1', code: 'not_awaiting', message: 'no call waits for approval a1' } },
+    ]);
+    expect(head.awaiting).toEqual([]);
+    expect(events.map(onceKey)).toEqual(['approval-decision:d1', 'approval-decision:d2']);
+    expect(receiptKeys(approval('d1', 'a1', 'approve'))).toEqual(['approval-decision:d1']);
+  });
+
+  it('refused: another subject (forbidden), an unknown approval, edited arguments the tool refuses, a turn asked to stop; a denial keeps no arguments', () => {
+    const codes = (inputs: InputRecord[], head = waiting()) => decideWith(inputs, head).events.map((e) => (e.type === 'approval.refused' ? e.data.code : e.type));
+    expect(codes([{ ...approval('d1', 'a1', 'approve'), subject: 'mallory' }])).toEqual(['forbidden']);
+    expect(codes([approval('d1', 'nope', 'approve')])).toEqual(['not_awaiting']);
+    expect(codes([approval('d1', 'a1', 'approve', { arguments: '{"cc":"x"}' })])).toEqual(['invalid_arguments']);
+    expect(codes([approval('d1', 'a1', 'approve')], decide([stop('s')], waiting()).head)).toEqual(['not_awaiting']);
+    const denied = decideWith([approval('d1', 'a1', 'deny', { arguments: '{"cc":"x"}', reason: 'no' })], waiting()).events[0];
+    expect(denied).toMatchObject({ type: 'approval.decided', data: { decision: 'deny', reason: 'no', arguments: null } });
+  });
+
+  it('a call past its deadline is denied once, with no subject; not before, and not while the turn is asked to end', () => {
+    const head = waiting('2026-12-01T00:00:10.000Z');
+    expect(head.dueAt).toBe('2026-12-01T00:00:10.000Z');
+    expect(decideTimeouts(head, new Date('2026-12-01T00:00:09.999Z'))).toEqual([]);
+    const timedOut = decideTimeouts(head, new Date('2026-12-01T00:00:10.000Z'));
+    expect(timedOut).toMatchObject([{ type: 'approval.decided', data: { approval: 'a1', decision: 'deny', subject: null, input: null } }]);
+    const after = timedOut.reduce(evolve, head);
+    expect(after.dueAt).toBeNull();
+    expect(decideTimeouts(after, new Date('2026-12-02T00:00:00.000Z'))).toEqual([]);
+    expect(decideTimeouts(decide([stop('s')], head).head, new Date('2026-12-02T00:00:00.000Z'))).toEqual([]);
+  });
+
+  it('the end of the turn forgets its calls: nothing waits or is due after it', () => {
+    const head = waiting('2026-12-01T00:00:10.000Z');
+    const ended = evolve(head, { type: 'turn.ended', data: { turn: 't1', status: 'stopped', outcome: 'x', content: '', steered: [] } });
+    expect([ended.awaiting, ended.openCalls, ended.dueAt]).toEqual([[], [], null]);
   });
 });

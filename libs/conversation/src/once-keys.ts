@@ -50,6 +50,13 @@ export function onceKey(event: DomainEvent): string {
       return event.data.callId === null ? `todos-undone:${event.data.turn}` : `todos:${event.data.turn}:${event.data.step}:${event.data.callId}`;
     case 'turn.ended':
       return `turn-ended:${event.data.turn}`;
+    case 'approval.requested':
+      return `approval:${event.data.turn}:${event.data.step}:${event.data.call.id}`;
+    case 'approval.decided':
+      // The state makes a call decided once (it leaves `awaiting`); a person's decision is its input's receipt.
+      return event.data.input === null ? `approval-decided:${event.data.approval}` : keys.approvalDecision(event.data.input);
+    case 'approval.refused':
+      return keys.approvalDecision(event.data.input);
     case 'history.compacted':
       // One summary through a turn: a compaction redone after a crash finds it stored.
       return `compacted:${event.data.through.turn}`;
@@ -69,6 +76,7 @@ const keys = {
   promote: (id: string) => `promote:${id}`,
   grant: (id: string) => `grant:${id}`,
   turnFor: (id: string) => `turn-for:${id}`,
+  approvalDecision: (id: string) => `approval-decision:${id}`,
 };
 
 /**
@@ -90,6 +98,8 @@ export function receiptKeys(input: InputRecord): string[] {
       return [keys.promote(input.id), keys.steerDecided(input.target)];
     case 'grant':
       return [keys.grant(input.id)];
+    case 'approval':
+      return [keys.approvalDecision(input.id)];
     default: {
       const never: never = input;
       throw new Error(`unknown input ${JSON.stringify(never)}`);

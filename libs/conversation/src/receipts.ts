@@ -17,7 +17,12 @@ export type ReceiptAnswers = {
   promote: { turn: string | null; landed: boolean };
   /** The access the grantee has now (null once revoked). */
   grant: { subject: string; access: 'read' | 'write' | null };
+  /** The decision on the call, as stored. */
+  approval: ApprovalDecision;
 };
+
+/** A call's approval as decided (`approval.decided`, less the input that decided it). */
+export type ApprovalDecision = Omit<EventDataOf<'approval.decided'>, 'input'>;
 
 /** How the worker refused each kind of input: a chat's or steer's reason, a control's code. */
 export type ReceiptRefusals = {
@@ -27,6 +32,7 @@ export type ReceiptRefusals = {
   retract: EventDataOf<'retract.refused'>['code'];
   promote: EventDataOf<'promote.refused'>['code'];
   grant: EventDataOf<'grant.refused'>['code'];
+  approval: Pick<EventDataOf<'approval.refused'>, 'code' | 'message'>;
 };
 
 /**
@@ -129,6 +135,11 @@ export const RECEIPTS: { readonly [K in InputKind]: Readings<K> } = {
   grant: {
     'access.granted': { names: (data) => data.grant, settles: true, read: (data) => ({ answer: { subject: data.subject, access: data.access } }) },
     'grant.refused': { names: (data) => data.grant, settles: true, read: (data) => ({ refusal: data.code }) },
+  },
+  approval: {
+    // A decision by a timeout names no input: it is no receipt of any.
+    'approval.decided': { names: (data) => data.input ?? '', settles: true, read: ({ input: _input, ...decision }) => ({ answer: decision }) },
+    'approval.refused': { names: (data) => data.input, settles: true, read: ({ code, message }) => ({ refusal: { code, message } }) },
   },
 };
 

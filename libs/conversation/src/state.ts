@@ -12,6 +12,19 @@ export type PendingInput = {
   /** It was accepted while a turn ran or others waited: its turn will have started from the queue (a tool's `queued`). */
   queued?: boolean;
 };
+/** A call of the running turn waiting for a person's approval (`approval.requested`), as status shows it and a decision finds it. */
+export type Awaiting = {
+  approval: string;
+  turn: string;
+  step: number;
+  callId: string;
+  tool: string;
+  arguments: string;
+  requestedAt: string;
+  /** When its timeout decides it as denied; null: never. */
+  expiresAt: string | null;
+};
+
 /** How the running turn was asked to end (`TurnState.ending`: one type for the state and the turn). */
 export type { Ending };
 
@@ -53,6 +66,16 @@ export type ConversationState = {
   carried: { tokens: number; maxTokens: number } | null;
   /** The latest compaction of its history (`history.compacted`): the last turn its summary covers, how many turns it covers, its tokens; null before one. */
   compaction: { through: string; turns: number; tokens: number } | null;
+  /** The calls of the running turn's last reply that have no result yet (their ids). */
+  openCalls: string[];
+  /** Its calls waiting for a person's approval, in the order they were asked for. */
+  awaiting: Awaiting[];
+  /**
+   * The earliest `expiresAt` of `awaiting` (ISO 8601, UTC): when something is due with no input
+   * to wake the conversation. The store indexes it, so a worker finds its due conversations
+   * without holding them (`conversationsDue` in @rudder/event-store). Null: nothing.
+   */
+  dueAt: string | null;
 };
 
 export const initialState = (): ConversationState => ({
@@ -71,9 +94,20 @@ export const initialState = (): ConversationState => ({
   todosBeforeTurn: null,
   carried: null,
   compaction: null,
+  openCalls: [],
+  awaiting: [],
+  dueAt: null,
 });
 
 const without = (inputs: PendingInput[], id: string) => inputs.filter((i) => i.id !== id);
+/** The state with these calls waiting, and when the first of them is due. */
+const withAwaiting = (state: ConversationState, awaiting: Awaiting[]): ConversationState => ({
+  ...state,
+  awaiting,
+  dueAt: awaiting.reduce<string | null>((due, a) => (a.expiresAt !== null && (due === null || a.expiresAt < due) ? a.expiresAt : due), null),
+});
+/** No call of a turn open or waiting: at a turn's start and end. */
+const noCalls = { openCalls: [], awaiting: [], dueAt: null };
 const inOrder = (inputs: PendingInput[]) => [...inputs].sort((a, b) => a.seq - b.seq);
 
 /** Evolves the state by one event, applied in log order. */
@@ -118,6 +152,7 @@ export function evolve(state: ConversationState, event: DomainEvent): Conversati
         steersLanded: 0,
         queue: without(state.queue, event.data.prompt.id),
         todosBeforeTurn: null,
+        ...noCalls,
       };
     case 'stop.requested': {
       if (event.data.turn === null || event.data.turn !== state.runningTurn) return state;
@@ -136,6 +171,7 @@ export function evolve(state: ConversationState, event: DomainEvent): Conversati
         steersLanded: 0,
         queue: inOrder([...state.queue, ...state.steers]),
         todosBeforeTurn: null,
+        ...noCalls,
       };
     case 'todos.updated': {
       const { items, next, callId } = event.data;
@@ -146,8 +182,23 @@ export function evolve(state: ConversationState, event: DomainEvent): Conversati
     case 'input.retracted':
     case 'input.discarded':
       return { ...state, queue: without(state.queue, event.data.input.id), steers: without(state.steers, event.data.input.id) };
-    case 'model.replied':
-      return event.data.carried ? { ...state, carried: event.data.carried } : state;
+    case 'model.replied': {
+      const replied = event.data.turn === state.runningTurn ? { ...state, openCalls: event.data.toolCalls.map((c) => c.id) } : state;
+      return event.data.carried ? { ...replied, carried: event.data.carried } : replied;
+    }
+    case 'tool.ended': {
+      if (event.data.turn !== state.runningTurn) return state;
+      const { step, callId } = event.data;
+      const closed = withAwaiting(state, state.awaiting.filter((a) => a.step !== step || a.callId !== callId));
+      return { ...closed, openCalls: state.openCalls.filter((id) => id !== callId) };
+    }
+    case 'approval.requested': {
+      const { turn, step, approval, call, requestedAt, expiresAt } = event.data;
+      if (turn !== state.runningTurn) return state;
+      return withAwaiting(state, [...state.awaiting, { approval, turn, step, callId: call.id, tool: call.name, arguments: call.arguments, requestedAt, expiresAt }]);
+    }
+    case 'approval.decided':
+      return withAwaiting(state, state.awaiting.filter((a) => a.approval !== event.data.approval));
     case 'history.compacted': {
       const { through, turns, tokens } = event.data;
       return { ...state, compaction: { through: through.turn, turns, tokens } };
@@ -160,7 +211,7 @@ export function evolve(state: ConversationState, event: DomainEvent): Conversati
     case 'grant.refused':
     case 'input.delivered':
     case 'tool.started':
-    case 'tool.ended':
+    case 'approval.refused':
       return state;
     default: {
       const never: never = event;
@@ -176,8 +227,22 @@ export function parseState(stored: Partial<ConversationState> | null): Conversat
   return { ...state, queue: state.queue.map(complete), steers: state.steers.map(complete) };
 }
 
-/** Work left: a turn running, or inputs waiting to be turns (a worker taking the partition resumes these). */
-export const hasOpenWork = (state: ConversationState): boolean => state.runningTurn !== null || state.queue.length > 0;
+/**
+ * The running turn is parked: every call of its last reply left without a result waits for a
+ * person's approval, and nothing asked it to end. Nothing can happen until a decision (or a
+ * stop, or a timeout) is stored, so nothing runs, and nothing is held in memory for it.
+ */
+export const parked = (state: ConversationState): boolean =>
+  state.runningTurn !== null &&
+  state.ending === null &&
+  state.openCalls.length > 0 &&
+  state.openCalls.every((id) => state.awaiting.some((a) => a.callId === id));
+
+/**
+ * Work left: a turn running that is not parked, or (none running) inputs waiting to be turns. A
+ * worker taking the partition resumes these; a parked conversation is left in the store.
+ */
+export const hasOpenWork = (state: ConversationState): boolean => (state.runningTurn !== null ? !parked(state) : state.queue.length > 0);
 
 /**
  * Who may do what: the owner reads and writes, a subject granted `write` too, one granted

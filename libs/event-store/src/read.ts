@@ -29,6 +29,35 @@ export async function conversationsWithOpenWork(pool: Pool, partitions: readonly
   return rows;
 }
 
+/**
+ * The conversations of these partitions with something due by `now` (their state's `dueAt`: an
+ * approval's timeout), at most `limit` of them, earliest first.
+ */
+export async function conversationsDue(pool: Pool, partitions: readonly number[], now: Date, limit = 1000): Promise<{ conversation: string; partition: number }[]> {
+  if (partitions.length === 0) return [];
+  const { rows } = await pool.query<{ conversation: string; partition: number }>(
+    `SELECT key AS conversation, partition
+       FROM event_store.conversations
+      WHERE partition = ANY($1::int[])
+        AND head->>'dueAt' IS NOT NULL
+        AND head->>'dueAt' <= $2
+      ORDER BY head->>'dueAt'
+      LIMIT $3`,
+    [partitions, now.toISOString(), limit],
+  );
+  return rows;
+}
+
+/** When the next thing falls due in these partitions' conversations (their states' earliest `dueAt`); null: nothing. */
+export async function nextDue(pool: Pool, partitions: readonly number[]): Promise<Date | null> {
+  if (partitions.length === 0) return null;
+  const { rows } = await pool.query<{ due: string | null }>(
+    `SELECT min(head->>'dueAt') AS due FROM event_store.conversations WHERE partition = ANY($1::int[]) AND head->>'dueAt' IS NOT NULL`,
+    [partitions],
+  );
+  return rows[0]?.due ? new Date(rows[0].due) : null;
+}
+
 /** The states of these conversations as their last write left them (conversations never written are absent). */
 export async function readStates<S>(pool: Pool, rules: Pick<StreamRules<S>, 'parse'>, conversations: readonly string[]): Promise<Map<string, S>> {
   const { rows } = await pool.query<{ key: string; state: unknown }>(

@@ -1,4 +1,4 @@
-import { FOLLOWUPS_MAX, storableText } from '@rudder/contracts';
+import { FOLLOWUPS_MAX, storableText, type TranscriptItem } from '@rudder/contracts';
 import type { ModelMessage } from '@rudder/agent';
 import { ANSWER_SHAPE } from './settings';
 
@@ -8,8 +8,11 @@ export type AffordanceKind = 'followups' | 'recap';
 /** What an affordance holds once made: the suggestions (1 to FOLLOWUPS_MAX), or the recap. */
 export type Made = { kind: 'followups'; suggestions: string[] } | { kind: 'recap'; recap: string };
 
-/** A message of the transcript as the request shows it. */
-export type TranscriptLine = { role: 'user' | 'assistant'; text: string };
+/** A message of the transcript as the request shows it: the user's, the assistant's, or a person's decision on a tool call (`approval`). */
+export type TranscriptLine = { role: TranscriptItem['role']; text: string };
+
+/** How each role's messages are labelled in the request; a decision reads `Tool approval: denied send_email: …`. */
+const SPEAKER: Record<TranscriptLine['role'], string> = { user: 'User', assistant: 'Assistant', approval: 'Tool approval' };
 
 /** What a request shows of the transcript: its last messages, each cut, and all of them within a budget. */
 export const TRANSCRIPT_MESSAGES = 40;
@@ -31,7 +34,7 @@ export function affordanceRequest(kind: AffordanceKind, prompt: string, transcri
   let budget = TRANSCRIPT_CHARS;
   for (const message of [...transcript].reverse()) {
     const text = message.text.length > MESSAGE_CHARS ? `${message.text.slice(0, MESSAGE_CHARS)} […]` : message.text;
-    const line = `${message.role === 'user' ? 'User' : 'Assistant'}: ${text}`;
+    const line = `${SPEAKER[message.role]}: ${text}`;
     if (line.length > budget && lines.length > 0) break;
     lines.unshift(line);
     budget -= line.length;

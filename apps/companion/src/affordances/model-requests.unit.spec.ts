@@ -22,6 +22,13 @@ describe('an affordance request', () => {
     expect(affordanceAsked(asModelRequest(affordanceRequest('recap', 'Say where we were.', transcript)))).toBe('recap');
   });
 
+  it("shows a person's decision on a tool call as a tool approval", () => {
+    const decided = [...transcript, { role: 'approval' as const, text: 'denied send_email: wrong person' }];
+    expect(affordanceRequest('recap', 'p', decided)[1].content).toBe(
+      'The conversation so far, oldest first:\n\nUser: plan a trip to Lisbon\n\nAssistant: Here is a plan.\n\nTool approval: denied send_email: wrong person',
+    );
+  });
+
   it('keeps the newest messages within its budget, each cut to 2,000 characters', () => {
     const long = Array.from({ length: 30 }, (_, i) => ({ role: 'user' as const, text: `${i}:${'x'.repeat(3000)}` }));
     const shown = String(affordanceRequest('recap', 'p', long)[1].content);

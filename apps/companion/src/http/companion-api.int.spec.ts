@@ -15,6 +15,14 @@ let readModels: DataSource;
 
 const KEY = 'user-42/trip';
 const STEERED = 'user-42/steered';
+const APPROVALS = 'user-42/approvals';
+/** `send_email` calls of turn `ta` waiting for approval: `a1` (decided with edited arguments in `beforeAll`) and `a2`. */
+const approvals = conversationLog(APPROVALS);
+const calls = [
+  { id: 'c1', name: 'send_email', arguments: '{"to":"a"}' },
+  { id: 'c2', name: 'send_email', arguments: '{"to":"b"}' },
+];
+const REQUESTED_AT = '2025-01-01T12:00:04.000Z';
 const path = (...segments: string[]) => '/' + segments.map(encodeURIComponent).join('/');
 /** The status and JSON body of a GET; the body is loosely typed, the assertions check its shape. */
 const get = async (url: string): Promise<{ status: number; body: any }> => {
@@ -51,6 +59,18 @@ beforeAll(async () => {
     steered.steer('late', 'and hotels'),
     steered.decided({ id: 'late', text: 'and hotels' }, 'ts'),
   ]);
+  await foldEvents(readModels, [
+    approvals.accepted('go', 'Email them'),
+    approvals.started('ta', { id: 'go', text: 'Email them' }),
+    approvals.replied('ta', 0, 'Sending.', calls),
+    ...calls.map((call, n) =>
+      approvals.event({ type: 'approval.requested', data: { turn: 'ta', step: 0, approval: `a${n + 1}`, call, requestedAt: REQUESTED_AT, expiresAt: null } }),
+    ),
+    approvals.event({
+      type: 'approval.decided',
+      data: { turn: 'ta', step: 0, approval: 'a1', callId: 'c1', tool: 'send_email', decision: 'approve', reason: null, arguments: '{"to":"c"}', subject: 'alice', input: 'd1' },
+    }),
+  ]);
 });
 
 afterAll(async () => {
@@ -64,7 +84,7 @@ describe('the companion HTTP API', () => {
     expect(path('conversations', KEY)).toBe('/conversations/user-42%2Ftrip');
     expect(await get(path('conversations', KEY))).toEqual({
       status: 200,
-      body: { key: KEY, running: null, steering: [], queue: [], lastInputId: 'i1', agent: null, context: NO_CONTEXT, owner: 'alice', grants: [], position: expect.any(Number), todos: [] },
+      body: { key: KEY, running: null, steering: [], queue: [], lastInputId: 'i1', agent: null, context: NO_CONTEXT, owner: 'alice', grants: [], position: expect.any(Number), todos: [], awaiting: [] },
     });
     expect(await get(path('conversations', 'user-42/later'))).toMatchObject({
       status: 200,
@@ -75,7 +95,7 @@ describe('the companion HTTP API', () => {
   it('answers an unknown conversation as idle and empty', async () => {
     expect(await get(path('conversations', 'nobody/yet'))).toEqual({
       status: 200,
-      body: { key: 'nobody/yet', running: null, steering: [], queue: [], lastInputId: null, agent: null, context: NO_CONTEXT, owner: null, grants: [], position: 0, todos: [] },
+      body: { key: 'nobody/yet', running: null, steering: [], queue: [], lastInputId: null, agent: null, context: NO_CONTEXT, owner: null, grants: [], position: 0, todos: [], awaiting: [] },
     });
   });
 
@@ -112,6 +132,7 @@ describe('the companion HTTP API', () => {
         agent: null,
         usage: null,
         woundDown: false,
+        approvals: [],
         endedAt: '2025-01-01T12:00:07.000Z',
       },
     });
@@ -189,6 +210,51 @@ describe('the companion HTTP API', () => {
     });
   });
 
+  it("answers a call's approval by id, its turn's approvals in request order, and each decision in the transcript", async () => {
+    const a1 = {
+      approvalId: 'a1',
+      turn: 'ta',
+      callId: 'c1',
+      tool: 'send_email',
+      arguments: '{"to":"a"}',
+      requestedAt: REQUESTED_AT,
+      expiresAt: null,
+      state: 'approved',
+      reason: null,
+      editedArguments: '{"to":"c"}',
+      subject: 'alice',
+      decidedAt: '2025-01-01T12:00:06.000Z',
+    };
+    const a2 = { ...a1, approvalId: 'a2', callId: 'c2', arguments: '{"to":"b"}', state: 'awaiting', editedArguments: null, subject: null, decidedAt: null };
+    expect(await get(path('conversations', APPROVALS, 'approvals', 'a1'))).toEqual({ status: 200, body: { ...a1, step: 0 } });
+    expect(await get(path('conversations', APPROVALS, 'turns', 'ta'))).toMatchObject({ status: 200, body: { status: 'running', approvals: [a1, a2] } });
+    expect((await get(`${path('conversations', APPROVALS, 'turns')}?input=go`)).body.approvals).toEqual([a1, a2]);
+    expect((await get(path('conversations', APPROVALS))).body.awaiting).toEqual([
+      { approvalId: 'a2', turn: 'ta', callId: 'c2', tool: 'send_email', arguments: '{"to":"b"}', requestedAt: REQUESTED_AT, expiresAt: null },
+    ]);
+    expect((await get(path('conversations', APPROVALS, 'messages'))).body.items.map((m: { id: string; role: string; text: string }) => [m.id, m.role, m.text])).toEqual([
+      ['go', 'user', 'Email them'],
+      ['ta/0', 'assistant', 'Sending.'],
+      ['a1', 'approval', 'approved send_email with edited arguments {"to":"c"}'],
+    ]);
+  });
+
+  it('answers an approval once its view reaches Rudder-Min-Position, and says the position it read', async () => {
+    const denied = approvals.event({
+      type: 'approval.decided',
+      data: { turn: 'ta', step: 0, approval: 'a2', callId: 'c2', tool: 'send_email', decision: 'deny', reason: 'not her', arguments: null, subject: 'alice', input: 'd2' },
+    });
+    const read = fetch(`http://127.0.0.1:${companion.port}${path('conversations', APPROVALS, 'approvals', 'a2')}`, {
+      headers: { 'rudder-min-position': String(denied.position) },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await foldEvents(readModels, [denied]);
+    const response = await read;
+    expect(response.status).toBe(200);
+    expect(Number(response.headers.get('rudder-position'))).toBeGreaterThanOrEqual(denied.position);
+    expect(await response.json()).toMatchObject({ approvalId: 'a2', step: 0, state: 'denied', reason: 'not her', subject: 'alice', decidedAt: denied.at });
+  });
+
   it('replays events after a position, in order', async () => {
     const all = await get(path('conversations', KEY, 'events'));
     expect(all.status).toBe(200);
@@ -202,6 +268,9 @@ describe('the companion HTTP API', () => {
     expect(await get(path('conversations', KEY, 'turns', 'nope'))).toEqual(notFound);
     expect(await get(`${path('conversations', KEY, 'turns')}?input=nope`)).toEqual(notFound);
     expect(await get(path('conversations', KEY, 'inputs', 'nope'))).toEqual(notFound);
+    expect(await get(path('conversations', APPROVALS, 'approvals', 'nope'))).toEqual(notFound);
+    // An approval of another conversation is not found under this one.
+    expect(await get(path('conversations', KEY, 'approvals', 'a1'))).toEqual(notFound);
     // A turn of another conversation is not found under this one.
     expect(await get(path('conversations', 'user-42/later', 'turns', 't1'))).toEqual(notFound);
     expect(await get('/nowhere')).toEqual(notFound);

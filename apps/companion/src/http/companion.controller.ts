@@ -1,7 +1,8 @@
 import { Controller, Get, Inject, Param, Query } from '@nestjs/common';
-import type { CompanionInput, CompanionStatus, ConversationEvent, TranscriptPage, TurnView } from '@rudder/contracts';
+import type { CompanionApproval, CompanionInput, CompanionStatus, ConversationEvent, TranscriptPage, TurnView } from '@rudder/contracts';
 import type { DataSource } from 'typeorm';
 import { READ_MODELS } from '../read-models/data-source';
+import { readApproval } from '../queries/approval-view';
 import { readConversationStatus } from '../queries/conversation-status';
 import { readEventsAfter } from '../queries/event-replay';
 import { databaseAnswers } from '../queries/health';
@@ -10,7 +11,7 @@ import { readTranscriptPage } from '../queries/transcript-page';
 import { readTurnOfInput } from '../queries/turn-of-input';
 import { readTurn } from '../queries/turn-view';
 import { CompanionError, databaseUnavailable } from './errors';
-import { conversationKey, eventsQuery, inputId, transcriptQuery, turnId, turnsQuery } from './params';
+import { approvalId, conversationKey, eventsQuery, inputId, transcriptQuery, turnId, turnsQuery } from './params';
 
 /**
  * The companion's internal read API, for the gateway only: no authentication here, the gateway
@@ -62,6 +63,14 @@ export class CompanionController {
     const input = await readInput(this.readModels, conversation, inputId(id));
     if (!input) throw new CompanionError('not_found', `conversation ${conversation} has no input ${id}`);
     return input;
+  }
+
+  @Get('conversations/:key/approvals/:approval')
+  async approval(@Param('key') key: string, @Param('approval') id: string): Promise<CompanionApproval> {
+    const conversation = conversationKey(key);
+    const approval = await readApproval(this.readModels, conversation, approvalId(id));
+    if (!approval) throw new CompanionError('not_found', `conversation ${conversation} has no approval ${id}`);
+    return approval;
   }
 
   @Get('conversations/:key/events')

@@ -1,4 +1,4 @@
-import { ConversationKey, FOLLOWUPS_DEFAULT, FOLLOWUPS_MAX, InputId } from '@rudder/contracts';
+import { ApprovalId, ConversationKey, FOLLOWUPS_DEFAULT, FOLLOWUPS_MAX, InputId } from '@rudder/contracts';
 import { z } from 'zod';
 import { parseCursor, type TranscriptCursor } from '../queries/transcript-page';
 import { CompanionError } from './errors';
@@ -54,6 +54,7 @@ function check<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
 export const conversationKey = (value: unknown): string => check(ConversationKey, value, 'conversation key');
 export const inputId = (value: unknown): string => check(InputId, value, 'input id');
 export const turnId = (value: unknown): string => check(TurnId, value, 'turn id');
+export const approvalId = (value: unknown): string => check(ApprovalId, value, 'approval id');
 export const transcriptQuery = (query: unknown) => check(TranscriptQuery, query, 'query');
 export const eventsQuery = (query: unknown) => check(EventsQuery, query, 'query');
 export const turnsQuery = (query: unknown) => check(TurnsQuery, query, 'query');

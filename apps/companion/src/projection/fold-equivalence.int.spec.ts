@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { eventVersion, type CompanionStatus, type ConversationEvent, type DomainEvent, type InputRecord, type ToolCall } from '@rudder/contracts';
-import { changeTodos, endTurn, evolveTurn, nextAction } from '@rudder/agent';
+import { changeTodos, endTurn, evolveTurn, nextAction, type TurnState } from '@rudder/agent';
 import {
   decideInputs,
+  decideTimeouts,
   decideTurnCommit,
   emptyConversation,
   evolve,
@@ -21,6 +22,7 @@ import { readTranscriptPage } from '../queries/transcript-page';
 import { readTurn, toTurnView } from '../queries/turn-view';
 import { readTurnOfInput } from '../queries/turn-of-input';
 import { readInput } from '../queries/input-view';
+import { readApproval, toTurnApproval } from '../queries/approval-view';
 import { readEventsAfter } from '../queries/event-replay';
 import { createFreshDatabase } from '../../../../test/support/companion/test-database';
 import { foldEvents } from './fold-events';
@@ -34,8 +36,10 @@ import { readEventRecord } from './read-event-record';
  * between, through the same read path as its consumer (`readEventRecord`, which leaves out
  * records of event types it does not know: a newer worker may publish them). After every batch
  * each conversation's status is what `reduce(evolve)` over the events folded so far says; at the
- * end every turn, turn of an input, input, transcript and event replay is what folding the whole
- * log at once in memory gives.
+ * end every turn, turn of an input, input, approval, transcript and event replay is what folding
+ * the whole log at once in memory gives. A reply's first call may be of `send`, a tool that needs
+ * a person's approval: it is requested, then decided (by a person, edited or not, or by its
+ * timeout), refused, or closed unrun by the turn's end.
  */
 
 let database: Awaited<ReturnType<typeof createFreshDatabase>>;
@@ -52,7 +56,11 @@ afterAll(async () => {
 });
 
 const policy = { maxTaken: 3, bounds: { steers: 2, chats: 4, chars: 160 } };
-const agents: Agents = { defaultAgent: 'trip', policyOf: (agent) => (agent === 'trip' ? policy : undefined) };
+const agents: Agents = {
+  defaultAgent: 'trip',
+  policyOf: (agent) => (agent === 'trip' ? policy : undefined),
+  argumentsError: (_agent, _tool, args) => (args.startsWith('{') ? null : 'the arguments are not JSON'),
+};
 const subjects = ['alice', 'alice', 'bob'];
 const inputIds = ['i0', 'i1', 'i2', 'i3', 'i4', 'i5', 'i6', 'i7'];
 const controlIds = ['x0', 'x1', 'x2', 'x3'];
@@ -66,8 +74,9 @@ type Command =
   | { do: 'promote'; id: number; target: number }
   | { do: 'grant'; id: number; grantee: number; access: 'read' | 'write' | null; subject: number }
   | { do: 'start' }
-  | { do: 'step'; content: string; calls: number; usage: boolean }
-  | { do: 'compact'; summary: string };
+  | { do: 'step'; content: string; calls: number; send: boolean; usage: boolean }
+  | { do: 'compact'; summary: string }
+  | { do: 'decide'; which: number; decision: 'approve' | 'deny'; reason: string | null; edited: string | null; byOwner: boolean; timeout: boolean };
 
 /** True about once in `n` times. */
 const rare = (n: number) => fc.oneof({ weight: n - 1, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) });
@@ -82,9 +91,24 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ do: fc.constant('promote' as const), id: fc.nat(3), target: fc.nat(7) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('grant' as const), id: fc.nat(3), grantee: fc.nat(2), access: fc.constantFrom('read' as const, 'write' as const, null), subject: fc.nat(2) }) },
   { weight: 4, arbitrary: fc.constant({ do: 'start' as const }) },
-  { weight: 10, arbitrary: fc.record({ do: fc.constant('step' as const), content: text, calls: fc.nat(2), usage: fc.boolean() }) },
+  { weight: 10, arbitrary: fc.record({ do: fc.constant('step' as const), content: text, calls: fc.nat(2), send: fc.boolean(), usage: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ do: fc.constant('compact' as const), summary: userText }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      do: fc.constant('decide' as const),
+      which: fc.nat(2),
+      decision: fc.constantFrom('approve' as const, 'deny' as const),
+      reason: fc.constantFrom(null, 'too far'),
+      edited: fc.constantFrom(null, null, '{"to":"Porto"}', 'not json'),
+      byOwner: fc.oneof({ weight: 4, arbitrary: fc.constant(true) }, { weight: 1, arbitrary: fc.constant(false) }),
+      timeout: rarely,
+    }),
+  },
 );
+
+/** The tool whose calls need a person's approval; its calls with an even step have a timeout. */
+const SEND = 'send';
 
 /** A conversation's log as the worker writes it: each command decided on the state folded so far. */
 function logOf(key: string, commands: readonly Command[], future: readonly boolean[]): ConversationEvent[] {
@@ -140,19 +164,19 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
         if (!turn) break;
         const action = nextAction(turn, { maxSteps: 3 });
         let events: DomainEvent[];
+        // Parked: every call left waits for a decision, nothing runs.
+        if (action.type === 'park') break;
         if (action.type === 'end') events = endTurn(turn, action.status, action.outcome);
         else if (action.type === 'run-tools') {
-          const call = action.calls[0];
-          // A call of the plan's tool is made at its commit, from the plan as stored (the agent loop's way).
-          const change = call.name === 'todos' ? changeTodos(turn.todos, call.arguments) : null;
-          events = [{ type: 'tool.ended', data: { turn: turn.id, step: action.step, callId: call.id, name: call.name, result: change?.result ?? 'done', isError: change?.isError ?? false } }];
-          if (change?.list) events.push({ type: 'todos.updated', data: { turn: turn.id, step: action.step, callId: call.id, ...change.list } });
+          // The first call with something to store (one waiting for a decision has none, unless the turn is asked to end).
+          const call = action.calls.find((open) => !(turn.approvals[open.id]?.status === 'awaiting' && turn.ending === null))!;
+          events = toolStep(turn, action.step, call, at(log.length + 1));
         } else {
           // The second call of a reply changes the plan: adds an item, marks one done, deletes one (numbers past the plan are refused).
           const planChange = (n: number) => JSON.stringify([{ add: [c.content || 'step'] }, { set: [{ n: turns, status: 'done' }] }, { delete: [action.step + 1] }][n % 3]);
           const toolCalls: ToolCall[] = Array.from({ length: c.calls }, (_, n) => ({
             id: `${turn.id}-${action.step}-${n}`,
-            name: n === 1 ? 'todos' : 'wait',
+            name: n === 1 ? 'todos' : n === 0 && c.send ? SEND : 'wait',
             arguments: n === 1 ? planChange(action.step + turns) : '{}',
           }));
           const usage = c.usage ? { usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 }, carried: { tokens: 3, maxTokens: 100 } } : {};
@@ -175,6 +199,28 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
         append(decideTurnCommit(conversation.state, turn, [compacted]));
         break;
       }
+      case 'decide': {
+        if (c.timeout) {
+          // The worker's timer: every waiting call whose timeout passed is denied.
+          append(decideTimeouts(conversation.state, new Date(Date.UTC(2100, 0, 1))));
+          break;
+        }
+        const { awaiting } = conversation.state;
+        const approval = awaiting.length === 0 ? 'appr-none' : awaiting[c.which % awaiting.length].approval;
+        input({
+          ...envelope,
+          type: 'approval',
+          // An id of its own: a decision sent again would be answered from its receipt, deciding nothing new.
+          id: `d-${i}`,
+          // Anyone but the owner (and who it granted write access) is refused.
+          subject: c.byOwner ? (conversation.state.owner ?? 'alice') : 'bob',
+          approval,
+          decision: c.decision,
+          ...(c.reason === null ? {} : { reason: c.reason }),
+          ...(c.edited === null ? {} : { arguments: c.edited }),
+        });
+        break;
+      }
       default: {
         const never: never = c;
         throw new Error(`unknown command ${JSON.stringify(never)}`);
@@ -187,6 +233,29 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
     }
   });
   return log;
+}
+
+/**
+ * What running `call` at `step` stores, as the agent loop does: a call of `send` not yet asked
+ * about asks for approval (requested `now`); one decided gets its result (denied: the denial);
+ * one still waiting when the turn is asked to end is closed unrun; a call of the plan's tool is
+ * made at its commit, from the plan as stored; any other call just ends.
+ */
+function toolStep(turn: TurnState, step: number, call: ToolCall, now: string): DomainEvent[] {
+  const ended = (result: string, isError: boolean): DomainEvent => ({ type: 'tool.ended', data: { turn: turn.id, step, callId: call.id, name: call.name, result, isError } });
+  const approval = turn.approvals[call.id];
+  if (approval) {
+    if (approval.status === 'approved') return [ended('sent', false)];
+    return [ended(approval.status === 'denied' ? 'denied' : 'not run: the turn was asked to end while the call waited for approval', true)];
+  }
+  if (call.name === SEND) {
+    const expiresAt = step % 2 === 0 ? new Date(Date.parse(now) + 60_000).toISOString() : null;
+    return [{ type: 'approval.requested', data: { turn: turn.id, step, approval: `appr-${call.id}`, call, requestedAt: now, expiresAt } }];
+  }
+  const change = call.name === 'todos' ? changeTodos(turn.todos, call.arguments) : null;
+  const events = [ended(change?.result ?? 'done', change?.isError ?? false)];
+  if (change?.list) events.push({ type: 'todos.updated', data: { turn: turn.id, step, callId: call.id, ...change.list } });
+  return events;
 }
 
 /** Each conversation's status as the decider's fold says it: what `readConversationStatus` must answer. */
@@ -259,12 +328,13 @@ describe('the companion fold, as the decider folds', () => {
 
           for (const [n, key] of keys.entries()) {
             const known = readable(logs[n]);
-            const expected = foldRows({ conversations: [], inputs: [], turns: [] }, known);
-            const turns = new Map(expected.turns.map((t) => [t.id, toTurnView(t)]));
-            for (const [id, view] of turns) expect(await readTurn(readModels, key, id)).toEqual(view);
+            const expected = foldRows({ conversations: [], inputs: [], turns: [], approvals: [] }, known);
+            const viewOf = (turn: (typeof expected.turns)[number]) => toTurnView(turn, expected.approvals.filter((a) => a.turn === turn.id));
+            for (const turn of expected.turns) expect(await readTurn(readModels, key, turn.id)).toEqual(viewOf(turn));
+            for (const approval of expected.approvals) expect(await readApproval(readModels, key, approval.approval)).toEqual({ ...toTurnApproval(approval), step: approval.step });
             for (const id of inputIds) {
               const prompted = expected.turns.find((t) => t.promptId === id) ?? expected.turns.find((t) => t.steered.some((s) => s.id === id));
-              expect(await readTurnOfInput(readModels, key, id)).toEqual(prompted ? toTurnView(prompted) : null);
+              expect(await readTurnOfInput(readModels, key, id)).toEqual(prompted ? viewOf(prompted) : null);
               const input = expected.inputs.find((i) => i.id === id);
               const read = await readInput(readModels, key, id);
               expect(read && { state: read.state, steer: read.steer }).toEqual(

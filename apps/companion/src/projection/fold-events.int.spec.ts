@@ -108,7 +108,7 @@ describe('foldEvents', () => {
       await runner.startTransaction();
       await runner.query(`SELECT ${FOLD_PLANNING}`);
       await runner.query(`PREPARE fresh_and_rows AS ${freshAndRowsSql(readModels.manager)}`);
-      const params = `ARRAY['c'], ARRAY['c'], ARRAY['i'], ARRAY['c'], ARRAY['t'], ARRAY['e'], ARRAY['c'], ARRAY[1]::bigint[]`;
+      const params = `ARRAY['c'], ARRAY['c'], ARRAY['i'], ARRAY['c'], ARRAY['t'], ARRAY['e'], ARRAY['c'], ARRAY[1]::bigint[], ARRAY['c'], ARRAY['t']`;
       const plan = ((await runner.query(`EXPLAIN EXECUTE fresh_and_rows(${params})`)) as { 'QUERY PLAN': string }[]).map((r) => r['QUERY PLAN']).join('\n');
       expect(plan, plan).not.toMatch(/Seq Scan|Hash/);
       expect(plan, plan).toMatch(/Index Only Scan using events_pkey on events c[^\n]*\n\s+Index Cond: \(\(conversation = b.conversation\) AND \("position" = b."position"\)\)/);
@@ -117,6 +117,8 @@ describe('foldEvents', () => {
       // On empty tables the planner finds the turns' two indexes on (conversation, …) as cheap:
       // either is a probe bounded by the conversation; once ANALYZE has seen rows, the key's.
       expect(plan, plan).toMatch(/Index Scan using turns_\w+ on turns row_1[^\n]*\n\s+Index Cond: \(conversation = k_1.conversation/);
+      // A turn's approvals: one probe of the index by turn.
+      expect(plan, plan).toMatch(/Index Scan using approvals_by_turn on approvals row_2[^\n]*\n\s+Index Cond: \(\(conversation = k_2.conversation\) AND \(turn = k_2.id\)\)/);
       await runner.query('DEALLOCATE fresh_and_rows');
     } finally {
       await runner.rollbackTransaction();
@@ -141,6 +143,7 @@ describe('foldEvents', () => {
       owner: 'alice',
       grants: [],
       todos: [],
+      awaiting: [],
       position: expect.any(Number),
     });
     expect(await allMessages(key)).toEqual([]);
@@ -162,6 +165,7 @@ describe('foldEvents', () => {
       agent: null,
       usage: null,
       woundDown: false,
+      approvals: [],
       endedAt: null,
     });
 
@@ -583,6 +587,7 @@ describe('foldEvents', () => {
       owner: 'alice',
       grants: [],
       todos: [],
+      awaiting: [],
       position: expect.any(Number),
     });
     expect(await readInput(readModels, key, 'c3')).toMatchObject({ state: 'discarded', rejection: null });
@@ -634,6 +639,7 @@ describe('foldEvents', () => {
       owner: 'bob',
       grants: [],
       todos: [],
+      awaiting: [],
       position: expect.any(Number),
     });
     expect(await readInput(readModels, key, 'r1')).toEqual({
@@ -789,6 +795,7 @@ describe('foldEvents', () => {
       owner: null,
       grants: [],
       todos: [],
+      awaiting: [],
       position: 0,
     });
   });

@@ -1,6 +1,6 @@
 import type { ConversationEvent } from '@rudder/contracts';
 import type { DataSource, EntityManager } from 'typeorm';
-import { Conversations, EventCopies, Inputs, Transcript, Turns } from '../read-models/entities';
+import { Approvals, Conversations, EventCopies, Inputs, Transcript, Turns } from '../read-models/entities';
 import { prepared, rowsAsJson, rowsByKeyAsJson, rowsFromJson, writeRows } from '../read-models/recordsets';
 import { isKnownEvent } from './conversation-state';
 import { foldRows, rowsNeeded, type Needed, type Rows } from './fold-rows';
@@ -61,6 +61,7 @@ export async function foldEvents(readModels: DataSource, events: readonly Conver
         { entity: Conversations, rows: changes.conversations, as: 'upsert' },
         { entity: Inputs, rows: changes.inputs, as: 'upsert' },
         { entity: Turns, rows: changes.turns, as: 'upsert' },
+        { entity: Approvals, rows: changes.approvals, as: 'upsert' },
         // A message already in the transcript (the same reply of a step, stored once) is kept as it was.
         { entity: Transcript, rows: changes.transcript, as: 'insertNew' },
         { entity: EventCopies, rows: news, as: 'insertNew' },
@@ -106,6 +107,8 @@ async function applyIdsAndLoadRows(manager: EntityManager, batch: readonly Conve
       batch.map((e) => e.id),
       batch.map((e) => e.conversation),
       batch.map((e) => e.position),
+      needed.approvals.map((k) => k.conversation),
+      needed.approvals.map((k) => k.id),
     ],
   )) as (Rows & { fresh: string[] })[];
   return {
@@ -114,14 +117,15 @@ async function applyIdsAndLoadRows(manager: EntityManager, batch: readonly Conve
       conversations: rowsFromJson(manager, Conversations, rows.conversations),
       inputs: rowsFromJson(manager, Inputs, rows.inputs),
       turns: rowsFromJson(manager, Turns, rows.turns),
+      approvals: rowsFromJson(manager, Approvals, rows.approvals),
     },
   };
 }
 
 /**
  * The statement of `applyIdsAndLoadRows`: $1 the conversations, $2/$3 the inputs' keys, $4/$5 the
- * turns', $6/$7/$8 the events' ids, conversations and positions. Exported for the spec that checks
- * its plan.
+ * turns', $6/$7/$8 the events' ids, conversations and positions, $9/$10 the turns whose approvals
+ * it reads. Exported for the spec that checks its plan.
  */
 export function freshAndRowsSql(manager: EntityManager): string {
   const byKey = (first: number) => `unnest($${first}::text[], $${first + 1}::text[])`;
@@ -130,5 +134,6 @@ export function freshAndRowsSql(manager: EntityManager): string {
                    WHERE NOT EXISTS (SELECT 1 FROM companion.events c WHERE c.conversation = b.conversation AND c.position = b.position OFFSET 0)) AS fresh,
                  ${rowsAsJson(manager, Conversations, 't.key = ANY($1::text[])')} AS conversations,
                  ${rowsByKeyAsJson(manager, Inputs, byKey(2))} AS inputs,
-                 ${rowsByKeyAsJson(manager, Turns, byKey(4))} AS turns`;
+                 ${rowsByKeyAsJson(manager, Turns, byKey(4))} AS turns,
+                 ${rowsByKeyAsJson(manager, Approvals, byKey(9), 'turn')} AS approvals`;
 }

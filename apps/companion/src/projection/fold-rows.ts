@@ -1,6 +1,6 @@
 import type { ConversationEvent, InputState } from '@rudder/contracts';
 import { initialState, parseState } from '@rudder/conversation';
-import type { ConversationRow, InputRow, TranscriptRow, TurnRow } from '../read-models/entities';
+import type { ApprovalRow, ConversationRow, InputRow, TranscriptRow, TurnRow } from '../read-models/entities';
 import { foldState } from './conversation-state';
 
 /**
@@ -12,7 +12,7 @@ import { foldState } from './conversation-state';
  */
 
 /** The rows a batch may read or change, as they were before it. */
-export type Rows = { conversations: ConversationRow[]; inputs: InputRow[]; turns: TurnRow[] };
+export type Rows = { conversations: ConversationRow[]; inputs: InputRow[]; turns: TurnRow[]; approvals: ApprovalRow[] };
 
 /** What a batch changed: rows to upsert whole, and transcript rows to add. */
 export type Changes = Rows & { transcript: TranscriptRow[] };
@@ -22,14 +22,18 @@ export type Needed = {
   conversations: string[];
   inputs: { conversation: string; id: string }[];
   turns: { conversation: string; id: string }[];
+  /** The turns whose every approval it may read (`id` the turn's). */
+  approvals: { conversation: string; id: string }[];
 };
 
 export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
   const conversations = new Set<string>();
   const inputs = new Map<string, { conversation: string; id: string }>();
   const turns = new Map<string, { conversation: string; id: string }>();
+  const approvals = new Map<string, { conversation: string; id: string }>();
   const input = (conversation: string, id: string) => inputs.set(rowKey(conversation, id), { conversation, id });
   const turn = (conversation: string, id: string) => turns.set(rowKey(conversation, id), { conversation, id });
+  const approvalsOf = (conversation: string, turn: string) => approvals.set(rowKey(conversation, turn), { conversation, id: turn });
   for (const event of events) {
     const c = event.conversation;
     conversations.add(c);
@@ -58,7 +62,13 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
         break;
       case 'turn.ended':
         turn(c, event.data.turn);
+        approvalsOf(c, event.data.turn);
         for (const s of event.data.steered) input(c, s.id);
+        break;
+      case 'approval.requested':
+      case 'approval.decided':
+      case 'tool.ended':
+        approvalsOf(c, event.data.turn);
         break;
       case 'input.rejected':
       case 'input.retracted':
@@ -71,15 +81,15 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
       case 'promote.refused':
       case 'guard.failed':
       case 'tool.started':
-      case 'tool.ended':
       case 'todos.updated':
       case 'history.compacted':
+      case 'approval.refused':
         break;
       default:
         return unreachable(event);
     }
   }
-  return { conversations: [...conversations], inputs: [...inputs.values()], turns: [...turns.values()] };
+  return { conversations: [...conversations], inputs: [...inputs.values()], turns: [...turns.values()], approvals: [...approvals.values()] };
 }
 
 /**
@@ -105,14 +115,22 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
  *   A steer no turn took (landed false, or its turn stopped first) is delivered this way too.
  * - `model.replied` with content: an assistant row `<turn>/<step>`; the running turn's content is
  *   its replies so far joined with a blank line.
- * - `turn.ended`: the turn's final status, outcome, content and steered messages, and whether it wound down.
+ * - `turn.ended`: the turn's final status, outcome, content and steered messages, and whether
+ *   it wound down; every approval of the turn still awaiting is closed unrun.
+ * - `approval.requested`: an approval awaiting, at the event's position (the request order).
+ * - `approval.decided`: an awaiting approval is approved or denied (reason, edited arguments,
+ *   subject, when), and the decision enters the transcript as an `approval` row under the
+ *   approval's id, at the event's position (`decisionText` says how it reads).
+ * - `tool.ended` for a call whose approval still awaits: the turn closed the call unrun (a stop,
+ *   an interrupt), and the approval is closed with it.
  * - `conversation.opened`, `access.granted`, `stop.requested`: the state only.
- * - `retract.refused`, `promote.refused`, `tool.*`: copied for replay only; so is `guard.failed`
- *   (the guard failed, nothing was decided): its input gets no row, so the same id sent again
- *   is not answered from here but guarded again.
- * Only a pending input changes state, and the first final state stands. A repeated
- * `turn.started` for a known turn, or an input accepted (or rejected) twice under other event
- * ids, changes nothing.
+ * - `retract.refused`, `promote.refused`, `approval.refused`, `tool.started`, any other
+ *   `tool.ended`: copied for replay only; so is `guard.failed` (the guard failed, nothing was
+ *   decided): its input gets no row, so the same id sent again is not answered from here but
+ *   guarded again.
+ * Only a pending input or an awaiting approval changes state, and the first final state stands.
+ * A repeated `turn.started` for a known turn, an input accepted (or rejected) twice under other
+ * event ids, or an approval requested twice, changes nothing.
  */
 export function foldRows(before: Rows, events: readonly ConversationEvent[]): Changes {
   const fold = new RowFold(before);
@@ -125,13 +143,15 @@ class RowFold {
   private readonly conversations: Map<string, ConversationRow>;
   private readonly inputs: Map<string, InputRow>;
   private readonly turns: Map<string, TurnRow>;
-  private readonly changed = { conversations: new Set<string>(), inputs: new Set<string>(), turns: new Set<string>() };
+  private readonly approvals: Map<string, ApprovalRow>;
+  private readonly changed = { conversations: new Set<string>(), inputs: new Set<string>(), turns: new Set<string>(), approvals: new Set<string>() };
   private readonly transcript: TranscriptRow[] = [];
 
   constructor(before: Rows) {
     this.conversations = new Map(before.conversations.map((r) => [r.key, { ...r, state: parseState(r.state) }]));
     this.inputs = new Map(before.inputs.map((r) => [rowKey(r.conversation, r.id), { ...r }]));
     this.turns = new Map(before.turns.map((r) => [rowKey(r.conversation, r.id), { ...r, steered: [...r.steered] }]));
+    this.approvals = new Map(before.approvals.map((r) => [rowKey(r.conversation, r.approval), { ...r }]));
   }
 
   apply(event: ConversationEvent): void {
@@ -151,6 +171,12 @@ class RowFold {
         return this.reply(event);
       case 'turn.ended':
         return this.endTurn(event);
+      case 'approval.requested':
+        return this.requestApproval(event);
+      case 'approval.decided':
+        return this.decideApproval(event);
+      case 'tool.ended':
+        return this.closeApprovals(event.conversation, event.data.turn, (a) => a.step === event.data.step && a.callId === event.data.callId);
       case 'input.retracted':
         return this.settle(event.conversation, event.data.input.id, 'retracted');
       case 'input.discarded':
@@ -166,9 +192,9 @@ class RowFold {
       case 'promote.refused':
       case 'guard.failed':
       case 'tool.started':
-      case 'tool.ended':
       case 'todos.updated':
       case 'history.compacted':
+      case 'approval.refused':
         return; // the state only, or copied for replay only
       default:
         return unreachable(event);
@@ -181,6 +207,7 @@ class RowFold {
       conversations: pick(this.conversations, this.changed.conversations),
       inputs: pick(this.inputs, this.changed.inputs),
       turns: pick(this.turns, this.changed.turns),
+      approvals: pick(this.approvals, this.changed.approvals),
       transcript: this.transcript,
     };
   }
@@ -360,7 +387,70 @@ class RowFold {
       this.changed.turns.add(rowKey(c, turn));
     }
     for (const s of steered) this.settle(c, s.id, 'delivered');
+    this.closeApprovals(c, turn, () => true);
   }
+
+  private requestApproval(event: Of<'approval.requested'>): void {
+    const c = event.conversation;
+    const { turn, step, approval, call, requestedAt, expiresAt } = event.data;
+    const key = rowKey(c, approval);
+    if (this.approvals.has(key)) return;
+    this.approvals.set(key, {
+      conversation: c,
+      approval,
+      turn,
+      step,
+      callId: call.id,
+      tool: call.name,
+      arguments: call.arguments,
+      requestedAt,
+      expiresAt,
+      state: 'awaiting',
+      reason: null,
+      editedArguments: null,
+      subject: null,
+      decidedAt: null,
+      position: event.position,
+    });
+    this.changed.approvals.add(key);
+  }
+
+  /** An awaiting approval decided, and its decision in the transcript; a call decided or closed before keeps its first state. */
+  private decideApproval(event: Of<'approval.decided'>): void {
+    const c = event.conversation;
+    const { turn, approval, decision, reason, arguments: edited, subject } = event.data;
+    const key = rowKey(c, approval);
+    const row = this.approvals.get(key);
+    if (!row || row.state !== 'awaiting') return;
+    Object.assign(row, { state: decision === 'approve' ? 'approved' : 'denied', reason, editedArguments: edited, subject, decidedAt: event.at });
+    this.changed.approvals.add(key);
+    this.transcript.push({ conversation: c, position: event.position, part: 0, id: approval, role: 'approval', text: decisionText(row), turn, steered: false, at: event.at });
+  }
+
+  /** Closes, unrun, the approvals of `turn` that still await and match: nobody decided them before the turn closed their calls. */
+  private closeApprovals(conversation: string, turn: string, matches: (row: ApprovalRow) => boolean): void {
+    for (const [key, row] of this.approvals) {
+      if (row.conversation !== conversation || row.turn !== turn || row.state !== 'awaiting' || !matches(row)) continue;
+      row.state = 'closed';
+      this.changed.approvals.add(key);
+    }
+  }
+}
+
+/**
+ * How a decision reads in the transcript (role `approval`), from its approval's row once decided:
+ * - approved as called: `approved <tool>(<arguments>)`, e.g. `approved send_email({"to":"a"})`;
+ * - approved with edited arguments: `approved <tool> with edited arguments <edited>`;
+ * - denied by a person: `denied <tool>: <reason>`, or `denied <tool>` without one;
+ * - denied by its timeout (no subject): `denied <tool>: <reason>`, the worker's reason saying
+ *   it timed out (`timed out: nobody decided by …`), or `denied <tool>: timed out` without one.
+ * The arguments are the JSON as stored, not reformatted.
+ */
+export function decisionText(row: Pick<ApprovalRow, 'state' | 'tool' | 'arguments' | 'editedArguments' | 'reason' | 'subject'>): string {
+  if (row.state === 'approved')
+    return row.editedArguments === null ? `approved ${row.tool}(${row.arguments})` : `approved ${row.tool} with edited arguments ${row.editedArguments}`;
+  const reason = row.reason ?? (row.subject === null ? 'timed out' : null);
+  return reason === null ? `denied ${row.tool}` : `denied ${row.tool}: ${reason}`;
 }
 
 /** An event of one type. */

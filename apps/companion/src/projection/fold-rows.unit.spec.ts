@@ -2,9 +2,45 @@ import { describe, expect, it } from 'vitest';
 import { chatWithToolCall, conversationLog } from '../../../../test/support/companion/conversation-log';
 import { initialState } from '@rudder/conversation';
 import { foldState } from './conversation-state';
-import { foldRows, rowsNeeded, type Rows } from './fold-rows';
+import { decisionText, foldRows, rowsNeeded, type Rows } from './fold-rows';
 
-const nothing: Rows = { conversations: [], inputs: [], turns: [] };
+const nothing: Rows = { conversations: [], inputs: [], turns: [], approvals: [] };
+
+/** A turn whose first reply calls `send_email` twice (`c1`, `c2`), each waiting for approval (`a1`, `a2`; `a1` times out). */
+function awaitingTwo() {
+  const log = conversationLog('c');
+  const calls = [
+    { id: 'c1', name: 'send_email', arguments: '{"to":"a"}' },
+    { id: 'c2', name: 'send_email', arguments: '{"to":"b"}' },
+  ];
+  const requested = (approval: string, call: (typeof calls)[number], expiresAt: string | null) =>
+    log.event({ type: 'approval.requested', data: { turn: 't', step: 0, approval, call, requestedAt: '2025-01-01T12:00:04.000Z', expiresAt } });
+  const events = [
+    log.accepted('i', 'mail them'),
+    log.started('t', { id: 'i', text: 'mail them' }),
+    log.replied('t', 0, '', calls),
+    requested('a1', calls[0], '2025-01-01T12:01:04.000Z'),
+    requested('a2', calls[1], null),
+  ];
+  type Decision = { decision: 'approve' | 'deny'; reason?: string; arguments?: string; subject?: string | null };
+  const decided = (approval: string, callId: string, d: Decision) =>
+    log.event({
+      type: 'approval.decided',
+      data: {
+        turn: 't',
+        step: 0,
+        approval,
+        callId,
+        tool: 'send_email',
+        decision: d.decision,
+        reason: d.reason ?? null,
+        arguments: d.arguments ?? null,
+        subject: d.subject === undefined ? 'alice' : d.subject,
+        input: d.subject === null ? null : `d-${approval}`,
+      },
+    });
+  return { log, events, decided, before: foldRows(nothing, events) };
+}
 
 describe('foldRows', () => {
   it('makes the first subject the owner of a log older than conversation.opened, and the latest accepted input the last one', () => {
@@ -124,6 +160,94 @@ describe('foldRows', () => {
     expect(changes.conversations).toMatchObject([{ state: { owner: null, lastInputId: null } }]);
   });
 
+  it('records each call waiting for approval in request order, and a decision with its reason, edited arguments, subject and time', () => {
+    const { events, decided, before } = awaitingTwo();
+    expect(before.approvals).toEqual([
+      {
+        conversation: 'c',
+        approval: 'a1',
+        turn: 't',
+        step: 0,
+        callId: 'c1',
+        tool: 'send_email',
+        arguments: '{"to":"a"}',
+        requestedAt: '2025-01-01T12:00:04.000Z',
+        expiresAt: '2025-01-01T12:01:04.000Z',
+        state: 'awaiting',
+        reason: null,
+        editedArguments: null,
+        subject: null,
+        decidedAt: null,
+        position: events[3].position,
+      },
+      expect.objectContaining({ approval: 'a2', callId: 'c2', expiresAt: null, state: 'awaiting', position: events[4].position }),
+    ]);
+    expect(before.conversations[0].state.awaiting.map((a) => a.approval)).toEqual(['a1', 'a2']);
+    const approved = decided('a2', 'c2', { decision: 'approve', arguments: '{"to":"c"}' });
+    expect(foldRows(before, [approved]).approvals).toEqual([
+      expect.objectContaining({ approval: 'a2', state: 'approved', reason: null, editedArguments: '{"to":"c"}', subject: 'alice', decidedAt: approved.at }),
+    ]);
+    const timedOut = decided('a1', 'c1', { decision: 'deny', reason: 'timed out: nobody decided by 2025-01-01T12:01:04.000Z', subject: null });
+    expect(foldRows(before, [timedOut]).approvals).toEqual([
+      expect.objectContaining({ approval: 'a1', state: 'denied', reason: 'timed out: nobody decided by 2025-01-01T12:01:04.000Z', editedArguments: null, subject: null, decidedAt: timedOut.at }),
+    ]);
+  });
+
+  it('enters each decision in the transcript as an approval row under its approval id, at its position', () => {
+    const { decided, before } = awaitingTwo();
+    const approved = decided('a1', 'c1', { decision: 'approve' });
+    const denied = decided('a2', 'c2', { decision: 'deny', reason: 'wrong person' });
+    expect(foldRows(before, [approved, denied]).transcript).toEqual([
+      { conversation: 'c', position: approved.position, part: 0, id: 'a1', role: 'approval', text: 'approved send_email({"to":"a"})', turn: 't', steered: false, at: approved.at },
+      { conversation: 'c', position: denied.position, part: 0, id: 'a2', role: 'approval', text: 'denied send_email: wrong person', turn: 't', steered: false, at: denied.at },
+    ]);
+    const text = (d: Parameters<typeof decided>[2]) => foldRows(before, [decided('a1', 'c1', d)]).transcript[0].text;
+    expect(text({ decision: 'approve', arguments: '{"to":"z"}' })).toBe('approved send_email with edited arguments {"to":"z"}');
+    expect(text({ decision: 'deny' })).toBe('denied send_email');
+    expect(text({ decision: 'deny', reason: 'timed out: nobody decided by 2025-01-01T12:01:04.000Z', subject: null })).toBe(
+      'denied send_email: timed out: nobody decided by 2025-01-01T12:01:04.000Z',
+    );
+    expect(decisionText({ state: 'denied', tool: 'send_email', arguments: '{}', editedArguments: null, reason: null, subject: null })).toBe('denied send_email: timed out');
+  });
+
+  it("closes an awaiting approval unrun when its call's tool.ended comes first, and leaves a decided one as it was", () => {
+    const { log, decided, before } = awaitingTwo();
+    const approved = foldRows(before, [decided('a2', 'c2', { decision: 'approve' })]);
+    const stopped = foldRows({ ...before, approvals: [before.approvals[0], ...approved.approvals] }, [
+      // Another step's call of the same id closes nothing.
+      log.event({ type: 'tool.ended', data: { turn: 't', step: 1, callId: 'c1', name: 'send_email', result: 'x', isError: true } }),
+      log.event({ type: 'tool.ended', data: { turn: 't', step: 0, callId: 'c1', name: 'send_email', result: 'not run: the turn was stopped while the call waited for approval', isError: true } }),
+      log.event({ type: 'tool.ended', data: { turn: 't', step: 0, callId: 'c2', name: 'send_email', result: 'sent', isError: false } }),
+    ]);
+    expect(stopped.approvals).toEqual([expect.objectContaining({ approval: 'a1', state: 'closed', reason: null, subject: null, decidedAt: null })]);
+    expect(stopped.transcript).toEqual([]);
+  });
+
+  it('closes every approval of a turn still awaiting when the turn ends', () => {
+    const { log, decided, before } = awaitingTwo();
+    const ended = foldRows(before, [decided('a1', 'c1', { decision: 'deny' }), log.ended('t', '', { status: 'stopped', outcome: 'stopped' })]);
+    expect(ended.approvals.map((a) => [a.approval, a.state])).toEqual([
+      ['a1', 'denied'],
+      ['a2', 'closed'],
+    ]);
+    expect(ended.conversations[0].state.awaiting).toEqual([]);
+  });
+
+  it('keeps the first final state of an approval: a request or decision again, a decision after closing and a refusal change nothing', () => {
+    const { log, events, decided, before } = awaitingTwo();
+    const approve = decided('a1', 'c1', { decision: 'approve' });
+    const once = foldRows(before, [approve]);
+    const after: Rows = { ...before, approvals: [once.approvals[0], before.approvals[1]] };
+    const again = foldRows(after, [events[3], approve, decided('a1', 'c1', { decision: 'deny', reason: 'changed my mind' })]);
+    expect(again.approvals).toEqual([]);
+    expect(again.transcript).toEqual([]);
+    const closed = foldRows(before, [log.ended('t', '', { status: 'stopped' })]);
+    expect(foldRows({ ...before, approvals: closed.approvals }, [decided('a2', 'c2', { decision: 'approve' })]).approvals).toEqual([]);
+    const refused = foldRows(before, [log.event({ type: 'approval.refused', data: { input: 'd', approval: 'a1', code: 'forbidden', message: 'bob may not write' } })]);
+    expect(refused.approvals).toEqual([]);
+    expect(refused.transcript).toEqual([]);
+  });
+
   it('names the rows a batch reads', () => {
     const log = conversationLog('c');
     expect(
@@ -135,6 +259,7 @@ describe('foldRows', () => {
         { conversation: 'c', id: 's' },
       ],
       turns: [{ conversation: 'c', id: 't' }],
+      approvals: [{ conversation: 'c', id: 't' }],
     });
     expect(
       rowsNeeded([
@@ -152,6 +277,13 @@ describe('foldRows', () => {
         { conversation: 'c', id: 'r' },
       ],
       turns: [{ conversation: 'c', id: 't2' }],
+      approvals: [],
     });
+    // The approvals of a turn are read whole: a decision, a closing tool.ended or the turn's end may change any of them.
+    const { events, decided } = awaitingTwo();
+    expect(rowsNeeded([events[3], decided('a1', 'c1', { decision: 'approve' }), log.toolEnded('t3', 0, 'x', 'done')]).approvals).toEqual([
+      { conversation: 'c', id: 't' },
+      { conversation: 'c', id: 't3' },
+    ]);
   });
 });

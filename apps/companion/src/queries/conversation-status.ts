@@ -54,5 +54,6 @@ export function statusOf(
     grants: Object.entries(state.grants).map(([subject, access]) => ({ subject, access })),
     position: rows.position,
     todos: state.todos.items,
+    awaiting: state.awaiting.map(({ approval, turn, callId, tool, arguments: args, requestedAt, expiresAt }) => ({ approvalId: approval, turn, callId, tool, arguments: args, requestedAt, expiresAt })),
   };
 }

@@ -7,12 +7,21 @@ import { RefusalDigests1765000000000 } from './migrations/1765000000000-refusal-
 import { ConversationState1765100000000 } from './migrations/1765100000000-conversation-state';
 import { Affordances1765200000000 } from './migrations/1765200000000-affordances';
 import { WoundDown1765300000000 } from './migrations/1765300000000-wound-down';
+import { Approvals1765400000000 } from './migrations/1765400000000-approvals';
 
 /** The PostgreSQL schema the companion owns; nothing else writes to it. */
 export const READ_MODELS_SCHEMA = 'companion';
 
 /** The read models' TypeORM migrations, oldest first (`migrations/`). */
-export const readModelMigrations = [ReadModels1764590000000, NoAppliedEvents1764900000000, RefusalDigests1765000000000, ConversationState1765100000000, Affordances1765200000000, WoundDown1765300000000];
+export const readModelMigrations = [
+  ReadModels1764590000000,
+  NoAppliedEvents1764900000000,
+  RefusalDigests1765000000000,
+  ConversationState1765100000000,
+  Affordances1765200000000,
+  WoundDown1765300000000,
+  Approvals1765400000000,
+];
 
 /** The read models' DataSource, initialized, its migrations applied. `destroy()` closes it. */
 export const openReadModels = (databaseUrl: string): Promise<DataSource> =>

@@ -1,5 +1,5 @@
 import { EntitySchema, type EntitySchemaColumnOptions, type ValueTransformer } from 'typeorm';
-import type { ConversationEvent, InputState, Rejection, TranscriptItem, TurnStatus, Usage } from '@rudder/contracts';
+import type { CompanionApproval, ConversationEvent, InputState, Rejection, TranscriptItem, TurnStatus, Usage } from '@rudder/contracts';
 import type { ConversationState } from '@rudder/conversation';
 
 /**
@@ -68,6 +68,38 @@ export type TurnRow = {
   woundDown: boolean;
   startedAt: string;
   endedAt: string | null;
+};
+
+/**
+ * A tool call that needed a person's approval (`approval.requested`), and what became of it:
+ * `awaiting` until `approval.decided` makes it `approved` or `denied`, or the turn closes it
+ * unrun (`closed`: a `tool.ended` for the call while it still awaits, or the turn's end). The
+ * first final state stands.
+ */
+export type ApprovalRow = {
+  conversation: string;
+  /** The worker's id for the call's approval (`approval.requested`'s `approval`). */
+  approval: string;
+  turn: string;
+  step: number;
+  callId: string;
+  tool: string;
+  /** The JSON the model called the tool with. */
+  arguments: string;
+  requestedAt: string;
+  /** When its tool's timeout denies it; null: never. */
+  expiresAt: string | null;
+  state: CompanionApproval['state'];
+  /** The decision's reason (a timeout's says so); null while awaiting, when closed, or when none was given. */
+  reason: string | null;
+  /** The arguments a person approved it with instead of the model's (JSON); null: as called. */
+  editedArguments: string | null;
+  /** Who decided; null while awaiting, when closed, or when its timeout decided it. */
+  subject: string | null;
+  /** When it was decided (its `approval.decided`); null while awaiting and when closed unrun. */
+  decidedAt: string | null;
+  /** The position of its `approval.requested`: the request order. */
+  position: number;
 };
 
 /** A delivered message: the transcript's item, and where it sorts. */
@@ -165,6 +197,28 @@ export const Turns = new EntitySchema<TurnRow>({
   },
 });
 
+export const Approvals = new EntitySchema<ApprovalRow>({
+  name: 'Approval',
+  tableName: 'approvals',
+  columns: {
+    conversation: key(),
+    approval: key(),
+    turn: text(),
+    step: { type: 'integer' },
+    callId: text('call_id'),
+    tool: text(),
+    arguments: text(),
+    requestedAt: time('requested_at'),
+    expiresAt: time('expires_at', true),
+    state: text(),
+    reason: text(undefined, true),
+    editedArguments: text('edited_arguments', true),
+    subject: text(undefined, true),
+    decidedAt: time('decided_at', true),
+    position: position(),
+  },
+});
+
 export const Transcript = new EntitySchema<TranscriptRow>({
   name: 'TranscriptMessage',
   tableName: 'transcript',
@@ -206,4 +260,4 @@ export const Affordances = new EntitySchema<AffordanceRow>({
   },
 });
 
-export const readModelEntities = [Conversations, Inputs, Turns, Transcript, EventCopies, Affordances];
+export const readModelEntities = [Conversations, Inputs, Turns, Approvals, Transcript, EventCopies, Affordances];

@@ -53,12 +53,14 @@ export const rowsAsJson = (manager: EntityManager, entity: EntitySchema, where: 
  * so it is not flattened into a join of the whole table), whatever the plan was made for. It is
  * the primary key's once ANALYZE has seen rows; on a table never analyzed, another index on
  * `(conversation, …)` may cost the planner the same (the turns' `turns_by_prompt`), and then the
- * probe reads the conversation's rows and filters on `id`.
+ * probe reads the conversation's rows and filters on `id`. With `column`, a pair names every
+ * row of the conversation whose `column` holds its `id` (the approvals of a turn, by an index
+ * on `(conversation, column)`).
  */
-export const rowsByKeyAsJson = (manager: EntityManager, entity: EntitySchema, keys: string): string =>
+export const rowsByKeyAsJson = (manager: EntityManager, entity: EntitySchema, keys: string, column = 'id'): string =>
   `(SELECT coalesce(json_agg(${statementsOf(manager, entity).object}), '[]') FROM ${keys} AS k (conversation, id)
       CROSS JOIN LATERAL (SELECT * FROM ${manager.connection.getMetadata(entity).tablePath} AS row
-                           WHERE row.conversation = k.conversation AND row.id = k.id OFFSET 0) AS t)`;
+                           WHERE row.conversation = k.conversation AND row.${column} = k.id OFFSET 0) AS t)`;
 
 /** Rows as `rowsAsJson` gave them, with the columns' transformers applied (positions as numbers, times as ISO strings). */
 export function rowsFromJson<T extends ObjectLiteral>(manager: EntityManager, entity: EntitySchema<T>, rows: T[]): T[] {

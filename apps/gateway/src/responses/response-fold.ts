@@ -162,6 +162,9 @@ export class ResponseFold {
       case 'tool.started':
       case 'todos.updated':
       case 'history.compacted':
+      case 'approval.requested': // a call waiting for approval shows as its `mcp_call` once it has a result (no mcp_approval_request items yet)
+      case 'approval.decided':
+      case 'approval.refused':
         return out;
       default: {
         const never: never = event;

@@ -67,6 +67,14 @@ button{font:inherit;padding:.3rem .7rem;border:1px solid #b7bfcb;border-radius:5
 #plan{margin-bottom:.8rem}#plan li{display:flex;gap:.4rem;padding:.2rem 0;font-size:.9rem}#plan .n{color:#5b6575;min-width:1.4rem}#plan [data-status=done] .text{text-decoration:line-through;color:#5b6575}
 #plan [data-status=in_progress] .text{font-weight:600}#plan .mark{width:1rem}
 #suggestions{display:flex;flex-wrap:wrap;gap:.4rem}#suggestions button{border-color:#2f6fde;color:#2f6fde;border-radius:14px;font-size:.85rem}
+.message.approval{align-self:flex-start;background:#f3f6ee;border:1px solid #c9d6b8;font-size:.9rem}
+.approval[role=group]{align-self:flex-start;max-width:80%;min-width:22rem;padding:.5rem .7rem;border-radius:10px;background:#fffaf0;border:2px solid #e0a526}
+.approval[data-state=approved]{border-color:#5a9b6b;background:#f3f9f4}.approval[data-state=denied],.approval[data-state=timed-out]{border-color:#c96a63;background:#fdf4f3}.approval[data-state=closed]{border-color:#9aa3b0;background:#f5f6f8}
+.approval .head code{font-weight:700}.approval pre.arguments{margin:.35rem 0;padding:.35rem .5rem;background:#fff;border:1px solid #dde1e7;border-radius:5px;font-size:.85rem;white-space:pre-wrap;overflow-wrap:anywhere}
+.approval .actions[hidden]{display:none}.approval .actions{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center}.approval .actions details{width:100%;font-size:.85rem}.approval textarea.arguments{width:100%;font:.85rem ui-monospace,monospace}
+.approval .deny-group{display:flex;gap:.4rem;align-items:center}.approval .reason{display:flex;gap:.3rem;align-items:center;font-size:.85rem;color:#5b6575}.approval .reason input{width:11rem}
+.approval button.approve{background:#1e6b35;color:#fff;border-color:#1e6b35}.approval button.deny{color:#b3261e;border-color:#b3261e}.approval button:disabled{opacity:.55;cursor:default}
+.approval .expires,.approval .by{font-size:.8rem;color:#5b6575}.approval .outcome:empty{display:none}.approval .outcome{margin-top:.2rem}
 </style></head>
 <body data-auth="${authRequired ? 'required' : 'open'}">
 <header><h1>Rudder</h1><span id="mode"></span>

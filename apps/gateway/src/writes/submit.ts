@@ -20,8 +20,11 @@ export type Write<K extends InputKind, A> = {
   known?(input: InputOf<K>, seen: Outcome<K> | undefined): Promise<Outcome<K> | 'sent' | undefined>;
   /** The answer body of a decision that gave the input what it asked. */
   answered(answer: ReceiptAnswers[K], input: InputOf<K>): A;
-  /** The error that answers the worker's refusal. */
-  refused(refusal: ReceiptRefusals[K], input: InputOf<K>): GatewayError | Promise<GatewayError>;
+  /**
+   * The error that answers the worker's refusal — or, rarely, an answer after all: a decision on
+   * an approval refused because the call was decided before, by the same decision, answers that.
+   */
+  refused(refusal: ReceiptRefusals[K], input: InputOf<K>): GatewayError | A | Promise<GatewayError | A>;
   /** The 503 when no receipt came within the decision timeout: what was sent, and how to learn its outcome. */
   late(input: InputOf<K>, seconds: number): GatewayError;
   /** 422 `id_reused` when the id's receipt is another input's (chat and steer, whose ids are the client's). */
@@ -55,7 +58,11 @@ export class Writes {
 
   private async answer<K extends InputKind, A>(input: InputOf<K>, write: Write<K, A>, outcome: Outcome<K>): Promise<A> {
     if ('answer' in outcome) return write.answered(outcome.answer, input);
-    if ('refusal' in outcome) throw await write.refused(outcome.refusal, input);
+    if ('refusal' in outcome) {
+      const refused = await write.refused(outcome.refusal, input);
+      if (refused instanceof GatewayError) throw refused;
+      return refused;
+    }
     if ('guardFailed' in outcome) throw this.decisions.guardFailed({ id: input.id, kind: input.type }, outcome.guardFailed);
     throw write.reused?.(input) ?? new GatewayError('id_reused', `input ${input.id} was sent before as another input; use a new id`);
   }

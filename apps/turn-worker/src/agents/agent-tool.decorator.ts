@@ -11,6 +11,13 @@ export type AgentToolOptions<S extends z.ZodType> = {
   parameters: S;
   /** Its results are sent to the model with at most this many tokens (truncated, with a marker); default: the agent's `context.toolResultTokens`. */
   maxResultTokens?: number;
+  /**
+   * A call waits for a person's approval before it runs (docs/agents.md, "Approvals"): `true`,
+   * or a function of its (parsed) arguments and context — approve payments over 100 only, say.
+   */
+  needsApproval?: boolean | ((args: z.infer<S>, context: ToolContext) => boolean | Promise<boolean>);
+  /** Milliseconds a call waits for approval before it is denied as timed out; absent: until decided. */
+  approvalTimeout?: number;
 };
 
 /**

@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { AgentAffordances, AgentName } from '@rudder/contracts';
-import { defineTool, openAiModel, textTokens, TODOS_TOOL, type Agent, type ModelClient, type Tool } from '@rudder/agent';
+import { argumentsError, defineTool, openAiModel, textTokens, TODOS_TOOL, type Agent, type ModelClient, type Tool } from '@rudder/agent';
 import type { Agents, InputPolicy } from '@rudder/conversation';
 import { createLog, type Config } from '@rudder/runtime';
 import { AGENT_TOOL, type AgentToolOptions } from './agent-tool.decorator';
@@ -103,6 +103,12 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     return this.agents.get(name)?.policy;
   }
 
+  /** Why a person's edited arguments for a call of the agent's `tool` are refused (its schema's word), or null. */
+  argumentsError(agent: string, tool: string, args: string): string | null {
+    const found = this.agents.get(agent)?.loop.tools.find((t) => t.name === tool);
+    return found ? argumentsError(found, args) : `the agent has no tool named ${tool} now`;
+  }
+
   private build(definition: AgentDefinition, config: Config, contextEnv: ContextEnv): RunnableAgent {
     const { instructions } = definition;
     const tools = (definition.tools ?? []).flatMap((tool) => (typeof tool === 'function' ? this.toolsOf(tool, definition.name) : [tool]));
@@ -119,6 +125,8 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     if (todos && names.includes(TODOS_TOOL)) throw new Error(`TurnWorkerModule: agent ${definition.name} keeps a plan, whose built-in tool is named ${TODOS_TOOL}: name its own tool otherwise`);
     const badLimit = tools.find((t) => t.maxResultTokens !== undefined && (!Number.isInteger(t.maxResultTokens) || t.maxResultTokens <= 0));
     if (badLimit) throw new Error(`TurnWorkerModule: agent ${definition.name}: the maxResultTokens of tool ${badLimit.name} must be a whole number of tokens, more than 0`);
+    const badTimeout = tools.find((t) => t.approvalTimeout !== undefined && (!Number.isInteger(t.approvalTimeout) || t.approvalTimeout <= 0));
+    if (badTimeout) throw new Error(`TurnWorkerModule: agent ${definition.name}: the approvalTimeout of tool ${badTimeout.name} must be a whole number of milliseconds, more than 0`);
     // A client of the agent's own has no name this worker could know its context window by.
     const settings = isModelClient(definition.model) ? undefined : (definition.model ?? {});
     const context = contextOf(definition, { name: settings && (settings.model ?? config.OPENAI_MODEL), replyTokens: settings?.maxTokens }, contextEnv);

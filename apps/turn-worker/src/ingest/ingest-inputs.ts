@@ -8,7 +8,7 @@ import type { GuardInput } from '../agents/agent-definition';
 import type { AgentRegistry, RunnableAgent } from '../agents/agents';
 
 /** What ingesting needs of the deployment's agents. */
-export type IngestAgents = Pick<AgentRegistry, 'defaultAgent' | 'policyOf' | 'anyGuard'> & {
+export type IngestAgents = Pick<AgentRegistry, 'defaultAgent' | 'policyOf' | 'anyGuard'> & Partial<Pick<AgentRegistry, 'argumentsError'>> & {
   get(name: string | null): Pick<RunnableAgent, 'name' | 'guard' | 'guardTimeoutMs'> | undefined;
 };
 

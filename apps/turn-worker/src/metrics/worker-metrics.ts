@@ -222,6 +222,11 @@ export class WorkerMetrics {
         return this.inputs.inc({ kind: 'grant', decision: 'accepted' });
       case 'grant.refused':
         return this.inputs.inc({ kind: 'grant', decision: event.data.code });
+      case 'approval.decided':
+        // A decision by a timeout is no input.
+        return event.data.input === null ? undefined : this.inputs.inc({ kind: 'approval', decision: 'accepted' });
+      case 'approval.refused':
+        return this.inputs.inc({ kind: 'approval', decision: event.data.code });
       case 'turn.started':
         remember(this.startedAt, event.data.turn, REMEMBERED_TURNS, Date.parse(event.at));
         return;

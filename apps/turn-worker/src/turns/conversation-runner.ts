@@ -1,7 +1,7 @@
 import { setImmediate as nextTurnOfTheLoop, setTimeout as sleep } from 'node:timers/promises';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { runTurn, type StoredTurn, type TurnState } from '@rudder/agent';
-import { conversationRules, decideTurnCommit, emptyConversation, recentHistory, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
+import { conversationRules, decideTimeouts, decideTurnCommit, emptyConversation, hasOpenWork, parked, recentHistory, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
 import { AlreadyStoredError, appendToConversation, FencedError, type Epochs, type OutboxRelay, type Seen, type UnchangedWriter } from '@rudder/event-store';
 import { inSpan, tracerOf, type Log, type Pool } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
@@ -41,6 +41,8 @@ export type RunnerDeps = {
   retryMs: number;
   /** A snapshot of the fold is stored once the log has grown by this many events since the last one. */
   snapshotEvery: number;
+  /** Something falls due in a conversation at `dueAt` (an approval's timeout): wake it then (`ApprovalDeadlines`; absent: only the store's deadlines read at an assignment wake it). */
+  wakeAt?(dueAt: string): void;
 };
 
 export type ConversationRunner = {
@@ -132,9 +134,10 @@ class Runner implements ConversationRunner {
     return this.fold.seen();
   }
 
+  /** A parked turn is idle too: it is rows in the store, and a decision (or its deadline) wakes it. */
   idle(): boolean {
     const { conversation } = this.fold;
-    return this.running === null && !this.wanted && !this.due && conversation !== null && conversation.running === null && conversation.state.queue.length === 0;
+    return this.running === null && !this.wanted && !this.due && conversation !== null && !hasOpenWork(conversation.state);
   }
 
   /**
@@ -165,9 +168,10 @@ class Runner implements ConversationRunner {
   }
 
   /**
-   * Reads what the log holds when it may hold more, then runs the running turn to its end, or
-   * starts the next one, or (nothing to run) stores a snapshot if one is due. Answers whether
-   * to look again.
+   * Reads what the log holds when it may hold more, then runs the running turn to its end (or
+   * until it parks), or starts the next one, or (nothing to run) stores a snapshot if one is
+   * due. A parked turn runs nothing: its approvals past their deadline are denied first (then
+   * it goes on), else it waits, holding nothing. Answers whether to look again.
    */
   private async runNext(): Promise<boolean> {
     this.due = false;
@@ -177,6 +181,12 @@ class Runner implements ConversationRunner {
     }
     const current = this.fold.conversation ?? emptyConversation(this.deps.historyKept);
     if (current.running) {
+      const { dueAt } = current.state;
+      if (dueAt !== null && Date.parse(dueAt) <= Date.now() && (await this.append((state) => decideTimeouts(state, new Date()))).stored.length > 0) return true;
+      if (parked(current.state)) {
+        await this.fold.snapshotIfDue();
+        return this.wanted || this.due;
+      }
       await this.runTurn(current, current.running);
       return true;
     }
@@ -299,6 +309,8 @@ class Runner implements ConversationRunner {
     const endedBefore = this.fold.apply(written.earlier);
     const ended = this.fold.apply(written.stored) ?? endedBefore;
     deps.relay.enqueue(written);
+    const dueAt = this.fold.conversation?.state.dueAt;
+    if (dueAt) deps.wakeAt?.(dueAt);
     return { stored: written.stored, ended };
   }
 

@@ -57,6 +57,7 @@ describe('the conversation state migration', () => {
         owner: 'alice',
         grants: [{ subject: 'carol', access: 'read' }],
         todos: [],
+        awaiting: [],
         position: 6,
       });
       expect(await readConversationStatus(readModels, 'old/empty')).toMatchObject({ running: null, steering: [], queue: [], owner: null, position: 0 });

@@ -13,9 +13,18 @@
  * made, and then the page shows nothing. The agent's plan (its todos) is a checklist panel beside
  * the transcript, kept from the stream's `todos.updated` events (the stream is read from the
  * conversation's start, so the last one is the plan now).
+ *
+ * Approvals (#34): a tool call that waits for a person's approval (`approval.requested`) is a
+ * card in the transcript under the message that made it: the tool, its arguments (pretty JSON,
+ * editable before approving), Approve, and Deny with an optional reason. A click posts the
+ * decision with the page's token; the card then shows what became of the call however it was
+ * decided (`approval.decided`: here, by another client, or by its timeout) or closed (a
+ * `tool.ended` while it waited: a stop, an interrupt). Kept from the stream like the plan (read
+ * from the conversation's start, so a page loaded while a call waits shows it), and from the
+ * status's `awaiting`. Once decided, the card stands where the transcript's `approval` row is.
  */
 import { RudderClient, RudderError, type StreamEvent } from '@rudder/client';
-import type { ConversationStatus, TodoItem, TranscriptItem } from '@rudder/contracts';
+import type { ApprovalDecision, ConversationStatus, TodoItem, TranscriptItem } from '@rudder/contracts';
 
 const CONVERSATIONS = 'rudder.conversations';
 const TOKEN = 'rudder.token';
@@ -77,7 +86,28 @@ type Conversation = {
   suggestedAfter: string | null;
   /** The agent's plan, as the last `todos.updated` left it. */
   todos: TodoItem[];
+  /** The calls that waited or wait for a person's approval, by approval id, in the order they were asked for. */
+  approvals: Map<string, Approval>;
 };
+
+/** A call that waits, or waited, for a person's approval, and what became of it. */
+type Approval = {
+  id: string;
+  turn: string;
+  /** Its step (null when it is known from the status only, which does not say). */
+  step: number | null;
+  callId: string;
+  tool: string;
+  arguments: string;
+  expiresAt: string | null;
+  /** Null while it waits; a decision (here, elsewhere, or its timeout: `subject` null); or closed unrun with this result. */
+  outcome: null | { decision: 'approve' | 'deny'; reason: string | null; arguments: string | null; subject: string | null } | { closed: string };
+  /** A decision of this page is on its way. */
+  sending: boolean;
+  /** Its card, kept across renders (a reason being typed stays). */
+  card: ApprovalCard | null;
+};
+type ApprovalCard = { root: HTMLElement; actions: HTMLElement; outcome: HTMLElement; edit: HTMLTextAreaElement; reason: HTMLInputElement; buttons: HTMLButtonElement[] };
 let conversation: Conversation | null = null;
 
 // The conversation list: the keys this browser opened, latest first.
@@ -134,6 +164,7 @@ async function open(key: string) {
     suggestions: [],
     suggestedAfter: null,
     todos: [],
+    approvals: new Map(),
   };
   conversation = opened;
   remember(key);
@@ -198,9 +229,28 @@ function onEvent(c: Conversation, event: StreamEvent) {
     case 'tool.started':
       c.tool = event.data.call.name;
       break;
-    case 'tool.ended':
+    case 'tool.ended': {
       c.tool = null;
+      // A call that still waited got its result without a decision: its turn closed it unrun.
+      const { turn, step, callId, result } = event.data;
+      for (const a of c.approvals.values()) {
+        if (a.outcome === null && a.turn === turn && a.callId === callId && (a.step === null || a.step === step)) a.outcome = { closed: result };
+      }
       break;
+    }
+    case 'approval.requested': {
+      const { approval, turn, step, call, expiresAt } = event.data;
+      const known = c.approvals.get(approval);
+      if (known) known.step = step;
+      else c.approvals.set(approval, { id: approval, turn, step, callId: call.id, tool: call.name, arguments: call.arguments, expiresAt, outcome: null, sending: false, card: null });
+      break;
+    }
+    case 'approval.decided': {
+      const a = c.approvals.get(event.data.approval);
+      const { decision, reason, arguments: edited, subject } = event.data;
+      if (a && (a.outcome === null || !('closed' in a.outcome))) a.outcome = { decision, reason, arguments: edited, subject };
+      break;
+    }
     case 'model.replied':
       c.stored.add(`${event.data.turn}:${event.data.step}`);
       break;
@@ -213,6 +263,7 @@ function onEvent(c: Conversation, event: StreamEvent) {
       c.tool = null;
       c.ended = event.data.status;
       c.endedTurns.add(event.data.turn);
+      for (const a of c.approvals.values()) if (a.turn === event.data.turn && a.outcome === null) a.outcome = { closed: `not run: the turn ended (${event.data.status}) before anyone decided` };
       for (const step of c.live.keys()) if (step.startsWith(`${event.data.turn}:`)) c.stored.add(step);
       break;
   }
@@ -233,6 +284,12 @@ function refresh(c: Conversation): Promise<void> {
       if (c !== conversation) return;
       c.transcript = transcript;
       c.status = status;
+      // The calls waiting as the status lists them (the stream may not have brought them yet).
+      for (const a of status?.awaiting ?? []) {
+        if (!c.approvals.has(a.approvalId)) {
+          c.approvals.set(a.approvalId, { id: a.approvalId, turn: a.turn, step: null, callId: a.callId, tool: a.tool, arguments: a.arguments, expiresAt: a.expiresAt, outcome: null, sending: false, card: null });
+        }
+      }
       for (const step of done) c.live.delete(step);
       if (c.status?.running) c.suggestions = [];
       render();
@@ -266,17 +323,17 @@ function render() {
   const c = conversation;
   renderList();
   if (!c) return;
+  // A render moves the approval cards (a reason being typed, the focus in it): put the focus back.
+  const focused = document.activeElement;
+  const selection = focused instanceof HTMLInputElement || focused instanceof HTMLTextAreaElement ? [focused.selectionStart, focused.selectionEnd] : null;
   byId('transcript').replaceChildren(
-    ...c.transcript.map((item) =>
-      el(
-        'li',
-        { class: `message ${item.role}${item.steered ? ' steered' : ''}`, 'data-role': item.role, 'data-steered': String(item.steered), 'data-turn': item.turn ?? '' },
-        ...(item.steered ? [el('span', { class: 'badge', title: 'steered into the running turn' }, 'steered')] : []),
-        el('span', { class: 'text' }, item.text),
-      ),
-    ),
+    ...transcriptRows(c),
     ...[...c.live.values()].filter(Boolean).map((text) => el('li', { class: 'message assistant live', 'data-role': 'live' }, el('span', { class: 'text' }, text))),
   );
+  if (focused instanceof HTMLElement && focused.isConnected && document.activeElement !== focused) {
+    focused.focus({ preventScroll: true });
+    if (selection && (focused instanceof HTMLInputElement || focused instanceof HTMLTextAreaElement)) focused.setSelectionRange(selection[0], selection[1]);
+  }
   byId('plan-panel').hidden = c.todos.length === 0;
   byId('plan').replaceChildren(
     ...c.todos.map((item) =>
@@ -302,8 +359,9 @@ function render() {
       return button;
     }),
   );
+  const waiting = [...c.approvals.values()].filter((a) => a.outcome === null && a.turn === c.running).map((a) => a.tool);
   byId('turn-state').textContent = c.running
-    ? `turn ${short(c.running)} running${c.tool ? `: tool ${c.tool}` : ''}`
+    ? `turn ${short(c.running)} ${waiting.length > 0 ? `waiting for your approval: ${waiting.join(', ')}` : `running${c.tool ? `: tool ${c.tool}` : ''}`}`
     : `no turn running${c.ended ? ` (the last one ${c.ended})` : ''}`;
   byId('turn-state').dataset.running = String(c.running !== null);
   const status = c.status;
@@ -326,6 +384,143 @@ function render() {
           return el('li', { class: 'pending', 'data-kind': input.kind, 'data-id': input.id }, el('span', { class: 'kind' }, input.waits), el('span', { class: 'text' }, input.text), ...buttons);
         })),
   );
+}
+
+/**
+ * The transcript's rows, with the approval cards in place: a decided call's card stands for the
+ * transcript's `approval` row of it; a call that waits (or was closed unrun: no row) comes after
+ * the last row of its turn, the message that made the call.
+ */
+function transcriptRows(c: Conversation): HTMLElement[] {
+  const rows: { node: HTMLElement; turn: string | null }[] = [];
+  const placed = new Set<string>();
+  for (const item of c.transcript) {
+    const approval = item.role === 'approval' ? c.approvals.get(item.id) : undefined;
+    if (approval) {
+      placed.add(approval.id);
+      rows.push({ node: approvalCard(c, approval), turn: item.turn });
+      continue;
+    }
+    const node = el(
+      'li',
+      { class: `message ${item.role}${item.steered ? ' steered' : ''}`, 'data-role': item.role, 'data-steered': String(item.steered), 'data-turn': item.turn ?? '' },
+      ...(item.steered ? [el('span', { class: 'badge', title: 'steered into the running turn' }, 'steered')] : []),
+      ...(item.role === 'approval' ? [el('span', { class: 'badge' }, 'approval')] : []),
+      el('span', { class: 'text' }, item.text),
+    );
+    rows.push({ node, turn: item.turn });
+  }
+  for (const approval of c.approvals.values()) {
+    if (placed.has(approval.id)) continue;
+    const last = rows.findLastIndex((row) => row.turn === approval.turn);
+    rows.splice(last === -1 ? rows.length : last + 1, 0, { node: approvalCard(c, approval), turn: approval.turn });
+  }
+  return rows.map((row) => row.node);
+}
+
+/** JSON arguments, pretty (as the model sent them when they are not JSON). */
+const pretty = (json: string): string => {
+  try {
+    return JSON.stringify(JSON.parse(json), null, 2);
+  } catch {
+    return json;
+  }
+};
+
+/** An approval's card: made once, then brought up to date (its buttons while it waits, what became of it once decided). */
+function approvalCard(c: Conversation, a: Approval): HTMLElement {
+  const card = (a.card ??= makeApprovalCard(c, a));
+  const outcome = a.outcome;
+  const state =
+    outcome === null ? 'awaiting' : 'closed' in outcome ? 'closed' : outcome.decision === 'approve' ? 'approved' : outcome.subject === null ? 'timed-out' : 'denied';
+  card.root.dataset.state = state;
+  card.actions.hidden = outcome !== null;
+  for (const button of card.buttons) button.disabled = a.sending;
+  card.edit.disabled = a.sending;
+  card.reason.disabled = a.sending;
+  if (outcome === null) {
+    card.outcome.replaceChildren(...(a.sending ? ['sending your decision…'] : []));
+    return card.root;
+  }
+  const by = 'subject' in outcome && outcome.subject !== null ? [' ', el('span', { class: 'by' }, `(by ${outcome.subject})`)] : [];
+  card.outcome.replaceChildren(
+    ...('closed' in outcome
+      ? [el('b', {}, 'Not run'), `: ${outcome.closed.replace(/^not run:\s*/, '')}`]
+      : outcome.decision === 'approve'
+        ? outcome.arguments === null
+          ? [el('b', {}, 'Approved'), ...by]
+          : [el('b', {}, 'Approved with edited arguments'), ...by, el('pre', { class: 'arguments' }, pretty(outcome.arguments))]
+        : outcome.subject === null
+          ? [el('b', {}, 'Timed out'), ': nobody decided in time, so it was denied and not run']
+          : [el('b', {}, 'Denied'), outcome.reason ? `: ${outcome.reason}` : '', ...by]),
+  );
+  return card.root;
+}
+
+function makeApprovalCard(c: Conversation, a: Approval): ApprovalCard {
+  const title = `approval-${a.id}`;
+  const edit = el('textarea', { class: 'arguments', 'aria-label': `arguments of ${a.tool}`, spellcheck: 'false' }) as HTMLTextAreaElement;
+  edit.value = pretty(a.arguments);
+  edit.rows = Math.min(12, edit.value.split('\n').length);
+  const details = el('details', { class: 'edit' }, el('summary', {}, 'Edit arguments before approving'), edit) as HTMLDetailsElement;
+  const reason = el('input', { type: 'text', maxlength: '2000', placeholder: 'optional', autocomplete: 'off' }) as HTMLInputElement;
+  const approve = el('button', { type: 'button', class: 'approve', 'data-action': 'approve', 'aria-describedby': title }, 'Approve') as HTMLButtonElement;
+  const deny = el('button', { type: 'button', class: 'deny', 'data-action': 'deny', 'aria-describedby': title }, 'Deny') as HTMLButtonElement;
+  approve.addEventListener('click', () => {
+    let edited: Record<string, unknown> | undefined;
+    if (details.open && edit.value.trim() !== pretty(a.arguments).trim()) {
+      try {
+        const parsed: unknown = JSON.parse(edit.value);
+        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('the arguments must be a JSON object');
+        edited = parsed as Record<string, unknown>;
+      } catch (error) {
+        answered(`approve ${a.tool}`, error instanceof SyntaxError ? new Error('the edited arguments are not JSON') : error);
+        return;
+      }
+    }
+    void decide(c, a, 'approve', edited === undefined ? {} : { arguments: edited });
+  });
+  deny.addEventListener('click', () => {
+    const text = reason.value.trim();
+    void decide(c, a, 'deny', text === '' ? {} : { reason: text });
+  });
+  reason.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter') {
+      event.preventDefault();
+      deny.click();
+    }
+  });
+  const actions = el('div', { class: 'actions' }, details, approve, el('span', { class: 'deny-group' }, el('label', { class: 'reason' }, 'Reason for denying', reason), deny));
+  const outcome = el('div', { class: 'outcome', role: 'status' });
+  const expires = a.expiresAt ? [el('div', { class: 'expires' }, `denied as timed out at ${new Date(a.expiresAt).toLocaleTimeString()} unless decided before`)] : [];
+  const root = el(
+    'li',
+    { class: 'approval', 'data-role': 'approval', 'data-approval': a.id, 'data-tool': a.tool, 'data-turn': a.turn, role: 'group', 'aria-labelledby': title },
+    el('div', { class: 'head', id: title }, el('span', { class: 'badge' }, 'approval'), 'The agent wants to run ', el('code', {}, a.tool), ' with:'),
+    el('pre', { class: 'arguments' }, pretty(a.arguments)),
+    ...expires,
+    actions,
+    outcome,
+  );
+  return { root, actions, outcome, edit, reason, buttons: [approve, deny] };
+}
+
+/** Posts a decision on a waiting call; the card shows it from the answer (a decision is final), or the stream. */
+async function decide(c: Conversation, a: Approval, decision: 'approve' | 'deny', body: { arguments?: Record<string, unknown>; reason?: string }) {
+  if (a.sending || a.outcome !== null) return;
+  a.sending = true;
+  render();
+  const what = `${decision} ${a.tool}`;
+  try {
+    const answer: ApprovalDecision = decision === 'approve' ? await client.approve(c.key, a.id, body) : await client.deny(c.key, a.id, body);
+    if (a.outcome === null) a.outcome = { decision: answer.decision, reason: answer.reason, arguments: answer.arguments, subject: answer.subject };
+    answered(what, undefined, answer.decision === 'approve' ? `approved${answer.arguments === null ? '' : ' with edited arguments'}: it runs` : `denied${answer.reason ? `: ${answer.reason}` : ''}`);
+  } catch (error) {
+    answered(what, error);
+  }
+  a.sending = false;
+  if (c === conversation) render();
+  void refresh(c);
 }
 
 /** A text as a control's label quotes it: at most 40 characters. */

@@ -143,7 +143,7 @@ export class McpConnection {
       const { offered, missing, shadowed } = allowedTools(listed, server.tools, ownTools);
       if (missing.length > 0) this.log.warn('an MCP server does not list tools of its allow-list; they are left out', { missing });
       if (shadowed.length > 0) this.log.warn("an MCP server's tools have the names of the agent's own tools, which win", { shadowed });
-      this.tools = offered.map((tool) => this.options.wrap(mcpTool(server.name, tool, (name, args, context) => this.call(client, name, args, context))));
+      this.tools = offered.map((tool) => this.options.wrap(mcpTool(server.name, tool, (name, args, context) => this.call(client, name, args, context), server)));
       if (!first) this.log.info("an MCP server's tools changed", { tools: this.tools.map((t) => t.name) });
       this.options.changed();
     });

@@ -17,6 +17,10 @@ export type McpServerDefinition = {
   connectTimeoutMs?: number;
   /** The wait before the first retry of a server that is down, in milliseconds, doubled after each failed attempt up to 30 s. Default 1,000. */
   retryMs?: number;
+  /** Its tools whose calls wait for a person's approval (docs/agents.md, "Approvals"): `true` for all of them, or their names. Default: none. */
+  needsApproval?: boolean | readonly string[];
+  /** How long such a call waits for approval before it is denied as timed out, in milliseconds. Default: until decided. */
+  approvalTimeout?: number;
 } & (
   | {
       /** A stdio server: the worker starts `command` with `args`, and stops it on shutdown. */
@@ -67,7 +71,11 @@ export function checkMcpServer(server: McpServerDefinition, agent: string): void
   if (!Array.isArray(server.tools) || server.tools.length === 0) throw new Error(`${where}: tools must list the tools the agent may call (its allow-list)`);
   const badName = server.tools.find((n) => typeof n !== 'string' || !MODEL_TOOL_NAME.test(n));
   if (badName !== undefined) throw new Error(`${where}: tool name ${JSON.stringify(badName)} is not one a model can call (1-64 characters of [A-Za-z0-9_-])`);
-  for (const [field, value] of [['timeoutMs', server.timeoutMs], ['connectTimeoutMs', server.connectTimeoutMs], ['retryMs', server.retryMs]] as const) {
+  const approval = server.needsApproval;
+  if (approval !== undefined && typeof approval !== 'boolean' && !(Array.isArray(approval) && approval.every((n) => server.tools.includes(n)))) {
+    throw new Error(`${where}: needsApproval must be true, false, or names of tools on its allow-list`);
+  }
+  for (const [field, value] of [['timeoutMs', server.timeoutMs], ['connectTimeoutMs', server.connectTimeoutMs], ['retryMs', server.retryMs], ['approvalTimeout', server.approvalTimeout]] as const) {
     if (value !== undefined && (!Number.isInteger(value) || value <= 0)) throw new Error(`${where}: ${field} must be a whole number of milliseconds, more than 0`);
   }
 }
@@ -138,13 +146,16 @@ export type CallMcpTool = (name: string, args: Record<string, unknown>, context:
 
 /**
  * A listed tool as an agent's tool. The model sees the server's own schema (`inputSchema`, less
- * its `$schema` keyword);
+ * its `$schema` keyword); its calls wait for approval when the server's definition says so;
  * the arguments are checked to be a JSON object and the server validates the rest (its
  * refusal is an error result the model reads).
  */
-export function mcpTool(server: string, listed: ListedTool, call: CallMcpTool): Tool {
+export function mcpTool(server: string, listed: ListedTool, call: CallMcpTool, approval: Pick<McpServerDefinition, 'needsApproval' | 'approvalTimeout'> = {}): Tool {
+  const { needsApproval, approvalTimeout } = approval;
   return {
     name: listed.name,
+    needsApproval: Array.isArray(needsApproval) ? needsApproval.includes(listed.name) : needsApproval === true,
+    ...(approvalTimeout === undefined ? {} : { approvalTimeout }),
     description: listed.description ?? listed.title ?? '',
     parameters: ARGUMENTS,
     inputSchema: withoutDialect(listed.inputSchema),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runToolCall, toolSpec, type ToolContext } from '@rudder/agent';
+import { needsApproval, runToolCall, toolSpec, type ToolContext } from '@rudder/agent';
 import { allowedTools, callMeta, checkMcpServer, mcpTool, resultText, retryDelay, type CallMcpTool, type ListedTool, type McpServerDefinition } from './mcp-tools';
 
 const listed = (name: string): ListedTool => ({ name, description: `the ${name} tool`, inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } });
@@ -25,6 +25,21 @@ describe('the tools of an MCP server an agent is offered', () => {
   it('are described to the model by the schema and description the server lists (less its $schema keyword)', () => {
     const tool = mcpTool('notes', { ...listed('note'), inputSchema: { ...listed('note').inputSchema, $schema: 'http://json-schema.org/draft-07/schema#' } }, async () => ({ content: [] }));
     expect(toolSpec(tool)).toEqual({ type: 'function', function: { name: 'note', description: 'the note tool', parameters: listed('note').inputSchema } });
+  });
+
+  it('wait for approval when the server definition says so: all of its tools, or those it names; with its timeout', async () => {
+    const call: CallMcpTool = async () => ({ content: [] });
+    const asks = (needsApproval: McpServerDefinition['needsApproval'], name: string) =>
+      needsApproval_(mcpTool('notes', listed(name), call, { needsApproval, approvalTimeout: 5000 }));
+    const needsApproval_ = (tool: ReturnType<typeof mcpTool>) => needsApproval([tool], { name: tool.name, arguments: '{"text":"x"}' }, context);
+    expect(await asks(true, 'note')).toBe(true);
+    expect(await asks(['erase'], 'erase')).toBe(true);
+    expect(await asks(['erase'], 'note')).toBe(false);
+    expect(await asks(undefined, 'note')).toBe(false);
+    expect(mcpTool('notes', listed('erase'), call, { needsApproval: true, approvalTimeout: 5000 }).approvalTimeout).toBe(5000);
+    const server = { name: 'notes', url: 'http://127.0.0.1:1/mcp', tools: ['note'] };
+    expect(() => checkMcpServer({ ...server, needsApproval: ['erase'] }, 'a')).toThrow(/needsApproval must be/);
+    expect(() => checkMcpServer({ ...server, needsApproval: ['note'], approvalTimeout: 0 }, 'a')).toThrow(/approvalTimeout must be/);
   });
 });
 

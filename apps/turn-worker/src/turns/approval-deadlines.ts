@@ -1,0 +1,65 @@
+import { conversationsDue, nextDue } from '@rudder/event-store';
+import type { Log, Pool } from '@rudder/runtime';
+
+/** A timer waits at most this long before it asks the store again (setTimeout's own limit is ~24.8 days). */
+const LONGEST_WAIT_MS = 60 * 60 * 1000;
+
+/**
+ * Wakes the conversations of the owned partitions whose approvals time out (their state's
+ * `dueAt`), without holding any of them: one timer for the earliest deadline, found in the
+ * store (`nextDue`) after each assignment and each firing, and moved earlier when a write of
+ * this worker stores an earlier one. A woken conversation's runner decides the timeouts under
+ * its lock (`decideTimeouts`), so a deadline fires once however often it is woken, and one
+ * missed while no worker owned its partition fires when the next owner takes it.
+ */
+export function createApprovalDeadlines(deps: {
+  pool: Pool;
+  owned(): readonly number[];
+  poke(conversations: { conversation: string; partition: number }[]): void;
+  log: Log;
+}) {
+  let timer: NodeJS.Timeout | undefined;
+  let at = Infinity;
+  let stopped = false;
+
+  const arm = (when: number) => {
+    if (stopped || when >= at) return;
+    clearTimeout(timer);
+    at = when;
+    timer = setTimeout(() => void fire(), Math.min(Math.max(when - Date.now(), 0), LONGEST_WAIT_MS));
+    timer.unref();
+  };
+
+  async function fire(): Promise<void> {
+    at = Infinity;
+    try {
+      const partitions = deps.owned();
+      deps.poke(await conversationsDue(deps.pool, partitions, new Date()));
+      const next = await nextDue(deps.pool, partitions);
+      // What was poked is decided meanwhile; a deadline still passed is looked at again shortly.
+      if (next) arm(Math.max(next.getTime(), Date.now() + 50));
+      else arm(Date.now() + LONGEST_WAIT_MS);
+    } catch (error) {
+      deps.log.warn('reading the approvals due failed; retrying', { error: String(error) });
+      arm(Date.now() + 1000);
+    }
+  }
+
+  return {
+    /** The partitions owned changed: look for what is due in them now. */
+    rearm(): void {
+      clearTimeout(timer);
+      at = Infinity;
+      void fire();
+    },
+    /** A write stored a deadline: wake at it, if it is earlier than the one waited for. */
+    wakeAt(dueAt: string): void {
+      arm(Date.parse(dueAt));
+    },
+    stop(): void {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
+export type ApprovalDeadlines = ReturnType<typeof createApprovalDeadlines>;
