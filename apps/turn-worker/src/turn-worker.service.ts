@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { conversationsWithOpenWork, createOutboxRelay, FencedError, groupedWrites, migrateEventStore, PartitionBusyError, registerAgents, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import { conversationRules } from '@rudder/conversation';
-import { createKafka, createLog, createPool, ensureTopics, serveMetrics, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
+import { createKafka, createLog, createPool, decisionChannel, ensureTopics, serveMetrics, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
 import type { ConversationEvent } from '@rudder/contracts';
 import { AgentRegistry } from './agents/agents';
 import { faultPoints } from './fault-points';
@@ -38,6 +38,8 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   private epochs: Epochs = new Map();
   private held!: HeldEpochs;
   private metricsServer: MetricsServer | undefined;
+  /** The decision channel: an ingest's decisions are announced there as it commits (docs/architecture.md, "The decision's shortest path"). */
+  private readonly channel: string;
 
   constructor(
     @Inject(TURN_WORKER_OPTIONS) private readonly options: TurnWorkerOptions & { config: Config },
@@ -45,6 +47,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     @Inject(WorkerMetrics) private readonly metrics: WorkerMetrics,
   ) {
     this.config = options.config;
+    this.channel = decisionChannel(this.config.KAFKA_NAMESPACE);
     this.pool = options.pool ?? createPool(this.config.DATABASE_URL);
     metrics.readOutboxFrom(this.pool);
   }
@@ -105,7 +108,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       // Its own error is logged here, never published: the input's answer says only that the guard failed.
       this.log.error('an input guard failed; the input is answered guard_failed and may be sent again', { ...failure, partition });
       this.metrics.guardFailed(failure.agent, failure.reason);
-    }).catch((error: unknown) => {
+    }, this.channel).catch((error: unknown) => {
       if (error instanceof FencedError) this.metrics.fenced();
       throw error;
     });

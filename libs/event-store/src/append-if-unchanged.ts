@@ -5,6 +5,9 @@ import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-even
 import { writeColumns } from './write-columns';
 import { alreadyStored, type StreamRules } from './writes';
 
+/** A notification's payload must stay under PostgreSQL's 8,000 bytes. */
+export const ANNOUNCE_BYTES = 7900;
+
 /**
  * One conversation's part of a one-statement write: `events` decided on `state`, its state as
  * of its last event at `position`, stored with `trace` (the writer's traceparent, null without).
@@ -25,6 +28,12 @@ export type UnchangedWrite<S> = { conversation: string; position: number; state:
  * A probe key stored by a write committed after this statement began was committed by a writer
  * that moved `last_position` too, which the guard sees.
  *
+ * With `announce` (a channel), what it stored is also sent there as it commits (`NOTIFY`, a
+ * JSON array of the event records; nothing when they would not fit one notification): the
+ * decision channel (docs/architecture.md, "The decision's shortest path"), at no statement or
+ * transaction of its own. An unreferenced CTE would not run (nor a left join of it nothing reads:
+ * the planner removes it), so the last `SELECT` cross-joins its count.
+ *
  * Its plan is cached and generic after a few runs, made for arrays of unknown length, so every
  * part of it finds its rows by a key whatever the tables hold: each probe key is one lookup in
  * the `(conversation, once_key)` index (a correlated subquery, `OFFSET 0` so it is not turned
@@ -37,7 +46,11 @@ export async function appendIfUnchanged<S>(
   rules: StreamRules<S>,
   writes: readonly UnchangedWrite<S>[],
   epochs: Epochs,
-  { partition = null, probe = [] }: { partition?: number | null; probe?: readonly { conversation: string; onceKey: string }[] } = {},
+  {
+    partition = null,
+    probe = [],
+    announce = null,
+  }: { partition?: number | null; probe?: readonly { conversation: string; onceKey: string }[]; announce?: string | null } = {},
 ): Promise<ConversationEvent[] | null> {
   const columns = writeColumns(rules, writes);
   try {
@@ -70,8 +83,14 @@ export async function appendIfUnchanged<S>(
                 open_work = ($15::boolean[])[array_position($13::text[], c.key)],
                 last_position = (SELECT max(i.position) FROM inserted i WHERE i.conversation = c.key)
           WHERE c.key = ANY($13::text[]) AND (SELECT ok FROM go)
+       ), announced AS (
+         SELECT pg_notify($17, payload)
+           FROM (SELECT json_agg(json_build_object('v', CASE WHEN type = 'input.rejected' THEN 2 ELSE 1 END, 'id', id,
+                        'conversation', conversation, 'position', position, 'at', at, 'type', type, 'data', data) ORDER BY position)::text AS payload
+                   FROM inserted) p
+          WHERE $17::text IS NOT NULL AND payload IS NOT NULL AND octet_length(payload) < ${ANNOUNCE_BYTES}
        )
-       SELECT * FROM inserted ORDER BY position`,
+       SELECT i.* FROM inserted i CROSS JOIN (SELECT count(*) AS n FROM announced) a ORDER BY i.position`,
       values: [
         writes.map((w) => w.conversation),
         writes.map((w) => w.position),
@@ -83,6 +102,7 @@ export async function appendIfUnchanged<S>(
         ...columns.events,
         ...columns.heads,
         columns.traces,
+        announce,
       ],
     });
     return rows.length === 0 ? null : rows.map(toConversationEvent);

@@ -1,6 +1,6 @@
-import type { DomainEvent } from '@rudder/contracts';
+import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { traceparent, type Pool } from '@rudder/runtime';
-import { appendIfUnchanged } from './append-if-unchanged';
+import { ANNOUNCE_BYTES, appendIfUnchanged } from './append-if-unchanged';
 import { FencedError, type Epochs } from './fencing';
 import { inTransaction, writeEvents } from './write-transaction';
 import { AlreadyStoredError, byKeyBytes, type Seen, type StreamRules, type Written } from './writes';
@@ -25,6 +25,10 @@ import { AlreadyStoredError, byKeyBytes, type Seen, type StreamRules, type Writt
  * and the statement writes only if every conversation is still there, on this partition, and
  * none of the `probe` keys is stored (`appendIfUnchanged`). Otherwise — a conversation not
  * held, the log moved, an input handled before — the transaction decides on what is stored.
+ *
+ * With `announce` (a channel), what it stores is sent there as it commits (`NOTIFY`): the
+ * decision channel, where the gateways waiting for these decisions hear of them first
+ * (docs/architecture.md, "The decision's shortest path").
  */
 export async function appendToConversations<S>(
   pool: Pool,
@@ -34,6 +38,7 @@ export async function appendToConversations<S>(
   requests: readonly { conversation: string; probe: readonly string[] }[],
   decide: (conversation: string, state: S, stored: ReadonlySet<string>) => DomainEvent[],
   seen: (conversation: string) => Seen<S> | undefined = () => undefined,
+  { announce = null }: { announce?: string | null } = {},
 ): Promise<Written & { elsewhere: Map<string, number> }> {
   const trace = traceparent();
   if (requests.length === 0) return { stored: [], elsewhere: new Map(), before: new Map(), trace };
@@ -46,7 +51,7 @@ export async function appendToConversations<S>(
     });
     const probe = sorted.flatMap((r) => r.probe.map((onceKey) => ({ conversation: r.conversation, onceKey })));
     const stored = writes.some((w) => w.events.length > 0)
-      ? await appendIfUnchanged(pool, rules, writes, epochs, { partition, probe }).catch((error: unknown) => {
+      ? await appendIfUnchanged(pool, rules, writes, epochs, { partition, probe, announce }).catch((error: unknown) => {
           if (error instanceof AlreadyStoredError) return null; // the transaction finds what is stored
           throw error;
         })
@@ -95,6 +100,34 @@ export async function appendToConversations<S>(
       trace,
     );
     const before = new Map(states.rows.map((row) => [row.key, Number(row.last_position)]));
+    // Announced as the transaction commits, as the one statement does.
+    const payloads = announce === null ? [] : announcements(stored);
+    if (payloads.length > 0) await client.query('SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload', [announce, payloads]);
     return { stored, elsewhere, before, trace };
   });
+}
+
+/**
+ * Events as the payloads that announce them (JSON arrays of their records under PostgreSQL's
+ * notification limit), in order; an event too large for one alone is left out: its readers
+ * have it from the outbox.
+ */
+export function announcements(events: readonly ConversationEvent[]): string[] {
+  const payloads: string[] = [];
+  let current: string[] = [];
+  let bytes = 2;
+  for (const event of events) {
+    const json = JSON.stringify(event);
+    const size = Buffer.byteLength(json) + 1;
+    if (size + 2 > ANNOUNCE_BYTES) continue;
+    if (bytes + size > ANNOUNCE_BYTES) {
+      payloads.push(`[${current.join(',')}]`);
+      current = [];
+      bytes = 2;
+    }
+    current.push(json);
+    bytes += size;
+  }
+  if (current.length > 0) payloads.push(`[${current.join(',')}]`);
+  return payloads;
 }

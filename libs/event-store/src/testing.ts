@@ -9,7 +9,7 @@ import { migrateEventStore } from './schema';
  * dropped after the file. `pool()` is valid inside tests. `options.icuLocale` gives the
  * database that default collation (the run's server compares in C otherwise).
  */
-export function useEventStoreDatabase(options: TestDatabaseOptions = {}): { pool(): Pool } {
+export function useEventStoreDatabase(options: TestDatabaseOptions = {}): { pool(): Pool; url(): string } {
   let database: TestDatabase;
   let pool: Pool;
   beforeAll(async () => {
@@ -21,7 +21,7 @@ export function useEventStoreDatabase(options: TestDatabaseOptions = {}): { pool
     await pool.end();
     await database.drop();
   });
-  return { pool: () => pool };
+  return { pool: () => pool, url: () => database.url };
 }
 
 /**

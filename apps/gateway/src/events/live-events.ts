@@ -45,6 +45,8 @@ const COMMIT_EVERY_MS = 1000;
 @Injectable()
 export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly listeners = new Map<string, Set<LiveListener>>();
+  /** The writes waiting for a decision (`watch`), by conversation: handed every record, and the decisions announced ahead of it (`noticed`). */
+  private readonly watchers = new Map<string, Set<LiveListener>>();
   private readonly recent: RecentEvents;
   private readonly tokens: KeptTokens;
   private sweeper: NodeJS.Timeout | undefined;
@@ -69,13 +71,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
 
   /** Adds a stream of a conversation; the returned function removes it. */
   subscribe(conversation: string, listener: LiveListener): () => void {
-    let set = this.listeners.get(conversation);
-    if (!set) this.listeners.set(conversation, (set = new Set()));
-    set.add(listener);
-    return () => {
-      set.delete(listener);
-      if (set.size === 0 && this.listeners.get(conversation) === set) this.listeners.delete(conversation);
-    };
+    return add(this.listeners, conversation, listener);
   }
 
   /**
@@ -96,7 +92,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     const seen = this.recent.naming(conversation, ids).map(pick).find((value) => value !== undefined);
     const result = new Promise<T>((resolve, reject) => {
       if (seen !== undefined) return resolve(seen);
-      unsubscribe = this.subscribe(conversation, {
+      unsubscribe = add(this.watchers, conversation, {
         event: (event) => {
           const value = pick(event);
           if (value === undefined) return;
@@ -107,9 +103,20 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
         end: () => reject(new GatewayError('unavailable', 'the gateway is stopping; send the request again')),
       });
     });
-    // A caller that stopped waiting (cancel, then no await) never sees the rejection.
     result.catch(() => undefined);
     return { result, seen, cancel: () => unsubscribe() };
+  }
+
+  /**
+   * Decisions a worker announced as it committed them (`DecisionNotices`), ahead of their
+   * records on `agent.events`: handed to the writes waiting for them, and their positions
+   * noted as produced. Streams get them from `agent.events` only, in the log's order.
+   */
+  noticed(events: readonly ConversationEvent[]): void {
+    for (const event of events) {
+      this.positions?.produced.saw(event.position);
+      handOut(this.watchers, event.conversation, (watcher) => watcher.event(event), this.log);
+    }
   }
 
   /** Events of the conversation above `position` seen live in the last minute, oldest first. */
@@ -207,8 +214,10 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
 
   /** Streams end before the HTTP server closes, or it would wait on them forever. */
   beforeApplicationShutdown(): void {
-    for (const set of this.listeners.values()) for (const listener of set) listener.end();
-    this.listeners.clear();
+    for (const map of [this.listeners, this.watchers]) {
+      for (const set of map.values()) for (const listener of set) listener.end();
+      map.clear();
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -226,6 +235,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
       this.recent.remember(event.data, message.value?.length ?? 0);
       if (event.data.type === 'turn.ended') this.tokens.turnEnded(event.data.conversation, event.data.data.turn, Date.now());
       this.handOut(event.data.conversation, (listener) => listener.event(event.data));
+      handOut(this.watchers, event.data.conversation, (watcher) => watcher.event(event.data), this.log);
     } else {
       const token = TokenRecord.safeParse(value);
       if (!token.success) return this.skip(topic, message, token.error.message);
@@ -235,24 +245,39 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     }
   }
 
-  /**
-   * Over a copy (a listener may unsubscribe while records are handed out), and one failing
-   * stream never fails the consumer: that would redeliver the batch to every other stream.
-   */
   private handOut(conversation: string, give: (listener: LiveListener) => void): void {
-    for (const listener of [...(this.listeners.get(conversation) ?? [])]) {
-      try {
-        give(listener);
-      } catch (error) {
-        this.log.warn('a stream failed to take a record; ending it', { conversation, error: String(error) });
-        listener.end();
-      }
-    }
+    handOut(this.listeners, conversation, give, this.log);
   }
 
   /** The gateway only relays; a record it cannot read is the producer's bug, logged and skipped. */
   private skip(topic: string, message: KafkaMessage, reason: string): void {
     this.log.warn('skipped a record that does not parse', { topic, offset: message.offset, reason });
+  }
+}
+
+/** Adds a listener of a conversation to `map`; the returned function removes it. */
+function add(map: Map<string, Set<LiveListener>>, conversation: string, listener: LiveListener): () => void {
+  let set = map.get(conversation);
+  if (!set) map.set(conversation, (set = new Set()));
+  set.add(listener);
+  return () => {
+    set.delete(listener);
+    if (set.size === 0 && map.get(conversation) === set) map.delete(conversation);
+  };
+}
+
+/**
+ * Over a copy (a listener may unsubscribe while records are handed out), and one failing
+ * listener never fails the consumer: that would redeliver the batch to every other one.
+ */
+function handOut(map: Map<string, Set<LiveListener>>, conversation: string, give: (listener: LiveListener) => void, log: Log): void {
+  for (const listener of [...(map.get(conversation) ?? [])]) {
+    try {
+      give(listener);
+    } catch (error) {
+      log.warn('a stream failed to take a record; ending it', { conversation, error: String(error) });
+      listener.end();
+    }
   }
 }
 

@@ -77,6 +77,8 @@ export async function ingestInputs(
   agents: IngestAgents,
   seen: (conversation: string) => Seen<ConversationState> | undefined = () => undefined,
   guardFailed: (failure: GuardFailure) => void = () => undefined,
+  /** The decision channel: what is stored is announced there as it commits (null: not announced). */
+  announce: string | null = null,
 ) {
   const readable: { message: KafkaMessage; input: InputRecord }[] = [];
   const rejected: Rejected[] = [];
@@ -86,7 +88,7 @@ export async function ingestInputs(
     else readable.push({ message, input: read.input });
   }
   const guarded = await guard(pool, readable.map((r) => r.input), agents, guardFailed);
-  const ingest = (inputs: readonly InputRecord[]) => appendInputs(pool, partition, epochs, inputs, agents, guarded, seen);
+  const ingest = (inputs: readonly InputRecord[]) => appendInputs(pool, partition, epochs, inputs, agents, guarded, seen, announce);
   const done = (stored: ConversationEvent[], elsewhere: ReadonlyMap<string, number>, written?: Pick<Written, 'before' | 'trace'>) => ({
     stored,
     // For the outbox relay: with `before` it publishes these as they are (record by record, it reads them back).
@@ -154,6 +156,7 @@ function appendInputs(
   agents: IngestAgents,
   guarded: ReadonlyMap<string, GuardOutcome>,
   seen: (conversation: string) => Seen<ConversationState> | undefined,
+  announce: string | null,
 ) {
   const byConversation = new Map<string, InputRecord[]>();
   for (const input of inputs) byConversation.set(input.conversation, [...(byConversation.get(input.conversation) ?? []), input]);
@@ -169,6 +172,7 @@ function appendInputs(
       return [...decided, ...startNextTurn(decided.reduce(evolve, state), randomUUID())];
     },
     seen,
+    { announce },
   );
 }
 

@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import pg from 'pg';
+import { Topics } from '@rudder/contracts';
+import { decisionChannel } from '@rudder/runtime';
+import { startHarness, steerAccepted, type Harness } from '../../../../test/support/gateway/harness';
+import { sseReader } from '../../../../test/support/gateway/sse-reader';
+
+/**
+ * The decision's shortest path (issue 36 item 1): a decision a worker announces on the decision
+ * channel as it commits it (`NOTIFY`) answers the write waiting for it, with nothing on
+ * `agent.events`; streams still get events from `agent.events` only; what does not parse is
+ * dropped; a lost connection is listened on again.
+ */
+let h: Harness;
+let db: pg.Client;
+let channel: string;
+beforeAll(async () => {
+  h = await startHarness();
+  channel = decisionChannel(h.topics.inputs.slice(0, -Topics.inputs.length));
+  db = new pg.Client({ connectionString: inject('databaseUrl') });
+  await db.connect();
+});
+afterAll(async () => {
+  await db?.end();
+  await h?.stop();
+});
+
+const uniqueKey = (name: string) => `notices-test/${name}-${Math.random().toString(36).slice(2, 8)}`;
+const announce = (payload: unknown) => db.query('SELECT pg_notify($1, $2)', [channel, typeof payload === 'string' ? payload : JSON.stringify(payload)]);
+let position = 5000;
+
+/** Sends a steer, and once it is on agent.inputs announces its decision (nothing goes to agent.events); answers the HTTP answer. */
+async function steerAnsweredByNotice(key: string, id: string) {
+  const pending = h.call(`/v1/conversations/${encodeURIComponent(key)}/steer`, { body: { text: 'use Celsius', id } });
+  await h.inputArrived(id);
+  const decision = steerAccepted(key, position++, { id, text: 'use Celsius', turn: 't-1', landed: true });
+  await announce([decision]);
+  return { answer: await pending, decision };
+}
+
+describe('announced decisions', () => {
+  it('answer the write waiting for them, with nothing on agent.events; streams get nothing from them', async () => {
+    const key = uniqueKey('steer');
+    const stream = sseReader(await fetch(`${h.gateway.url}/v1/conversations/${encodeURIComponent(key)}/events`));
+    const { answer, decision } = await steerAnsweredByNotice(key, 's1');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toEqual({ id: 's1', turn: 't-1', landed: true });
+    expect(answer.headers.get('rudder-position')).toBe(String(decision.position));
+    expect(await stream.quietFor(300)).toEqual([]);
+    // Its record on agent.events, when it comes, is what the stream carries.
+    await h.publishEvents([decision]);
+    expect((await stream.next()).id).toBe(String(decision.position));
+    await stream.close();
+  });
+
+  it('one that does not parse is dropped, and the next one is taken', async () => {
+    await announce('not json');
+    await announce([{ type: 'steer.accepted' }]);
+    const { answer } = await steerAnsweredByNotice(uniqueKey('after-garbage'), 's2');
+    expect(answer.status).toBe(200);
+  });
+
+  it('a lost connection is listened on again', async () => {
+    const { rows } = await db.query<{ n: number }>(
+      "SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'rudder-gateway-decisions' AND datname = current_database()",
+    );
+    expect(rows[0].n).toBeGreaterThan(0);
+    await vi.waitFor(async () => {
+      // Connected again, and its LISTEN run (the session's last statement).
+      const listening = await db.query("SELECT 1 FROM pg_stat_activity WHERE application_name = 'rudder-gateway-decisions' AND datname = current_database() AND query LIKE 'LISTEN%'");
+      expect(listening.rowCount).toBeGreaterThan(0);
+    }, { timeout: 15_000, interval: 100 });
+    const { answer } = await steerAnsweredByNotice(uniqueKey('after-loss'), 's3');
+    expect(answer.status).toBe(200);
+  });
+});
