@@ -6,7 +6,7 @@ import { contextBudget, SUMMARY_HEADING } from './context';
 import { runTurn, type Agent, type StoredTurn } from './loop';
 import { openAiModel, type ModelClient } from './model';
 import { countRequest } from './tokens';
-import { defineTool, waitTool } from './tools';
+import { argumentsError, defineTool, waitTool } from './tools';
 import { assistantMessage, userMessage, type ModelMessage } from './messages';
 import { evolveTurn, startTurn, type TurnState } from './turn';
 
@@ -560,5 +560,17 @@ describe('tools that need approval', () => {
     const { commits } = await runFrom(turn);
     expect(commits[0][0]).toMatchObject({ type: 'tool.ended', data: { callId: 'c9', isError: true } });
     expect(ran).toEqual([]);
+  });
+
+  it("a person's edited arguments: refused when not JSON, not an object, or refused by the schema (the reason bounded); a server's schema is its own", () => {
+    expect(argumentsError(send, '{"to":"carol"}')).toBeNull();
+    expect(argumentsError(send, 'to=carol')).toBe('the arguments are not JSON');
+    expect(argumentsError(send, '[1]')).toBe('the arguments are not a JSON object');
+    expect(argumentsError(send, '{"to":5}')).toMatch(/to/);
+    const many = defineTool({ name: 'many', description: '', parameters: z.object(Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`field_${i}`, z.string()]))), run: async () => '' });
+    const refused = argumentsError(many, '{}')!;
+    expect(refused.length).toBeLessThan(1100);
+    expect(refused).toMatch(/\(500 issues\)$/);
+    expect(argumentsError({ ...send, inputSchema: { type: 'object' } }, '{"anything":1}')).toBeNull();
   });
 });

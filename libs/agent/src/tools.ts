@@ -112,8 +112,14 @@ export function argumentsError(tool: Tool, text: string): string | null {
   if (typeof args !== 'object' || args === null || Array.isArray(args)) return 'the arguments are not a JSON object';
   if (tool.inputSchema) return null;
   const parsed = tool.parameters.safeParse(args);
-  return parsed.success ? null : z.prettifyError(parsed.error);
+  if (parsed.success) return null;
+  // Stored with the refusal (`approval.refused`): bounded, whatever the arguments.
+  const why = z.prettifyError(parsed.error);
+  return why.length <= ARGUMENTS_ERROR_CHARS ? why : `${why.slice(0, ARGUMENTS_ERROR_CHARS)}… (${parsed.error.issues.length} issues)`;
 }
+
+/** How much of a schema's refusal of edited arguments is kept. */
+const ARGUMENTS_ERROR_CHARS = 1000;
 
 export type ToolSpec = {
   type: 'function';
