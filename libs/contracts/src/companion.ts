@@ -57,6 +57,8 @@ export const CompanionInput = z.object({
   steer: z.object({ turn: z.string().nullable(), landed: z.boolean() }).nullable(),
   state: InputState,
   rejection: Rejection.nullable(),
+  /** The log position of its acceptance (or refusal): what answers it comes after it. */
+  position: z.number().int().nonnegative().optional(),
 });
 export type CompanionInput = z.infer<typeof CompanionInput>;
 

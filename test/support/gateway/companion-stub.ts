@@ -25,6 +25,8 @@ export type StubInput = {
   steer?: { turn: string | null; landed: boolean } | null;
   state?: InputState;
   rejection?: Rejection | null;
+  /** Where its acceptance is in the log. */
+  position?: number;
 };
 
 /**
@@ -124,6 +126,7 @@ export async function startCompanionStub(): Promise<CompanionStub> {
         steer: input.steer ?? null,
         state: input.state ?? 'pending',
         rejection: input.rejection ?? null,
+        ...(input.position === undefined ? {} : { position: input.position }),
       });
     },
     addEvents: (key, added) => {

@@ -151,6 +151,8 @@ describe('the companion HTTP API', () => {
         steer: null,
         state: 'delivered',
         rejection: null,
+        // Where its acceptance is in the log: what answers it comes after.
+        position: expect.any(Number),
       },
     });
     expect((await get(path('conversations', 'user-42/later', 'inputs', 'waiting'))).body).toMatchObject({
@@ -170,6 +172,7 @@ describe('the companion HTTP API', () => {
         steer: null,
         state: 'rejected',
         rejection: { code: 'queue_full', message: 'the follow-up queue is full (at most 4)' },
+        position: expect.any(Number),
       },
     });
     expect((await get(path('conversations', 'user-42/later'))).body).toMatchObject({
@@ -190,6 +193,7 @@ describe('the companion HTTP API', () => {
         steer: { turn: 'ts', landed: true },
         state: 'delivered',
         rejection: null,
+        position: expect.any(Number),
       },
     });
     expect(await get(`${path('conversations', STEERED, 'turns')}?input=fix`)).toMatchObject({

@@ -16,5 +16,6 @@ export async function readInput(readModels: DataSource, key: string, id: string)
     steer: row.steerLanded === null ? null : { turn: row.steerTurn, landed: row.steerLanded },
     state: row.state,
     rejection: row.rejectionCode === null ? null : { code: row.rejectionCode, message: row.rejectionMessage ?? '' },
+    position: Number(row.position),
   };
 }

@@ -98,8 +98,9 @@ export class ResponsesHandler {
     };
     // Subscribed before the produce. A new input's events all come after what this gateway has
     // seen of the conversation; one under the client's id may be a retry of an input accepted
-    // before, whose response is then read from the conversation's start.
-    const after: StreamCursor = { position: clientId === undefined ? (this.live.latestPosition(key) ?? 0) : 0, tokenOffset: null };
+    // before, whose response is then read from right before its acceptance (from the
+    // conversation's start while the companion does not know it).
+    const after: StreamCursor = { position: clientId === undefined ? (this.live.latestPosition(key) ?? 0) : await this.before(key, input.id), tokenOffset: null };
     const fold = new ResponseFold(key, input.id, request);
     if (body.background) {
       await this.submit(input, clientId !== undefined);
@@ -131,11 +132,11 @@ export class ResponsesHandler {
   /** `GET /v1/responses/{id}` (`?stream=true&starting_after=N`: its stream from the start, without the events up to N). */
   async retrieve({ subject, id, query, response }: RetrieveRequest): Promise<void> {
     const { stream, starting_after } = parseEdge(RetrieveResponseQuery, query, 'query');
-    const { key, input } = await this.readable(id, subject);
-    if (stream !== 'true') return json(response, (await this.found(key, input, { model: '' })).answer());
-    await this.found(key, input, { model: '' });
-    const fold = new ResponseFold(key, input, { model: '' });
-    const follow = this.streamTo(response, fold, { position: 0, tokenOffset: null }, subject, starting_after === undefined ? null : Number(starting_after));
+    const { key, input, request } = await this.readable(id, subject);
+    if (stream !== 'true') return json(response, (await this.found(key, input, request)).answer());
+    await this.found(key, input, request);
+    const fold = new ResponseFold(key, input, request);
+    const follow = this.streamTo(response, fold, { position: await this.before(key, input), tokenOffset: null }, subject, starting_after === undefined ? null : Number(starting_after));
     await follow.start();
   }
 
@@ -146,19 +147,19 @@ export class ResponsesHandler {
    * a stop does.
    */
   async cancel({ subject, id, response }: Omit<RetrieveRequest, 'query'>): Promise<void> {
-    const { key, input } = await this.readable(id, subject);
+    const { key, input, request } = await this.readable(id, subject);
     await this.access.mayWrite(key, subject);
-    let fold = await this.found(key, input, { model: '' });
+    let fold = await this.found(key, input, request);
     if (fold.queued) {
       // Refused (409) when its turn started meanwhile: then that turn is stopped below.
       await this.retracts.retract({ key, subject, target: { id: input } }).catch((error: unknown) => {
         if (!(error instanceof GatewayError && error.code === 'conflict')) throw error;
       });
-      fold = await this.read(key, input, { model: '' });
+      fold = await this.read(key, input, request);
     }
     const turn = fold.turnId;
     if (!fold.ended && turn !== null) await this.stops.stop({ key, subject, body: { turn } });
-    const ended = this.collect(new ResponseFold(key, input, { model: '' }), { position: 0, tokenOffset: null }, subject);
+    const ended = this.collect(new ResponseFold(key, input, request), { position: await this.before(key, input), tokenOffset: null }, subject);
     await ended.start();
     json(response, await ended.answer);
   }
@@ -194,14 +195,29 @@ export class ResponsesHandler {
   }
 
   /** The conversation and input of a response `subject` may read: 404 for an id that names none, 403 for another's. */
-  private async readable(id: string, subject: string): Promise<{ key: string; input: string }> {
+  /**
+   * The response `id` names, when `subject` may read its conversation; and the request it is read
+   * as: its model is the conversation's agent (its events are read from its input on, after the
+   * conversation's opening that names the agent).
+   */
+  private async readable(id: string, subject: string): Promise<{ key: string; input: string; request: ResponseRequest }> {
     const parsed = parseResponseId(id);
     const missing = () => new ProtocolError('not_found', 'not_found', `response ${id} not found`);
     if (parsed === null) throw missing();
-    await this.access.readable(parsed.key, subject).catch((error: unknown) => {
+    const status = await this.access.readable(parsed.key, subject).catch((error: unknown) => {
       throw error instanceof GatewayError && error.code === 'not_found' ? missing() : error;
     });
-    return parsed;
+    return { ...parsed, request: { model: status.agent ?? '' } };
+  }
+
+  /**
+   * Where a response's events begin: right before its input's acceptance, which the companion
+   * knows by its id; the conversation's start when it does not (yet). So reading a response costs
+   * what comes after its input, not the conversation's length before it.
+   */
+  private async before(key: string, input: string): Promise<number> {
+    const known = await this.companion.input(key, input);
+    return known?.position === undefined ? 0 : Math.max(0, known.position - 1);
   }
 
   private async found(key: string, input: string, request: ResponseRequest): Promise<ResponseFold> {
@@ -217,7 +233,7 @@ export class ResponsesHandler {
    */
   private async read(key: string, input: string, request: ResponseRequest): Promise<ResponseFold> {
     const fold = new ResponseFold(key, input, request);
-    for await (const page of this.companion.eventPages(key, 0, this.live.latestPosition(key) ?? 0)) {
+    for await (const page of this.companion.eventPages(key, await this.before(key, input), this.live.latestPosition(key) ?? 0)) {
       for (const event of page) fold.see(event);
       if (fold.ended) break;
     }

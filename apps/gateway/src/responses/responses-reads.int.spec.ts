@@ -1,0 +1,39 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conversationEvent, inputAccepted, startHarness, type Harness } from '../../../../test/support/gateway/harness';
+import { responseIdOf } from './response-id';
+
+/**
+ * What reading a response costs: its conversation's events from right before its input's
+ * acceptance (the companion knows its position), not from the conversation's start — so a
+ * retrieve, a cancel or a resumed stream of a late response in a long conversation reads what
+ * came after its input only.
+ */
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness();
+});
+afterAll(() => h?.stop());
+
+describe('reading a response', () => {
+  it('reads from right before its input, not from the conversation start', async () => {
+    const key = `responses-reads/${Math.random().toString(36).slice(2, 8)}`;
+    h.companion.setStatus(key, { owner: 'anonymous', agent: 'default' });
+    // A conversation whose earlier events the read must not page through.
+    h.companion.addEvents(key, [conversationEvent(key, 'conversation.opened', { owner: 'anonymous', agent: 'default' }, 1)]);
+    const accepted = { ...inputAccepted(key, { id: 'late', messages: ['and now?'] }), position: 5000, id: `e-${key}-5000` };
+    h.companion.addInput(key, { id: 'late', messages: ['and now?'], state: 'delivered', position: 5000 });
+    h.companion.addEvents(key, [
+      accepted,
+      conversationEvent(key, 'turn.started', { turn: 't-9', prompt: { id: 'late', text: 'and now?' } }, 5001),
+      conversationEvent(key, 'model.replied', { turn: 't-9', step: 0, content: 'now this', toolCalls: [] }, 5002),
+      conversationEvent(key, 'turn.ended', { turn: 't-9', status: 'completed', outcome: null, content: 'now this', steered: [] }, 5003),
+    ]);
+    const before = h.companion.requests.length;
+    const answer = await h.call(`/v1/responses/${responseIdOf(key, 'late')}`);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ status: 'completed', model: 'default', output: [{ type: 'message', content: [{ text: 'now this' }] }] });
+    const reads = h.companion.requests.slice(before).filter((path) => path.includes('/events'));
+    expect(reads.length).toBeGreaterThan(0);
+    for (const path of reads) expect(new URL(path, 'http://x').searchParams.get('after')).toBe('4999');
+  });
+});
