@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AgentName } from './conversation-key';
+import { AgentName, ConversationKey } from './conversation-key';
 import { StorableString } from './storable-text';
 
 /**
@@ -30,7 +30,7 @@ export const CreateResponseBody = z
     model: AgentName.meta({ description: 'The agent that answers (a conversation keeps the agent of its first response).' }),
     input: z.union([Text, z.array(InputMessage).min(1, 'input must hold at least one message').max(32)]),
     previous_response_id: z.string().min(1).max(1000).nullish(),
-    conversation: z.union([z.string().min(1), z.object({ id: z.string().min(1) }).strict()]).nullish(),
+    conversation: z.union([ConversationKey, z.object({ id: ConversationKey }).strict()]).nullish(),
     stream: z.boolean().nullish(),
     background: z.boolean().nullish(),
     metadata: Metadata.nullish(),
@@ -43,15 +43,16 @@ export const CreateResponseBody = z
     max_output_tokens: z.number().int().nullish(),
     parallel_tool_calls: z.boolean().nullish(),
     tool_choice: z.unknown().optional(),
-    truncation: z.string().nullish(),
-    user: z.string().optional(),
-    safety_identifier: z.string().nullish(),
-    prompt_cache_key: z.string().nullish(),
-    include: z.array(z.string()).nullish(),
+    // Accepted as the protocol has them and not used (the agent decides), each bounded.
+    truncation: z.enum(['auto', 'disabled']).nullish(),
+    user: z.string().max(256).optional(),
+    safety_identifier: z.string().max(256).nullish(),
+    prompt_cache_key: z.string().max(256).nullish(),
+    include: z.array(z.string().max(128)).max(16).nullish(),
     stream_options: z.object({}).loose().nullish(),
     text: z.object({}).loose().optional(),
     reasoning: z.object({}).loose().nullish(),
-    service_tier: z.string().nullish(),
+    service_tier: z.string().max(64).nullish(),
   })
   .strict()
   .refine((b) => b.previous_response_id == null || b.conversation == null, {
