@@ -74,3 +74,17 @@ describe('announced decisions', () => {
     expect(answer.status).toBe(200);
   });
 });
+
+describe('a gateway whose database does not answer', () => {
+  it('starts, and answers writes from agent.events', async () => {
+    const down = await startHarness({ DATABASE_URL: 'postgres://nobody:none@127.0.0.1:1/none' });
+    try {
+      down.worker = (input) => (input.type === 'steer' ? [steerAccepted(input.conversation, 7000, { id: input.id, text: input.text, turn: 't-1', landed: true })] : undefined);
+      const answer = await down.call(`/v1/conversations/${encodeURIComponent(uniqueKey('no-db'))}/steer`, { body: { text: 'use Celsius', id: 'n1' } });
+      expect(answer.status).toBe(200);
+      expect(answer.body).toEqual({ id: 'n1', turn: 't-1', landed: true });
+    } finally {
+      await down.stop();
+    }
+  });
+});

@@ -9,6 +9,8 @@ import { LiveEvents } from './live-events';
 /** The wait before listening again after the connection was lost, doubled up to RETRY_MAX_MS. */
 const RETRY_MS = 500;
 const RETRY_MAX_MS = 10_000;
+/** How long connecting may take before it counts as failed. */
+const CONNECT_TIMEOUT_MS = 5000;
 
 /**
  * The decisions the workers announce as they commit them (`LISTEN` on the decision channel;
@@ -33,8 +35,13 @@ export class DecisionNotices implements OnModuleInit, OnApplicationShutdown {
     this.channel = decisionChannel(config.KAFKA_NAMESPACE);
   }
 
+  /** Listening before the gateway serves, when the database answers; else the gateway starts without it, and listens once it can. */
   async onModuleInit(): Promise<void> {
-    await this.listen().catch((error: unknown) => this.retry(error, 1));
+    try {
+      await this.listen();
+    } catch (error) {
+      void this.retry(error, 1);
+    }
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -43,12 +50,19 @@ export class DecisionNotices implements OnModuleInit, OnApplicationShutdown {
   }
 
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.config.DATABASE_URL, application_name: 'rudder-gateway-decisions' });
+    if (this.stopped) return;
+    const client = new pg.Client({ connectionString: this.config.DATABASE_URL, application_name: 'rudder-gateway-decisions', connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     client.on('notification', (message) => this.take(message.payload));
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client, new Error('the connection ended')));
-    await client.connect();
-    await client.query(`LISTEN "${this.channel}"`);
+    try {
+      await client.connect();
+      await client.query(`LISTEN "${this.channel}"`);
+    } catch (error) {
+      client.end().catch(() => undefined);
+      throw error;
+    }
+    if (this.stopped) return void client.end().catch(() => undefined);
     this.client = client;
   }
 
