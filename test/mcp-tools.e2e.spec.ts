@@ -135,6 +135,24 @@ describe('MCP tools', () => {
     expect(calls).toEqual([expect.objectContaining({ event: 'call', arguments: { text: 'milk' }, meta: { 'rudder/callId': result.tool_call_id, 'rudder/conversation': conversation, 'rudder/turn': turn.id } })]);
   });
 
+  it("a server's tool that needs approval is called only once a person approved it, once, with the call id in _meta", async () => {
+    const { client } = stack;
+    const conversation = key('approval');
+    await client.chat(conversation, { text: 'call note {"text":"eggs"}', id: 'a', agent: 'careful' });
+    const [waiting] = await vi.waitFor(async () => {
+      const { awaiting } = await client.status(conversation);
+      if (awaiting.length === 0) throw new Error('no call waits yet');
+      return awaiting;
+    }, WAIT);
+    expect(waiting).toMatchObject({ tool: 'note', arguments: '{"text":"eggs"}' });
+    expect(loggedIn(conversation)).toEqual([]);
+    await client.approve(conversation, waiting.approvalId);
+    const turn = await answered(client, conversation, 'a');
+    expect(turn.status).toBe('completed');
+    expect(turn.content).toMatch(/^calling note\n\nafter noted "eggs" as note \d+: call note \{"text":"eggs"\}$/);
+    expect(loggedIn(conversation).filter((l) => l.tool === 'note')).toEqual([expect.objectContaining({ arguments: { text: 'eggs' }, meta: expect.objectContaining({ 'rudder/callId': waiting.callId }) })]);
+  });
+
   it("a server's error is a result the model reads, and the turn goes on", async () => {
     const { client } = stack;
     const conversation = key('error');
@@ -261,8 +279,10 @@ describe('MCP tools', () => {
     await vi.waitFor(async () => {
       expect(await mcpUp('mcp', 'notes')).toBe(1);
       expect(await mcpUp('impatient', 'notes')).toBe(1);
+      expect(await mcpUp('careful', 'notes')).toBe(1);
     }, { ...WAIT, timeout: 45_000 });
     expect(await worker.kill('SIGTERM')).toBe(0);
-    expect(logged().filter((l) => l.pid === notes.pid() && l.event === 'session ended')).toHaveLength(2);
+    // One session per agent that lists the server: mcp, impatient, careful.
+    expect(logged().filter((l) => l.pid === notes.pid() && l.event === 'session ended')).toHaveLength(3);
   }, 60_000);
 });

@@ -29,6 +29,8 @@ const agents: AgentDefinition[] = [
   { ...withoutPlan, name: 'mcp', mcp: [everything, notes('notes', process.env.NOTES_MCP_URL!, ['note', 'wait_at', 'late_note'])] },
   { ...withoutPlan, name: 'impatient', mcp: [notes('notes', process.env.NOTES_MCP_URL!, ['wait_at'], { timeoutMs: 1000 })] },
   { ...withoutPlan, name: 'late', mcp: [notes('late', process.env.LATE_MCP_URL!, ['note'], { retryMs: 100 })] },
+  // Its server's `note` waits for a person's approval.
+  { ...withoutPlan, name: 'careful', mcp: [notes('notes', process.env.NOTES_MCP_URL!, ['note', 'wait_at'], { needsApproval: ['note'] })] },
 ];
 
 @Module({ imports: [TurnWorkerModule.forRoot({ agents })] })

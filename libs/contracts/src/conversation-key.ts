@@ -14,8 +14,12 @@ export const InputId = z
   .max(200, 'an input id has 1 to 200 characters')
   .regex(/^[A-Za-z0-9._:/-]+$/, 'an input id holds only letters, digits and . _ : / -');
 
-/** An approval's id, made by the worker (`approval.requested`): the input-id alphabet, so it is safe in paths. */
-export const ApprovalId = InputId;
+/** An approval's id, made by the worker (`approval.requested`): the input ids' alphabet, so it is safe in paths. */
+export const ApprovalId = z
+  .string()
+  .min(1, 'an approval id has 1 to 200 characters')
+  .max(200, 'an approval id has 1 to 200 characters')
+  .regex(/^[A-Za-z0-9._:/-]+$/, 'an approval id holds only letters, digits and . _ : / -');
 
 /** An agent's name: 1-100 characters of [A-Za-z0-9._:-]. */
 export const AgentName = z
