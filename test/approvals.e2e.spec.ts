@@ -150,6 +150,9 @@ describe('a tool that needs approval', () => {
     expect((await alice.client.status(conversation)).awaiting.map((a) => a.approvalId)).toEqual([waiting.approvalId]);
     const notJson = await alice.http.post(conversation, `/approvals/${waiting.approvalId}`, { decision: 'approve', arguments: 'to=x' });
     expect(notJson.status).toBe(400);
+    const tooLong = await alice.http.post(conversation, `/approvals/${waiting.approvalId}`, { decision: 'approve', arguments: { to: 'eve@example.com', body: 'x'.repeat(100_000) } });
+    expect(tooLong.status).toBe(413);
+    expect(tooLong.body.error).toMatchObject({ code: 'text_too_long', details: { path: 'arguments', max: 100_000 } });
 
     const decision = await alice.client.approve(conversation, waiting.approvalId, { arguments: { body: 'final', to: 'eve@example.com' } });
     expect(decision.arguments).toBe('{"body":"final","to":"eve@example.com"}');

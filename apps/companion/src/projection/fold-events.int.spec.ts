@@ -193,6 +193,7 @@ describe('foldEvents', () => {
       steer: null,
       state: 'delivered',
       rejection: null,
+      position: expect.any(Number),
     });
     expect((await readEventsAfter(readModels, key, { after: null, limit: 500 })).items).toEqual(chatWithToolCall(key));
     expect((await readEventsAfter(readModels, key, { after: 5, limit: 500 })).items.map((e) => e.position)).toEqual([6, 7]);
@@ -382,6 +383,7 @@ describe('foldEvents', () => {
       steer: { turn: 't1', landed: true },
       state: 'pending',
       rejection: null,
+      position: expect.any(Number),
     });
 
     await foldEvents(readModels, [taken]);
@@ -565,6 +567,7 @@ describe('foldEvents', () => {
       steer: null,
       state: 'retracted',
       rejection: null,
+      position: expect.any(Number),
     });
     expect(await readInput(readModels, key, 's1')).toMatchObject({ state: 'retracted', steer: { turn: 't1', landed: true } });
     // A refused retraction changes nothing: the input it named was delivered already.
@@ -650,6 +653,7 @@ describe('foldEvents', () => {
       steer: null,
       state: 'rejected',
       rejection: { code: 'queue_full', message: 'the follow-up queue is full (0 steering, 4 queued; at most 4)' },
+      position: expect.any(Number),
     });
     expect(await readInput(readModels, key, 'r2')).toMatchObject({
       kind: 'steer',
