@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -6,6 +6,7 @@ import type { ConversationStatus } from '@rudder/contracts';
 import { requestsWith, testScript } from './scripts';
 import { readEvents } from './sse';
 import { answered, callerOf, startStack, WAIT, type Stack } from './stack';
+import { toolRuns } from './tool-log';
 
 /**
  * SPEC "Approvals" (#34) on the real stack: a tool that needs a person's approval parks its
@@ -37,19 +38,8 @@ const key = (name: string) => `approvals/${name}-${Math.random().toString(36).sl
 const email = (to: string, body = 'hi') => `call send_email ${JSON.stringify({ to, body })}`;
 
 /** The runs of the approval tools in a conversation, as the tools logged them. */
-const runsIn = (conversation: string): { tool: string; callId: string; to?: string; pid: number }[] => {
-  let text = '';
-  try {
-    text = readFileSync(toolLog, 'utf8');
-  } catch {
-    return [];
-  }
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line))
-    .filter((run) => run.conversation === conversation && run.tool !== undefined);
-};
+const runsIn = (conversation: string) =>
+  toolRuns(toolLog).filter((run) => run.conversation === conversation && run.tool !== undefined) as { tool: string; callId: string; to?: string; pid: number }[];
 
 /** Sends a chat to the `approving` agent (or `agent`) and waits until `n` of its calls wait for approval. */
 async function parkedOn(conversation: string, id: string, text: string, agent = 'approving', n = 1): Promise<ConversationStatus['awaiting']> {

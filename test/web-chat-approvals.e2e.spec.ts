@@ -1,9 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { testScript } from './scripts';
+import { toolRuns } from './tool-log';
 import { startStack, type Stack } from './stack';
 
 /**
@@ -49,19 +50,7 @@ const WAIT = { timeout: 30_000 };
 /** Waits (playwright's auto-waiting) until the page shows `selector` holding `text`. */
 const shows = (selector: string, text?: string | RegExp) => page.locator(selector, text === undefined ? {} : { hasText: text }).first().waitFor(WAIT);
 /** The runs TOOL_LOG holds of `tool`. */
-const runsOf = (tool: string): Record<string, unknown>[] => {
-  let text = '';
-  try {
-    text = readFileSync(toolLog, 'utf8');
-  } catch {
-    return [];
-  }
-  return text
-    .split('\n')
-    .filter(Boolean)
-    .map((line) => JSON.parse(line) as Record<string, unknown>)
-    .filter((run) => run.tool === tool);
-};
+const runsOf = (tool: string) => toolRuns(toolLog).filter((run) => run.tool === tool);
 const send = async (text: string) => {
   await page.locator('#text').fill(text);
   await page.getByRole('button', { name: 'Send', exact: true }).click();
