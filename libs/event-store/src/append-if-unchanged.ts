@@ -1,12 +1,10 @@
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import type { Pool } from '@rudder/runtime';
 import type { Epochs } from './fencing';
+import { ANNOUNCED_JOIN, announcedCte } from './announce';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 import { writeColumns } from './write-columns';
 import { alreadyStored, type StreamRules } from './writes';
-
-/** A notification's payload must stay under PostgreSQL's 8,000 bytes. */
-export const ANNOUNCE_BYTES = 7900;
 
 /**
  * One conversation's part of a one-statement write: `events` decided on `state`, its state as
@@ -28,11 +26,7 @@ export type UnchangedWrite<S> = { conversation: string; position: number; state:
  * A probe key stored by a write committed after this statement began was committed by a writer
  * that moved `last_position` too, which the guard sees.
  *
- * With `announce` (a channel), what it stored is also sent there as it commits (`NOTIFY`, a
- * JSON array of the event records; nothing when they would not fit one notification): the
- * decision channel (docs/architecture.md, "The decision's shortest path"), at no statement or
- * transaction of its own. An unreferenced CTE would not run (nor a left join of it nothing reads:
- * the planner removes it), so the last `SELECT` cross-joins its count.
+ * With `announce` (a channel), what it stored is also sent there as it commits (`announcedCte`).
  *
  * Its plan is cached and generic after a few runs, made for arrays of unknown length, so every
  * part of it finds its rows by a key whatever the tables hold: each probe key is one lookup in
@@ -83,14 +77,8 @@ export async function appendIfUnchanged<S>(
                 open_work = ($15::boolean[])[array_position($13::text[], c.key)],
                 last_position = (SELECT max(i.position) FROM inserted i WHERE i.conversation = c.key)
           WHERE c.key = ANY($13::text[]) AND (SELECT ok FROM go)
-       ), announced AS (
-         SELECT pg_notify($17, payload)
-           FROM (SELECT json_agg(json_build_object('v', CASE WHEN type = 'input.rejected' THEN 2 ELSE 1 END, 'id', id,
-                        'conversation', conversation, 'position', position, 'at', at, 'type', type, 'data', data) ORDER BY position)::text AS payload
-                   FROM inserted) p
-          WHERE $17::text IS NOT NULL AND payload IS NOT NULL AND octet_length(payload) < ${ANNOUNCE_BYTES}
-       )
-       SELECT i.* FROM inserted i CROSS JOIN (SELECT count(*) AS n FROM announced) a ORDER BY i.position`,
+       ), ${announcedCte(17)}
+       SELECT i.* FROM inserted i ${ANNOUNCED_JOIN} ORDER BY i.position`,
       values: [
         writes.map((w) => w.conversation),
         writes.map((w) => w.position),

@@ -1,6 +1,6 @@
-import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
+import type { DomainEvent } from '@rudder/contracts';
 import { traceparent, type Pool } from '@rudder/runtime';
-import { ANNOUNCE_BYTES, appendIfUnchanged } from './append-if-unchanged';
+import { appendIfUnchanged } from './append-if-unchanged';
 import { FencedError, type Epochs } from './fencing';
 import { inTransaction, writeEvents } from './write-transaction';
 import { AlreadyStoredError, byKeyBytes, type Seen, type StreamRules, type Written } from './writes';
@@ -26,9 +26,9 @@ import { AlreadyStoredError, byKeyBytes, type Seen, type StreamRules, type Writt
  * none of the `probe` keys is stored (`appendIfUnchanged`). Otherwise — a conversation not
  * held, the log moved, an input handled before — the transaction decides on what is stored.
  *
- * With `announce` (a channel), what it stores is sent there as it commits (`NOTIFY`): the
- * decision channel, where the gateways waiting for these decisions hear of them first
- * (docs/architecture.md, "The decision's shortest path").
+ * With `announce` (a channel), what it stores is sent there as it commits, by the write's own
+ * statement either way (`announcedCte`): the decision channel, where the gateways waiting for
+ * these decisions hear of them first (docs/architecture.md, "The decision's shortest path").
  */
 export async function appendToConversations<S>(
   pool: Pool,
@@ -98,36 +98,11 @@ export async function appendToConversations<S>(
         return { conversation, state, events: decide(conversation, state, storedOf(conversation)) };
       }),
       trace,
+      undefined,
+      announce,
     );
     const before = new Map(states.rows.map((row) => [row.key, Number(row.last_position)]));
-    // Announced as the transaction commits, as the one statement does.
-    const payloads = announce === null ? [] : announcements(stored);
-    if (payloads.length > 0) await client.query('SELECT pg_notify($1, payload) FROM unnest($2::text[]) AS payload', [announce, payloads]);
     return { stored, elsewhere, before, trace };
   });
 }
 
-/**
- * Events as the payloads that announce them (JSON arrays of their records under PostgreSQL's
- * notification limit), in order; an event too large for one alone is left out: its readers
- * have it from the outbox.
- */
-export function announcements(events: readonly ConversationEvent[]): string[] {
-  const payloads: string[] = [];
-  let current: string[] = [];
-  let bytes = 2;
-  for (const event of events) {
-    const json = JSON.stringify(event);
-    const size = Buffer.byteLength(json) + 1;
-    if (size + 2 > ANNOUNCE_BYTES) continue;
-    if (bytes + size > ANNOUNCE_BYTES) {
-      payloads.push(`[${current.join(',')}]`);
-      current = [];
-      bytes = 2;
-    }
-    current.push(json);
-    bytes += size;
-  }
-  if (current.length > 0) payloads.push(`[${current.join(',')}]`);
-  return payloads;
-}

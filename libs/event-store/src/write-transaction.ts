@@ -1,5 +1,6 @@
 import type { DomainEvent } from '@rudder/contracts';
 import { isSessionLost, type Pool, type PoolClient } from '@rudder/runtime';
+import { ANNOUNCED_JOIN, announcedCte } from './announce';
 import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 import { writeColumns } from './write-columns';
 import { alreadyStored, type StreamRules } from './writes';
@@ -54,6 +55,8 @@ export async function writeEvents<S>(
   writes: { conversation: string; state: S; events: DomainEvent[] }[],
   trace: string | null,
   earlier?: { conversation: string; after: number },
+  /** A channel the stored events are announced on as the transaction commits (`announcedCte`); null: none. */
+  announce: string | null = null,
 ) {
   if (writes.every((w) => w.events.length === 0)) return { stored: [], earlier: [] };
   const columns = writeColumns(rules, writes);
@@ -74,8 +77,8 @@ export async function writeEvents<S>(
           SET head = s.state, open_work = s.open, last_position = (SELECT max(i.position) FROM inserted i WHERE i.conversation = s.key)
          FROM unnest($6::text[], $7::jsonb[], $8::boolean[]) AS s(key, state, open)
         WHERE c.key = s.key
-     )
-     SELECT *, false AS earlier FROM inserted
+     ), ${announcedCte(12)}
+     SELECT i.*, false AS earlier FROM inserted i ${ANNOUNCED_JOIN}
      UNION ALL
      SELECT ${EVENT_COLUMNS}, true AS earlier FROM event_store.events WHERE conversation = $9 AND position > $10`,
     values: [
@@ -85,6 +88,7 @@ export async function writeEvents<S>(
       earlier?.after ?? Number.MAX_SAFE_INTEGER,
       // The writer's trace, if it runs in one (a turn's span); null when tracing is off.
       trace,
+      announce,
     ],
   });
   const inOrder = rows.sort((a, b) => Number(a.position) - Number(b.position));
