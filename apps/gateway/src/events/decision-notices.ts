@@ -11,6 +11,8 @@ const RETRY_MS = 500;
 const RETRY_MAX_MS = 10_000;
 /** How long connecting may take before it counts as failed. */
 const CONNECT_TIMEOUT_MS = 5000;
+/** A notification's payload: the event records a commit stored. */
+const Announced = ConversationEventRecord.array();
 
 /**
  * The decisions the workers announce as they commit them (`LISTEN` on the decision channel;
@@ -89,7 +91,7 @@ export class DecisionNotices implements OnModuleInit, OnApplicationShutdown {
     } catch {
       records = undefined;
     }
-    const parsed = ConversationEventRecord.array().safeParse(records);
+    const parsed = Announced.safeParse(records);
     if (!parsed.success) {
       this.log.warn('dropped an announced decision that does not parse', { channel: this.channel });
       return;

@@ -105,7 +105,7 @@ export class ResponsesHandler {
     if (body.background) {
       await this.submit(input, clientId !== undefined);
       // Produced: answered as it stands, or as queued when the read side cannot say (never a retryable 503).
-      const found = await this.read(key, input.id, request).catch(() => fold);
+      const found = await this.read(key, input.id, request, after.position).catch(() => fold);
       return json(response, found.unseen ? fold.answer() : found.answer());
     }
     if (body.stream) return this.submitAndFollow(input, clientId !== undefined, this.streamTo(response, fold, after, subject, null));
@@ -133,10 +133,11 @@ export class ResponsesHandler {
   async retrieve({ subject, id, query, response }: RetrieveRequest): Promise<void> {
     const { stream, starting_after } = parseEdge(RetrieveResponseQuery, query, 'query');
     const { key, input, request } = await this.readable(id, subject);
-    if (stream !== 'true') return json(response, (await this.found(key, input, request)).answer());
-    await this.found(key, input, request);
+    const from = await this.before(key, input);
+    if (stream !== 'true') return json(response, (await this.found(key, input, request, from)).answer());
+    await this.found(key, input, request, from);
     const fold = new ResponseFold(key, input, request);
-    const follow = this.streamTo(response, fold, { position: await this.before(key, input), tokenOffset: null }, subject, starting_after === undefined ? null : Number(starting_after));
+    const follow = this.streamTo(response, fold, { position: from, tokenOffset: null }, subject, starting_after === undefined ? null : Number(starting_after));
     await follow.start();
   }
 
@@ -149,17 +150,18 @@ export class ResponsesHandler {
   async cancel({ subject, id, response }: Omit<RetrieveRequest, 'query'>): Promise<void> {
     const { key, input, request } = await this.readable(id, subject);
     await this.access.mayWrite(key, subject);
-    let fold = await this.found(key, input, request);
+    const from = await this.before(key, input);
+    let fold = await this.found(key, input, request, from);
     if (fold.queued) {
       // Refused (409) when its turn started meanwhile: then that turn is stopped below.
       await this.retracts.retract({ key, subject, target: { id: input } }).catch((error: unknown) => {
         if (!(error instanceof GatewayError && error.code === 'conflict')) throw error;
       });
-      fold = await this.read(key, input, request);
+      fold = await this.read(key, input, request, from);
     }
     const turn = fold.turnId;
     if (!fold.ended && turn !== null) await this.stops.stop({ key, subject, body: { turn } });
-    const ended = this.collect(new ResponseFold(key, input, request), { position: await this.before(key, input), tokenOffset: null }, subject);
+    const ended = this.collect(new ResponseFold(key, input, request), { position: from, tokenOffset: null }, subject);
     await ended.start();
     json(response, await ended.answer);
   }
@@ -220,8 +222,8 @@ export class ResponsesHandler {
     return known?.position === undefined ? 0 : Math.max(0, known.position - 1);
   }
 
-  private async found(key: string, input: string, request: ResponseRequest): Promise<ResponseFold> {
-    const fold = await this.read(key, input, request);
+  private async found(key: string, input: string, request: ResponseRequest, from: number): Promise<ResponseFold> {
+    const fold = await this.read(key, input, request, from);
     if (fold.unseen) throw new ProtocolError('not_found', 'not_found', `response ${fold.id} not found`);
     return fold;
   }
@@ -231,9 +233,9 @@ export class ResponsesHandler {
    * them at least (its writes, and what its streams carried: a retrieve after a stream ended
    * reads the end the stream sent).
    */
-  private async read(key: string, input: string, request: ResponseRequest): Promise<ResponseFold> {
+  private async read(key: string, input: string, request: ResponseRequest, from: number): Promise<ResponseFold> {
     const fold = new ResponseFold(key, input, request);
-    for await (const page of this.companion.eventPages(key, await this.before(key, input), this.live.latestPosition(key) ?? 0)) {
+    for await (const page of this.companion.eventPages(key, from, this.live.latestPosition(key) ?? 0)) {
       for (const event of page) fold.see(event);
       if (fold.ended) break;
     }
