@@ -75,6 +75,30 @@ describe('hostile input', () => {
     expect(produced).toEqual([]);
   });
 
+  it('an approval decision: NUL and lone surrogates, over-long reasons and arguments, a 300,000-element array, wrong types, unknown fields', async () => {
+    const approvals = '/v1/conversations/hostile/approvals/appr_1';
+    const produced = await h.producedDuring(async () => {
+      const cases: [string, string, number][] = [
+        ['NUL in the reason', '{"decision":"deny","reason":"a\\u0000b"}', 400],
+        ['a lone surrogate in the reason', '{"decision":"deny","reason":"a\\ud800b"}', 400],
+        ['a reason of 2,001 characters', JSON.stringify({ decision: 'deny', reason: 'r'.repeat(2001) }), 400],
+        ['a decision of another kind', '{"decision":"maybe"}', 400],
+        ['a decision of another type', '{"decision":true}', 400],
+        ['no decision', '{"reason":"x"}', 400],
+        ['arguments as an array', '{"decision":"approve","arguments":[1,2]}', 400],
+        ['arguments as a string', '{"decision":"approve","arguments":"{}"}', 400],
+        ['a 300,000-element array in the arguments', JSON.stringify({ decision: 'approve', arguments: { to: Array.from({ length: 300_000 }, () => 1) } }), 413],
+        ['an unknown field', '{"decision":"approve","admin":true}', 400],
+      ];
+      for (const [name, body, status] of cases) {
+        const answer = await send(approvals, { body, headers: json });
+        expect(answer.status, name).toBe(status);
+        await expectRefused(answer, status);
+      }
+    });
+    expect(produced).toEqual([]);
+  });
+
   it('paths: over-long keys and ids, dot segments, encoded slashes around dots, NUL, bad percent-encoding, a huge URL', async () => {
     const produced = await h.producedDuring(async () => {
       const paths: [string, string, number][] = [
