@@ -105,13 +105,15 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
       });
     },
     /**
-     * Sends the tokens still held back; resolves once they are sent, or after `TOKEN_FLUSH_WAIT_MS`
-     * at most. The runner awaits it before it stores a reply, so a step's tokens reach Kafka
-     * before the events that store the step (two topics have no order between them, so a reader
-     * may still see them the other way round). Bounded: a broker that is away or slow must not
-     * hold the turn's steps (the send goes on, and its tokens may come late or not at all).
+     * Starts sending the tokens still held back, without waiting for the broker: the runner calls
+     * it right before it stores a reply, so a step's tokens are on their way before the events
+     * that store the step, and the step does not wait a produce round trip for them (issue 36:
+     * 2–7 ms of every answering step). Tokens are best effort and two topics have no order between
+     * them, so a reader may see them after the step's events, as it always could.
      */
-    flushTokens: () => within(sendTokens(), TOKEN_FLUSH_WAIT_MS),
+    flushTokens(): void {
+      if (pendingTokens.size > 0) void sendTokens();
+    },
     /** Tokens of one step are coalesced for up to 40 ms into one record. */
     token(token: Omit<TokenRecord, 'v'>) {
       const id = `${token.conversation}\u0000${token.turn}\u0000${token.step}`;
@@ -126,16 +128,6 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
   };
 }
 export type Publishing = Awaited<ReturnType<typeof connectPublishing>>;
-
-/** How long a step waits for its tokens to be sent before it is stored anyway. */
-const TOKEN_FLUSH_WAIT_MS = 250;
-
-/** Resolves when `promise` settles or `ms` have passed, whichever comes first. */
-async function within(promise: Promise<void>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([promise, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
-  clearTimeout(timer);
-}
 
 const tracer = tracerOf('turn-worker');
 const NO_PUBLICATION = { parentOf: (_trace: string | null | undefined): string | null => null, end: (_error?: unknown) => undefined };

@@ -53,7 +53,7 @@ describe('compaction reads from the log what the fold let go of', () => {
       agentOf: () => agent,
       onToken: () => undefined,
       historyKept: 2,
-      flushTokens: async () => undefined,
+      flushTokens: () => undefined,
       newTurnId: () => crypto.randomUUID(),
       fault: () => undefined,
       log: createLog('turn-worker', { level: 'error' }),

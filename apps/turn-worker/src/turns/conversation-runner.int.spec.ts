@@ -56,7 +56,7 @@ function worker(epochs: () => Epochs) {
     agentOf: () => agent,
     onToken: () => undefined,
     historyKept: 10,
-    flushTokens: async () => undefined,
+    flushTokens: () => undefined,
     newTurnId: () => crypto.randomUUID(),
     fault: () => undefined,
     log: createLog('turn-worker', { level: 'error' }),

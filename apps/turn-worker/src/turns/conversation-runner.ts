@@ -1,4 +1,4 @@
-import { setImmediate as nextTurnOfTheLoop, setTimeout as sleep } from 'node:timers/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { runTurn, type StoredTurn, type TurnState } from '@rudder/agent';
 import { conversationRules, decideTimeouts, decideTurnCommit, emptyConversation, hasOpenWork, parked, recentHistory, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
@@ -31,8 +31,8 @@ export type RunnerDeps = {
   onToken(token: { conversation: string; turn: string; step: number; text: string }): void;
   /** How many earlier turns a fold keeps (the largest `history.turns` of the agents; null: every one). */
   historyKept: number | null;
-  /** Sends the tokens held back; awaited before a commit so tokens go out before their step's events. */
-  flushTokens(): Promise<void>;
+  /** Starts sending the tokens held back (not waited for): called before a reply's commit, so they go out before their step's events. */
+  flushTokens(): void;
   newTurnId(): string;
   fault(point: FaultPoint): void;
   log: Log;
@@ -141,13 +141,13 @@ class Runner implements ConversationRunner {
   }
 
   /**
-   * Starts a run unless one is in flight. It starts on the next turn of the event loop: what the
-   * ingest that poked it stored is handed to the relay first, and that publication (a chat's
-   * 202 waits for it) goes out before the turn's first model request is built and sent
-   * (chat-accept: stored → 202 p50 11–12 → 9–10 ms).
+   * Starts a run unless one is in flight, once the code that poked it is done (a microtask: the
+   * ingest hands what it stored to the relay first). Not a turn of the event loop later, as
+   * until session 19: a chat's 202 no longer waits for that publication (it comes from the
+   * commit's announcement), and the turn's first model request went out 2–4 ms later for it.
    */
   private start(): void {
-    this.running ??= nextTurnOfTheLoop()
+    this.running ??= Promise.resolve()
       .then(() => this.runDue())
       .finally(() => {
         this.running = null;
@@ -279,7 +279,7 @@ class Runner implements ConversationRunner {
    */
   private async commit(run: TurnRun, events: DomainEvent[]): Promise<StoredTurn> {
     const { fault } = this.deps;
-    if (events.some((e) => e.type === 'model.replied')) await this.deps.flushTokens();
+    if (events.some((e) => e.type === 'model.replied')) this.deps.flushTokens();
     const turn = this.fold.conversation?.running;
     if (events.some((e) => e.type === 'tool.ended')) fault('before-tool-result-stored');
     const { stored, ended } = await this.append((state) => (turn ? decideTurnCommit(state, turn, events) : events));
