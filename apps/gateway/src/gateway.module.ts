@@ -18,7 +18,7 @@ import { GatewayErrorFilter } from './errors/error-filter';
 import { EventsController } from './events/events.controller';
 import { EventsHandler } from './events/events-handler';
 import { LiveEvents } from './events/live-events';
-import { DecisionNotices } from './events/decision-notices';
+import { Announcements } from './events/announcements';
 import { StreamBuffers } from './events/stream-buffers';
 import { HealthController } from './health/health.controller';
 import { HealthChecks } from './health/health-checks';
@@ -96,7 +96,7 @@ export class GatewayModule {
         ConversationAccess,
         InputsPublisher,
         LiveEvents,
-        DecisionNotices,
+        Announcements,
         Decisions,
         Writes,
         HealthChecks,

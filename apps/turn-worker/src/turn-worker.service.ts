@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { conversationsWithOpenWork, createOutboxRelay, FencedError, groupedWrites, migrateEventStore, PartitionBusyError, registerAgents, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import { conversationRules } from '@rudder/conversation';
-import { createKafka, createLog, createPool, decisionChannel, ensureTopics, serveMetrics, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
+import { createKafka, createLog, createPool, announcementChannel, ensureTopics, serveMetrics, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
 import type { ConversationEvent } from '@rudder/contracts';
 import { AgentRegistry } from './agents/agents';
 import { faultPoints } from './fault-points';
@@ -38,7 +38,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   private epochs: Epochs = new Map();
   private held!: HeldEpochs;
   private metricsServer: MetricsServer | undefined;
-  /** The decision channel: an ingest's decisions are announced there as it commits (docs/architecture.md, "The decision's shortest path"). */
+  /** The announcement channel: what every write stores is announced there as it commits (docs/architecture.md, "The shortest path"). */
   private readonly channel: string;
 
   constructor(
@@ -47,7 +47,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     @Inject(WorkerMetrics) private readonly metrics: WorkerMetrics,
   ) {
     this.config = options.config;
-    this.channel = decisionChannel(this.config.KAFKA_NAMESPACE);
+    this.channel = announcementChannel(this.config.KAFKA_NAMESPACE);
     this.pool = options.pool ?? createPool(this.config.DATABASE_URL);
     metrics.readOutboxFrom(this.pool);
   }
@@ -76,7 +76,8 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       epochs: () => this.epochs,
       held: this.held,
       relay: this.relay,
-      writeUnchanged: groupedWrites(this.pool, conversationRules),
+      writeUnchanged: groupedWrites(this.pool, conversationRules, { announce: this.channel }),
+      announce: this.channel,
       agentOf: (name) => this.agents.get(name),
       onToken: this.publishing.token,
       historyKept: this.agents.historyKept(),

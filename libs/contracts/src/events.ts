@@ -302,6 +302,19 @@ export const ConversationEventRecord = z.discriminatedUnion('type', recordList a
 export const parseConversationEvent = (value: unknown): ConversationEvent =>
   ConversationEventRecord.parse(value);
 
+/**
+ * What a write announces as it commits (PostgreSQL `NOTIFY`, the event store's `announcedCte`):
+ * one conversation's records just stored, in order, and `after`, the position of its last event
+ * before them — so a reader that has every event up to `after` knows these come next, none
+ * missing between. A shortcut to the records' own copies on `agent.events`, never instead of them.
+ */
+export const Announcement = z.object({
+  conversation: ConversationKey,
+  after: z.number().int().nonnegative(),
+  events: ConversationEventRecord.array().min(1),
+});
+export type Announcement = z.infer<typeof Announcement>;
+
 /** A record on `agent.tokens`: a piece of the model's streamed reply. Best effort. */
 export const TokenRecord = z.object({
   v: z.literal(1),

@@ -1,15 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { parseConversationEvent, type ConversationEvent, type DomainEvent } from '@rudder/contracts';
+import { Announcement, type DomainEvent } from '@rudder/contracts';
 import type { Pool } from '@rudder/runtime';
+import { appendToConversation } from './append-to-conversation';
 import { appendToConversations } from './append-to-conversations';
+import { singleWrites } from './grouped-writes';
 import { takePartitions } from './fencing';
 import type { StreamRules } from './writes';
 import { useEventStoreDatabase } from './testing';
 
 /**
- * An ingest's decisions announced on a channel as they commit (issue 36 item 1), on both of its
- * ways — the one statement and the transaction — by the write's own statement; a batch too
+ * What a write stores, announced on a channel as it commits (issue 36), on both of its ways — the
+ * one statement and the transaction — by the write's own statement: one `Announcement` per
+ * conversation, with the position of its last event before the write; a conversation's part too
  * large for a notification announces nothing (its readers have the outbox).
  */
 const db = useEventStoreDatabase();
@@ -21,12 +24,12 @@ const rules: StreamRules<number> = {
 };
 const steer = (id: string, text = 'use Celsius'): DomainEvent => ({ type: 'steer.accepted', data: { input: { id, text }, turn: 't1', landed: true } });
 
-/** Listens on `channel` while `write` runs; answers what was announced (each payload's records) and how many statements the write sent. */
+/** Listens on `channel` while `write` runs; answers what was announced, in order. */
 async function heard(channel: string, write: (pool: Pool) => Promise<unknown>) {
   const listener = new pg.Client({ connectionString: db.url() });
   await listener.connect();
-  const records: ConversationEvent[][] = [];
-  listener.on('notification', (message) => records.push((JSON.parse(message.payload!) as unknown[]).map(parseConversationEvent)));
+  const records: Announcement[] = [];
+  listener.on('notification', (message) => records.push(Announcement.parse(JSON.parse(message.payload!))));
   await listener.query(`LISTEN "${channel}"`);
   try {
     await write(db.pool());
@@ -37,7 +40,7 @@ async function heard(channel: string, write: (pool: Pool) => Promise<unknown>) {
   }
 }
 
-describe('announced decisions', () => {
+describe('announced writes', () => {
   it('are sent as the write commits, by the transaction and by the one statement, as records of what was stored', async () => {
     const epochs = await takePartitions(db.pool(), [0], 'announce-test');
     let position = 0;
@@ -64,8 +67,8 @@ describe('announced decisions', () => {
       return stored;
     });
     expect(inTransaction).toBe(5);
-    expect(first).toHaveLength(1);
-    expect(first[0]).toMatchObject([{ conversation: 'c1', position, type: 'steer.accepted', data: { input: { id: 's1' } } }]);
+    // A new conversation: nothing before it.
+    expect(first).toMatchObject([{ conversation: 'c1', after: 0, events: [{ conversation: 'c1', position, type: 'steer.accepted', data: { input: { id: 's1' } } }] }]);
     // Held as of its last event: the one statement, which announces in itself (no statement or connection more).
     let statements = 0;
     let connections = 0;
@@ -81,8 +84,10 @@ describe('announced decisions', () => {
       return appendToConversations(counted, rules, 0, epochs, [{ conversation: 'c1', probe: [] }], () => [steer('s2')], () => ({ position, state: 1 }), { announce: 'decisions_a' });
     });
     expect({ statements, connections }).toEqual({ statements: 1, connections: 0 });
-    expect(second).toEqual([[expect.objectContaining({ conversation: 'c1', position: expect.any(Number), data: expect.objectContaining({ input: { id: 's2', text: 'use Celsius' } }) })]]);
-    expect(second[0][0].position).toBeGreaterThan(position);
+    expect(second).toEqual([
+      { conversation: 'c1', after: position, events: [expect.objectContaining({ conversation: 'c1', position: expect.any(Number), data: expect.objectContaining({ input: { id: 's2', text: 'use Celsius' } }) })] },
+    ]);
+    expect(second[0].events[0].position).toBeGreaterThan(position);
     // Without a channel, nothing.
     expect(await heard('decisions_a', (pool) => appendToConversations(pool, rules, 0, epochs, [{ conversation: 'c2', probe: [] }], () => [steer('s3')]))).toEqual([]);
   });
@@ -99,5 +104,45 @@ describe('announced decisions', () => {
       appendToConversations(pool, rules, 1, epochs, [{ conversation: 'c4', probe: [] }], () => [steer('b3', big), steer('b4', big), steer('b5', 'x'.repeat(9000))], undefined, { announce: 'decisions_b' }),
     );
     expect(fresh).toEqual([]);
+  });
+
+  it('one per conversation, each with its own position before; one too large is left out, the others are not', async () => {
+    const epochs = await takePartitions(db.pool(), [2], 'announce-test');
+    const before = await appendToConversations(db.pool(), rules, 2, epochs, [{ conversation: 'c5', probe: [] }], () => [steer('m0')]);
+    const lastOfC5 = before.stored[0].position;
+    const announced = await heard('decisions_c', (pool) =>
+      appendToConversations(
+        pool,
+        rules,
+        2,
+        epochs,
+        [{ conversation: 'c5', probe: [] }, { conversation: 'c6', probe: [] }, { conversation: 'c7', probe: [] }],
+        (conversation) => (conversation === 'c7' ? [steer('m3', 'x'.repeat(9000))] : [steer(`m-${conversation}`), steer(`m2-${conversation}`)]),
+        undefined,
+        { announce: 'decisions_c' },
+      ),
+    );
+    const byConversation = [...announced].sort((a, b) => a.conversation.localeCompare(b.conversation));
+    expect(byConversation.map((a) => ({ conversation: a.conversation, after: a.after, ids: a.events.map((e) => e.data) }))).toEqual([
+      { conversation: 'c5', after: lastOfC5, ids: [expect.objectContaining({ input: { id: 'm-c5', text: 'use Celsius' } }), expect.objectContaining({ input: { id: 'm2-c5', text: 'use Celsius' } })] },
+      { conversation: 'c6', after: 0, ids: [expect.objectContaining({ input: { id: 'm-c6', text: 'use Celsius' } }), expect.objectContaining({ input: { id: 'm2-c6', text: 'use Celsius' } })] },
+    ]);
+    for (const a of announced) expect(a.events.map((e) => e.position)).toEqual([...a.events.map((e) => e.position)].sort((x, y) => x - y));
+  });
+
+  it("a turn's writes too, by the one statement and by the transaction (appendToConversation)", async () => {
+    const epochs = await takePartitions(db.pool(), [3], 'announce-test');
+    const { stored } = await appendToConversations(db.pool(), rules, 3, epochs, [{ conversation: 'c8', probe: [] }], () => [steer('t0')]);
+    const first = stored[0].position;
+    const oneStatement = await heard('decisions_d', (pool) =>
+      appendToConversation(pool, rules, 'c8', epochs, () => [steer('t1')], { position: first, state: 1 }, singleWrites(pool, rules, { announce: 'decisions_d' }), { announce: 'decisions_d' }),
+    );
+    expect(oneStatement).toMatchObject([{ conversation: 'c8', after: first, events: [{ data: { input: { id: 't1' } } }] }]);
+    const second = oneStatement[0].events[0].position;
+    // Not held (no state): the transaction.
+    const transaction = await heard('decisions_d', (pool) =>
+      appendToConversation(pool, rules, 'c8', epochs, () => [steer('t2')], undefined, singleWrites(pool, rules, { announce: 'decisions_d' }), { announce: 'decisions_d' }),
+    );
+    expect(transaction).toMatchObject([{ conversation: 'c8', after: second, events: [{ data: { input: { id: 't2' } } }] }]);
   });
 });

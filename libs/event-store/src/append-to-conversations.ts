@@ -27,8 +27,8 @@ import { AlreadyStoredError, byKeyBytes, type Seen, type StreamRules, type Writt
  * held, the log moved, an input handled before — the transaction decides on what is stored.
  *
  * With `announce` (a channel), what it stores is sent there as it commits, by the write's own
- * statement either way (`announcedCte`): the decision channel, where the gateways waiting for
- * these decisions hear of them first (docs/architecture.md, "The decision's shortest path").
+ * statement either way (`announcedCte`): the announcement channel, where the gateways waiting for
+ * these decisions hear of them first (docs/architecture.md, "The shortest path").
  */
 export async function appendToConversations<S>(
   pool: Pool,

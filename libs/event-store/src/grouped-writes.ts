@@ -10,11 +10,14 @@ import type { StreamRules } from './writes';
  */
 export type UnchangedWriter<S> = (write: UnchangedWrite<S>, epochs: Epochs) => Promise<ConversationEvent[] | null>;
 
+/** What a writer's statements do beside writing: `announce`, the channel what they store is announced on as it commits (`announcedCte`; null: none). */
+export type WriterOptions = { announce?: string | null };
+
 /** Each write in a statement of its own. */
 export const singleWrites =
-  <S>(pool: Pool, rules: StreamRules<S>): UnchangedWriter<S> =>
+  <S>(pool: Pool, rules: StreamRules<S>, { announce = null }: WriterOptions = {}): UnchangedWriter<S> =>
   (write, epochs) =>
-    appendIfUnchanged(pool, rules, [write], epochs);
+    appendIfUnchanged(pool, rules, [write], epochs, { announce });
 
 /**
  * At most this many writes share a statement (`groupedWrites`). One conversation that moved
@@ -33,11 +36,11 @@ export const WRITES_PER_STATEMENT = 32;
  * or its error). Only writes of different conversations under the same epochs (the worker's
  * map of the moment; a rebalance replaces it) share a statement, `WRITES_PER_STATEMENT` at most.
  */
-export function groupedWrites<S>(pool: Pool, rules: StreamRules<S>): UnchangedWriter<S> {
+export function groupedWrites<S>(pool: Pool, rules: StreamRules<S>, { announce = null }: WriterOptions = {}): UnchangedWriter<S> {
   type Item = { write: UnchangedWrite<S>; epochs: Epochs };
   type Outcome = { stored: ConversationEvent[] | null } | { error: unknown };
   const alone = ({ write, epochs }: Item): Promise<Outcome> =>
-    appendIfUnchanged(pool, rules, [write], epochs).then(
+    appendIfUnchanged(pool, rules, [write], epochs, { announce }).then(
       (stored) => ({ stored }),
       (error: unknown) => ({ error }),
     );
@@ -50,6 +53,7 @@ export function groupedWrites<S>(pool: Pool, rules: StreamRules<S>): UnchangedWr
         rules,
         items.map((i) => i.write),
         first.epochs,
+        { announce },
       ).catch(() => null); // each write alone says what was wrong with it
       if (stored) return items.map((i) => ({ stored: stored.filter((e) => e.conversation === i.write.conversation) }));
     }

@@ -2,7 +2,7 @@ export { registerAgents } from './agents';
 export { appendToConversation } from './append-to-conversation';
 export { appendToConversations } from './append-to-conversations';
 export type { UnchangedWrite } from './append-if-unchanged';
-export { groupedWrites, singleWrites, WRITES_PER_STATEMENT, type UnchangedWriter } from './grouped-writes';
+export { groupedWrites, singleWrites, WRITES_PER_STATEMENT, type UnchangedWriter, type WriterOptions } from './grouped-writes';
 export { WRITE_IDLE_TIMEOUT_MS } from './write-transaction';
 export { AlreadyStoredError, byKeyBytes, type Seen, type StreamRules, type Written } from './writes';
 export * from './fencing';

@@ -33,12 +33,12 @@ export type TopicNames = { [K in keyof typeof Topics]: string };
 
 /** The contract's topic names under a namespace (empty in production). */
 /**
- * The PostgreSQL channel the workers announce their input decisions on, right after they are
- * committed (`LISTEN`/`NOTIFY`; docs/architecture.md, "The decision's shortest path"): one per
+ * The PostgreSQL channel the workers announce what each commit stored on, as it commits
+ * (`LISTEN`/`NOTIFY`; docs/architecture.md, "The shortest path"): one per
  * namespace, as the topics are. A channel name is an identifier of at most 63 bytes, so the
  * namespace is in it by its digest.
  */
-export const decisionChannel = (namespace: string): string => `rudder_decisions_${createHash('sha256').update(namespace).digest('hex').slice(0, 16)}`;
+export const announcementChannel = (namespace: string): string => `rudder_announcements_${createHash('sha256').update(namespace).digest('hex').slice(0, 16)}`;
 
 export const topicNames = (namespace: string): TopicNames => ({
   inputs: namespace + Topics.inputs,

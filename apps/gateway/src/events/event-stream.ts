@@ -6,6 +6,11 @@ import { sseEvent, sseToken } from './sse';
 /** What the live consumer hands each open stream of a conversation. */
 export type LiveListener = {
   event(event: ConversationEvent): void;
+  /**
+   * A conversation's events a commit announced as it committed (`Announcement`), ahead of their
+   * records: `after` is the position of the conversation's last event before them.
+   */
+  announced?(events: readonly ConversationEvent[], after: number): void;
   token(token: KeptToken): void;
   /** The gateway is shutting down: finish the stream. */
   end(): void;
@@ -89,8 +94,14 @@ const MAX_UNOWNED_TOKENS = 1000;
  *   carried only if the reader may read the conversation at its position, a revoke ends the
  *   stream, and a stream opened before the owner's first write carries nothing of it.
  *
- * Duplicates (the outbox relay may publish twice; the store and the tail overlap) are dropped
- * by position. Tokens go on a second track: replayed from the kept ones after the cursor's
+ * Announced events (`announced`: what a commit stored, as it committed, ahead of its records on
+ * `agent.events`) are carried at once when they follow the last event the stream has been
+ * through — nothing waits before them, and every event up to their `after` is through — and
+ * are otherwise left to their records, which come in order (issue 36: a step reaches a client
+ * without the outbox relay's produce and the live consumer's fetch in between).
+ *
+ * Duplicates (the outbox relay may publish twice; the store and the tail overlap; announced
+ * events come again as records) are dropped by position. Tokens go on a second track: replayed from the kept ones after the cursor's
  * token offset, then live when their offset is above the last one sent, each while the reader
  * may read. The two tracks have no order between them, so each message's id carries both: an
  * event's is its position, a token's `<last position sent>.<its offset>`; in a replay a token
@@ -111,6 +122,8 @@ export class EventStream implements LiveListener {
   private pumping = false;
   /** Tokens that came while nobody owned the conversation: carried once it is the reader's, else dropped. */
   private unownedTokens: KeptToken[] = [];
+  /** The last event the stream has been through: the tail's and the store's follow each other from the first on, so an announcement after it follows too. */
+  private through: number | null = null;
 
   constructor(private readonly options: EventStreamOptions) {
     this.lastSent = options.after?.position ?? null;
@@ -139,6 +152,20 @@ export class EventStream implements LiveListener {
 
   event(event: ConversationEvent): void {
     this.take({ event });
+  }
+
+  /**
+   * Carried now when they follow what the stream has been through (or are the conversation's
+   * first events, `after` 0, and it has been through none) and nothing waits before them; else
+   * their records bring them, in order.
+   */
+  announced(events: readonly ConversationEvent[], after: number): void {
+    const follows = this.through === after || (after === 0 && this.through === null);
+    if (this.phase !== 'live' || this.pumping || this.pending.length > 0 || !follows) return;
+    for (const event of events) {
+      this.see(event, true);
+      if (this.stopped()) return;
+    }
   }
 
   token(token: KeptToken): void {
@@ -245,6 +272,7 @@ export class EventStream implements LiveListener {
 
   private see(event: ConversationEvent, carry: boolean): void {
     if (event.position > this.known) this.known = event.position;
+    if (this.through === null || event.position > this.through) this.through = event.position;
     const reading = this.reader?.see(event) ?? 'carry';
     if (reading === 'revoked') return this.finish(`${this.reader!.subject} may no longer read the conversation`);
     if (reading === 'carry' && carry) this.sendIfNew(event);

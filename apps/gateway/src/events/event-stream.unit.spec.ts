@@ -329,3 +329,97 @@ describe('EventStream: the reader may read the conversation at each event positi
     expect(ids()).toEqual([]);
   });
 });
+
+describe('EventStream: announced events (a commit announced what it stored, ahead of its records)', () => {
+  it('carries them at once when they follow the last event it has been through, and drops their records after', async () => {
+    const { sink, ids } = recordingSink();
+    const stream = streamOf({ after: at(5), sink, store: storeOf([event(3), event(5), event(7)]) });
+    await stream.start();
+    expect(ids()).toEqual([7]);
+    stream.announced([event(9), event(10)], 7);
+    expect(ids()).toEqual([7, 9, 10]);
+    // Their records come later, as does the next commit's.
+    for (const p of [9, 10, 12]) stream.event(event(p));
+    await settle();
+    expect(ids()).toEqual([7, 9, 10, 12]);
+  });
+
+  it('leaves to their records those that do not follow it: nothing is carried out of order or past a gap', async () => {
+    const { sink, ids } = recordingSink();
+    const stream = streamOf({ after: null, sink });
+    await stream.start();
+    // Nothing through yet (live from now): an announcement cannot be known to follow, unless it holds the conversation's first events.
+    stream.announced([event(4)], 3);
+    expect(ids()).toEqual([]);
+    stream.event(event(4));
+    await settle();
+    expect(ids()).toEqual([4]);
+    const fresh = recordingSink();
+    const first = streamOf({ after: at(0), sink: fresh.sink });
+    await first.start();
+    first.announced([opened(2, 'alice'), event(3)], 0);
+    expect(fresh.ids()).toEqual([2, 3]);
+    // A commit whose announcement did not come (too large for one) is between: 5 is missing before 6.
+    stream.announced([event(6)], 5);
+    expect(ids()).toEqual([4]);
+    stream.event(event(5));
+    stream.event(event(6));
+    await settle();
+    expect(ids()).toEqual([4, 5, 6]);
+    stream.announced([event(7)], 6);
+    expect(ids()).toEqual([4, 5, 6, 7]);
+  });
+
+  it('takes none while it replays or while records wait their turn before them', async () => {
+    const { sink, ids } = recordingSink();
+    let finishReplay!: (events: ConversationEvent[]) => void;
+    const stream = streamOf({ after: at(5), sink, store: () => new Promise((resolve) => (finishReplay = resolve)) });
+    const started = stream.start();
+    await settle();
+    stream.announced([event(6)], 5);
+    finishReplay([event(6)]);
+    await started;
+    expect(ids()).toEqual([6]);
+    // A record waits while the store fills the gap before it: an announcement after it is not taken ahead of it.
+    const gapped = recordingSink();
+    let fill!: (events: ConversationEvent[]) => void;
+    let asked = 0;
+    const reading = streamOf({
+      after: null,
+      reader: readerOf('alice', 'alice', 2),
+      sink: gapped.sink,
+      store: () => (asked++ === 0 ? new Promise((resolve) => (fill = resolve)) : Promise.resolve([])),
+    });
+    await reading.start();
+    reading.event(event(5));
+    await settle();
+    reading.announced([event(6)], 5);
+    expect(gapped.ids()).toEqual([]);
+    fill([event(3), event(4), event(5)]);
+    await settle();
+    reading.event(event(6));
+    await settle();
+    // Live from now: the gap's events are folded, not carried; 6 only after 5.
+    expect(gapped.ids()).toEqual([5, 6]);
+  });
+
+  it('folds the reader access from them: a revoke announced ends the stream, and nothing after it is carried', async () => {
+    const { sink, ids, log } = recordingSink();
+    const stream = streamOf({ after: null, reader: readerOf('bob', 'alice', 10, { bob: 'read' }), sink, store: storeOf([]) });
+    await stream.start();
+    stream.event(event(11));
+    await settle();
+    stream.announced([event(12), granted(13, 'bob', null), event(14)], 11);
+    expect(ids()).toEqual([11, 12]);
+    expect(log.at(-1)).toBe('end');
+  });
+
+  it("carries nothing of another's conversation announced to a stream opened before its owner's first write", async () => {
+    const { sink, ids } = recordingSink();
+    const stream = streamOf({ after: at(0), reader: readerOf('bob', null, 0), sink, store: storeOf([]) });
+    await stream.start();
+    stream.announced([opened(2, 'alice'), event(3)], 0);
+    stream.announced([event(4)], 3);
+    expect(ids()).toEqual([]);
+  });
+});

@@ -7,7 +7,7 @@ import {
   type OnApplicationShutdown,
   type OnModuleInit,
 } from '@nestjs/common';
-import { ConversationEventRecord, TokenRecord, type ConversationEvent } from '@rudder/contracts';
+import { ConversationEventRecord, TokenRecord, type Announcement, type ConversationEvent } from '@rudder/contracts';
 import { keepConsuming, periodicCommits, READER_SESSION, topicNames, type Config, type KeptConsumer, type Log, type PeriodicCommits } from '@rudder/runtime';
 import type { Kafka, KafkaMessage, TopicPartitionOffset } from 'kafkajs';
 import { Positions } from '../consistency/positions';
@@ -107,16 +107,24 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     return { result, seen, cancel: () => unsubscribe() };
   }
 
+  /** Whether a stream or a write of this gateway waits on the conversation. */
+  follows(conversation: string): boolean {
+    return this.listeners.has(conversation) || this.watchers.has(conversation);
+  }
+
   /**
-   * Decisions a worker announced as it committed them (`DecisionNotices`), ahead of their
-   * records on `agent.events`: handed to the writes waiting for them, and their positions
-   * noted as produced. Streams get them from `agent.events` only, in the log's order.
+   * What a commit stored, announced as it committed (`Announcements`), ahead of its records on
+   * `agent.events`: handed to the writes waiting for a decision, and to the streams, which carry
+   * it only when it follows what they carried (`EventStream.announced`); its positions are noted
+   * as produced. Everything announced also comes on `agent.events`, which is what streams fall
+   * back to, in the log's order.
    */
-  noticed(events: readonly ConversationEvent[]): void {
+  noticed({ conversation, after, events }: Announcement): void {
     for (const event of events) {
       this.positions?.produced.saw(event.position);
-      handOut(this.watchers, event.conversation, (watcher) => watcher.event(event), this.log);
+      handOut(this.watchers, conversation, (watcher) => watcher.event(event), this.log);
     }
+    this.handOut(conversation, (listener) => listener.announced?.(events, after));
   }
 
   /** Events of the conversation above `position` seen live in the last minute, oldest first. */

@@ -77,7 +77,7 @@ export async function ingestInputs(
   agents: IngestAgents,
   seen: (conversation: string) => Seen<ConversationState> | undefined = () => undefined,
   guardFailed: (failure: GuardFailure) => void = () => undefined,
-  /** The decision channel: what is stored is announced there as it commits (null: not announced). */
+  /** The announcement channel: what is stored is announced there as it commits (null: not announced). */
   announce: string | null = null,
 ) {
   const readable: { message: KafkaMessage; input: InputRecord }[] = [];

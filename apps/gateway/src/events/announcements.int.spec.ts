@@ -1,22 +1,23 @@
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import pg from 'pg';
 import { Topics } from '@rudder/contracts';
-import { decisionChannel } from '@rudder/runtime';
+import { announcementChannel } from '@rudder/runtime';
 import { startHarness, steerAccepted, type Harness } from '../../../../test/support/gateway/harness';
 import { sseReader } from '../../../../test/support/gateway/sse-reader';
 
 /**
- * The decision's shortest path (issue 36 item 1): a decision a worker announces on the decision
- * channel as it commits it (`NOTIFY`) answers the write waiting for it, with nothing on
- * `agent.events`; streams still get events from `agent.events` only; what does not parse is
- * dropped; a lost connection is listened on again.
+ * The shortest path (issue 36): what a worker's commit announces on the announcement channel as it
+ * commits (`NOTIFY`, an `Announcement`) answers the write waiting for it, with nothing on
+ * `agent.events`, and reaches the streams that have been through the event before it; what does
+ * not follow waits for its records; what does not parse is dropped; a lost connection is
+ * listened on again.
  */
 let h: Harness;
 let db: pg.Client;
 let channel: string;
 beforeAll(async () => {
   h = await startHarness();
-  channel = decisionChannel(h.topics.inputs.slice(0, -Topics.inputs.length));
+  channel = announcementChannel(h.topics.inputs.slice(0, -Topics.inputs.length));
   db = new pg.Client({ connectionString: inject('databaseUrl') });
   await db.connect();
 });
@@ -34,40 +35,55 @@ async function steerAnsweredByNotice(key: string, id: string) {
   const pending = h.call(`/v1/conversations/${encodeURIComponent(key)}/steer`, { body: { text: 'use Celsius', id } });
   await h.inputArrived(id);
   const decision = steerAccepted(key, position++, { id, text: 'use Celsius', turn: 't-1', landed: true });
-  await announce([decision]);
+  await announce({ conversation: key, after: decision.position - 1, events: [decision] });
   return { answer: await pending, decision };
 }
 
 describe('announced decisions', () => {
-  it('answer the write waiting for them, with nothing on agent.events; streams get nothing from them', async () => {
-    const key = uniqueKey('steer');
-    const stream = sseReader(await fetch(`${h.gateway.url}/v1/conversations/${encodeURIComponent(key)}/events`));
-    const { answer, decision } = await steerAnsweredByNotice(key, 's1');
+  it('answer the write waiting for them, with nothing on agent.events', async () => {
+    const { answer, decision } = await steerAnsweredByNotice(uniqueKey('steer'), 's1');
     expect(answer.status).toBe(200);
     expect(answer.body).toEqual({ id: 's1', turn: 't-1', landed: true });
     expect(answer.headers.get('rudder-position')).toBe(String(decision.position));
+  });
+
+  it('reach a stream when they follow the last event it carried; one that does not waits for its records', async () => {
+    const key = uniqueKey('stream');
+    const stream = sseReader(await fetch(`${h.gateway.url}/v1/conversations/${encodeURIComponent(key)}/events`));
+    const steer = (n: number) => steerAccepted(key, position + n, { id: `s-${n}`, text: 'use Celsius', turn: 't-1', landed: true });
+    const [first, second, third, fourth] = [steer(0), steer(1), steer(2), steer(3)];
+    position += 4;
+    await h.publishEvents([first]);
+    expect((await stream.next()).id).toBe(String(first.position));
+    // Announced, never published: the stream carries it.
+    await announce({ conversation: key, after: first.position, events: [second] });
+    expect((await stream.next()).id).toBe(String(second.position));
+    // After an event the stream has not had (its announcement did not come): nothing until the records.
+    await announce({ conversation: key, after: third.position, events: [fourth] });
     expect(await stream.quietFor(300)).toEqual([]);
-    // Its record on agent.events, when it comes, is what the stream carries.
-    await h.publishEvents([decision]);
-    expect((await stream.next()).id).toBe(String(decision.position));
+    await h.publishEvents([second, third, fourth]);
+    expect((await stream.next()).id).toBe(String(third.position));
+    expect((await stream.next()).id).toBe(String(fourth.position));
+    expect(await stream.quietFor(200)).toEqual([]);
     await stream.close();
   });
 
   it('one that does not parse is dropped, and the next one is taken', async () => {
     await announce('not json');
     await announce([{ type: 'steer.accepted' }]);
+    await announce({ conversation: 'not a key!', after: 0, events: [] });
     const { answer } = await steerAnsweredByNotice(uniqueKey('after-garbage'), 's2');
     expect(answer.status).toBe(200);
   });
 
   it('a lost connection is listened on again', async () => {
     const { rows } = await db.query<{ n: number }>(
-      "SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'rudder-gateway-decisions' AND datname = current_database()",
+      "SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'rudder-gateway-announcements' AND datname = current_database()",
     );
     expect(rows[0].n).toBeGreaterThan(0);
     await vi.waitFor(async () => {
       // Connected again, and its LISTEN run (the session's last statement).
-      const listening = await db.query("SELECT 1 FROM pg_stat_activity WHERE application_name = 'rudder-gateway-decisions' AND datname = current_database() AND query LIKE 'LISTEN%'");
+      const listening = await db.query("SELECT 1 FROM pg_stat_activity WHERE application_name = 'rudder-gateway-announcements' AND datname = current_database() AND query LIKE 'LISTEN%'");
       expect(listening.rowCount).toBeGreaterThan(0);
     }, { timeout: 15_000, interval: 100 });
     const { answer } = await steerAnsweredByNotice(uniqueKey('after-loss'), 's3');

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import pg from 'pg';
-import { ConversationEventRecord } from '@rudder/contracts';
-import { decisionChannel, type Config, type Log } from '@rudder/runtime';
+import { Announcement } from '@rudder/contracts';
+import { announcementChannel, type Config, type Log } from '@rudder/runtime';
 import { CONFIG, LOG } from '../tokens';
 import { LiveEvents } from './live-events';
 
@@ -11,20 +11,19 @@ const RETRY_MS = 500;
 const RETRY_MAX_MS = 10_000;
 /** How long connecting may take before it counts as failed. */
 const CONNECT_TIMEOUT_MS = 5000;
-/** A notification's payload: the event records a commit stored. */
-const Announced = ConversationEventRecord.array();
 
 /**
- * The decisions the workers announce as they commit them (`LISTEN` on the decision channel;
- * `announceDecisions` in the worker): each is handed to the writes waiting for it
- * (`LiveEvents.noticed`), one hop after the commit that decided it, instead of after the outbox
- * relay's produce and the live consumer's fetch (issue 36 item 1). Only a shortcut: every
- * decision also comes on `agent.events`, so a notification missed — while the connection is
- * down, or one the worker could not send — only makes that answer as slow as before. A
- * connection lost is listened on again, with backoff; the gateway starts and serves without it.
+ * What the workers' commits store, announced as they commit (`LISTEN` on the announcement
+ * channel; `announcedCte` in the event store): each `Announcement` is handed to the writes
+ * waiting for a decision and to the conversation's streams (`LiveEvents.noticed`), one hop after
+ * the commit, instead of after the outbox relay's produce and the live consumer's fetch (issue
+ * 36). Only a shortcut: every event also comes on `agent.events`, so a notification missed —
+ * while the connection is down, or one too large to send — only makes that answer or that
+ * stream as slow as before. A connection lost is listened on again, with backoff; the gateway
+ * starts and serves without it.
  */
 @Injectable()
-export class DecisionNotices implements OnModuleInit, OnApplicationShutdown {
+export class Announcements implements OnModuleInit, OnApplicationShutdown {
   private client: pg.Client | null = null;
   private stopped = false;
   private readonly channel: string;
@@ -34,7 +33,7 @@ export class DecisionNotices implements OnModuleInit, OnApplicationShutdown {
     @Inject(LiveEvents) private readonly live: LiveEvents,
     @Inject(LOG) private readonly log: Log,
   ) {
-    this.channel = decisionChannel(config.KAFKA_NAMESPACE);
+    this.channel = announcementChannel(config.KAFKA_NAMESPACE);
   }
 
   /** Listening before the gateway serves, when the database answers; else the gateway starts without it, and listens once it can. */
@@ -53,7 +52,7 @@ export class DecisionNotices implements OnModuleInit, OnApplicationShutdown {
 
   private async listen(): Promise<void> {
     if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.config.DATABASE_URL, application_name: 'rudder-gateway-decisions', connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    const client = new pg.Client({ connectionString: this.config.DATABASE_URL, application_name: 'rudder-gateway-announcements', connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     client.on('notification', (message) => this.take(message.payload));
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client, new Error('the connection ended')));
@@ -77,23 +76,29 @@ export class DecisionNotices implements OnModuleInit, OnApplicationShutdown {
 
   private async retry(error: unknown, attempt: number): Promise<void> {
     if (this.stopped) return;
-    this.log.warn('listening for announced decisions failed; writes are answered from agent.events meanwhile', { error: String(error), attempt });
+    this.log.warn('listening for announcements failed; writes are answered and streams fed from agent.events meanwhile', { error: String(error), attempt });
     await sleep(Math.min(RETRY_MAX_MS, RETRY_MS * 2 ** (attempt - 1)));
     if (this.stopped) return;
     await this.listen().catch((next: unknown) => this.retry(next, attempt + 1));
   }
 
-  /** One notification: a JSON array of event records; anything else is a bug of its sender, logged and dropped. */
+  /**
+   * One notification: an `Announcement` (a conversation's records a commit stored, and the
+   * position before them); anything else is a bug of its sender, logged and dropped. Read whole
+   * only when this gateway has a stream or a write waiting on the conversation.
+   */
   private take(payload: string | undefined): void {
-    let records: unknown;
+    let value: unknown;
     try {
-      records = JSON.parse(payload ?? '');
+      value = JSON.parse(payload ?? '');
     } catch {
-      records = undefined;
+      value = undefined;
     }
-    const parsed = Announced.safeParse(records);
+    const conversation = (value as { conversation?: unknown } | undefined)?.conversation;
+    if (typeof conversation === 'string' && !this.live.follows(conversation)) return;
+    const parsed = Announcement.safeParse(value);
     if (!parsed.success) {
-      this.log.warn('dropped an announced decision that does not parse', { channel: this.channel });
+      this.log.warn('dropped an announcement that does not parse', { channel: this.channel });
       return;
     }
     this.live.noticed(parsed.data);
