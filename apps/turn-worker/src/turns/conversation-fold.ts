@@ -61,10 +61,17 @@ export class ConversationFold {
   }
 
   /**
-   * Folds `news` if it follows exactly what is held; false otherwise (nothing held: the first
-   * read starts from the snapshot, and a row's `last_position` alone never stands for an empty log).
+   * Folds `news` if it follows exactly what is held, or, nothing held, if it is the
+   * conversation's first events (`after` 0: the two writers of the event store set a
+   * conversation's `last_position` with every event they insert, so 0 is an empty log — a new
+   * conversation's first turn starts without reading it back, issue 36); false otherwise (the
+   * first read starts from the snapshot).
    */
   take(news: ConversationNews): boolean {
+    if (this.folded === null && news.after === 0) {
+      this.folded = emptyConversation(this.deps.historyKept);
+      this.readUpTo = this.sinceSnapshot = 0;
+    }
     if (this.folded === null || this.readUpTo !== news.after) return false;
     this.apply(news.events);
     return true;

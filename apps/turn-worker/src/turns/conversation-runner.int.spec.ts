@@ -108,3 +108,39 @@ describe('a runner after a pause', () => {
     await runner.abort();
   });
 });
+
+describe('a new conversation', () => {
+  it("starts its first turn from what the ingest stored, without reading the log back; an existing one it does not hold is read (#36)", async () => {
+    const epochs = await takePartitions(db.pool(), [2], 'worker-a');
+    const a = worker(() => epochs);
+    const reads: string[] = [];
+    const pool = db.pool();
+    a.deps.pool = new Proxy(pool, {
+      get: (target, property, receiver) =>
+        property === 'query'
+          ? (...args: Parameters<typeof pool.query>) => {
+              const name = (args[0] as { name?: string }).name;
+              if (name?.startsWith('event-store-read')) reads.push(name);
+              return (target.query as (...a: unknown[]) => unknown)(...args);
+            }
+          : Reflect.get(target, property, receiver),
+    });
+    const ingested = await ingestInputs(db.pool(), 2, epochs, [chat('fresh', 'f-1')], a.agents);
+    const runner = createConversationRunner('fresh', 2, a.deps);
+    expect(ingested.news.get('fresh')?.after).toBe(0);
+    runner.poke(ingested.news.get('fresh'));
+    await vi.waitFor(async () => expect((await readConversation(db.pool(), 'fresh')).at(-1)?.type).toBe('turn.ended'), { timeout: 10_000, interval: 20 });
+    expect(a.requests).toEqual(['request']);
+    expect(reads).toEqual([]);
+    await runner.abort();
+
+    // Not held, with events before what the ingest stored: its runner reads them first.
+    const next = await ingestInputs(db.pool(), 2, epochs, [chat('fresh', 'f-2')], a.agents);
+    expect(next.news.get('fresh')?.after).toBeGreaterThan(0);
+    const again = createConversationRunner('fresh', 2, a.deps);
+    again.poke(next.news.get('fresh'));
+    await vi.waitFor(async () => expect((await readConversation(db.pool(), 'fresh')).filter((e) => e.type === 'turn.ended')).toHaveLength(2), { timeout: 10_000, interval: 20 });
+    expect(reads).toEqual(['event-store-read-from-snapshot']);
+    await again.abort();
+  });
+});
