@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { conversationsWithOpenWork, createOutboxRelay, FencedError, groupedWrites, migrateEventStore, PartitionBusyError, registerAgents, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
+import { AnnouncementGate, conversationsWithOpenWork, createOutboxRelay, notificationQueueUsage, FencedError, groupedWrites, migrateEventStore, PartitionBusyError, registerAgents, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import { conversationRules } from '@rudder/conversation';
 import { createKafka, createLog, createPool, announcementChannel, ensureTopics, serveMetrics, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
 import type { ConversationEvent } from '@rudder/contracts';
@@ -38,8 +38,8 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   private epochs: Epochs = new Map();
   private held!: HeldEpochs;
   private metricsServer: MetricsServer | undefined;
-  /** The announcement channel: what every write stores is announced there as it commits (docs/architecture.md, "The shortest path"). */
-  private readonly channel: string;
+  /** The announcement channel, while PostgreSQL's notification queue has room: what every write stores is announced there as it commits (docs/architecture.md, "The shortest path"). */
+  private announcements!: AnnouncementGate;
 
   constructor(
     @Inject(TURN_WORKER_OPTIONS) private readonly options: TurnWorkerOptions & { config: Config },
@@ -47,7 +47,6 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     @Inject(WorkerMetrics) private readonly metrics: WorkerMetrics,
   ) {
     this.config = options.config;
-    this.channel = announcementChannel(this.config.KAFKA_NAMESPACE);
     this.pool = options.pool ?? createPool(this.config.DATABASE_URL);
     metrics.readOutboxFrom(this.pool);
   }
@@ -58,6 +57,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     this.fault = faultPoints({ crashAt: config.CRASH_AT, pauseAt: config.PAUSE_AT });
     const topics = topicNames(config.KAFKA_NAMESPACE);
     await migrateEventStore(config.DATABASE_URL);
+    this.announcements = new AnnouncementGate(announcementChannel(config.KAFKA_NAMESPACE), notificationQueueUsage(this.pool), { log });
     // The companion makes the follow-ups and recaps of these agents' conversations with their settings.
     await registerAgents(this.pool, this.agents.affordances());
     const kafka = createKafka(config.KAFKA_BROKERS, 'turn-worker', log);
@@ -76,8 +76,8 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       epochs: () => this.epochs,
       held: this.held,
       relay: this.relay,
-      writeUnchanged: groupedWrites(this.pool, conversationRules, { announce: this.channel }),
-      announce: this.channel,
+      writeUnchanged: groupedWrites(this.pool, conversationRules, { announce: () => this.announcements.channel() }),
+      announce: () => this.announcements.channel(),
       agentOf: (name) => this.agents.get(name),
       onToken: this.publishing.token,
       historyKept: this.agents.historyKept(),
@@ -109,7 +109,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       // Its own error is logged here, never published: the input's answer says only that the guard failed.
       this.log.error('an input guard failed; the input is answered guard_failed and may be sent again', { ...failure, partition });
       this.metrics.guardFailed(failure.agent, failure.reason);
-    }, this.channel).catch((error: unknown) => {
+    }, this.announcements.channel()).catch((error: unknown) => {
       if (error instanceof FencedError) this.metrics.fenced();
       throw error;
     });
@@ -169,6 +169,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   /** Running turns stop where they are (they resume on the partition's next owner); nothing more is written. */
   async onApplicationShutdown(): Promise<void> {
     this.deadlines?.stop();
+    this.announcements?.stop();
     await this.scheduler?.stop();
     await this.relay?.stop();
     await this.publishing?.disconnect().catch(() => undefined);

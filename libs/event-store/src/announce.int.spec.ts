@@ -5,6 +5,7 @@ import type { Pool } from '@rudder/runtime';
 import { appendToConversation } from './append-to-conversation';
 import { appendToConversations } from './append-to-conversations';
 import { singleWrites } from './grouped-writes';
+import { notificationQueueUsage } from './announce';
 import { takePartitions } from './fencing';
 import type { StreamRules } from './writes';
 import { useEventStoreDatabase } from './testing';
@@ -144,5 +145,11 @@ describe('announced writes', () => {
       appendToConversation(pool, rules, 'c8', epochs, () => [steer('t2')], undefined, singleWrites(pool, rules, { announce: 'decisions_d' }), { announce: 'decisions_d' }),
     );
     expect(transaction).toMatchObject([{ conversation: 'c8', after: second, events: [{ data: { input: { id: 't2' } } }] }]);
+  });
+
+  it("the notification queue's usage reads from the database (what AnnouncementGate closes on)", async () => {
+    const usage = await notificationQueueUsage(db.pool())();
+    expect(usage).toBeGreaterThanOrEqual(0);
+    expect(usage).toBeLessThan(0.5);
   });
 });

@@ -1,3 +1,5 @@
+import type { Log, Pool } from '@rudder/runtime';
+
 /** A notification's payload must stay under PostgreSQL's 8,000 bytes. */
 const ANNOUNCE_BYTES = 7900;
 
@@ -28,3 +30,59 @@ export const announcedCte = (param: number): string => `announced AS (
  * and a left join nothing reads is removed by the planner.
  */
 export const ANNOUNCED_JOIN = 'CROSS JOIN (SELECT count(*) FROM announced) AS announced_count';
+
+/**
+ * Whether writes announce, by how full PostgreSQL's notification queue is. The queue (8 GB by
+ * default) is emptied only as far as its slowest listener has read, and once it is full every
+ * transaction that notifies fails at its commit: a gateway that stopped reading but kept its
+ * connection (paused, say) would in the end fail the workers' writes. So writes stop announcing
+ * once the queue is `high` full (readers then have every event from the outbox, as without
+ * announcements) and start again below `low`; checked every `everyMs`
+ * (`pg_notification_queue_usage()`), and a failed check changes nothing.
+ */
+export class AnnouncementGate {
+  private open = true;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly announceOn: string,
+    private readonly usage: () => Promise<number>,
+    private readonly options: { high?: number; low?: number; everyMs?: number; log?: Log } = {},
+  ) {
+    this.timer = setInterval(() => void this.check(), options.everyMs ?? 10_000);
+    this.timer.unref();
+  }
+
+  /** The channel to announce on now; null while the queue is too full. */
+  channel(): string | null {
+    return this.open ? this.announceOn : null;
+  }
+
+  /** Reads the queue's usage once and opens or closes the gate by it. */
+  async check(): Promise<void> {
+    const { high = 0.5, low = 0.25, log } = this.options;
+    let used: number;
+    try {
+      used = await this.usage();
+    } catch {
+      return;
+    }
+    if (this.open && used >= high) {
+      this.open = false;
+      log?.warn("PostgreSQL's notification queue is filling (a listener does not read): writes stop announcing; gateways answer and stream from agent.events", { usage: used });
+    } else if (!this.open && used < low) {
+      this.open = true;
+      log?.info("PostgreSQL's notification queue is emptying: writes announce again", { usage: used });
+    }
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+/** How full the database's notification queue is, 0 to 1 (`pg_notification_queue_usage()`). */
+export const notificationQueueUsage = (pool: Pool) => async (): Promise<number> => {
+  const { rows } = await pool.query<{ usage: number }>({ name: 'event-store-notification-queue-usage', text: 'SELECT pg_notification_queue_usage() AS usage' });
+  return Number(rows[0].usage);
+};

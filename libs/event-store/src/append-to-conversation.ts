@@ -1,7 +1,7 @@
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { traceparent, type Pool } from '@rudder/runtime';
 import { FencedError, type Epochs } from './fencing';
-import { singleWrites, type UnchangedWriter, type WriterOptions } from './grouped-writes';
+import { channelOf, singleWrites, type UnchangedWriter, type WriterOptions } from './grouped-writes';
 import { inTransaction, writeEvents } from './write-transaction';
 import type { Seen, StreamRules, Written } from './writes';
 
@@ -67,7 +67,7 @@ export async function appendToConversation<S>(
       throw new FencedError(row.partition, `partition ${row.partition} is at epoch ${row.epoch}, this writer holds ${epochs.get(row.partition) ?? 'none'}`);
     }
     const state = rules.parse(row.state);
-    const written = await writeEvents(client, rules, [{ conversation, state, events: decide(state) }], trace, { conversation, after: seen.position }, announce);
+    const written = await writeEvents(client, rules, [{ conversation, state, events: decide(state) }], trace, { conversation, after: seen.position }, channelOf(announce));
     return { ...written, before: new Map([[conversation, Number(row.last_position)]]), trace };
   });
 }

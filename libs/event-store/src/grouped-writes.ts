@@ -10,14 +10,20 @@ import type { StreamRules } from './writes';
  */
 export type UnchangedWriter<S> = (write: UnchangedWrite<S>, epochs: Epochs) => Promise<ConversationEvent[] | null>;
 
-/** What a writer's statements do beside writing: `announce`, the channel what they store is announced on as it commits (`announcedCte`; null: none). */
-export type WriterOptions = { announce?: string | null };
+/**
+ * What a writer's statements do beside writing: `announce`, the channel what they store is
+ * announced on as it commits (`announcedCte`; null: none), or a function read at each write
+ * (`AnnouncementGate.channel`).
+ */
+export type WriterOptions = { announce?: string | null | (() => string | null) };
+
+export const channelOf = (announce: WriterOptions['announce']): string | null => (typeof announce === 'function' ? announce() : (announce ?? null));
 
 /** Each write in a statement of its own. */
 export const singleWrites =
   <S>(pool: Pool, rules: StreamRules<S>, { announce = null }: WriterOptions = {}): UnchangedWriter<S> =>
   (write, epochs) =>
-    appendIfUnchanged(pool, rules, [write], epochs, { announce });
+    appendIfUnchanged(pool, rules, [write], epochs, { announce: channelOf(announce) });
 
 /**
  * At most this many writes share a statement (`groupedWrites`). One conversation that moved
@@ -40,7 +46,7 @@ export function groupedWrites<S>(pool: Pool, rules: StreamRules<S>, { announce =
   type Item = { write: UnchangedWrite<S>; epochs: Epochs };
   type Outcome = { stored: ConversationEvent[] | null } | { error: unknown };
   const alone = ({ write, epochs }: Item): Promise<Outcome> =>
-    appendIfUnchanged(pool, rules, [write], epochs, { announce }).then(
+    appendIfUnchanged(pool, rules, [write], epochs, { announce: channelOf(announce) }).then(
       (stored) => ({ stored }),
       (error: unknown) => ({ error }),
     );
@@ -53,7 +59,7 @@ export function groupedWrites<S>(pool: Pool, rules: StreamRules<S>, { announce =
         rules,
         items.map((i) => i.write),
         first.epochs,
-        { announce },
+        { announce: channelOf(announce) },
       ).catch(() => null); // each write alone says what was wrong with it
       if (stored) return items.map((i) => ({ stored: stored.filter((e) => e.conversation === i.write.conversation) }));
     }

@@ -1,6 +1,7 @@
 export { registerAgents } from './agents';
 export { appendToConversation } from './append-to-conversation';
 export { appendToConversations } from './append-to-conversations';
+export { AnnouncementGate, notificationQueueUsage } from './announce';
 export type { UnchangedWrite } from './append-if-unchanged';
 export { groupedWrites, singleWrites, WRITES_PER_STATEMENT, type UnchangedWriter, type WriterOptions } from './grouped-writes';
 export { WRITE_IDLE_TIMEOUT_MS } from './write-transaction';

@@ -50,7 +50,7 @@ describe('compaction reads from the log what the fold let go of', () => {
       held: createHeldEpochs({ pool: db.pool(), epochs: () => epochs, sessionTimeoutMs: 6000, now: () => 0 }),
       relay,
       writeUnchanged: groupedWrites(db.pool(), conversationRules),
-      announce: null,
+      announce: () => null,
       agentOf: () => agent,
       onToken: () => undefined,
       historyKept: 2,

@@ -53,7 +53,7 @@ function worker(epochs: () => Epochs) {
     held,
     relay,
     writeUnchanged: groupedWrites(db.pool(), conversationRules),
-    announce: null,
+    announce: () => null,
     agentOf: () => agent,
     onToken: () => undefined,
     historyKept: 10,

@@ -26,8 +26,8 @@ export type RunnerDeps = {
    * the steps its turns store at the same moment share a statement and a commit.
    */
   writeUnchanged: UnchangedWriter<ConversationState>;
-  /** The channel every write is announced on as it commits (the one `writeUnchanged` announces on; null: none). */
-  announce: string | null;
+  /** The channel every write is announced on as it commits, now (the one `writeUnchanged` announces on; null: none). */
+  announce(): string | null;
   /** The agent that answers a conversation (null: not opened yet, the default). */
   agentOf(name: string | null): RunnableAgent | undefined;
   onToken(token: { conversation: string; turn: string; step: number; text: string }): void;
@@ -306,7 +306,7 @@ class Runner implements ConversationRunner {
     // Holding the fold as of the last event, the write is one statement unless the log moved meanwhile.
     const seen = this.fold.seen() ?? { position: 0 };
     const sentAt = deps.held.now();
-    const written = await appendToConversation(deps.pool, conversationRules, this.key, deps.epochs(), decide, seen, deps.writeUnchanged, { announce: deps.announce });
+    const written = await appendToConversation(deps.pool, conversationRules, this.key, deps.epochs(), decide, seen, deps.writeUnchanged, { announce: deps.announce() });
     deps.held.proven(this.partition, sentAt);
     const endedBefore = this.fold.apply(written.earlier);
     const ended = this.fold.apply(written.stored) ?? endedBefore;
