@@ -52,7 +52,13 @@ async function unpublished(conversation: string): Promise<number> {
  * The turn answering `input` is completed once, with exactly `requests` model requests about
  * `text`: `first` asked for the reply that calls the tool, the others after its one result.
  */
-async function expectAnsweredOnce(conversation: string, input: string, text: string, requests: { first: number; afterTool: number }) {
+/**
+ * `afterTool`: how many requests carry the tool's result — a number, or the counts allowed: a
+ * worker killed right after the result's commit may have sent the next request ahead of that
+ * commit already (loop.ts, `Speculation`), and its successor sends it again; either way the
+ * reply is stored once.
+ */
+async function expectAnsweredOnce(conversation: string, input: string, text: string, requests: { first: number; afterTool: number | readonly number[] }) {
   const { client, http, model } = stack;
   const turn = await answered(client, conversation, input, 60_000);
   expect(turn.status).toBe('completed');
@@ -61,7 +67,8 @@ async function expectAnsweredOnce(conversation: string, input: string, text: str
   const asked = requestsAbout(model.requests, text);
   const firstSteps = asked.filter((r) => toolResults(r).length === 0);
   const secondSteps = asked.filter((r) => toolResults(r).length > 0);
-  expect({ first: firstSteps.length, afterTool: secondSteps.length }).toEqual(requests);
+  expect(firstSteps.length).toBe(requests.first);
+  expect(typeof requests.afterTool === 'number' ? [requests.afterTool] : requests.afterTool).toContain(secondSteps.length);
   for (const request of secondSteps) expect(toolResults(request).map((r) => r.content)).toEqual([`waited ${ms} ms`]);
   const transcript = await client.messages(conversation);
   expect(transcript.items.map((m) => `${m.role}: ${m.text}`)).toEqual([
@@ -85,7 +92,8 @@ async function crashAt(point: string, conversation: string, text: string) {
   expect(doomed.output()).toContain(`crashing at ${point}`);
   const successor = await stack.startWorker();
   expect((await accepted).status).toBe(202);
-  const asked = await expectAnsweredOnce(conversation, `${point}-1`, text, { first: 1, afterTool: 1 });
+  // Killed right after a tool result's commit, the worker may have sent the next request ahead of it: the successor asks again.
+  const asked = await expectAnsweredOnce(conversation, `${point}-1`, text, { first: 1, afterTool: point === 'after-tool-result-stored' ? [1, 2] : 1 });
   await successor.kill('SIGTERM');
   return asked;
 }
@@ -124,11 +132,11 @@ describe('a worker killed mid-turn', () => {
     await crashAt('after-reply-stored', `crash/reply-${Date.now()}`, 'wait 100');
   });
 
-  it('after a tool result is stored: the next request has its result once', async () => {
+  it('after a tool result is stored: the result is in place once in each next request (the dead worker may have sent one ahead), and the reply is stored once', async () => {
     await crashAt('after-tool-result-stored', `crash/tool-${Date.now()}`, 'wait 101');
   });
 
-  it('after a tool result is stored: the tool is not run again (its runs are logged), and the next request has its result once', async () => {
+  it('after a tool result is stored: the tool is not run again (its runs are logged), and each next request has its result once', async () => {
     const { client, model } = stack;
     const conversation = `crash/tool-run-${Date.now()}`;
     const doomed = await stack.startWorker({ CRASH_AT: 'after-tool-result-stored' });
@@ -142,7 +150,9 @@ describe('a worker killed mid-turn', () => {
     expect(runs[0].pid).toBe(doomed.child.pid);
     expect(turn).toMatchObject({ status: 'completed', content: `waiting for record 5\n\nafter recorded ${runs[0].callId}: record 5` });
     const afterTool = requestsAbout(model.requests, 'record 5').filter((r) => toolResults(r).length > 0);
-    expect(afterTool.map((r) => toolResults(r).map((t) => t.content))).toEqual([[`recorded ${runs[0].callId}`]]);
+    // The successor's, and perhaps one the killed worker sent ahead of the result's commit.
+    expect([1, 2]).toContain(afterTool.length);
+    for (const request of afterTool) expect(toolResults(request).map((t) => t.content)).toEqual([`recorded ${runs[0].callId}`]);
     await successor.kill('SIGTERM');
   });
 

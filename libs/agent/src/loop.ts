@@ -90,6 +90,30 @@ export type RunTurnOptions = {
   windDown?: AbortSignal;
   /** How many newer inputs wait behind the turn now (`ToolContext.pending`). Default: none. */
   pending?: () => number;
+  /**
+   * Whether nothing waits that the commit of a step's last tool result could add to the turn
+   * (a steer to take, an ending): then the next model request is sent while that commit is in
+   * flight, and used once the commit stored exactly the turn it was made for (`Speculation`).
+   * Absent or false: the request waits for the commit, as every request did before.
+   */
+  quiet?: () => boolean;
+};
+
+/**
+ * The next step's model request, sent while the commit of the step's last tool result is in
+ * flight (issue 36: a one-tool turn waited a commit's round trip more). It is used only when the
+ * request made from the turn as stored is the same request (the same step, tools and messages):
+ * a commit that took a steer, or ended the turn, makes it be aborted and thrown away, and its
+ * tokens with it (they are held until it is used).
+ */
+type Speculation = {
+  step: number;
+  tools: readonly Tool[];
+  /** The request's messages, as JSON: compared with the request made from the stored turn. */
+  messages: string;
+  /** Its reply; once used, its held tokens go out first and the rest as they come. */
+  use(): Promise<Awaited<ReturnType<ModelClient['reply']>>>;
+  abort(): void;
 };
 
 /**
@@ -102,23 +126,34 @@ export type RunTurnOptions = {
  */
 export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
   let stored: StoredTurn = { turn: options.turn, ended: false };
-  while (!stored.ended && !stored.parked) stored = await takeStep(stored.turn, options);
+  const ahead: Ahead = { speculation: null };
+  try {
+    while (!stored.ended && !stored.parked) stored = await takeStep(stored.turn, options, ahead);
+  } finally {
+    ahead.speculation?.abort();
+  }
   return stored.turn;
 }
 
+/** The request a step sent ahead of its commit, for the next step to use or throw away. */
+type Ahead = { speculation: Speculation | null };
+
 /** What the turn as stored does next (`nextAction`), up to and including its commit; answers that commit's answer. */
-async function takeStep(turn: TurnState, options: RunTurnOptions): Promise<StoredTurn> {
+async function takeStep(turn: TurnState, options: RunTurnOptions, ahead: Ahead): Promise<StoredTurn> {
+  const speculation = ahead.speculation;
+  ahead.speculation = null;
   options.signal.throwIfAborted();
   const action = nextAction(turn, options.agent);
+  if (action.type !== 'request-model') speculation?.abort();
   switch (action.type) {
     case 'end':
       return options.commit(endTurn(turn, action.status, action.outcome));
     case 'park':
       return { turn, ended: false, parked: true };
     case 'request-model':
-      return requestModel(turn, action.step, options);
+      return requestModel(turn, action.step, options, speculation);
     case 'run-tools':
-      return runTools(turn, action.step, action.calls, options);
+      return runTools(turn, action.step, action.calls, options, ahead);
     default: {
       const never: never = action;
       throw new Error(`unknown action ${JSON.stringify(never)}`);
@@ -131,29 +166,37 @@ async function takeStep(turn: TurnState, options: RunTurnOptions): Promise<Store
  * else with its calls started. A turn whose request cannot fit its budget (`fitRequest`) ends
  * `failed`, saying so, without asking.
  */
-async function requestModel(turn: TurnState, step: number, options: RunTurnOptions): Promise<StoredTurn> {
+async function requestModel(turn: TurnState, step: number, options: RunTurnOptions, speculation: Speculation | null = null): Promise<StoredTurn> {
   const { agent, model, commit, signal } = options;
-  await options.beforeModelRequest?.();
-  signal.throwIfAborted();
-  const tools = offeredTools(agent);
-  const plan = agent.todos ? planMessage(turn.todos.items) : null;
-  const parts = { systemPrompt: agent.systemPrompt, plan, tools, ...options.history(), turn: turn.messages };
+  try {
+    await options.beforeModelRequest?.();
+    signal.throwIfAborted();
+  } catch (error) {
+    speculation?.abort();
+    throw error;
+  }
+  const { tools, parts } = requestParts(turn, options);
   const keep = options.compact ? compactionDue(parts, agent.context) : null;
   if (keep !== null) {
+    speculation?.abort();
     // A step of its own: what it stored (and the steers its commit took) is read before the request.
     const compacted = await options.compact!({ turn, step, keep });
     if (compacted) return compacted;
   }
   const request = fitRequest(parts, agent.context);
+  const same = speculation !== null && request.fits && speculation.step === step && speculation.tools === tools && speculation.messages === JSON.stringify(request.messages);
+  if (!same) speculation?.abort();
   if (!request.fits) return commit(endTurn(turn, 'failed', request.outcome));
   let reply;
   try {
-    reply = await model.reply({
-      messages: request.messages,
-      tools,
-      signal,
-      onToken: (text) => options.onToken?.(step, text),
-    });
+    reply = same
+      ? await speculation.use()
+      : await model.reply({
+          messages: request.messages,
+          tools,
+          signal,
+          onToken: (text) => options.onToken?.(step, text),
+        });
   } catch (error) {
     if (signal.aborted) throw error;
     return commit(endTurn(turn, 'failed', `the model failed: ${describe(error)}`));
@@ -177,6 +220,52 @@ async function requestModel(turn: TurnState, step: number, options: RunTurnOptio
   );
 }
 
+/** What a request of the turn carries: the tools offered, and its parts (`fitRequest` makes the request of them). */
+function requestParts(turn: TurnState, options: RunTurnOptions) {
+  const { agent } = options;
+  const tools = offeredTools(agent);
+  const plan = agent.todos ? planMessage(turn.todos.items) : null;
+  return { tools, parts: { systemPrompt: agent.systemPrompt, plan, tools, ...options.history(), turn: turn.messages } };
+}
+
+/**
+ * Sends the model request of `turn` (the turn as the step's commit is expected to store it)
+ * ahead of that commit, when the conversation is quiet and the request needs no compaction and
+ * fits; null otherwise. Its tokens are held until it is used.
+ */
+function speculate(turn: TurnState, options: RunTurnOptions): Speculation | null {
+  const { agent, model } = options;
+  if (!options.quiet?.()) return null;
+  const action = nextAction(turn, agent);
+  if (action.type !== 'request-model') return null;
+  const { tools, parts } = requestParts(turn, options);
+  if (options.compact && compactionDue(parts, agent.context) !== null) return null;
+  const request = fitRequest(parts, agent.context);
+  if (!request.fits) return null;
+  const aborted = new AbortController();
+  const signal = AbortSignal.any([options.signal, aborted.signal]);
+  const held: string[] = [];
+  let forward: ((text: string) => void) | null = null;
+  const reply = (async () => {
+    // Never a request a worker that lost the conversation would send (the same check as every request's).
+    await options.beforeModelRequest?.();
+    signal.throwIfAborted();
+    return model.reply({ messages: request.messages, tools, signal, onToken: (text) => (forward ? forward(text) : held.push(text)) });
+  })();
+  reply.catch(() => undefined); // awaited only when used
+  return {
+    step: action.step,
+    tools,
+    messages: JSON.stringify(request.messages),
+    use() {
+      forward = (text) => options.onToken?.(action.step, text);
+      for (const text of held.splice(0)) forward(text);
+      return reply;
+    },
+    abort: () => aborted.abort(new Error('the request made ahead of the commit was not the one to make')),
+  };
+}
+
 /**
  * Runs the step's calls side by side; each result is stored as soon as it is known, one commit
  * at a time. The store may end the turn with the last result (it was interrupted at this step).
@@ -189,8 +278,12 @@ async function requestModel(turn: TurnState, step: number, options: RunTurnOptio
  * the person's arguments when they edited them, and its result says so) or gets a result that
  * says it was denied; a call still waiting when the turn is asked to end early is closed unrun.
  */
-async function runTools(turn: TurnState, step: number, calls: readonly ToolCall[], options: RunTurnOptions): Promise<StoredTurn> {
+async function runTools(turn: TurnState, step: number, calls: readonly ToolCall[], options: RunTurnOptions, ahead: Ahead): Promise<StoredTurn> {
   let stored: Promise<StoredTurn> = Promise.resolve({ turn, ended: false });
+  // The step's results as the runs made them: once every call has one (none waited for a person or
+  // changed the plan at its commit), the turn its commits store is known before they are done,
+  // and the next request can be sent ahead of the last one.
+  const results: DomainEvent[] = [];
   const ended = (call: ToolCall, { result, isError }: ToolResult): DomainEvent => ({
     type: 'tool.ended',
     data: { turn: turn.id, step, callId: call.id, name: call.name, result, isError },
@@ -225,7 +318,12 @@ async function runTools(turn: TurnState, step: number, calls: readonly ToolCall[
         return;
       }
       const ran = await runToolCall(options.agent.tools, call, context);
-      await store(() => [ended(call, ran)]);
+      const result = ended(call, ran);
+      results.push(result);
+      const committed = store(() => [result]);
+      // The step's last result: its commit is in flight, and the next request can go ahead of it.
+      if (results.length === calls.length) ahead.speculation = speculate(results.reduce(evolveTurn, turn), options);
+      await committed;
     }),
   );
   return stored;

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import type { DomainEvent } from '@rudder/contracts';
 import { demoScript, reply, startScriptedModel, toolResults, type ScriptedModel } from '@rudder/scripted-model';
@@ -572,5 +572,84 @@ describe('tools that need approval', () => {
     expect(refused.length).toBeLessThan(1100);
     expect(refused).toMatch(/\(500 issues\)$/);
     expect(argumentsError({ ...send, inputSchema: { type: 'object' } }, '{"anything":1}')).toBeNull();
+  });
+});
+
+describe('the next request sent ahead of the last tool result’s commit (quiet)', () => {
+  /** A commit of the tool result held until `release`; every other commit stores at once. */
+  function heldResults(turn: TurnState, store: (events: DomainEvent[]) => DomainEvent[] = (events) => events) {
+    const commits: DomainEvent[][] = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const inner = storeFrom(turn, store);
+    const commit = async (events: DomainEvent[]) => {
+      commits.push(events);
+      if (events.some((e) => e.type === 'tool.ended')) await released;
+      return inner(events);
+    };
+    return { commits, commit, release };
+  }
+  const twoSteps = () =>
+    server.setScript((request) => (toolResults(request).length > 0 ? reply.text('done, after the wait') : reply.tools([{ id: 'c1', name: 'wait', arguments: { ms: 1 } }])));
+
+  it('is sent while the commit is in flight, used once it stored that turn, and its tokens go out only then', async () => {
+    twoSteps();
+    const before = server.requests.length;
+    const turn = startTurn('t1', prompt);
+    const held = heldResults(turn);
+    const tokens: string[] = [];
+    const ended = runTurn({
+      conversation: 'c', agent, model: model(), history: () => ({ summary: null, earlier: [] }), turn,
+      commit: held.commit, onToken: (_, text) => tokens.push(text), signal: new AbortController().signal, quiet: () => true,
+    });
+    // The second request went out before the result's commit was done, and nothing of it streamed yet.
+    await vi.waitFor(() => expect(server.requests.length - before).toBe(2), { timeout: 5000, interval: 5 });
+    expect(held.commits.map((c) => c.map((e) => e.type))).toEqual([['model.replied', 'tool.started'], ['tool.ended']]);
+    expect(tokens.join('')).toBe('');
+    held.release();
+    const last = await ended;
+    expect(last.answers).toEqual(['done, after the wait']);
+    expect(tokens.join('')).toBe('done, after the wait');
+    expect(server.requests.length - before).toBe(2);
+    expect(held.commits.map((c) => c.map((e) => e.type))).toEqual([['model.replied', 'tool.started'], ['tool.ended'], ['model.replied', 'turn.ended']]);
+  });
+
+  it('is aborted and made again when the commit took a steer: the stored reply answers the request with it, and no token of the first streams', async () => {
+    twoSteps();
+    const before = server.requests.length;
+    const turn = startTurn('t1', prompt);
+    const steer: DomainEvent = { type: 'steer.taken', data: { turn: 't1', step: 1, input: { id: 's1', text: 'use Celsius' } } } as DomainEvent;
+    const held = heldResults(turn, (events) => (events.some((e) => e.type === 'tool.ended') ? [...events, steer] : events));
+    const tokens: string[] = [];
+    const ended = runTurn({
+      conversation: 'c', agent, model: model(), history: () => ({ summary: null, earlier: [] }), turn,
+      commit: held.commit, onToken: (_, text) => tokens.push(text), signal: new AbortController().signal, quiet: () => true,
+    });
+    await vi.waitFor(() => expect(server.requests.length - before).toBe(2), { timeout: 5000, interval: 5 });
+    held.release();
+    await ended;
+    const requests = server.requests.slice(before);
+    expect(requests).toHaveLength(3);
+    const last = (request: (typeof requests)[number]) => JSON.stringify(request.body.messages.at(-1));
+    expect(last(requests[1])).not.toContain('use Celsius');
+    expect(last(requests[2])).toContain('use Celsius');
+    expect(tokens.join('')).toBe('done, after the wait');
+  });
+
+  it('is not sent when the conversation is not quiet: the request waits for the commit', async () => {
+    twoSteps();
+    const before = server.requests.length;
+    const turn = startTurn('t1', prompt);
+    const held = heldResults(turn);
+    const ended = runTurn({
+      conversation: 'c', agent, model: model(), history: () => ({ summary: null, earlier: [] }), turn,
+      commit: held.commit, signal: new AbortController().signal, quiet: () => false,
+    });
+    await vi.waitFor(() => expect(held.commits).toHaveLength(2), { timeout: 5000, interval: 5 });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(server.requests.length - before).toBe(1);
+    held.release();
+    await ended;
+    expect(server.requests.length - before).toBe(2);
   });
 });

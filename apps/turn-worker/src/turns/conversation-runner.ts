@@ -237,6 +237,11 @@ class Runner implements ConversationRunner {
           signal,
           windDown: run.windDown.signal,
           pending: () => this.fold.conversation?.state.queue.length ?? 0,
+          // Nothing waits that the commit of a step's result could take (a landed steer) or end it with.
+          quiet: () => {
+            const state = this.fold.conversation?.state;
+            return state !== undefined && state.steers.length === 0 && state.undecided === null && state.ending === null;
+          },
           onToken: (step, text) => deps.onToken({ conversation: key, turn: turn.id, step, text }),
         }),
       );
