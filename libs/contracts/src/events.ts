@@ -308,11 +308,14 @@ export const parseConversationEvent = (value: unknown): ConversationEvent =>
  * before them — so a reader that has every event up to `after` knows these come next, none
  * missing between. A shortcut to the records' own copies on `agent.events`, never instead of them.
  */
-export const Announcement = z.object({
-  conversation: ConversationKey,
-  after: z.number().int().nonnegative(),
-  events: ConversationEventRecord.array().min(1),
-});
+export const Announcement = z
+  .object({
+    conversation: ConversationKey,
+    after: z.number().int().nonnegative(),
+    events: ConversationEventRecord.array().min(1),
+  })
+  // Handed out by `conversation`: never another conversation's events under it.
+  .refine((a) => a.events.every((e) => e.conversation === a.conversation), { message: "an announcement holds its conversation's events only", path: ['events'] });
 export type Announcement = z.infer<typeof Announcement>;
 
 /** A record on `agent.tokens`: a piece of the model's streamed reply. Best effort. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { ConversationEventRecord, eventVersion, inputDigest, parseConversationEvent, upcastEventData } from './events';
+import { Announcement, ConversationEventRecord, eventVersion, inputDigest, parseConversationEvent, upcastEventData } from './events';
 
 /** `input.rejected` at record version 2 keeps its text's digest; a version 1 record is read as version 2 (#31 item 10). */
 describe('input.rejected versions', () => {
@@ -38,5 +38,23 @@ describe('inputDigest', () => {
     // Any code point (a lone surrogate is U+FFFD in UTF-8 either way), any length up to a block and a half.
     for (let n = 0; n < 200; n++) texts.push(String.fromCodePoint(...Array.from({ length: n % 90 }, (_, i) => (n * 7919 + i * 104729) % 0x110000)));
     for (const text of texts) expect(inputDigest(text)).toBe(createHash('sha256').update(text, 'utf8').digest('hex'));
+  });
+});
+
+describe('Announcement', () => {
+  const record = (conversation: string, position: number) => ({
+    v: 1,
+    id: `e-${position}`,
+    conversation,
+    position,
+    at: '2026-12-05T00:00:00.000Z',
+    type: 'turn.started',
+    data: { turn: 't', prompt: { id: 'i', text: 'x' } },
+  });
+  it("holds one conversation's events after a position, and never another's", () => {
+    expect(Announcement.parse({ conversation: 'c', after: 4, events: [record('c', 5), record('c', 6)] }).events).toHaveLength(2);
+    expect(Announcement.safeParse({ conversation: 'c', after: 4, events: [record('c', 5), record('d', 6)] }).success).toBe(false);
+    expect(Announcement.safeParse({ conversation: 'c', after: -1, events: [record('c', 5)] }).success).toBe(false);
+    expect(Announcement.safeParse({ conversation: 'c', after: 4, events: [] }).success).toBe(false);
   });
 });
