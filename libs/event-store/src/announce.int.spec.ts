@@ -136,13 +136,13 @@ describe('announced writes', () => {
     const { stored } = await appendToConversations(db.pool(), rules, 3, epochs, [{ conversation: 'c8', probe: [] }], () => [steer('t0')]);
     const first = stored[0].position;
     const oneStatement = await heard('decisions_d', (pool) =>
-      appendToConversation(pool, rules, 'c8', epochs, () => [steer('t1')], { position: first, state: 1 }, singleWrites(pool, rules, { announce: 'decisions_d' }), { announce: 'decisions_d' }),
+      appendToConversation(pool, rules, 'c8', epochs, () => [steer('t1')], { position: first, state: 1 }, singleWrites(pool, rules, { announce: () => 'decisions_d' }), { announce: () => 'decisions_d' }),
     );
     expect(oneStatement).toMatchObject([{ conversation: 'c8', after: first, events: [{ data: { input: { id: 't1' } } }] }]);
     const second = oneStatement[0].events[0].position;
     // Not held (no state): the transaction.
     const transaction = await heard('decisions_d', (pool) =>
-      appendToConversation(pool, rules, 'c8', epochs, () => [steer('t2')], undefined, singleWrites(pool, rules, { announce: 'decisions_d' }), { announce: 'decisions_d' }),
+      appendToConversation(pool, rules, 'c8', epochs, () => [steer('t2')], undefined, singleWrites(pool, rules, { announce: () => 'decisions_d' }), { announce: () => 'decisions_d' }),
     );
     expect(transaction).toMatchObject([{ conversation: 'c8', after: second, events: [{ data: { input: { id: 't2' } } }] }]);
   });

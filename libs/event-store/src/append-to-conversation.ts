@@ -1,7 +1,7 @@
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { traceparent, type Pool } from '@rudder/runtime';
 import { FencedError, type Epochs } from './fencing';
-import { channelOf, singleWrites, type UnchangedWriter, type WriterOptions } from './grouped-writes';
+import { singleWrites, type UnchangedWriter, type WriterOptions } from './grouped-writes';
 import { inTransaction, writeEvents } from './write-transaction';
 import type { Seen, StreamRules, Written } from './writes';
 
@@ -30,8 +30,8 @@ import type { Seen, StreamRules, Written } from './writes';
  *
  * `writeUnchanged` makes the one statement: by default a statement of its own; a writer of
  * many conversations at once passes `groupedWrites`, which shares it with theirs. With
- * `announce` (a channel; give `writeUnchanged` the same), what the transaction stores is
- * announced there as it commits (`announcedCte`), as the one statement announces its own.
+ * `announce` (give `writeUnchanged` the same), what the transaction stores is announced on the
+ * channel it answers as it commits (`announcedCte`), as the one statement announces its own.
  */
 export async function appendToConversation<S>(
   pool: Pool,
@@ -41,7 +41,7 @@ export async function appendToConversation<S>(
   decide: (state: S) => DomainEvent[],
   seen: Seen<S> = { position: Number.MAX_SAFE_INTEGER },
   writeUnchanged: UnchangedWriter<S> = singleWrites(pool, rules),
-  { announce = null }: WriterOptions = {},
+  { announce }: WriterOptions = {},
 ): Promise<Written & { earlier: ConversationEvent[] }> {
   const trace = traceparent();
   const events = seen.state === undefined ? [] : decide(seen.state);
@@ -67,7 +67,7 @@ export async function appendToConversation<S>(
       throw new FencedError(row.partition, `partition ${row.partition} is at epoch ${row.epoch}, this writer holds ${epochs.get(row.partition) ?? 'none'}`);
     }
     const state = rules.parse(row.state);
-    const written = await writeEvents(client, rules, [{ conversation, state, events: decide(state) }], trace, { conversation, after: seen.position }, channelOf(announce));
+    const written = await writeEvents(client, rules, [{ conversation, state, events: decide(state) }], trace, { conversation, after: seen.position }, announce?.() ?? null);
     return { ...written, before: new Map([[conversation, Number(row.last_position)]]), trace };
   });
 }

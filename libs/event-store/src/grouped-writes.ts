@@ -11,19 +11,19 @@ import type { StreamRules } from './writes';
 export type UnchangedWriter<S> = (write: UnchangedWrite<S>, epochs: Epochs) => Promise<ConversationEvent[] | null>;
 
 /**
- * What a writer's statements do beside writing: `announce`, the channel what they store is
- * announced on as it commits (`announcedCte`; null: none), or a function read at each write
- * (`AnnouncementGate.channel`).
+ * What a writer's statements do beside writing: `announce` answers, at each write, the channel
+ * what it stores is announced on as it commits (`announcedCte`; null: none) — for example
+ * `AnnouncementGate.channel`, which closes while PostgreSQL's notification queue is too full.
  */
-export type WriterOptions = { announce?: string | null | (() => string | null) };
+export type WriterOptions = { announce?: () => string | null };
 
-export const channelOf = (announce: WriterOptions['announce']): string | null => (typeof announce === 'function' ? announce() : (announce ?? null));
+const channelOf = ({ announce }: WriterOptions): string | null => announce?.() ?? null;
 
 /** Each write in a statement of its own. */
 export const singleWrites =
-  <S>(pool: Pool, rules: StreamRules<S>, { announce = null }: WriterOptions = {}): UnchangedWriter<S> =>
+  <S>(pool: Pool, rules: StreamRules<S>, options: WriterOptions = {}): UnchangedWriter<S> =>
   (write, epochs) =>
-    appendIfUnchanged(pool, rules, [write], epochs, { announce: channelOf(announce) });
+    appendIfUnchanged(pool, rules, [write], epochs, { announce: channelOf(options) });
 
 /**
  * At most this many writes share a statement (`groupedWrites`). One conversation that moved
@@ -42,11 +42,11 @@ export const WRITES_PER_STATEMENT = 32;
  * or its error). Only writes of different conversations under the same epochs (the worker's
  * map of the moment; a rebalance replaces it) share a statement, `WRITES_PER_STATEMENT` at most.
  */
-export function groupedWrites<S>(pool: Pool, rules: StreamRules<S>, { announce = null }: WriterOptions = {}): UnchangedWriter<S> {
+export function groupedWrites<S>(pool: Pool, rules: StreamRules<S>, options: WriterOptions = {}): UnchangedWriter<S> {
   type Item = { write: UnchangedWrite<S>; epochs: Epochs };
   type Outcome = { stored: ConversationEvent[] | null } | { error: unknown };
   const alone = ({ write, epochs }: Item): Promise<Outcome> =>
-    appendIfUnchanged(pool, rules, [write], epochs, { announce: channelOf(announce) }).then(
+    appendIfUnchanged(pool, rules, [write], epochs, { announce: channelOf(options) }).then(
       (stored) => ({ stored }),
       (error: unknown) => ({ error }),
     );
@@ -59,7 +59,7 @@ export function groupedWrites<S>(pool: Pool, rules: StreamRules<S>, { announce =
         rules,
         items.map((i) => i.write),
         first.epochs,
-        { announce: channelOf(announce) },
+        { announce: channelOf(options) },
       ).catch(() => null); // each write alone says what was wrong with it
       if (stored) return items.map((i) => ({ stored: stored.filter((e) => e.conversation === i.write.conversation) }));
     }

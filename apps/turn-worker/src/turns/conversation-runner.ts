@@ -27,7 +27,7 @@ export type RunnerDeps = {
    */
   writeUnchanged: UnchangedWriter<ConversationState>;
   /** The channel every write is announced on as it commits, now (the one `writeUnchanged` announces on; null: none). */
-  announce(): string | null;
+  announce: () => string | null;
   /** The agent that answers a conversation (null: not opened yet, the default). */
   agentOf(name: string | null): RunnableAgent | undefined;
   onToken(token: { conversation: string; turn: string; step: number; text: string }): void;
@@ -311,7 +311,7 @@ class Runner implements ConversationRunner {
     // Holding the fold as of the last event, the write is one statement unless the log moved meanwhile.
     const seen = this.fold.seen() ?? { position: 0 };
     const sentAt = deps.held.now();
-    const written = await appendToConversation(deps.pool, conversationRules, this.key, deps.epochs(), decide, seen, deps.writeUnchanged, { announce: deps.announce() });
+    const written = await appendToConversation(deps.pool, conversationRules, this.key, deps.epochs(), decide, seen, deps.writeUnchanged, { announce: deps.announce });
     deps.held.proven(this.partition, sentAt);
     const endedBefore = this.fold.apply(written.earlier);
     const ended = this.fold.apply(written.stored) ?? endedBefore;
