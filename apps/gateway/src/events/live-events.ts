@@ -21,6 +21,8 @@ import { RECENT_MS, RecentEvents } from './recent-events';
 const READY_TIMEOUT_MS = 30_000;
 /** How often the consumer's offsets are committed (see `onModuleInit`). */
 const COMMIT_EVERY_MS = 1000;
+/** How often what is kept for a time is swept (`sweep`). */
+const SWEEP_EVERY_MS = 10_000;
 
 /**
  * The gateway's one consumer of `agent.events` and `agent.tokens`, fanning records out to
@@ -49,6 +51,13 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private readonly watchers = new Map<string, Set<LiveListener>>();
   private readonly recent: RecentEvents;
   private readonly tokens: KeptTokens;
+  /**
+   * The events announced lately, by id, until their records come: a record whose `event-id`
+   * header names one is that event, already parsed (`Announcement`), and is not parsed again.
+   * Two generations, the older dropped at each sweep, so one whose record never came here is
+   * kept one to two sweeps (10 to 20 s).
+   */
+  private announced = { now: new Map<string, ConversationEvent>(), before: new Map<string, ConversationEvent>() };
   private sweeper: NodeJS.Timeout | undefined;
   private consumer: KeptConsumer | undefined;
   private commits: PeriodicCommits | undefined;
@@ -121,6 +130,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
    */
   noticed({ conversation, after, events }: Announcement): void {
     for (const event of events) {
+      this.announced.now.set(event.id, event);
       this.positions?.produced.saw(event.position);
       handOut(this.watchers, conversation, (watcher) => watcher.event(event), this.log);
     }
@@ -143,11 +153,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   }
 
   async onModuleInit(): Promise<void> {
-    this.sweeper = setInterval(() => {
-      const now = Date.now();
-      this.recent.forgetSeenBefore(now - RECENT_MS);
-      this.tokens.sweep(now);
-    }, 10_000);
+    this.sweeper = setInterval(() => this.sweep(Date.now()), SWEEP_EVERY_MS);
     this.sweeper.unref();
     let positioned!: () => void;
     const firstFetch = new Promise<void>((resolve) => (positioned = resolve));
@@ -207,6 +213,13 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     if (outcome === 'timeout') this.log.warn('live events consumer not positioned after 30 s; streams may miss early events');
   }
 
+  /** Forgets what is kept past its time: recent events, tokens, announced events whose records did not come. */
+  private sweep(now: number): void {
+    this.recent.forgetSeenBefore(now - RECENT_MS);
+    this.tokens.sweep(now);
+    this.announced = { now: new Map(), before: this.announced.now };
+  }
+
   /** Where each partition of the two topics ends now. */
   private async topicEnds(): Promise<TopicPartitionOffset[]> {
     const admin = this.kafka.admin();
@@ -235,9 +248,8 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   }
 
   private dispatch(topic: string, message: KafkaMessage): void {
-    const value = parseJson(message.value);
     if (topic === this.topics.events) {
-      const event = ConversationEventRecord.safeParse(value);
+      const event = this.announcedRecord(message) ?? ConversationEventRecord.safeParse(parseJson(message.value));
       if (!event.success) return this.skip(topic, message, event.error.message);
       this.positions?.produced.saw(event.data.position);
       this.recent.remember(event.data, message.value?.length ?? 0);
@@ -245,12 +257,24 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
       this.handOut(event.data.conversation, (listener) => listener.event(event.data));
       handOut(this.watchers, event.data.conversation, (watcher) => watcher.event(event.data), this.log);
     } else {
-      const token = TokenRecord.safeParse(value);
+      const token = TokenRecord.safeParse(parseJson(message.value));
       if (!token.success) return this.skip(topic, message, token.error.message);
       const conversation = token.data.conversation;
       const kept = this.tokens.keep(token.data, Number(message.offset), this.latestPosition(conversation), Date.now(), message.value?.length ?? 0);
       if (kept) this.handOut(conversation, (listener) => listener.token(kept));
     }
+  }
+
+  /** The record's event as its announcement brought it (by the relay's `event-id` header), taken out of `announced`. */
+  private announcedRecord(message: KafkaMessage): { success: true; data: ConversationEvent } | undefined {
+    const header = message.headers?.['event-id'];
+    if (header === undefined) return undefined;
+    const id = header.toString();
+    const event = this.announced.now.get(id) ?? this.announced.before.get(id);
+    if (event === undefined) return undefined;
+    this.announced.now.delete(id);
+    this.announced.before.delete(id);
+    return { success: true, data: event };
   }
 
   private handOut(conversation: string, give: (listener: LiveListener) => void): void {

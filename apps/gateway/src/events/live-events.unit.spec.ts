@@ -1,4 +1,4 @@
-import type { ConversationEvent } from '@rudder/contracts';
+import type { Announcement, ConversationEvent } from '@rudder/contracts';
 import { createLog, readConfig } from '@rudder/runtime';
 import type { Kafka, KafkaMessage } from 'kafkajs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -110,6 +110,43 @@ describe('LiveEvents: decisions seen before a request waits', () => {
     const position = give('c', accepted('chat-1'));
     await expect(watched.result).resolves.toBe(position);
     watched.cancel();
+  });
+});
+
+describe('LiveEvents: an announced event is parsed once', () => {
+  afterEach(() => vi.useRealTimers());
+
+  const record = (id: string, position: number) => ({ v: 1, id, conversation: 'c', position, at, ...accepted(`chat-${id}`) }) as ConversationEvent;
+  const deliver = (live: LiveEvents, event: ConversationEvent, headers: KafkaMessage['headers'] = { 'event-id': Buffer.from(event.id) }) =>
+    live['dispatch']('spec.agent.events', { value: Buffer.from(JSON.stringify(event)), offset: String(event.position), headers } as KafkaMessage);
+
+  it("its record (named by the relay's event-id header) hands out the announced event itself, and is forgotten", () => {
+    const live = new LiveEvents({} as Kafka, config, log);
+    const got: ConversationEvent[] = [];
+    live.subscribe('c', { event: (e) => got.push(e), token: () => undefined, end: () => undefined });
+    const announced = record('e-1', 1);
+    live.noticed({ conversation: 'c', after: 0, events: [announced] } as Announcement);
+    deliver(live, JSON.parse(JSON.stringify(announced)) as ConversationEvent);
+    expect(got).toHaveLength(1);
+    expect(got[0]).toBe(announced); // the same object: the record was not parsed
+    expect(live['announced'].now.size + live['announced'].before.size).toBe(0);
+
+    // a record nobody announced, or without the header, is parsed as ever
+    const other = record('e-2', 2);
+    deliver(live, other);
+    deliver(live, record('e-3', 3), undefined);
+    expect(got.slice(1).map((e) => e.id)).toEqual(['e-2', 'e-3']);
+    expect(got[1]).not.toBe(other);
+    expect(got[1]).toEqual(other);
+  });
+
+  it('an announced event whose record never comes is let go at the second sweep', () => {
+    const live = new LiveEvents({} as Kafka, config, log);
+    live.noticed({ conversation: 'c', after: 0, events: [record('e-9', 9)] } as Announcement);
+    live['sweep'](Date.now());
+    expect(live['announced'].before.has('e-9')).toBe(true);
+    live['sweep'](Date.now());
+    expect(live['announced'].now.size + live['announced'].before.size).toBe(0);
   });
 });
 
