@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { isStorableText, type DomainEvent, type ToolCall } from '@rudder/contracts';
 import { compactionDue, fitRequest, type ContextBudget } from './context';
 import type { EarlierTurn } from './tokens';
 import type { ModelClient } from './model';
+import type { ModelMessage } from './messages';
 import { changeTodos, planMessage, TODOS_TOOL, todosTool } from './todos';
 import { needsApproval, runToolCall, type Tool, type ToolContext, type ToolResult } from './tools';
 import { endTurn, evolveTurn, nextAction, type CallApproval, type TurnState } from './turn';
@@ -109,8 +111,8 @@ export type RunTurnOptions = {
 type Speculation = {
   step: number;
   tools: readonly Tool[];
-  /** The request's messages, as JSON: compared with the request made from the stored turn. */
-  messages: string;
+  /** The request's messages: compared with the request made from the stored turn (`sameMessages`). */
+  messages: readonly ModelMessage[];
   /** Its reply; once used, its held tokens go out first and the rest as they come. */
   use(): Promise<Awaited<ReturnType<ModelClient['reply']>>>;
   abort(): void;
@@ -184,7 +186,7 @@ async function requestModel(turn: TurnState, step: number, options: RunTurnOptio
     if (compacted) return compacted;
   }
   const request = fitRequest(parts, agent.context);
-  const same = speculation !== null && request.fits && speculation.step === step && speculation.tools === tools && speculation.messages === JSON.stringify(request.messages);
+  const same = speculation !== null && request.fits && speculation.step === step && speculation.tools === tools && sameMessages(speculation.messages, request.messages);
   if (!same) speculation?.abort();
   if (!request.fits) return commit(endTurn(turn, 'failed', request.outcome));
   let reply;
@@ -256,7 +258,7 @@ function speculate(turn: TurnState, options: RunTurnOptions): Speculation | null
   return {
     step: action.step,
     tools,
-    messages: JSON.stringify(request.messages),
+    messages: request.messages,
     use() {
       forward = (text) => options.onToken?.(action.step, text);
       for (const text of held.splice(0)) forward(text);
@@ -264,6 +266,16 @@ function speculate(turn: TurnState, options: RunTurnOptions): Speculation | null
     },
     abort: () => aborted.abort(new Error('the request made ahead of the commit was not the one to make')),
   };
+}
+
+/**
+ * Whether two requests carry the same messages. The stored turn's messages are mostly the very
+ * objects the request sent ahead was made of (a commit appends to the turn), so those compare by
+ * identity and only the others (the step's results, the head) by value: a walk over the
+ * messages, not the JSON of the whole context twice.
+ */
+function sameMessages(a: readonly ModelMessage[], b: readonly ModelMessage[]): boolean {
+  return a.length === b.length && a.every((message, i) => message === b[i] || isDeepStrictEqual(message, b[i]));
 }
 
 /**

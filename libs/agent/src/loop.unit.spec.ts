@@ -636,6 +636,27 @@ describe('the next request sent ahead of the last tool result’s commit (quiet)
     expect(tokens.join('')).toBe('done, after the wait');
   });
 
+  it('is aborted and made again when the commit stored another result than the one it was made with (as many messages, one different)', async () => {
+    twoSteps();
+    const before = server.requests.length;
+    const turn = startTurn('t1', prompt);
+    const replaced = (events: DomainEvent[]) =>
+      events.map((e) => (e.type === 'tool.ended' ? ({ ...e, data: { ...e.data, result: 'the result as stored' } } as DomainEvent) : e));
+    const held = heldResults(turn, replaced);
+    const ended = runTurn({
+      conversation: 'c', agent, model: model(), history: () => ({ summary: null, earlier: [] }), turn,
+      commit: held.commit, signal: new AbortController().signal, quiet: () => true,
+    });
+    await vi.waitFor(() => expect(server.requests.length - before).toBe(2), { timeout: 5000, interval: 5 });
+    held.release();
+    await ended;
+    const requests = server.requests.slice(before);
+    expect(requests).toHaveLength(3);
+    expect(requests[1].body.messages).toHaveLength(requests[2].body.messages.length);
+    expect(JSON.stringify(requests[1].body.messages.at(-1))).not.toContain('the result as stored');
+    expect(JSON.stringify(requests[2].body.messages.at(-1))).toContain('the result as stored');
+  });
+
   it('is not sent when the conversation is not quiet: the request waits for the commit', async () => {
     twoSteps();
     const before = server.requests.length;
