@@ -122,8 +122,12 @@ export class EventStream implements LiveListener {
   private pumping = false;
   /** Tokens that came while nobody owned the conversation: carried once it is the reader's, else dropped. */
   private unownedTokens: KeptToken[] = [];
-  /** The last event the stream has been through: the tail's and the store's follow each other from the first on, so an announcement after it follows too. */
-  private through: number | null = null;
+  /**
+   * The last event the stream has been through: the tail's and the store's follow each other
+   * from the first on, so an announcement after it follows too. 0 before any: positions start at
+   * 1, so an announcement `after` 0 holds a conversation's first events.
+   */
+  private through = 0;
 
   constructor(private readonly options: EventStreamOptions) {
     this.lastSent = options.after?.position ?? null;
@@ -155,13 +159,11 @@ export class EventStream implements LiveListener {
   }
 
   /**
-   * Carried now when they follow what the stream has been through (or are the conversation's
-   * first events, `after` 0, and it has been through none) and nothing waits before them; else
-   * their records bring them, in order.
+   * Carried now when they follow what the stream has been through (`through`) and nothing waits
+   * before them; else their records bring them, in order.
    */
   announced(events: readonly ConversationEvent[], after: number): void {
-    const follows = this.through === after || (after === 0 && this.through === null);
-    if (this.phase !== 'live' || this.pumping || this.pending.length > 0 || !follows) return;
+    if (this.phase !== 'live' || this.pumping || this.pending.length > 0 || this.through !== after) return;
     for (const event of events) {
       this.see(event, true);
       if (this.stopped()) return;
@@ -272,7 +274,7 @@ export class EventStream implements LiveListener {
 
   private see(event: ConversationEvent, carry: boolean): void {
     if (event.position > this.known) this.known = event.position;
-    if (this.through === null || event.position > this.through) this.through = event.position;
+    if (event.position > this.through) this.through = event.position;
     const reading = this.reader?.see(event) ?? 'carry';
     if (reading === 'revoked') return this.finish(`${this.reader!.subject} may no longer read the conversation`);
     if (reading === 'carry' && carry) this.sendIfNew(event);
