@@ -1,7 +1,7 @@
 // A conversation's event stream (`GET …/events`) for the measuring scripts: every stored event as it arrives, with
-// `seen` (when it was read), handed to `onEvent`; token events are left out.
-export async function followConversation(base, onEvent) {
-  const stream = await fetch(`${base}/events`, { headers: { accept: 'text/event-stream' } });
+// `seen` (when it was read), handed to `onEvent`; token events are left out. `signal` closes it.
+export async function followConversation(base, onEvent, signal = undefined) {
+  const stream = await fetch(`${base}/events`, { headers: { accept: 'text/event-stream' }, signal });
   (async () => {
     let buffer = '';
     for await (const chunk of stream.body) {

@@ -2,7 +2,8 @@
 // end) on a checkout's `npm start`; prints, per hop, the median ms after the POST: the 202, each event's stored time (its
 // `at`: when its write began) and the time the stream delivered it (`seen`), and each model request (the scripted
 // model's own log). The first ten turns warm up. Uses the anchors' model and `npm start` adapter (../shared/anchors).
-// See docs/performance.md.
+// With NEW_CONVERSATIONS=1 each turn is a new conversation's first, its stream opened before the POST (as the anchors'
+// M1). See docs/performance.md.
 import fs from 'node:fs'; import os from 'node:os'; import path from 'node:path';
 import { startFakeModel } from '../../shared/anchors/lib/model.mjs';
 import { startSystemB } from '../../shared/anchors/lib/systems.mjs';
@@ -14,18 +15,23 @@ const modelUrl = model.url ?? `http://127.0.0.1:${model.port}/v1`;
 const modelAdmin = modelUrl.replace(/\/v1$/, '');
 delete process.env.KAFKA_BROKERS; delete process.env.DATABASE_URL;
 const sys = await startSystemB({ modelUrl, workDir, rudderDir: dir });
-const base = `${sys.base}/v1/conversations/timeline-${Date.now()}`;
+const prefix = `${sys.base}/v1/conversations/timeline-${Date.now()}`;
+const fresh = process.env.NEW_CONVERSATIONS === '1';
 
 // Every event of the conversation as it arrives, with the time it was seen.
 const events = []; const waiting = new Map();
-await followConversation(base, (event) => {
+const follow = (base, signal) => followConversation(base, (event) => {
   events.push(event);
   if (event.type === 'turn.ended') waiting.get(event.data.turn)?.();
-});
+}, signal);
+if (!fresh) await follow(prefix);
 
 const rows = [];
 for (let i = 0; i < +count; i++) {
   await fetch(`${modelAdmin}/__reset`, { method: 'POST' });
+  const base = fresh ? `${prefix}-${i}` : prefix;
+  const closing = new AbortController();
+  if (fresh) await follow(base, closing.signal);
   const from = events.length; const t0 = Date.now();
   const response = await fetch(`${base}/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: `wait:0 timeline ${i}` }) });
   const accepted = Date.now(); const { id } = await response.json();
@@ -42,9 +48,14 @@ for (let i = 0; i < +count; i++) {
   }
   requests.forEach((r, j) => (row[`model request ${j + 1}`] = r.at - t0));
   if (i >= 10) rows.push(row);
+  closing.abort();
 }
 const median = (k) => { const xs = rows.map((r) => r[k]).filter((x) => x !== undefined).sort((a, b) => a - b); return xs[xs.length >> 1]; };
 const keys = [...new Set(rows.flatMap(Object.keys))].sort((a, b) => median(a) - median(b));
 console.log(`${rows.length} turns, median ms after POST chat:`);
 for (const k of keys) console.log(`${String(median(k)).padStart(5)}  ${k}`);
+// How the turn grows with the conversation: the median of each ten turns in order.
+const tens = [];
+for (let i = 0; i < rows.length; i += 10) tens.push(rows.slice(i, i + 10).map((r) => r['turn.ended seen']).sort((a, b) => a - b)[5]);
+console.log(`turn.ended seen, median of each ten turns in order: ${tens.join(' ')}`);
 await sys.stop(); process.exit(0);
