@@ -72,6 +72,30 @@ describe('metrics', () => {
     await vi.waitFor(async () => expect(sample(await scrape(`${stack.companionUrl}/metrics`), 'rudder_consumer_lag', { topic: 'agent.events' })).toBe(0), WAIT);
   });
 
+  it("a quiet turn's next model request is sent ahead of its tool result's commit, and counted as used", async () => {
+    const { client } = stack;
+    const key = `metrics/ahead-${Date.now()}`;
+    // A labelled counter has no sample until it is first counted.
+    const counted = (text: string, name: string, labels: Record<string, string>) => {
+      try {
+        return sample(text, name, labels);
+      } catch {
+        return 0;
+      }
+    };
+    const before = counted(await scrape(workerMetrics), 'rudder_model_requests_ahead_total', { outcome: 'used' });
+    const watching = new AbortController();
+    const ended = (async () => {
+      for await (const event of client.events(key, { after: 0, signal: watching.signal })) if (event.type === 'turn.ended') return event;
+    })();
+    await client.chat(key, { text: 'wait 1' });
+    expect(await ended).toMatchObject({ data: { status: 'completed' } });
+    watching.abort();
+    const text = await scrape(workerMetrics);
+    expect(sample(text, 'rudder_model_requests_ahead_total', { outcome: 'used' })).toBe(before + 1);
+    expect(counted(text, 'rudder_model_request_duration_seconds_count', { outcome: 'error' })).toBe(0);
+  });
+
   it('model tokens are counted as the model reports them', async () => {
     const text = await scrape(workerMetrics);
     // the scripted model reports rough counts (words) with every reply

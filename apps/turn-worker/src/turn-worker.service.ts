@@ -86,6 +86,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       fault: this.fault,
       log,
       onFenced: () => this.metrics.fenced(),
+      onAhead: (outcome) => this.metrics.ahead(outcome),
       retryMs: 1000,
       idleForgetMs: config.WORKER_IDLE_FORGET_MS,
       snapshotEvery: config.WORKER_SNAPSHOT_EVERY_EVENTS,

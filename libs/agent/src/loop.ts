@@ -99,6 +99,8 @@ export type RunTurnOptions = {
    * Absent or false: the request waits for the commit, as every request did before.
    */
   quiet?: () => boolean;
+  /** Told what became of each request sent ahead (`quiet`): used, or thrown away (a model request paid for and not used). */
+  onAhead?: (outcome: 'used' | 'discarded') => void;
 };
 
 /**
@@ -255,16 +257,24 @@ function speculate(turn: TurnState, options: RunTurnOptions): Speculation | null
     return model.reply({ messages: request.messages, tools, signal, onToken: (text) => (forward ? forward(text) : held.push(text)) });
   })();
   reply.catch(() => undefined); // awaited only when used
+  let settled = false;
   return {
     step: action.step,
     tools,
     messages: request.messages,
     use() {
+      settled = true;
+      options.onAhead?.('used');
       forward = (text) => options.onToken?.(action.step, text);
       for (const text of held.splice(0)) forward(text);
       return reply;
     },
-    abort: () => aborted.abort(new Error('the request made ahead of the commit was not the one to make')),
+    abort() {
+      if (settled) return;
+      settled = true;
+      options.onAhead?.('discarded');
+      aborted.abort(new Error('the request made ahead of the commit was not the one to make'));
+    },
   };
 }
 

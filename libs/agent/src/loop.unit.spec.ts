@@ -598,9 +598,11 @@ describe('the next request sent ahead of the last tool result’s commit (quiet)
     const turn = startTurn('t1', prompt);
     const held = heldResults(turn);
     const tokens: string[] = [];
+    const ahead: string[] = [];
     const ended = runTurn({
       conversation: 'c', agent, model: model(), history: () => ({ summary: null, earlier: [] }), turn,
       commit: held.commit, onToken: (_, text) => tokens.push(text), signal: new AbortController().signal, quiet: () => true,
+      onAhead: (outcome) => ahead.push(outcome),
     });
     // The second request went out before the result's commit was done, and nothing of it streamed yet.
     await vi.waitFor(() => expect(server.requests.length - before).toBe(2), { timeout: 5000, interval: 5 });
@@ -612,6 +614,7 @@ describe('the next request sent ahead of the last tool result’s commit (quiet)
     expect(tokens.join('')).toBe('done, after the wait');
     expect(server.requests.length - before).toBe(2);
     expect(held.commits.map((c) => c.map((e) => e.type))).toEqual([['model.replied', 'tool.started'], ['tool.ended'], ['model.replied', 'turn.ended']]);
+    expect(ahead).toEqual(['used']);
   });
 
   it('is aborted and made again when the commit took a steer: the stored reply answers the request with it, and no token of the first streams', async () => {
@@ -621,13 +624,16 @@ describe('the next request sent ahead of the last tool result’s commit (quiet)
     const steer: DomainEvent = { type: 'steer.taken', data: { turn: 't1', step: 1, input: { id: 's1', text: 'use Celsius' } } } as DomainEvent;
     const held = heldResults(turn, (events) => (events.some((e) => e.type === 'tool.ended') ? [...events, steer] : events));
     const tokens: string[] = [];
+    const ahead: string[] = [];
     const ended = runTurn({
       conversation: 'c', agent, model: model(), history: () => ({ summary: null, earlier: [] }), turn,
       commit: held.commit, onToken: (_, text) => tokens.push(text), signal: new AbortController().signal, quiet: () => true,
+      onAhead: (outcome) => ahead.push(outcome),
     });
     await vi.waitFor(() => expect(server.requests.length - before).toBe(2), { timeout: 5000, interval: 5 });
     held.release();
     await ended;
+    expect(ahead).toEqual(['discarded']);
     const requests = server.requests.slice(before);
     expect(requests).toHaveLength(3);
     const last = (request: (typeof requests)[number]) => JSON.stringify(request.body.messages.at(-1));

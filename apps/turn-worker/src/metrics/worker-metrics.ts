@@ -38,9 +38,15 @@ export class WorkerMetrics {
   });
   private readonly modelRequests = new Histogram({
     name: 'rudder_model_request_duration_seconds',
-    help: "Model requests (one streamed reply, the client's own retries included), by outcome (ok, error)",
+    help: "Model requests (one streamed reply, the client's own retries included), by outcome (ok, error, aborted: a stop, a kill, or a request sent ahead and thrown away)",
     labelNames: ['outcome'],
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [this.registry],
+  });
+  private readonly aheadRequests = new Counter({
+    name: 'rudder_model_requests_ahead_total',
+    help: "Model requests sent ahead of the commit of a step's last tool result, by outcome (used; discarded: the commit took a steer or ended the turn, a request paid for and not used)",
+    labelNames: ['outcome'],
     registers: [this.registry],
   });
   private readonly firstToken = new Histogram({
@@ -167,6 +173,11 @@ export class WorkerMetrics {
     this.partitions.set(owned);
   }
 
+  /** A model request sent ahead of a commit was used, or thrown away. */
+  ahead(outcome: 'used' | 'discarded'): void {
+    this.aheadRequests.inc({ outcome });
+  }
+
   /** `model`, its requests timed and its tokens counted. */
   timed(model: ModelClient): ModelClient {
     return {
@@ -189,7 +200,7 @@ export class WorkerMetrics {
           }
           return reply;
         } catch (error) {
-          this.modelRequests.observe({ outcome: 'error' }, (performance.now() - start) / 1000);
+          this.modelRequests.observe({ outcome: request.signal?.aborted ? 'aborted' : 'error' }, (performance.now() - start) / 1000);
           throw error;
         }
       },

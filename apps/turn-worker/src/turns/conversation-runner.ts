@@ -40,6 +40,8 @@ export type RunnerDeps = {
   log: Log;
   /** A write of this runner was fenced (counted by the worker's metrics). */
   onFenced(): void;
+  /** A model request sent ahead of a commit was used or thrown away (`RunTurnOptions.onAhead`; counted by the worker's metrics). */
+  onAhead?(outcome: 'used' | 'discarded'): void;
   retryMs: number;
   /** A snapshot of the fold is stored once the log has grown by this many events since the last one. */
   snapshotEvery: number;
@@ -243,6 +245,7 @@ class Runner implements ConversationRunner {
             return state !== undefined && state.steers.length === 0 && state.undecided === null && state.ending === null;
           },
           onToken: (step, text) => deps.onToken({ conversation: key, turn: turn.id, step, text }),
+          onAhead: (outcome) => deps.onAhead?.(outcome),
         }),
       );
     } catch (error) {
