@@ -88,6 +88,9 @@ export class Announcements implements OnModuleInit, OnApplicationShutdown {
    * only when this gateway has a stream or a write waiting on the conversation.
    */
   private take(payload: string | undefined): void {
+    // Every gateway hears every commit: one that follows none of a conversation reads no more of it than its key.
+    const named = conversationNamed(payload ?? '');
+    if (named !== undefined && !this.live.follows(named)) return;
     let value: unknown;
     try {
       value = JSON.parse(payload ?? '');
@@ -102,5 +105,21 @@ export class Announcements implements OnModuleInit, OnApplicationShutdown {
       return;
     }
     this.live.noticed(parsed.data);
+  }
+}
+
+/**
+ * The conversation an announcement names, read from its start without parsing the rest: the
+ * event store's `announcedCte` builds it with `json_build_object`, whose first key is
+ * `conversation`. Undefined when the payload does not start so (it is then parsed whole).
+ */
+export function conversationNamed(payload: string): string | undefined {
+  const named = /^\{\s*"conversation"\s*:\s*("(?:[^"\\]|\\.)*")/.exec(payload);
+  if (named === null) return undefined;
+  try {
+    const key: unknown = JSON.parse(named[1]);
+    return typeof key === 'string' ? key : undefined;
+  } catch {
+    return undefined;
   }
 }
