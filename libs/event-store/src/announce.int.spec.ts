@@ -44,32 +44,50 @@ async function heard(channel: string, write: (pool: Pool) => Promise<unknown>) {
 describe('announced writes', () => {
   it('are sent as the write commits, by the transaction and by the one statement, as records of what was stored', async () => {
     const epochs = await takePartitions(db.pool(), [0], 'announce-test');
-    let position = 0;
-    // Not held: the transaction, whose statements are counted (BEGIN, the locks, the probe, the write, COMMIT).
-    let inTransaction = 0;
-    const first = await heard('decisions_a', async (pool) => {
-      const counting = new Proxy(pool, {
+    /** The pool, counting its statements, its transactions' connections and their statements. */
+    const counting = (pool: Pool) => {
+      const counts = { statements: 0, connections: 0, inTransaction: 0 };
+      const wrapped = new Proxy(pool, {
         get: (target, property, receiver) =>
-          property === 'connect'
-            ? async () => {
-                const client = await target.connect();
-                return new Proxy(client, {
-                  get: (c, p, r) => {
-                    const value = Reflect.get(c, p, r) as unknown;
-                    if (p !== 'query' || typeof value !== 'function') return value;
-                    return (...args: unknown[]) => (inTransaction++, (value as (...a: unknown[]) => unknown).apply(c, args));
-                  },
-                });
-              }
-            : Reflect.get(target, property, receiver),
+          property === 'query'
+            ? (...args: Parameters<Pool['query']>) => (counts.statements++, target.query(...args))
+            : property === 'connect'
+              ? async () => {
+                  counts.connections++;
+                  const client = await target.connect();
+                  return new Proxy(client, {
+                    get: (c, p, r) => {
+                      const value = Reflect.get(c, p, r) as unknown;
+                      if (p !== 'query' || typeof value !== 'function') return value;
+                      return (...args: unknown[]) => (counts.inTransaction++, (value as (...a: unknown[]) => unknown).apply(c, args));
+                    },
+                  });
+                }
+              : Reflect.get(target, property, receiver),
       });
-      const { stored } = await appendToConversations(counting, rules, 0, epochs, [{ conversation: 'c1', probe: [] }], () => [steer('s1')], undefined, { announce: 'decisions_a' });
+      return { pool: wrapped, counts };
+    };
+    // A new conversation: its row and first events by one statement, which announces them (nothing before them).
+    let position = 0;
+    let counts = { statements: 0, connections: 0, inTransaction: 0 };
+    const first = await heard('decisions_a', async (pool) => {
+      const counted = counting(pool);
+      counts = counted.counts;
+      const { stored } = await appendToConversations(counted.pool, rules, 0, epochs, [{ conversation: 'c1', probe: [] }], () => [steer('s1')], undefined, { announce: 'decisions_a' });
       position = stored[0].position;
+    });
+    expect(counts).toEqual({ statements: 1, connections: 0, inTransaction: 0 });
+    expect(first).toMatchObject([{ conversation: 'c1', after: 0, events: [{ conversation: 'c1', position, type: 'steer.accepted', data: { input: { id: 's1' } } }] }]);
+    // Not held, not new: the statement writes nothing, and the transaction (BEGIN, the locks, the probe, the write, COMMIT) announces what it stores.
+    const again = await heard('decisions_a', async (pool) => {
+      const counted = counting(pool);
+      counts = counted.counts;
+      const { stored } = await appendToConversations(counted.pool, rules, 0, epochs, [{ conversation: 'c1', probe: [] }], () => [steer('s1b')], undefined, { announce: 'decisions_a' });
       return stored;
     });
-    expect(inTransaction).toBe(5);
-    // A new conversation: nothing before it.
-    expect(first).toMatchObject([{ conversation: 'c1', after: 0, events: [{ conversation: 'c1', position, type: 'steer.accepted', data: { input: { id: 's1' } } }] }]);
+    expect(counts).toEqual({ statements: 1, connections: 1, inTransaction: 5 });
+    expect(again).toMatchObject([{ conversation: 'c1', after: position, events: [{ conversation: 'c1', type: 'steer.accepted', data: { input: { id: 's1b' } } }] }]);
+    position = again[0].events[0].position;
     // Held as of its last event: the one statement, which announces in itself (no statement or connection more).
     let statements = 0;
     let connections = 0;
@@ -82,7 +100,7 @@ describe('announced writes', () => {
               ? () => (connections++, target.connect())
               : Reflect.get(target, property, receiver),
       });
-      return appendToConversations(counted, rules, 0, epochs, [{ conversation: 'c1', probe: [] }], () => [steer('s2')], () => ({ position, state: 1 }), { announce: 'decisions_a' });
+      return appendToConversations(counted, rules, 0, epochs, [{ conversation: 'c1', probe: [] }], () => [steer('s2')], () => ({ position, state: 2 }), { announce: 'decisions_a' });
     });
     expect({ statements, connections }).toEqual({ statements: 1, connections: 0 });
     expect(second).toEqual([
@@ -93,7 +111,7 @@ describe('announced writes', () => {
     expect(await heard('decisions_a', (pool) => appendToConversations(pool, rules, 0, epochs, [{ conversation: 'c2', probe: [] }], () => [steer('s3')]))).toEqual([]);
   });
 
-  it('a batch too large for one notification announces nothing, by the one statement and by the transaction alike', async () => {
+  it('a batch too large for one notification announces nothing, by the one statement (held, or new) and by the transaction alike; the next one that fits is announced', async () => {
     const epochs = await takePartitions(db.pool(), [1], 'announce-test');
     const big = 'x'.repeat(5000);
     const { stored } = await appendToConversations(db.pool(), rules, 1, epochs, [{ conversation: 'c3', probe: [] }], () => [steer('b0')]);
@@ -105,6 +123,14 @@ describe('announced writes', () => {
       appendToConversations(pool, rules, 1, epochs, [{ conversation: 'c4', probe: [] }], () => [steer('b3', big), steer('b4', big), steer('b5', 'x'.repeat(9000))], undefined, { announce: 'decisions_b' }),
     );
     expect(fresh).toEqual([]);
+    // Not held, not new: the transaction.
+    const unheld = await heard('decisions_b', (pool) =>
+      appendToConversations(pool, rules, 1, epochs, [{ conversation: 'c3', probe: [] }], () => [steer('b6', big), steer('b7', big)], undefined, { announce: 'decisions_b' }),
+    );
+    expect(unheld).toEqual([]);
+    expect(await heard('decisions_b', (pool) => appendToConversations(pool, rules, 1, epochs, [{ conversation: 'c3', probe: [] }], () => [steer('b8')], undefined, { announce: 'decisions_b' }))).toMatchObject([
+      { conversation: 'c3', events: [{ data: { input: { id: 'b8' } } }] },
+    ]);
   });
 
   it('one per conversation, each with its own position before; one too large is left out, the others are not', async () => {

@@ -1,5 +1,6 @@
 import type { DomainEvent } from '@rudder/contracts';
 import { traceparent, type Pool } from '@rudder/runtime';
+import { appendIfNew } from './append-if-new';
 import { appendIfUnchanged } from './append-if-unchanged';
 import { FencedError, type Epochs } from './fencing';
 import { inTransaction, writeEvents } from './write-transaction';
@@ -25,6 +26,8 @@ import { AlreadyStoredError, byKeyBytes, type Seen, type StreamRules, type Writt
  * and the statement writes only if every conversation is still there, on this partition, and
  * none of the `probe` keys is stored (`appendIfUnchanged`). Otherwise — a conversation not
  * held, the log moved, an input handled before — the transaction decides on what is stored.
+ * With none of them held, they are most likely new: their first events and their rows go in one
+ * statement too (`appendIfNew`), which writes nothing when any of them has a row already.
  *
  * With `announce` (a channel), what it stores is sent there as it commits, by the write's own
  * statement either way (`announcedCte`): the announcement channel, where the gateways waiting for
@@ -57,6 +60,13 @@ export async function appendToConversations<S>(
         })
       : null;
     if (stored) return { stored, elsewhere: new Map(), before: new Map(writes.map((w) => [w.conversation, w.position])), trace };
+  } else if (held.every((h) => h.seen === undefined)) {
+    // None held: new conversations, most likely (a worker holds every conversation it wrote
+    // until it lets an idle one go). Their first events and rows in one statement, if so.
+    const state = rules.parse({});
+    const writes = sorted.map(({ conversation }) => ({ conversation, position: 0, state, events: decide(conversation, state, new Set()), trace }));
+    const stored = writes.every((w) => w.events.length > 0) ? await appendIfNew(pool, rules, partition, writes, epochs, { announce }) : null;
+    if (stored) return { stored, elsewhere: new Map(), before: new Map(writes.map((w) => [w.conversation, 0])), trace };
   }
   return inTransaction(pool, sorted[0].conversation, async (client) => {
     // The epoch check first (a share lock on the partition's owner row), then the

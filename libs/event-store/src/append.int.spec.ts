@@ -205,6 +205,70 @@ describe('appendToConversations, holding the conversations', () => {
   });
 });
 
+describe('appendToConversations, holding none of them', () => {
+  const rowOf = async (conversation: string) =>
+    (await db.pool().query<{ partition: number; last_position: string; head: unknown }>('SELECT partition, last_position, head FROM event_store.conversations WHERE key = $1', [conversation])).rows[0];
+
+  it('new conversations: their first events and their rows in one statement and no transaction, their state and last position on the rows', async () => {
+    const epochs = await takePartitions(db.pool(), [40], 'append-test');
+    const { pool, counts } = counted(db.pool());
+    const { stored, before, elsewhere } = await appendToConversations(
+      pool, countingRules, 40, epochs,
+      [{ conversation: 'new-b', probe: ['never-stored'] }, { conversation: 'new-a', probe: [] }],
+      (conversation, count) => [...decidedOn(count, `${conversation} first`), ...decidedOn(count + 1, `${conversation} second`)],
+    );
+    expect(counts).toEqual({ statements: 1, connections: 0 });
+    expect(elsewhere).toEqual(new Map());
+    expect(before).toEqual(new Map([['new-a', 0], ['new-b', 0]]));
+    expect(stored.map((e) => `${e.conversation} ${(e.data as { turn: string }).turn}`)).toEqual(['new-a new-a first', 'new-a new-a second', 'new-b new-b first', 'new-b new-b second']);
+    expect(await stepsOf('new-a')).toEqual([0, 1]);
+    const last = stored.filter((e) => e.conversation === 'new-a').at(-1)!.position;
+    expect(await rowOf('new-a')).toEqual({ partition: 40, last_position: String(last), head: 2 });
+    // The row is as a write leaves it: the next write holding it is one statement again.
+    await appendToConversations(pool, countingRules, 40, epochs, [{ conversation: 'new-a', probe: [] }], (_c, count) => decidedOn(count, 'third'), () => ({ position: last, state: 2 }));
+    expect(counts).toEqual({ statements: 2, connections: 0 });
+    expect(await stepsOf('new-a')).toEqual([0, 1, 2]);
+  });
+
+  it('when one of them has a row already (here, or on another partition), the statement writes nothing: the transaction decides each on what is stored', async () => {
+    const there = await conversationAt(41, 'old-on-41');
+    const here = await conversationAt(42, 'old-on-42');
+    const epochs = new Map([...there.epochs, ...here.epochs]);
+    const { pool, counts } = counted(db.pool());
+    const { stored, before, elsewhere } = await appendToConversations(
+      pool, countingRules, 42, epochs,
+      [{ conversation: 'fresh-42', probe: [] }, { conversation: 'old-on-42', probe: [] }, { conversation: 'old-on-41', probe: [] }],
+      (conversation, count) => decidedOn(count, `${conversation} next`),
+    );
+    expect(counts.connections).toBe(1);
+    expect(elsewhere).toEqual(new Map([['old-on-41', 41]]));
+    expect(stored.map((e) => `${e.conversation} ${(e.data as { step: number }).step}`).sort()).toEqual(['fresh-42 0', 'old-on-42 1']);
+    expect(before).toEqual(new Map([['fresh-42', 0], ['old-on-42', here.last]]));
+    expect(await stepsOf('old-on-41')).toEqual([0]);
+    expect((await rowOf('fresh-42')).partition).toBe(42);
+  });
+
+  it('a writer whose epoch is gone creates nothing, and is told it is fenced', async () => {
+    const epochs = await takePartitions(db.pool(), [43], 'append-test');
+    await takePartitions(db.pool(), [43], 'successor');
+    await expect(appendToConversations(db.pool(), countingRules, 43, epochs, [{ conversation: 'never-made', probe: [] }], (_c, count) => decidedOn(count, 'zombie'))).rejects.toBeInstanceOf(FencedError);
+    expect(await rowOf('never-made')).toBeUndefined();
+    expect(await stepsOf('never-made')).toEqual([]);
+  });
+
+  it('two writers creating one conversation at once: one statement creates it, the other decides in a transaction on what that stored', async () => {
+    const epochs = await takePartitions(db.pool(), [44], 'append-test');
+    for (let round = 0; round < 5; round++) {
+      const conversation = `raced-${round}`;
+      const write = (label: string) => appendToConversations(db.pool(), countingRules, 44, epochs, [{ conversation, probe: [] }], (_c, count) => decidedOn(count, label));
+      const [a, b] = await Promise.all([write('a'), write('b')]);
+      expect([...a.stored, ...b.stored].map((e) => (e.data as { step: number }).step).sort()).toEqual([0, 1]);
+      expect(await stepsOf(conversation)).toEqual([0, 1]);
+      expect((await rowOf(conversation)).head).toBe(2);
+    }
+  });
+});
+
 describe('groupedWrites', () => {
   /** Conversations `keys` on `partition`, one event each, stored by one batch: the epochs and each one's last position. */
   async function heldTogether(partition: number, keys: string[]) {
