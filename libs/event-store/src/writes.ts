@@ -5,7 +5,8 @@ import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
  * a conversation and what a write stored, the one lock order, and the error a used once key is.
  * The paths: `appendToConversation` (one conversation: a turn's steps), `appendToConversations`
  * (an ingested batch of one partition), each either the one statement of `appendIfUnchanged`
- * (shared by `groupedWrites`) or a transaction (`write-transaction.ts`).
+ * (shared by `groupedWrites`; new conversations' `appendIfNew`) or a transaction
+ * (`write-transaction.ts`).
  */
 
 /** An event's once key was already used: what it records is stored already (a retry, or another owner). */
