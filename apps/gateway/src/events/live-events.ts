@@ -21,6 +21,8 @@ import { RECENT_MS, RecentEvents } from './recent-events';
 const READY_TIMEOUT_MS = 30_000;
 /** How often the consumer's offsets are committed (see `onModuleInit`). */
 const COMMIT_EVERY_MS = 1000;
+/** At most this many announced events wait for their records, a generation (`announced`). */
+const ANNOUNCED_KEPT = 2000;
 /** How often what is kept for a time is swept (`sweep`). */
 const SWEEP_EVERY_MS = 10_000;
 
@@ -55,7 +57,8 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
    * The events announced lately, by id, until their records come: a record whose `event-id`
    * header names one is that event, already parsed (`Announcement`), and is not parsed again.
    * Two generations, the older dropped at each sweep, so one whose record never came here is
-   * kept one to two sweeps (10 to 20 s).
+   * kept one to two sweeps (10 to 20 s); at most `ANNOUNCED_KEPT` a generation (records held up,
+   * say while the broker is away, are parsed as they come rather than kept for).
    */
   private announced = { now: new Map<string, ConversationEvent>(), before: new Map<string, ConversationEvent>() };
   private sweeper: NodeJS.Timeout | undefined;
@@ -130,7 +133,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
    */
   noticed({ conversation, after, events }: Announcement): void {
     for (const event of events) {
-      this.announced.now.set(event.id, event);
+      if (this.announced.now.size < ANNOUNCED_KEPT) this.announced.now.set(event.id, event);
       this.positions?.produced.saw(event.position);
       handOut(this.watchers, conversation, (watcher) => watcher.event(event), this.log);
     }

@@ -140,6 +140,16 @@ describe('LiveEvents: an announced event is parsed once', () => {
     expect(got[1]).toEqual(other);
   });
 
+  it('at most 2,000 announced events wait for their records between two sweeps; the records of the others are parsed', () => {
+    const live = new LiveEvents({} as Kafka, config, log);
+    for (let i = 1; i <= 2100; i++) live.noticed({ conversation: 'c', after: i - 1, events: [record(`k-${i}`, i)] } as Announcement);
+    expect(live['announced'].now.size).toBe(2000);
+    const got: ConversationEvent[] = [];
+    live.subscribe('c', { event: (e) => got.push(e), token: () => undefined, end: () => undefined });
+    deliver(live, record('k-2100', 2100));
+    expect(got.map((e) => e.id)).toEqual(['k-2100']);
+  });
+
   it('an announced event whose record never comes is let go at the second sweep', () => {
     const live = new LiveEvents({} as Kafka, config, log);
     live.noticed({ conversation: 'c', after: 0, events: [record('e-9', 9)] } as Announcement);
