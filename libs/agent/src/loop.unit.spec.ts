@@ -589,6 +589,17 @@ describe('the next request sent ahead of the last tool result’s commit (quiet)
     };
     return { commits, commit, release };
   }
+  /** Runs the turn on `held`'s commits, the conversation quiet or not: its end, its tokens and what became of its requests sent ahead, as they come. */
+  function runHeld(turn: TurnState, held: ReturnType<typeof heldResults>, quiet = true) {
+    const tokens: string[] = [];
+    const ahead: string[] = [];
+    const ended = runTurn({
+      conversation: 'c', agent, model: model(), history: () => ({ summary: null, earlier: [] }), turn,
+      commit: held.commit, onToken: (_, text) => tokens.push(text), signal: new AbortController().signal, quiet: () => quiet,
+      onAhead: (outcome) => ahead.push(outcome),
+    });
+    return { ended, tokens, ahead };
+  }
   const twoSteps = () =>
     server.setScript((request) => (toolResults(request).length > 0 ? reply.text('done, after the wait') : reply.tools([{ id: 'c1', name: 'wait', arguments: { ms: 1 } }])));
 
@@ -597,13 +608,7 @@ describe('the next request sent ahead of the last tool result’s commit (quiet)
     const before = server.requests.length;
     const turn = startTurn('t1', prompt);
     const held = heldResults(turn);
-    const tokens: string[] = [];
-    const ahead: string[] = [];
-    const ended = runTurn({
-      conversation: 'c', agent, model: model(), history: () => ({ summary: null, earlier: [] }), turn,
-      commit: held.commit, onToken: (_, text) => tokens.push(text), signal: new AbortController().signal, quiet: () => true,
-      onAhead: (outcome) => ahead.push(outcome),
-    });
+    const { ended, tokens, ahead } = runHeld(turn, held);
     // The second request went out before the result's commit was done, and nothing of it streamed yet.
     await vi.waitFor(() => expect(server.requests.length - before).toBe(2), { timeout: 5000, interval: 5 });
     expect(held.commits.map((c) => c.map((e) => e.type))).toEqual([['model.replied', 'tool.started'], ['tool.ended']]);
@@ -623,13 +628,7 @@ describe('the next request sent ahead of the last tool result’s commit (quiet)
     const turn = startTurn('t1', prompt);
     const steer: DomainEvent = { type: 'steer.taken', data: { turn: 't1', step: 1, input: { id: 's1', text: 'use Celsius' } } } as DomainEvent;
     const held = heldResults(turn, (events) => (events.some((e) => e.type === 'tool.ended') ? [...events, steer] : events));
-    const tokens: string[] = [];
-    const ahead: string[] = [];
-    const ended = runTurn({
-      conversation: 'c', agent, model: model(), history: () => ({ summary: null, earlier: [] }), turn,
-      commit: held.commit, onToken: (_, text) => tokens.push(text), signal: new AbortController().signal, quiet: () => true,
-      onAhead: (outcome) => ahead.push(outcome),
-    });
+    const { ended, tokens, ahead } = runHeld(turn, held);
     await vi.waitFor(() => expect(server.requests.length - before).toBe(2), { timeout: 5000, interval: 5 });
     held.release();
     await ended;
@@ -649,10 +648,7 @@ describe('the next request sent ahead of the last tool result’s commit (quiet)
     const replaced = (events: DomainEvent[]) =>
       events.map((e) => (e.type === 'tool.ended' ? ({ ...e, data: { ...e.data, result: 'the result as stored' } } as DomainEvent) : e));
     const held = heldResults(turn, replaced);
-    const ended = runTurn({
-      conversation: 'c', agent, model: model(), history: () => ({ summary: null, earlier: [] }), turn,
-      commit: held.commit, signal: new AbortController().signal, quiet: () => true,
-    });
+    const { ended } = runHeld(turn, held);
     await vi.waitFor(() => expect(server.requests.length - before).toBe(2), { timeout: 5000, interval: 5 });
     held.release();
     await ended;
@@ -668,10 +664,7 @@ describe('the next request sent ahead of the last tool result’s commit (quiet)
     const before = server.requests.length;
     const turn = startTurn('t1', prompt);
     const held = heldResults(turn);
-    const ended = runTurn({
-      conversation: 'c', agent, model: model(), history: () => ({ summary: null, earlier: [] }), turn,
-      commit: held.commit, signal: new AbortController().signal, quiet: () => false,
-    });
+    const { ended } = runHeld(turn, held, false);
     await vi.waitFor(() => expect(held.commits).toHaveLength(2), { timeout: 5000, interval: 5 });
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(server.requests.length - before).toBe(1);
