@@ -3,8 +3,8 @@ import type { Pool } from '@rudder/runtime';
 import { ANNOUNCED_JOIN, announcedCte } from './announce';
 import type { UnchangedWrite } from './append-if-unchanged';
 import type { Epochs } from './fencing';
-import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
-import { writeColumns } from './write-columns';
+import { toConversationEvent, type EventRow } from './stored-event';
+import { insertedCte, writeColumns } from './write-columns';
 import type { StreamRules } from './writes';
 
 /**
@@ -39,14 +39,7 @@ export async function appendIfNew<S>(
        ), go AS (
          SELECT EXISTS (SELECT 1 FROM owner)
             AND NOT EXISTS (SELECT 1 FROM event_store.conversations WHERE key = ANY($3::text[])) AS ok
-       ), inserted AS (
-         INSERT INTO event_store.events (id, conversation, type, data, once_key, trace, at)
-         SELECT e.id, e.conversation, e.type, e.data, e.once_key, e.trace, statement_timestamp()
-           FROM unnest($4::uuid[], $5::text[], $6::text[], $7::jsonb[], $8::text[], $12::text[]) WITH ORDINALITY AS e(id, conversation, type, data, once_key, trace, n)
-          WHERE (SELECT ok FROM go)
-          ORDER BY e.n
-         RETURNING ${EVENT_COLUMNS}
-       ), created AS (
+       ), ${insertedCte(4, 12, '(SELECT ok FROM go)')}, created AS (
          INSERT INTO event_store.conversations (key, partition, head, open_work, last_position)
          SELECT h.key, $1, h.state, h.open, (SELECT max(i.position) FROM inserted i WHERE i.conversation = h.key)
            FROM unnest($9::text[], $10::jsonb[], $11::boolean[]) AS h(key, state, open)

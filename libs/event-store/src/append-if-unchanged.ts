@@ -2,8 +2,8 @@ import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import type { Pool } from '@rudder/runtime';
 import type { Epochs } from './fencing';
 import { ANNOUNCED_JOIN, announcedCte } from './announce';
-import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
-import { writeColumns } from './write-columns';
+import { toConversationEvent, type EventRow } from './stored-event';
+import { insertedCte, writeColumns } from './write-columns';
 import { alreadyStored, type StreamRules } from './writes';
 
 /**
@@ -64,14 +64,7 @@ export async function appendIfUnchanged<S>(
             AND NOT EXISTS (SELECT 1 FROM unnest($6::text[], $7::text[]) AS k (conversation, once_key)
                              WHERE EXISTS (SELECT 1 FROM event_store.events e
                                             WHERE e.conversation = k.conversation AND e.once_key = k.once_key OFFSET 0)) AS ok
-       ), inserted AS (
-         INSERT INTO event_store.events (id, conversation, type, data, once_key, trace, at)
-         SELECT e.id, e.conversation, e.type, e.data, e.once_key, e.trace, statement_timestamp()
-           FROM unnest($8::uuid[], $9::text[], $10::text[], $11::jsonb[], $12::text[], $16::text[]) WITH ORDINALITY AS e(id, conversation, type, data, once_key, trace, n)
-          WHERE (SELECT ok FROM go)
-          ORDER BY e.n
-         RETURNING ${EVENT_COLUMNS}
-       ), heads AS (
+       ), ${insertedCte(8, 16, '(SELECT ok FROM go)')}, heads AS (
          UPDATE event_store.conversations c
             SET head = ($14::jsonb[])[array_position($13::text[], c.key)],
                 open_work = ($15::boolean[])[array_position($13::text[], c.key)],

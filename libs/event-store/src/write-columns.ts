@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { storableJson, type DomainEvent } from '@rudder/contracts';
+import { EVENT_COLUMNS } from './stored-event';
 import type { StreamRules } from './writes';
 
 /**
@@ -29,3 +30,19 @@ export function writeColumns<S>(rules: StreamRules<S>, writes: readonly { conver
     traces: events.map((e) => e.trace),
   };
 }
+
+/**
+ * The CTE `inserted` of a one-statement write: `writeColumns`' events, in their order, from the
+ * parameter `$first` on (its five event arrays), each with its writer's trace (the array at
+ * `$traces`), stamped with the statement's time, inserted only when the SQL condition `when`
+ * holds; returning `EVENT_COLUMNS`.
+ */
+export const insertedCte = (first: number, traces: number, when: string): string => `inserted AS (
+  INSERT INTO event_store.events (id, conversation, type, data, once_key, trace, at)
+  SELECT e.id, e.conversation, e.type, e.data, e.once_key, e.trace, statement_timestamp()
+    FROM unnest($${first}::uuid[], $${first + 1}::text[], $${first + 2}::text[], $${first + 3}::jsonb[], $${first + 4}::text[], $${traces}::text[])
+         WITH ORDINALITY AS e(id, conversation, type, data, once_key, trace, n)
+   WHERE ${when}
+   ORDER BY e.n
+  RETURNING ${EVENT_COLUMNS}
+)`;
