@@ -104,7 +104,7 @@ export class Announcements implements OnModuleInit, OnApplicationShutdown {
       this.log.warn('dropped an announcement that does not parse', { channel: this.channel });
       return;
     }
-    this.live.noticed(parsed.data);
+    this.live.noticed(parsed.data, payload?.length ?? 0);
   }
 }
 

@@ -14,6 +14,7 @@ import { Positions } from '../consistency/positions';
 import { GatewayError } from '../errors/gateway-error';
 import { CONFIG, KAFKA, LOG } from '../tokens';
 import type { LiveListener } from './event-stream';
+import { AnnouncedEvents } from './announced-events';
 import { KeptTokens, type KeptToken } from './kept-tokens';
 import { RECENT_MS, RecentEvents } from './recent-events';
 
@@ -21,8 +22,8 @@ import { RECENT_MS, RecentEvents } from './recent-events';
 const READY_TIMEOUT_MS = 30_000;
 /** How often the consumer's offsets are committed (see `onModuleInit`). */
 const COMMIT_EVERY_MS = 1000;
-/** At most this many announced events wait for their records, a generation (`announced`). */
-const ANNOUNCED_KEPT = 2000;
+/** At most this much of announcements (characters) waits for its records (`AnnouncedEvents`). */
+const ANNOUNCED_BYTES = 4 * 1024 * 1024;
 /** How often what is kept for a time is swept (`sweep`). */
 const SWEEP_EVERY_MS = 10_000;
 
@@ -53,14 +54,8 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private readonly watchers = new Map<string, Set<LiveListener>>();
   private readonly recent: RecentEvents;
   private readonly tokens: KeptTokens;
-  /**
-   * The events announced lately, by id, until their records come: a record whose `event-id`
-   * header names one is that event, already parsed (`Announcement`), and is not parsed again.
-   * Two generations, the older dropped at each sweep, so one whose record never came here is
-   * kept one to two sweeps (10 to 20 s); at most `ANNOUNCED_KEPT` a generation (records held up,
-   * say while the broker is away, are parsed as they come rather than kept for).
-   */
-  private announced = { now: new Map<string, ConversationEvent>(), before: new Map<string, ConversationEvent>() };
+  /** Announced events waiting for their records, which then are not parsed again (10 to 20 s, `ANNOUNCED_BYTES` at most). */
+  private readonly announced = new AnnouncedEvents(ANNOUNCED_BYTES);
   private sweeper: NodeJS.Timeout | undefined;
   private consumer: KeptConsumer | undefined;
   private commits: PeriodicCommits | undefined;
@@ -129,11 +124,11 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
    * `agent.events`: handed to the writes waiting for a decision, and to the streams, which carry
    * it only when it follows what they carried (`EventStream.announced`); its positions are noted
    * as produced. Everything announced also comes on `agent.events`, which is what streams fall
-   * back to, in the log's order.
+   * back to, in the log's order. `size`: the announcement's length, in characters.
    */
-  noticed({ conversation, after, events }: Announcement): void {
+  noticed({ conversation, after, events }: Announcement, size: number): void {
     for (const event of events) {
-      if (this.announced.now.size < ANNOUNCED_KEPT) this.announced.now.set(event.id, event);
+      this.announced.keep(event, size / events.length);
       this.positions?.produced.saw(event.position);
       handOut(this.watchers, conversation, (watcher) => watcher.event(event), this.log);
     }
@@ -220,7 +215,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private sweep(now: number): void {
     this.recent.forgetSeenBefore(now - RECENT_MS);
     this.tokens.sweep(now);
-    this.announced = { now: new Map(), before: this.announced.now };
+    this.announced.sweep();
   }
 
   /** Where each partition of the two topics ends now. */
@@ -271,13 +266,8 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   /** The record's event as its announcement brought it (by the relay's `event-id` header), taken out of `announced`. */
   private announcedRecord(message: KafkaMessage): { success: true; data: ConversationEvent } | undefined {
     const header = message.headers?.['event-id'];
-    if (header === undefined) return undefined;
-    const id = header.toString();
-    const event = this.announced.now.get(id) ?? this.announced.before.get(id);
-    if (event === undefined) return undefined;
-    this.announced.now.delete(id);
-    this.announced.before.delete(id);
-    return { success: true, data: event };
+    const event = header === undefined ? undefined : this.announced.take(header.toString());
+    return event === undefined ? undefined : { success: true, data: event };
   }
 
   private handOut(conversation: string, give: (listener: LiveListener) => void): void {

@@ -125,11 +125,11 @@ describe('LiveEvents: an announced event is parsed once', () => {
     const got: ConversationEvent[] = [];
     live.subscribe('c', { event: (e) => got.push(e), token: () => undefined, end: () => undefined });
     const announced = record('e-1', 1);
-    live.noticed({ conversation: 'c', after: 0, events: [announced] } as Announcement);
+    live.noticed({ conversation: 'c', after: 0, events: [announced] } as Announcement, 400);
     deliver(live, JSON.parse(JSON.stringify(announced)) as ConversationEvent);
     expect(got).toHaveLength(1);
     expect(got[0]).toBe(announced); // the same object: the record was not parsed
-    expect(live['announced'].now.size + live['announced'].before.size).toBe(0);
+    expect(live['announced'].size).toBe(0);
 
     // a record nobody announced, or without the header, is parsed as ever
     const other = record('e-2', 2);
@@ -140,23 +140,33 @@ describe('LiveEvents: an announced event is parsed once', () => {
     expect(got[1]).toEqual(other);
   });
 
-  it('at most 2,000 announced events wait for their records between two sweeps; the records of the others are parsed', () => {
+  it('at most 4 MB of announcements wait for their records; the records of the others are parsed, and one taken makes room', () => {
     const live = new LiveEvents({} as Kafka, config, log);
-    for (let i = 1; i <= 2100; i++) live.noticed({ conversation: 'c', after: i - 1, events: [record(`k-${i}`, i)] } as Announcement);
-    expect(live['announced'].now.size).toBe(2000);
+    // Announcements of 7,900 characters (the largest a notification carries), one event each.
+    for (let i = 1; i <= 600; i++) live.noticed({ conversation: 'c', after: i - 1, events: [record(`k-${i}`, i)] } as Announcement, 7900);
+    const fit = Math.floor((4 * 1024 * 1024) / 7900);
+    expect(live['announced'].size).toBe(fit);
     const got: ConversationEvent[] = [];
     live.subscribe('c', { event: (e) => got.push(e), token: () => undefined, end: () => undefined });
-    deliver(live, record('k-2100', 2100));
-    expect(got.map((e) => e.id)).toEqual(['k-2100']);
+    const late = record('k-600', 600);
+    deliver(live, late);
+    expect(got[0]).not.toBe(late);
+    expect(got[0]).toEqual(late); // parsed from its record
+    deliver(live, record('k-1', 1));
+    expect(live['announced'].size).toBe(fit - 1);
+    live.noticed({ conversation: 'c', after: 600, events: [record('k-601', 601)] } as Announcement, 7900);
+    expect(live['announced'].size).toBe(fit);
   });
 
-  it('an announced event whose record never comes is let go at the second sweep', () => {
+  it('an announced event whose record never comes is let go at the second sweep, and its room with it', () => {
     const live = new LiveEvents({} as Kafka, config, log);
-    live.noticed({ conversation: 'c', after: 0, events: [record('e-9', 9)] } as Announcement);
+    live.noticed({ conversation: 'c', after: 0, events: [record('e-9', 9)] } as Announcement, 4 * 1024 * 1024);
     live['sweep'](Date.now());
-    expect(live['announced'].before.has('e-9')).toBe(true);
+    expect(live['announced'].size).toBe(1);
     live['sweep'](Date.now());
-    expect(live['announced'].now.size + live['announced'].before.size).toBe(0);
+    expect(live['announced'].size).toBe(0);
+    live.noticed({ conversation: 'c', after: 9, events: [record('e-10', 10)] } as Announcement, 4 * 1024 * 1024);
+    expect(live['announced'].size).toBe(1);
   });
 });
 
