@@ -3,7 +3,9 @@
 // `at`: when its write began) and the time the stream delivered it (`seen`), and each model request (the scripted
 // model's own log). The first ten turns warm up. Uses the anchors' model and `npm start` adapter (../shared/anchors).
 // With NEW_CONVERSATIONS=1 each turn is a new conversation's first, its stream opened before the POST (as the anchors'
-// M1). See docs/performance.md.
+// M1). With STEER=1 each turn calls `wait:300` and a steer is sent once its tool.started is on the stream: the times are
+// after the POST steer (its answer, its input.accepted and steer.accepted stored and seen), the anchors' M2 hop by hop.
+// See docs/performance.md.
 import fs from 'node:fs'; import os from 'node:os'; import path from 'node:path';
 import { startFakeModel } from '../../shared/anchors/lib/model.mjs';
 import { startSystemB } from '../../shared/anchors/lib/systems.mjs';
@@ -17,6 +19,7 @@ delete process.env.KAFKA_BROKERS; delete process.env.DATABASE_URL;
 const sys = await startSystemB({ modelUrl, workDir, rudderDir: dir });
 const prefix = `${sys.base}/v1/conversations/timeline-${Date.now()}`;
 const fresh = process.env.NEW_CONVERSATIONS === '1';
+const steering = process.env.STEER === '1';
 
 // Every event of the conversation as it arrives, with the time it was seen.
 const events = []; const waiting = new Map();
@@ -32,27 +35,34 @@ for (let i = 0; i < +count; i++) {
   const base = fresh ? `${prefix}-${i}` : prefix;
   const closing = new AbortController();
   if (fresh) await follow(base, closing.signal);
-  const from = events.length; const t0 = Date.now();
-  const response = await fetch(`${base}/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: `wait:0 timeline ${i}` }) });
-  const accepted = Date.now(); const { id } = await response.json();
+  const from = events.length; let t0 = Date.now();
+  const response = await fetch(`${base}/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: `wait:${steering ? 300 : 0} timeline ${i}` }) });
+  let accepted = Date.now(); const { id } = await response.json();
   let turn;
   while (!turn) {
     turn = events.slice(from).find((e) => e.type === 'turn.started' && e.data.prompt.id === id)?.data.turn;
     if (!turn) await new Promise((resolve) => setTimeout(resolve, 2));
   }
+  let steerFrom = from;
+  if (steering) {
+    while (!events.slice(from).some((e) => e.type === 'tool.started' && e.data.turn === turn)) await new Promise((resolve) => setTimeout(resolve, 2));
+    steerFrom = events.length; t0 = Date.now();
+    const steer = await fetch(`${base}/steer`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: `steer ${i}` }) });
+    accepted = Date.now(); await steer.json();
+  }
   await new Promise((resolve) => (events.slice(from).some((e) => e.type === 'turn.ended' && e.data.turn === turn) ? resolve() : waiting.set(turn, resolve)));
   const requests = await (await fetch(`${modelAdmin}/__log`)).json();
-  const row = { '202': accepted - t0 };
-  for (const e of events.slice(from)) {
+  const row = { [steering ? 'steer answered' : '202']: accepted - t0 };
+  for (const e of events.slice(steerFrom)) {
     if (e.at && row[`${e.type} stored`] === undefined) { row[`${e.type} stored`] = Date.parse(e.at) - t0; row[`${e.type} seen`] = e.seen - t0; }
   }
-  requests.forEach((r, j) => (row[`model request ${j + 1}`] = r.at - t0));
+  if (!steering) requests.forEach((r, j) => (row[`model request ${j + 1}`] = r.at - t0));
   if (i >= 10) rows.push(row);
   closing.abort();
 }
 const median = (k) => { const xs = rows.map((r) => r[k]).filter((x) => x !== undefined).sort((a, b) => a - b); return xs[xs.length >> 1]; };
 const keys = [...new Set(rows.flatMap(Object.keys))].sort((a, b) => median(a) - median(b));
-console.log(`${rows.length} turns, median ms after POST chat:`);
+console.log(`${rows.length} turns, median ms after POST ${steering ? 'steer' : 'chat'}:`);
 for (const k of keys) console.log(`${String(median(k)).padStart(5)}  ${k}`);
 // How the turn grows with the conversation: the median of each ten turns in order.
 const tens = [];
