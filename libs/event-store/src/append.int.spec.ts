@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
-import type { Pool } from '@rudder/runtime';
+import { createPool, type Pool } from '@rudder/runtime';
 import { appendToConversation } from './append-to-conversation';
 import { appendToConversations } from './append-to-conversations';
 import { groupedWrites, WRITES_PER_STATEMENT } from './grouped-writes';
@@ -375,5 +375,29 @@ describe('groupedWrites', () => {
     await expect(
       appendToConversation(db.pool(), countingRules, 'rebalanced-a', stale.epochs, (count) => decidedOn(count, 'stale'), { position: stale.last.get('rebalanced-a')!, state: 1 }, write),
     ).rejects.toBeInstanceOf(FencedError);
+  });
+});
+
+describe('the pool (createPool)', () => {
+  it('runs a prepared write on its session\'s generic plan: eight one-statement appends, none planned for its values', async () => {
+    const { epochs, last } = await conversationAt(50, 'planned-once');
+    // One connection, so every append is the same session's prepared statement.
+    const pool = createPool(db.url(), 1);
+    try {
+      let position = last;
+      for (let count = 1; count <= 8; count++) {
+        const { stored } = await appendToConversation(pool, countingRules, 'planned-once', epochs, (c) => decidedOn(c, `step ${count}`), { position, state: count });
+        position = stored[0].position;
+      }
+      const { rows } = await pool.query<{ generic_plans: string; custom_plans: string }>(
+        `SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE name = 'event-store-append-if-unchanged'`,
+      );
+      // A generic plan is made once and kept; PostgreSQL's default plans the first five executions for their
+      // values (custom plans), and went on planning this statement at every execution.
+      expect(rows.map((r) => ({ generic: Number(r.generic_plans), custom: Number(r.custom_plans) }))).toEqual([{ generic: 8, custom: 0 }]);
+      expect(await stepsOf('planned-once')).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    } finally {
+      await pool.end();
+    }
   });
 });
