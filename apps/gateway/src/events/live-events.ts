@@ -127,12 +127,19 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
    * back to, in the log's order. `size`: the announcement's length, in characters.
    */
   noticed({ conversation, after, events }: Announcement, size: number): void {
+    const waiting = this.watchers.get(conversation)?.size ?? 0;
     for (const event of events) {
       this.announced.keep(event, size / events.length);
       this.positions?.produced.saw(event.position);
       handOut(this.watchers, conversation, (watcher) => watcher.event(event), this.log);
     }
-    this.handOut(conversation, (listener) => listener.announced?.(events, after));
+    const feed = () => this.handOut(conversation, (listener) => listener.announced?.(events, after));
+    // A write it answered (its watcher let go) goes out first: its answer runs in this turn's
+    // microtasks, and the streams are fed after them. Fed first, a stream's write wakes its reader,
+    // which on a busy machine takes the core the answer waits for (a millisecond of a steer's decision).
+    const answered = (this.watchers.get(conversation)?.size ?? 0) < waiting;
+    if (answered) setImmediate(feed);
+    else feed();
   }
 
   /** Events of the conversation above `position` seen live in the last minute, oldest first. */

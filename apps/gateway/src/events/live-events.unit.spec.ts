@@ -170,6 +170,31 @@ describe('LiveEvents: an announced event is parsed once', () => {
   });
 });
 
+describe('LiveEvents: an announcement that answers a write', () => {
+  const record = (id: string, position: number) => ({ v: 1, id, conversation: 'c', position, at, ...accepted(id) }) as ConversationEvent;
+
+  it('answers the write before it feeds the streams; one that answers no write feeds them at once', async () => {
+    const live = new LiveEvents({} as Kafka, config, log);
+    const order: string[] = [];
+    live.subscribe('c', { event: () => undefined, announced: (events) => order.push(`stream ${events[0].id}`), token: () => undefined, end: () => undefined });
+    const write = firstOf(live, 'c', ['chat-1'], 'input.accepted');
+    const answered = write.result.then((position) => order.push(`write answered at ${position}`));
+
+    live.noticed({ conversation: 'c', after: 0, events: [record('chat-1', 1)] } as Announcement, 400);
+    expect(order).toEqual([]); // the stream waits for the answer's microtasks
+    await answered;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual(['write answered at 1', 'stream chat-1']);
+    write.cancel();
+
+    // A write that waits on, not answered by this one, does not hold the streams back.
+    const other = firstOf(live, 'c', ['chat-9'], 'input.accepted');
+    live.noticed({ conversation: 'c', after: 1, events: [record('chat-2', 2)] } as Announcement, 400);
+    expect(order).toEqual(['write answered at 1', 'stream chat-1', 'stream chat-2']);
+    other.cancel();
+  });
+});
+
 describe('idsNamedBy', () => {
   const event = (type: string, data: unknown) => ({ v: 1, id: 'e', conversation: 'c', position: 1, at, type, data }) as ConversationEvent;
 
