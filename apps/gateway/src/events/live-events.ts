@@ -56,6 +56,8 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private readonly tokens: KeptTokens;
   /** Announced events waiting for their records, which then are not parsed again (10 to 20 s, `ANNOUNCED_BYTES` at most). */
   private readonly announced = new AnnouncedEvents(ANNOUNCED_BYTES);
+  /** Announcements held until the writes they answered have gone out (`noticed`), by conversation, in order. */
+  private readonly feedsAfterAnswers = new Map<string, (() => void)[]>();
   private sweeper: NodeJS.Timeout | undefined;
   private consumer: KeptConsumer | undefined;
   private commits: PeriodicCommits | undefined;
@@ -137,9 +139,18 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     // A write it answered (its watcher let go) goes out first: its answer runs in this turn's
     // microtasks, and the streams are fed after them. Fed first, a stream's write wakes its reader,
     // which on a busy machine takes the core the answer waits for (a millisecond of a steer's decision).
-    const answered = (this.watchers.get(conversation)?.size ?? 0) < waiting;
-    if (answered) setImmediate(feed);
-    else feed();
+    // The conversation's later announcements wait behind it, in order (a stream carries one only
+    // when it follows what it carried).
+    const later = this.feedsAfterAnswers.get(conversation);
+    if (later) later.push(feed);
+    else if ((this.watchers.get(conversation)?.size ?? 0) < waiting) {
+      const feeds = [feed];
+      this.feedsAfterAnswers.set(conversation, feeds);
+      setImmediate(() => {
+        this.feedsAfterAnswers.delete(conversation);
+        for (const next of feeds) next();
+      });
+    } else feed();
   }
 
   /** Events of the conversation above `position` seen live in the last minute, oldest first. */

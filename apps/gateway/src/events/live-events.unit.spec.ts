@@ -193,6 +193,20 @@ describe('LiveEvents: an announcement that answers a write', () => {
     expect(order).toEqual(['write answered at 1', 'stream chat-1', 'stream chat-2']);
     other.cancel();
   });
+
+  it('an announcement that comes while the streams wait for an answer is fed after the one before it', async () => {
+    const live = new LiveEvents({} as Kafka, config, log);
+    const order: string[] = [];
+    live.subscribe('c', { event: () => undefined, announced: (events) => order.push(`stream ${events[0].id}`), token: () => undefined, end: () => undefined });
+    const write = firstOf(live, 'c', ['chat-1'], 'input.accepted');
+    live.noticed({ conversation: 'c', after: 0, events: [record('chat-1', 1)] } as Announcement, 400);
+    live.noticed({ conversation: 'c', after: 1, events: [record('chat-2', 2)] } as Announcement, 400);
+    expect(order).toEqual([]);
+    await write.result;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual(['stream chat-1', 'stream chat-2']);
+    write.cancel();
+  });
 });
 
 describe('idsNamedBy', () => {
