@@ -77,14 +77,16 @@ describe('announced decisions', () => {
   });
 
   it('a lost connection is listened on again', async () => {
-    const { rows } = await db.query<{ n: number }>(
-      "SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE application_name = 'rudder-gateway-announcements' AND datname = current_database()",
-    );
-    expect(rows[0].n).toBeGreaterThan(0);
+    // This gateway's connection alone (its LISTEN, the session's last statement, names the harness's
+    // own channel): other files' gateways share the database, and one of theirs listening again
+    // must not pass for this one.
+    const ours = `application_name = 'rudder-gateway-announcements' AND datname = current_database() AND query = 'LISTEN "${channel}"'`;
+    const { rows } = await db.query<{ pid: number }>(`SELECT pid, pg_terminate_backend(pid) FROM (SELECT pid FROM pg_stat_activity WHERE ${ours} OFFSET 0) AS listening`);
+    expect(rows).toHaveLength(1);
     await vi.waitFor(async () => {
-      // Connected again, and its LISTEN run (the session's last statement).
-      const listening = await db.query("SELECT 1 FROM pg_stat_activity WHERE application_name = 'rudder-gateway-announcements' AND datname = current_database() AND query LIKE 'LISTEN%'");
-      expect(listening.rowCount).toBeGreaterThan(0);
+      // Connected again (another session), and its LISTEN run.
+      const listening = await db.query(`SELECT 1 FROM pg_stat_activity WHERE ${ours} AND pid <> $1`, [rows[0].pid]);
+      expect(listening.rowCount).toBe(1);
     }, { timeout: 15_000, interval: 100 });
     const { answer } = await steerAnsweredByNotice(uniqueKey('after-loss'), 's3');
     expect(answer.status).toBe(200);

@@ -179,4 +179,30 @@ describe("the gateway's live consumer", () => {
       await own.stop();
     }
   });
+
+  /**
+   * What streams and writes wait for comes first by announcement; the records are the fallback,
+   * fetched in batches (`RECORDS_BATCHED_MS`) so that a turn's every commit does not wake the
+   * broker and the gateway. Records published a few milliseconds apart, each acknowledged before
+   * the next is sent, reach the stream together: two arriving within 2 ms of each other came in
+   * one fetch (fetched one by one they come at least a produce's round trip and the pause apart).
+   */
+  it('fetches records in batches, carried in order', async () => {
+    const key = uniqueKey('batched');
+    const stream = await open(key);
+    const count = 10;
+    const arrivals: { id: string | undefined; at: number }[] = [];
+    const reading = (async () => {
+      for (let i = 0; i < count; i++) arrivals.push({ id: (await stream.next()).id, at: performance.now() });
+    })();
+    for (let i = 0; i < count; i++) {
+      await h.publishEvents([turnStarted(key, 300 + i)]);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    await reading;
+    await stream.close();
+    expect(arrivals.map((a) => a.id)).toEqual(Array.from({ length: count }, (_, i) => String(300 + i)));
+    const together = arrivals.slice(1).filter((a, i) => a.at - arrivals[i].at < 2).length;
+    expect(together, `arrival gaps ${arrivals.slice(1).map((a, i) => (a.at - arrivals[i].at).toFixed(1)).join(' ')} ms`).toBeGreaterThanOrEqual(count / 2);
+  });
 });

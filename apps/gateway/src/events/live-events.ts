@@ -26,6 +26,18 @@ const COMMIT_EVERY_MS = 1000;
 const ANNOUNCED_BYTES = 4 * 1024 * 1024;
 /** How often what is kept for a time is swept (`sweep`). */
 const SWEEP_EVERY_MS = 10_000;
+/**
+ * The live consumer's fetches are answered in batches, at most this long after they were sent:
+ * each asks for more bytes than come (`RECORDS_HELD_BYTES`), so the broker holds it until then. What
+ * a stream or a write waits for comes first by announcement (`noticed`): records are its fallback
+ * (an announcement missed or too large, announcing stopped) and the tokens, which 50 ms more hardly
+ * delay (the worker gathers a step's tokens for 40 ms). Answered at each record instead, a
+ * turn's every commit woke the broker and this gateway in the turn's own milliseconds: a one-tool
+ * turn of a new conversation ended 3–4 ms later, a steer was answered 2–3 ms later (docs/performance.md, session 22).
+ */
+const RECORDS_BATCHED_MS = 50;
+/** More than a fetch gets in `RECORDS_BATCHED_MS` short of a flood (kafkajs asks for at most 10 MB a fetch, 1 MB a partition). */
+const RECORDS_HELD_BYTES = 1024 * 1024;
 
 /**
  * The gateway's one consumer of `agent.events` and `agent.tokens`, fanning records out to
@@ -36,6 +48,9 @@ const SWEEP_EVERY_MS = 10_000;
  * of the topics (what came before is the store's to replay). A restarted gateway is a new
  * group; within a process the group's offsets are committed from its first fetch on, so a
  * consumer kafkajs had to replace resumes where the last one was (see `onModuleInit`).
+ *
+ * Its fetches are answered in batches, every 50 ms at most (`RECORDS_BATCHED_MS`): what is
+ * announced (`noticed`) reaches the streams and the writes first.
  *
  * Boot waits until the consumer has joined and completed a first fetch, i.e. has resolved
  * its start offsets: a stream opened after `startGateway` resolves sees every event
@@ -194,7 +209,10 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
         this.kafka.consumer({
           groupId: this.groupId,
           allowAutoTopicCreation: false,
-          ...READER_SESSION, // its maxWaitTimeInMs also bounds how long boot waits for the first fetch
+          ...READER_SESSION,
+          // Also bounds how long boot waits for the first fetch, and a stop for the last.
+          maxWaitTimeInMs: RECORDS_BATCHED_MS,
+          minBytes: RECORDS_HELD_BYTES,
         }),
       run: async (consumer) => {
         const off = consumer.on(consumer.events.FETCH, () => {
