@@ -304,18 +304,21 @@ export const parseConversationEvent = (value: unknown): ConversationEvent =>
 
 /**
  * What a write announces as it commits (PostgreSQL `NOTIFY`, the event store's `announcedCte`):
- * one conversation's records just stored, in order, and `after`, the position of its last event
- * before them — so a reader that has every event up to `after` knows these come next, none
- * missing between. A shortcut to the records' own copies on `agent.events`, never instead of them.
+ * one conversation's records just stored, in order, `last`, the position of the last of them, and
+ * `after`, the position of its last event before them — so a reader that has every event up to
+ * `after` knows these come next, none missing between. A shortcut to the records' own copies on `agent.events`, never instead of them.
  */
 export const Announcement = z
   .object({
     conversation: ConversationKey,
+    /** The position of the last of `events`: read from the payload's start by every gateway, following the conversation or not (the log has produced it). */
+    last: z.number().int().positive().optional(),
     after: z.number().int().nonnegative(),
     events: ConversationEventRecord.array().min(1),
   })
   // Handed out by `conversation`: never another conversation's events under it.
-  .refine((a) => a.events.every((e) => e.conversation === a.conversation), { message: "an announcement holds its conversation's events only", path: ['events'] });
+  .refine((a) => a.events.every((e) => e.conversation === a.conversation), { message: "an announcement holds its conversation's events only", path: ['events'] })
+  .refine((a) => a.last === undefined || a.last === a.events[a.events.length - 1].position, { message: 'last is the position of the last event', path: ['last'] });
 export type Announcement = z.infer<typeof Announcement>;
 
 /** A record on `agent.tokens`: a piece of the model's streamed reply. Best effort. */

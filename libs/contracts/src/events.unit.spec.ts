@@ -57,4 +57,9 @@ describe('Announcement', () => {
     expect(Announcement.safeParse({ conversation: 'c', after: -1, events: [record('c', 5)] }).success).toBe(false);
     expect(Announcement.safeParse({ conversation: 'c', after: 4, events: [] }).success).toBe(false);
   });
+  it('names the position of its last event as `last`, or leaves it out (an older writer)', () => {
+    expect(Announcement.parse({ conversation: 'c', last: 6, after: 4, events: [record('c', 5), record('c', 6)] }).last).toBe(6);
+    expect(Announcement.safeParse({ conversation: 'c', last: 5, after: 4, events: [record('c', 5), record('c', 6)] }).success).toBe(false);
+    expect(Announcement.safeParse({ conversation: 'c', last: 0, after: 4, events: [record('c', 5)] }).success).toBe(false);
+  });
 });

@@ -29,13 +29,19 @@ const steer = (id: string, text = 'use Celsius'): DomainEvent => ({ type: 'steer
 async function heard(channel: string, write: (pool: Pool) => Promise<unknown>) {
   const listener = new pg.Client({ connectionString: db.url() });
   await listener.connect();
-  const records: Announcement[] = [];
-  listener.on('notification', (message) => records.push(Announcement.parse(JSON.parse(message.payload!))));
+  const payloads: string[] = [];
+  listener.on('notification', (message) => payloads.push(message.payload!));
   await listener.query(`LISTEN "${channel}"`);
   try {
     await write(db.pool());
     await new Promise((resolve) => setTimeout(resolve, 200));
-    return records;
+    return payloads.map((payload) => {
+      const announcement = Announcement.parse(JSON.parse(payload));
+      // Its conversation and last position first, as a gateway reads them without parsing the rest (`announcedHead`).
+      expect(payload.startsWith(`{"conversation" : ${JSON.stringify(announcement.conversation)}, "last" : ${announcement.events.at(-1)!.position}, `)).toBe(true);
+      expect(announcement.last).toBe(announcement.events.at(-1)!.position);
+      return announcement;
+    });
   } finally {
     await listener.end();
   }
@@ -104,7 +110,7 @@ describe('announced writes', () => {
     });
     expect({ statements, connections }).toEqual({ statements: 1, connections: 0 });
     expect(second).toEqual([
-      { conversation: 'c1', after: position, events: [expect.objectContaining({ conversation: 'c1', position: expect.any(Number), data: expect.objectContaining({ input: { id: 's2', text: 'use Celsius' } }) })] },
+      { conversation: 'c1', last: expect.any(Number), after: position, events: [expect.objectContaining({ conversation: 'c1', position: expect.any(Number), data: expect.objectContaining({ input: { id: 's2', text: 'use Celsius' } }) })] },
     ]);
     expect(second[0].events[0].position).toBeGreaterThan(position);
     // Without a channel, nothing.

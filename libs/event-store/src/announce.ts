@@ -7,8 +7,10 @@ const ANNOUNCE_BYTES = 7900;
  * The CTE of a write's statement that announces what it inserted (`inserted`, in the write's
  * `EVENT_COLUMNS`) on the channel its parameter `$param` names (null: nothing): one `NOTIFY` per
  * conversation, sent as the write commits, of an `Announcement` — the conversation, the position
- * of its last event before this write (`after`: its `last_position` in the statement's snapshot,
- * which the write's own update does not change), and the records of what was stored, in order.
+ * of the last event this write stored (`last`: the two come first, so a reader takes them without
+ * parsing the rest), the position of its last event before this write (`after`: its
+ * `last_position` in the statement's snapshot, which the write's own update does not change), and
+ * the records of what was stored, in order.
  * Nothing for a conversation whose records would not fit one notification (their readers have
  * them from the outbox). docs/architecture.md, "The shortest path", at no statement of its own.
  */
@@ -16,6 +18,7 @@ export const announcedCte = (param: number): string => `announced AS (
   SELECT pg_notify($${param}::text, payload)
     FROM (SELECT json_build_object(
                    'conversation', i.conversation,
+                   'last', max(i.position),
                    'after', coalesce((SELECT c.last_position FROM event_store.conversations c WHERE c.key = i.conversation), 0),
                    'events', json_agg(json_build_object('v', CASE WHEN i.type = 'input.rejected' THEN 2 ELSE 1 END, 'id', i.id,
                                'conversation', i.conversation, 'position', i.position, 'at', i.at, 'type', i.type, 'data', i.data) ORDER BY i.position))::text AS payload

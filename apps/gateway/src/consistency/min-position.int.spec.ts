@@ -1,20 +1,30 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { acceptEverything, conversationEvent, inputAccepted, startHarness, type Harness } from '../../../../test/support/gateway/harness';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import pg from 'pg';
+import { Topics } from '@rudder/contracts';
+import { announcementChannel } from '@rudder/runtime';
+import { acceptEverything, conversationEvent, inputAccepted, startHarness, steerAccepted, type Harness } from '../../../../test/support/gateway/harness';
 
 /**
  * `Rudder-Min-Position` at the running gateway (real Kafka, the companion stub recording every
  * request): a position beyond anything the log produced is refused at once; reads asking for a
  * position the gateway has not seen yet share one wait, woken by the record that reaches it,
- * and ask the companion nothing meanwhile (it used to poll its database every 15 ms per read).
+ * and ask the companion nothing meanwhile (it used to poll its database every 15 ms per read);
+ * the announcement of a commit reaches it as well, of any conversation.
  */
 let h: Harness;
+let db: pg.Client;
 beforeAll(async () => {
   // A long wait for positions ahead, so the test, not a timer, decides when the position comes.
   h = await startHarness({}, { aheadWaitMs: 20_000 });
   h.worker = acceptEverything;
+  db = new pg.Client({ connectionString: inject('databaseUrl') });
+  await db.connect();
 });
-afterAll(() => h?.stop());
+afterAll(async () => {
+  await db?.end();
+  await h?.stop();
+});
 
 const path = (key: string) => `/v1/conversations/${encodeURIComponent(key)}`;
 const uniqueKey = (name: string) => `min-position/${name}-${Math.random().toString(36).slice(2, 8)}`;
@@ -60,5 +70,26 @@ describe('Rudder-Min-Position', () => {
     expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
     expect(asked(key), 'each read asked the companion once, with the position').toBe(60);
     expect(h.companion.requests.filter((r) => r.startsWith(`/conversations/${encodeURIComponent(key)}`)).length).toBe(60);
+  });
+
+  it("a commit's announcement wakes them, of a conversation no stream or write of this gateway follows, with nothing on agent.events", async () => {
+    // As a write answered by another gateway sends its client here: the commit is announced to every gateway as it commits.
+    const key = uniqueKey('announced');
+    h.companion.setStatus(key, { owner: 'anonymous' });
+    const ahead = (await produced(uniqueKey('warm-up'))) + 50;
+    const reads = Array.from({ length: 10 }, () => h.call(path(key), { headers: { 'rudder-min-position': String(ahead) } }));
+    await sleep(200);
+    expect(asked(key), 'no read reached the companion before its position was announced').toBe(0);
+    const elsewhere = uniqueKey('elsewhere');
+    const decision = steerAccepted(elsewhere, ahead, { id: 's1', text: 'use Celsius', turn: 't-1', landed: true });
+    // As the event store's announcedCte writes it (json_build_object): the conversation and the last position first.
+    const payload = `{"conversation" : ${JSON.stringify(elsewhere)}, "last" : ${ahead}, "after" : ${ahead - 1}, "events" : ${JSON.stringify([decision])}}`;
+    const announced = Date.now();
+    await db.query('SELECT pg_notify($1, $2)', [announcementChannel(h.topics.inputs.slice(0, -Topics.inputs.length)), payload]);
+    const answers = await Promise.all(reads);
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+    // Woken by the announcement, not let go by the wait's end (20 s here).
+    expect(Date.now() - announced).toBeLessThan(5000);
+    expect(asked(key)).toBe(10);
   });
 });

@@ -15,17 +15,19 @@ type Wait = { promise: Promise<void>; wake(): void; timer: NodeJS.Timeout };
 
 /**
  * The highest log position this gateway knows was produced, and the reads waiting for a later
- * one. It learns positions from the records of `agent.events` its live consumer reads (every
- * gateway reads every record), the decisions it answered writes with, and the positions the
- * companion's answers carry.
+ * one. It learns positions from the commits' announcements (every gateway hears every commit's
+ * `last`, `Announcements`), the records of `agent.events` its live consumer reads (every gateway
+ * reads every record), the decisions it answered writes with, and the positions the companion's
+ * answers carry.
  *
  * A read asking for a position (`Rudder-Min-Position`) at or below it goes on at once (the
  * companion then waits, bounded, until its view has folded that far). One ahead of it by at
  * most AHEAD_POSITIONS may be real, answered by another gateway whose consumer is a moment
  * ahead of this one's: it waits until this gateway's consumer has seen it, at most
  * AHEAD_WAIT_MS, then goes on (the companion has the last word: it answers once its view has
- * it, else 503). Every read waiting for one position shares one wait, woken by the record that
- * reaches it, never a poll. Further ahead is beyond anything the log has produced: 400 at once.
+ * it, else 503). Every read waiting for one position shares one wait, woken by the announcement
+ * or record that reaches it, never a poll. Further ahead is beyond anything the log has
+ * produced: 400 at once.
  */
 export class ProducedPositions {
   private seen = 0;

@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Optional, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import pg from 'pg';
 import { Announcement } from '@rudder/contracts';
 import { announcementChannel, type Config, type Log } from '@rudder/runtime';
+import { Positions } from '../consistency/positions';
 import { CONFIG, LOG } from '../tokens';
 import { LiveEvents } from './live-events';
 
@@ -32,6 +33,7 @@ export class Announcements implements OnModuleInit, OnApplicationShutdown {
     @Inject(CONFIG) private readonly config: Config,
     @Inject(LiveEvents) private readonly live: LiveEvents,
     @Inject(LOG) private readonly log: Log,
+    @Optional() @Inject(Positions) private readonly positions?: Positions,
   ) {
     this.channel = announcementChannel(config.KAFKA_NAMESPACE);
   }
@@ -85,11 +87,14 @@ export class Announcements implements OnModuleInit, OnApplicationShutdown {
   /**
    * One notification: an `Announcement` (a conversation's records a commit stored, and the
    * position before them); anything else is a bug of its sender, logged and dropped. Read whole
-   * only when this gateway has a stream or a write waiting on the conversation.
+   * only when this gateway has a stream or a write waiting on the conversation; its `last`
+   * position is noted as produced in every case, so a read another gateway's write sent here
+   * with `Rudder-Min-Position` goes on at the commit, not at the records' batched fetch.
    */
   private take(payload: string | undefined): void {
-    // Every gateway hears every commit: one that follows none of a conversation reads no more of it than its key.
-    const named = conversationNamed(payload ?? '');
+    // Every gateway hears every commit: one that follows none of a conversation reads no more of it than its head.
+    const { conversation: named, last } = announcedHead(payload ?? '');
+    if (last !== undefined) this.positions?.produced.saw(last);
     if (named !== undefined && !this.live.follows(named)) return;
     let value: unknown;
     try {
@@ -109,17 +114,20 @@ export class Announcements implements OnModuleInit, OnApplicationShutdown {
 }
 
 /**
- * The conversation an announcement names, read from its start without parsing the rest: the
- * event store's `announcedCte` builds it with `json_build_object`, whose first key is
- * `conversation`. Undefined when the payload does not start so (it is then parsed whole).
+ * The conversation an announcement names and the position of its last event, read from its start
+ * without parsing the rest: the event store's `announcedCte` builds it with `json_build_object`,
+ * whose first keys are `conversation` and `last`. `conversation` is undefined when the payload
+ * does not start so (it is then parsed whole); `last` when it does not follow (an older writer's).
  */
-export function conversationNamed(payload: string): string | undefined {
-  const named = /^\{\s*"conversation"\s*:\s*("(?:[^"\\]|\\.)*")/.exec(payload);
-  if (named === null) return undefined;
+export function announcedHead(payload: string): { conversation?: string; last?: number } {
+  const head = /^\{\s*"conversation"\s*:\s*("(?:[^"\\]|\\.)*")(?:\s*,\s*"last"\s*:\s*(\d{1,15})\s*[,}])?/.exec(payload);
+  if (head === null) return {};
+  let conversation: unknown;
   try {
-    const key: unknown = JSON.parse(named[1]);
-    return typeof key === 'string' ? key : undefined;
+    conversation = JSON.parse(head[1]);
   } catch {
-    return undefined;
+    return {};
   }
+  if (typeof conversation !== 'string') return {};
+  return head[2] === undefined ? { conversation } : { conversation, last: Number(head[2]) };
 }
