@@ -73,6 +73,8 @@ type Item = { event: ConversationEvent } | { token: KeptToken };
 
 /** How many tokens a stream holds while nobody owns its conversation (a first answer's, at most). */
 const MAX_UNOWNED_TOKENS = 1000;
+/** How many turns started after the reader's grant a stream remembers (tokens come for the latest few only). */
+const TURNS_AFTER_GRANT_KEPT = 64;
 
 /**
  * One client's event stream: what it missed, then live, in position order, each position once,
@@ -103,7 +105,8 @@ const MAX_UNOWNED_TOKENS = 1000;
  * Duplicates (the outbox relay may publish twice; the store and the tail overlap; announced
  * events come again as records) are dropped by position. Tokens go on a second track: replayed from the kept ones after the cursor's
  * token offset, then live when their offset is above the last one sent, each while the reader
- * may read. The two tracks have no order between them, so each message's id carries both: an
+ * may read — and, for a reader granted while the stream ran, only a turn's that started after
+ * the grant. The two tracks have no order between them, so each message's id carries both: an
  * event's is its position, a token's `<last position sent>.<its offset>`; in a replay a token
  * goes after the event it followed when it arrived (its anchor).
  */
@@ -122,6 +125,8 @@ export class EventStream implements LiveListener {
   private pumping = false;
   /** Tokens that came while nobody owned the conversation: carried once it is the reader's, else dropped. */
   private unownedTokens: KeptToken[] = [];
+  /** The turns started after the reader's grant (`ReaderAccess.grantedAt`): only theirs are the reader's tokens, the latest few. */
+  private readonly turnsAfterGrant = new Set<string>();
   /**
    * The last event the stream has been through: the tail's and the store's follow each other
    * from the first on, so an announcement after it follows too. 0 before any: positions start at
@@ -277,6 +282,11 @@ export class EventStream implements LiveListener {
     if (event.position > this.through) this.through = event.position;
     const reading = this.reader?.see(event) ?? 'carry';
     if (reading === 'revoked') return this.finish(`${this.reader!.subject} may no longer read the conversation`);
+    const grantedAt = this.reader?.grantedAt ?? null;
+    if (grantedAt !== null && event.type === 'turn.started' && event.position > grantedAt) {
+      this.turnsAfterGrant.add(event.data.turn);
+      if (this.turnsAfterGrant.size > TURNS_AFTER_GRANT_KEPT) this.turnsAfterGrant.delete(this.turnsAfterGrant.values().next().value!);
+    }
     if (reading === 'carry' && carry) this.sendIfNew(event);
     if (this.unownedTokens.length > 0 && !this.reader?.unowned) {
       const held = this.unownedTokens;
@@ -316,6 +326,9 @@ export class EventStream implements LiveListener {
       if (this.reader.unowned) this.unownedTokens = [...this.unownedTokens.slice(1 - MAX_UNOWNED_TOKENS), token];
       return;
     }
+    // Granted while this stream ran: a turn that started before the grant is not the reader's to
+    // be streamed (its tokens may come after the grant: two topics, no order between them).
+    if (this.reader?.grantedAt != null && !this.turnsAfterGrant.has(token.record.turn)) return;
     if (this.lastToken !== null && token.offset <= this.lastToken) return;
     this.lastToken = token.offset;
     const position = this.lastSent ?? this.options.latestPosition() ?? 0;

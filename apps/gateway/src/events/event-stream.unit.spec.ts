@@ -24,8 +24,9 @@ const granted = (position: number, subject: string, access: 'read' | 'write' | n
   data: { grant: `g-${position}`, subject, access },
 });
 
-const token = (offset: number, anchor: number, text = `t${offset}`): KeptToken => ({
-  record: { v: 1, conversation: 'c', turn: 't', step: 0, text },
+const turnStarted = (position: number, turn: string): ConversationEvent => ({ ...event(position), type: 'turn.started', data: { turn, prompt: { id: `i-${position}`, text: 'x' } } });
+const token = (offset: number, anchor: number, text = `t${offset}`, turn = 't'): KeptToken => ({
+  record: { v: 1, conversation: 'c', turn, step: 0, text },
   offset,
   anchor,
 });
@@ -63,10 +64,11 @@ function recordingSink() {
   return { sink, log, ids, all };
 }
 
-/** alice grants bob read: from then on bob's stream carries what follows, and nothing held from before. */
+/** alice grants bob read, and a turn starts: from then on bob's stream carries what follows, and nothing held from before. */
 const aliceGrantsBob = async (stream: EventStream) => {
   stream.event(granted(11, 'bob', 'read'));
-  stream.token(token(2, 11, 'after the grant'));
+  stream.event(turnStarted(12, 't-after'));
+  stream.token(token(2, 12, 'after the grant', 't-after'));
 };
 
 /** Lets the stream's pending promises (a gap being filled) run. */
@@ -288,6 +290,35 @@ describe('EventStream: the reader may read the conversation at each event positi
     await settle();
     expect(log.join('')).not.toContain('secret');
     expect(log.join('')).toContain('after the grant');
+  });
+
+  it("a reader granted while the stream runs is carried the tokens of the turns started after the grant, never of one before it, however late they come", async () => {
+    const { sink, log, all } = recordingSink();
+    const stream = streamOf({ after: null, sink, reader: readerOf('bob', 'alice', 9) });
+    await stream.start();
+    stream.event(turnStarted(10, 't-before'));
+    stream.token(token(1, 10, 'before, on time', 't-before'));
+    stream.event(event(11));
+    stream.event(granted(12, 'bob', 'read'));
+    // agent.tokens runs behind agent.events: the turn before the grant streams on after it.
+    stream.token(token(2, 12, 'before, late', 't-before'));
+    stream.event(turnStarted(13, 't-after'));
+    stream.token(token(3, 13, 'after', 't-after'));
+    stream.token(token(4, 13, 'before, later still', 't-before'));
+    await settle();
+    expect(log.join('')).not.toContain('before,');
+    expect(all()).toEqual(['12', '13', '13.3']);
+  });
+
+  it('a reader who could read where the stream began is carried every turn\'s tokens, a turn that began before the stream too', async () => {
+    const { sink, all } = recordingSink();
+    const stream = streamOf({ after: null, sink, reader: readerOf('bob', 'alice', 9, { bob: 'read' }), latestPosition: () => 9 });
+    await stream.start();
+    stream.token(token(1, 9, 'mid-turn', 't-running'));
+    stream.event(turnStarted(10, 't-next'));
+    stream.token(token(2, 10, 'next', 't-next'));
+    await settle();
+    expect(all()).toEqual(['9.1', '10', '10.2']);
   });
 
   it('an event after the status the stream opened with is judged after the access facts before it, fetched when it was not seen live', async () => {

@@ -23,6 +23,14 @@ export type Reading = 'carry' | 'withhold' | 'revoked';
 export class ReaderAccess {
   private access: Access;
   private folded: number;
+  /**
+   * The position of the grant from which the reader may read, when this stream folded it (the
+   * reader could not read before it); null when the reader could read where the stream began,
+   * or since the conversation opened (nothing precedes that). What the log holds before the
+   * grant is not the reader's to be streamed: a stream carries a turn's tokens only when the
+   * turn started after it (`EventStream`).
+   */
+  grantedAt: number | null = null;
 
   constructor(
     readonly subject: string,
@@ -61,7 +69,10 @@ export class ReaderAccess {
         this.access = { owner, grants };
       }
     }
-    if (this.mayRead()) return 'carry';
+    if (this.mayRead()) {
+      if (!before && event.type === 'access.granted') this.grantedAt = event.position;
+      return 'carry';
+    }
     return before ? 'revoked' : 'withhold';
   }
 }
