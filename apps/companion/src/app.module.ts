@@ -4,9 +4,10 @@ import type { DataSource } from 'typeorm';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import { CompanionController } from './http/companion.controller';
 import { READ_MODELS } from './read-models/data-source';
-import { ReadFloorInterceptor } from './http/read-floor.interceptor';
+import { READ_FLOOR_POLL_MS, ReadFloorInterceptor } from './http/read-floor.interceptor';
 import { DEAD_LETTERS, type EventDeadLetters } from './projection/dead-letters';
 import { FoldController, LOG } from './projection/fold.controller';
+import { FoldedPositions } from './projection/folded-positions';
 import { CompanionMetrics } from './metrics/companion-metrics';
 import { MetricsController } from './metrics/metrics.controller';
 import { AffordanceMaker } from './affordances/affordance-maker';
@@ -30,7 +31,7 @@ class ReadModelsLifecycle implements OnApplicationShutdown {
  */
 @Module({})
 export class AppModule {
-  static forRoot(readModels: DataSource, log: Log, deadLetters: EventDeadLetters | null, affordances: AffordanceSettings): DynamicModule {
+  static forRoot(readModels: DataSource, log: Log, deadLetters: EventDeadLetters | null, affordances: AffordanceSettings, readFloorPollMs?: number): DynamicModule {
     const metrics = new CompanionMetrics(readModels);
     return {
       module: AppModule,
@@ -42,6 +43,8 @@ export class AppModule {
         { provide: CompanionMetrics, useValue: metrics },
         { provide: AffordanceMaker, useValue: new AffordanceMaker(new AffordanceStore(readModels), affordances, metrics, log) },
         ReadModelsLifecycle,
+        FoldedPositions,
+        ...(readFloorPollMs === undefined ? [] : [{ provide: READ_FLOOR_POLL_MS, useValue: readFloorPollMs }]),
         { provide: APP_INTERCEPTOR, useClass: ReadFloorInterceptor },
       ],
     };

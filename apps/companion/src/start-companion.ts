@@ -25,6 +25,8 @@ export type CompanionOptions = {
   consume?: boolean;
   /** How follow-ups and recaps are made; default `affordanceSettings(config)`: the environment's model, AFFORDANCE_* and the prompts. */
   affordances?: AffordanceSettings;
+  /** How often reads waiting for their view poll the database, in ms (default 15; a fold of this process wakes them at once). */
+  readFloorPollMs?: number;
 };
 
 /**
@@ -53,7 +55,7 @@ export async function startCompanion(config: Config, options: CompanionOptions =
     if (consume) await ensureTopics(createKafka(config.KAFKA_BROKERS, 'companion', log), topicNames(config.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);
     const deadLetters = consume ? await connectEventDeadLetters(config) : null;
     if (deadLetters) closers.push(() => deadLetters.close());
-    const app = await NestFactory.create(AppModule.forRoot(readModels, log, deadLetters, affordances), { logger: nestLogger(log), abortOnError: false });
+    const app = await NestFactory.create(AppModule.forRoot(readModels, log, deadLetters, affordances, options.readFloorPollMs), { logger: nestLogger(log), abortOnError: false });
     app.use(requireServiceToken(config.COMPANION_TOKEN));
     const outage = new DatabaseOutage(readModels, log);
     app.useGlobalFilters(new CompanionErrorFilter(log, outage));

@@ -1,6 +1,7 @@
-import { Inject, Injectable, type CallHandler, type ExecutionContext, type NestInterceptor, type OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Optional, type CallHandler, type ExecutionContext, type NestInterceptor, type OnModuleDestroy } from '@nestjs/common';
 import { from, mergeMap, type Observable } from 'rxjs';
 import { In, type DataSource } from 'typeorm';
+import { FoldedPositions, type Folded } from '../projection/folded-positions';
 import { READ_MODELS } from '../read-models/data-source';
 import { Conversations } from '../read-models/entities';
 import { CompanionError } from './errors';
@@ -8,6 +9,9 @@ import { CompanionError } from './errors';
 /** How long a read waits for the view to reach the position asked for, and how often the waiting reads look, together. */
 const WAIT_MS = 5000;
 const POLL_MS = 15;
+
+/** Nest token: how often the waiting reads poll (POLL_MS unless given; a test sets it long so that only folds wake them). */
+export const READ_FLOOR_POLL_MS = Symbol('companion.read-floor-poll-ms');
 
 type Request = { headers: Record<string, string | string[] | undefined>; params?: Record<string, string> };
 type Response = { setHeader(name: string, value: string): void; headersSent: boolean };
@@ -19,10 +23,12 @@ type Waiter = { key: string; min: number; deadline: number; done(position: numbe
  * once the companion has folded that conversation up to N — waiting up to WAIT_MS, then 503
  * saying the view is behind.
  *
- * The waits are shared: however many reads wait, of however many conversations, one query
- * every POLL_MS reads the positions of the conversations waited on, and wakes the reads whose
- * floor is reached. (The view is the database's, folded by whichever companion holds the
- * conversation's partition, so it is read there, not learned from this process's own folds.)
+ * The waits are shared: a fold this process commits wakes the reads whose floor it reached at
+ * once (`FoldedPositions`), and however many reads wait, of however many conversations, one
+ * query every POLL_MS reads the positions of the conversations waited on and wakes the reads
+ * whose floor is reached: the view is the database's, folded by whichever companion holds the
+ * conversation's partition, which need not be this one. (With the poll alone, a read right
+ * after a write waited for it: 23 ms at the median against 11–13, `bench/cross-gateway-read.ts`.)
  *
  * Every answer about a conversation carries `Rudder-Position`: the position the view of it
  * had reached once the answer was read (0: none). Whatever the answer shows was produced at or
@@ -35,7 +41,15 @@ export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
   /** Queries the shared wait has made (for tests: they do not grow with the number of reads waiting). */
   polls = 0;
 
-  constructor(@Inject(READ_MODELS) private readonly readModels: DataSource) {}
+  private readonly stopListening: () => void;
+
+  constructor(
+    @Inject(READ_MODELS) private readonly readModels: DataSource,
+    @Inject(FoldedPositions) folded: FoldedPositions,
+    @Optional() @Inject(READ_FLOOR_POLL_MS) private readonly pollMs: number = POLL_MS,
+  ) {
+    this.stopListening = folded.listen((positions) => this.folded(positions));
+  }
 
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
     const request = context.switchToHttp().getRequest<Request>();
@@ -61,6 +75,7 @@ export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
   }
 
   onModuleDestroy(): void {
+    this.stopListening();
     clearTimeout(this.timer);
     for (const waiter of this.waiting) waiter.done(null);
     this.waiting.clear();
@@ -84,12 +99,24 @@ export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
     }
   }
 
+  /** A fold of this process committed: the reads whose floor it reached go on. */
+  private folded(positions: Folded): void {
+    for (const waiter of this.waiting) {
+      const position = positions.get(waiter.key);
+      if (position === undefined || position < waiter.min) continue;
+      this.waiting.delete(waiter);
+      waiter.done(position);
+    }
+  }
+
   private schedule(): void {
-    if (this.timer === undefined && this.waiting.size > 0) this.timer = setTimeout(() => void this.poll(), POLL_MS);
+    if (this.timer === undefined && this.waiting.size > 0) this.timer = setTimeout(() => void this.poll(), this.pollMs);
   }
 
   /** One look for every read waiting: their conversations' positions in one query. */
   private async poll(): Promise<void> {
+    // Every read the poll was for may have been woken by a fold meanwhile.
+    if (this.waiting.size === 0) return void (this.timer = undefined);
     const waiters = [...this.waiting];
     const keys = [...new Set(waiters.map((w) => w.key))];
     let positions = new Map<string, number>();

@@ -187,4 +187,22 @@ describe.skipIf(brokers === undefined)('the companion on agent.events', () => {
     expect(letters.get(offsets[0])!.headers.reason).toMatch(/not JSON/);
     expect(letters.get(offsets[3])!.headers.reason).toMatch(/projections cannot hold/);
   });
+
+  it("a read waiting for its view to reach a position goes on at the fold that reaches it, not at the waiting reads' next poll", async () => {
+    await companion?.stop();
+    // The waiting reads' shared poll every 10 minutes: only the fold can wake the read within the test.
+    companion = await startCompanion(config, { log, readFloorPollMs: 600_000 });
+    const steered = conversationLog('floor/woken');
+    const accepted = steered.accepted('w1', 'hello');
+    const read = fetch(`http://127.0.0.1:${companion.port}/conversations/${encodeURIComponent(accepted.conversation)}`, {
+      headers: { 'rudder-min-position': String(accepted.position) },
+    });
+    // The read has polled once (nothing there) and waits.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await publish([asRecord(accepted)]);
+    const response = await read;
+    expect(response.status).toBe(200);
+    expect(Number(response.headers.get('rudder-position'))).toBeGreaterThanOrEqual(accepted.position);
+    expect(((await response.json()) as { lastInputId: string }).lastInputId).toBe('w1');
+  });
 });

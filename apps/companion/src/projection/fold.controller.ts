@@ -7,8 +7,10 @@ import type { DataSource } from 'typeorm';
 import { READ_MODELS } from '../read-models/data-source';
 import { performance } from 'node:perf_hooks';
 import { CompanionMetrics } from '../metrics/companion-metrics';
+import { isKnownEvent } from './conversation-state';
 import { DEAD_LETTERS, type EventDeadLetters } from './dead-letters';
 import { foldEvents, type FoldResult } from './fold-events';
+import { FoldedPositions } from './folded-positions';
 import { readEventRecord } from './read-event-record';
 
 /** A bound on one transaction's size; a fetched batch larger than this is folded in slices, and slices are folded together up to it. */
@@ -52,11 +54,13 @@ export class FoldController {
     @Inject(LOG) private readonly log: Log,
     @Inject(CompanionMetrics) private readonly metrics: CompanionMetrics,
     @Inject(DEAD_LETTERS) private readonly deadLetters: EventDeadLetters,
+    @Inject(FoldedPositions) private readonly folded: FoldedPositions,
   ) {}
 
   /**
    * Folds the slices handed over together in one transaction. A partition's next slice comes
    * only after its previous one resolved, so each conversation's events still fold in log order.
+   * What it committed wakes the reads waiting for it (`FoldedPositions`).
    */
   private readonly foldTogether = grouped(async (slices: Read[][]): Promise<Rejected[][]> => {
     const start = performance.now();
@@ -68,6 +72,7 @@ export class FoldController {
       (performance.now() - start) / 1000,
     );
     const refusedOf = new Map(refused.map((r) => [r.message, r]));
+    this.folded.committed(read.filter((r) => !refusedOf.has(r.message) && isKnownEvent(r.event)).map((r) => r.event));
     return slices.map((slice) => slice.filter((r) => refusedOf.has(r.message)).map((r) => refusedOf.get(r.message)!));
   }, { most: MAX_EVENTS_PER_TRANSACTION, size: (slice) => slice.length });
 
