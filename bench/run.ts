@@ -10,6 +10,7 @@ import { chatLatency } from './chat-latency';
 import { dbCost } from './db-cost';
 import { recovery, TOOL_MS, type RecoveryResult } from './recovery';
 import { longConversation, workerMemory } from './growth';
+import { readAfterWrite } from './read-after-write';
 import { steerLatency } from './steer-latency';
 import { throughput } from './throughput';
 import { ms, table } from './stats';
@@ -35,8 +36,8 @@ if (args.help) {
 }
 /** How much each benchmark does: the full run, or `--quick`'s few turns. */
 const size = args.quick
-  ? { chat: { levels: [1, 4], turns: 8 }, steerRuns: 2, costRuns: 1, recoveryRuns: 1, load: { workers: [1, 2], conversations: 4, seconds: 3 }, memory: { checkpoints: [20, 40], forgetMs: [1000] }, long: { earlierTurns: 20, runs: 1 } }
-  : { chat: { levels: [1, 4, 16], turns: 30 }, steerRuns: 15, costRuns: 3, recoveryRuns: 3, load: { workers: [1, 2, 3], conversations: 16, seconds: 10 }, memory: { checkpoints: [500, 1000, 2000], forgetMs: [1000, 3_600_000] }, long: { earlierTurns: 2000, runs: 7 } };
+  ? { chat: { levels: [1, 4], turns: 8 }, readRuns: 3, steerRuns: 2, costRuns: 1, recoveryRuns: 1, load: { workers: [1, 2], conversations: 4, seconds: 3 }, memory: { checkpoints: [20, 40], forgetMs: [1000] }, long: { earlierTurns: 20, runs: 1 } }
+  : { chat: { levels: [1, 4, 16], turns: 30 }, readRuns: 30, steerRuns: 15, costRuns: 3, recoveryRuns: 3, load: { workers: [1, 2, 3], conversations: 16, seconds: 10 }, memory: { checkpoints: [500, 1000, 2000], forgetMs: [1000, 3_600_000] }, long: { earlierTurns: 2000, runs: 7 } };
 
 const LOG_FILE = join(os.tmpdir(), `rudder-bench-${process.pid}.log`);
 const RESULTS = fileURLToPath(new URL('results.md', import.meta.url));
@@ -62,6 +63,7 @@ const infra = await step('Kafka and PostgreSQL', () => startInfrastructure({ log
 let report = '';
 try {
   const chat = await step(`1. chat latency at ${size.chat.levels.join(', ')} conversations`, () => chatLatency(infra, size.chat));
+  const reads = await step("1b. a read right after a chat's 202", () => readAfterWrite(infra, { runs: size.readRuns }));
   const steer = await step('2. steer latency', () => steerLatency(infra, { runs: size.steerRuns }));
   const cost = await step('3. cost per turn', () => dbCost(infra, { runs: size.costRuns }));
   const recoveries: RecoveryResult[] = [];
@@ -87,6 +89,15 @@ try {
     table(
       ['conversations', 'POST → 202', 'POST → input stored', 'input → turn started', 'turn started → ended', 'ended stored → on SSE'],
       chat.map((l) => [l.conversations, ms(l.parts.post), ms(l.parts.ingest), ms(l.parts.schedule), ms(l.parts.run), ms(l.parts.deliver)]),
+    ),
+    `A read of the status right after a chat's 202 (read your writes: it waits until the companion has folded the chat; ` +
+      `${reads.runs} reads each, one at a time, from the 202 to the read's answer):`,
+    table(
+      ['read', 'p50 ms', 'p95 ms'],
+      [
+        ['through the gateway that answered the write', ms(reads.sameGateway.p50), ms(reads.sameGateway.p95)],
+        ['through another gateway, with `Rudder-Min-Position`', ms(reads.otherGateway.p50), ms(reads.otherGateway.p95)],
+      ],
     ),
     `## 2. Steer latency (turn in \`wait 1000\`, steer sent at its tool.started; ${steer.runs} runs, ${steer.landed} landed)`,
     table(

@@ -28,7 +28,7 @@ type Waiter = { key: string; min: number; deadline: number; done(position: numbe
  * query every POLL_MS reads the positions of the conversations waited on and wakes the reads
  * whose floor is reached: the view is the database's, folded by whichever companion holds the
  * conversation's partition, which need not be this one. (With the poll alone, a read right
- * after a write waited for it: 23 ms at the median against 11–13, `bench/cross-gateway-read.ts`.)
+ * after a write waited for it: 23 ms at the median against 10–11, `bench/read-after-write.ts`.)
  *
  * Every answer about a conversation carries `Rudder-Position`: the position the view of it
  * had reached once the answer was read (0: none). Whatever the answer shows was produced at or
@@ -38,9 +38,6 @@ type Waiter = { key: string; min: number; deadline: number; done(position: numbe
 export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
   private readonly waiting = new Set<Waiter>();
   private timer: NodeJS.Timeout | undefined;
-  /** Queries the shared wait has made (for tests: they do not grow with the number of reads waiting). */
-  polls = 0;
-
   private readonly stopListening: () => void;
 
   constructor(
@@ -121,7 +118,6 @@ export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
     const keys = [...new Set(waiters.map((w) => w.key))];
     let positions = new Map<string, number>();
     try {
-      this.polls++;
       const rows = await this.readModels.manager.find(Conversations, { select: { key: true, position: true }, where: { key: In(keys) } });
       positions = new Map(rows.map((row) => [row.key, row.position]));
     } catch {
