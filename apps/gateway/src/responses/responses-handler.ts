@@ -133,9 +133,11 @@ export class ResponsesHandler {
   async retrieve({ subject, id, query, response }: RetrieveRequest): Promise<void> {
     const { stream, starting_after } = parseEdge(RetrieveResponseQuery, query, 'query');
     const { key, input, request } = await this.readable(id, subject);
-    const from = await this.before(key, input);
+    const known = await this.companion.input(key, input);
+    const from = startOf(known);
     if (stream !== 'true') return json(response, (await this.found(key, input, request, from)).answer());
-    await this.found(key, input, request, from);
+    // An input the companion knows was accepted is a response; one it does not know (yet), or knows refused, is looked for in the events (404 when none is there).
+    if (known === null || known.state === 'rejected') await this.found(key, input, request, from);
     const fold = new ResponseFold(key, input, request);
     const follow = this.streamTo(response, fold, { position: from, tokenOffset: null }, subject, starting_after === undefined ? null : Number(starting_after));
     await follow.start();
@@ -218,8 +220,7 @@ export class ResponsesHandler {
    * what comes after its input, not the conversation's length before it.
    */
   private async before(key: string, input: string): Promise<number> {
-    const known = await this.companion.input(key, input);
-    return known?.position === undefined ? 0 : Math.max(0, known.position - 1);
+    return startOf(await this.companion.input(key, input));
   }
 
   private async found(key: string, input: string, request: ResponseRequest, from: number): Promise<ResponseFold> {
@@ -332,3 +333,6 @@ function protocolRefusal(error: unknown): unknown {
   if (error.code === 'unknown_agent') return new ProtocolError('unknown_agent', 'model_not_found', error.message, 'model');
   return error;
 }
+
+/** Where the events of a response whose input the companion knows (or not: null) begin: right before the input's acceptance, else the conversation's start. */
+const startOf = (known: { position?: number } | null): number => (known?.position === undefined ? 0 : Math.max(0, known.position - 1));

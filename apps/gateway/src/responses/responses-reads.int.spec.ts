@@ -36,4 +36,36 @@ describe('reading a response', () => {
     expect(reads.length).toBeGreaterThan(0);
     for (const path of reads) expect(new URL(path, 'http://x').searchParams.get('after')).toBe('4999');
   });
+
+  it('a streamed retrieve reads the response once: the companion knows its input, so nothing is read to find it first', async () => {
+    const key = `responses-reads/${Math.random().toString(36).slice(2, 8)}`;
+    h.companion.setStatus(key, { owner: 'anonymous', agent: 'default' });
+    h.companion.addInput(key, { id: 'streamed', messages: ['hello?'], state: 'delivered', position: 10 });
+    h.companion.addEvents(key, [
+      { ...inputAccepted(key, { id: 'streamed', messages: ['hello?'] }), position: 10, id: `e-${key}-10` },
+      conversationEvent(key, 'turn.started', { turn: 't-1', prompt: { id: 'streamed', text: 'hello?' } }, 11),
+      conversationEvent(key, 'model.replied', { turn: 't-1', step: 0, content: 'hi', toolCalls: [] }, 12),
+      conversationEvent(key, 'turn.ended', { turn: 't-1', status: 'completed', outcome: null, content: 'hi', steered: [] }, 13),
+    ]);
+    const eventReads = (from: number) => h.companion.requests.slice(from).filter((path) => path.includes('/events')).length;
+    let before = h.companion.requests.length;
+    expect((await h.call(`/v1/responses/${responseIdOf(key, 'streamed')}`)).status).toBe(200);
+    const plain = eventReads(before);
+    before = h.companion.requests.length;
+    const streamed = await fetch(`${h.gateway.url}/v1/responses/${responseIdOf(key, 'streamed')}?stream=true`);
+    expect(streamed.status).toBe(200);
+    expect(await streamed.text()).toContain('response.completed');
+    expect(eventReads(before)).toBe(plain);
+  });
+
+  it('a streamed retrieve of an input the companion knows refused is 404, as the plain one is (no response was made)', async () => {
+    const key = `responses-reads/${Math.random().toString(36).slice(2, 8)}`;
+    h.companion.setStatus(key, { owner: 'anonymous', agent: 'default' });
+    h.companion.addInput(key, { id: 'refused', messages: ['too many'], state: 'rejected', rejection: { code: 'queue_full', message: 'the follow-up queue is full' }, position: 20 });
+    for (const path of [`/v1/responses/${responseIdOf(key, 'refused')}`, `/v1/responses/${responseIdOf(key, 'refused')}?stream=true`]) {
+      const answer = await fetch(`${h.gateway.url}${path}`);
+      expect(answer.status, path).toBe(404);
+      await answer.body?.cancel();
+    }
+  });
 });
