@@ -71,7 +71,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private readonly tokens: KeptTokens;
   /** Announced events waiting for their records, which then are not parsed again (10 to 20 s, `ANNOUNCED_BYTES` at most). */
   private readonly announced = new AnnouncedEvents(ANNOUNCED_BYTES);
-  /** Announcements held until the writes they answered have gone out (`noticed`), by conversation, in order. */
+  /** What the streams are fed, held until the writes it answered have gone out (`feedAfterAnswers`), by conversation, in order. */
   private readonly feedsAfterAnswers = new Map<string, (() => void)[]>();
   private sweeper: NodeJS.Timeout | undefined;
   private consumer: KeptConsumer | undefined;
@@ -150,12 +150,20 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
       this.positions?.produced.saw(event.position);
       handOut(this.watchers, conversation, (watcher) => watcher.event(event), this.log);
     }
-    const feed = () => this.handOut(conversation, (listener) => listener.announced?.(events, after));
-    // A write it answered (its watcher let go) goes out first: its answer runs in this turn's
-    // microtasks, and the streams are fed after them. Fed first, a stream's write wakes its reader,
-    // which on a busy machine takes the core the answer waits for (a millisecond of a steer's decision).
-    // The conversation's later announcements wait behind it, in order (a stream carries one only
-    // when it follows what it carried).
+    this.feedAfterAnswers(conversation, waiting, () => this.handOut(conversation, (listener) => listener.announced?.(events, after)));
+  }
+
+  /**
+   * Feeds the conversation's streams (`feed`) once the writes just answered have gone out:
+   * `waiting` is how many writes waited on the conversation before its watchers were handed
+   * the events. A write they answered (its watcher let go) goes out first: its answer runs in
+   * this turn's microtasks, and the streams are fed after them. Fed first, a stream's write
+   * wakes its reader, which on a busy machine takes the core the answer waits for (a
+   * millisecond of a steer's decision). What comes for the conversation meanwhile, announced or
+   * as records, waits behind it, in order (a stream carries an announcement only when it
+   * follows what it carried).
+   */
+  private feedAfterAnswers(conversation: string, waiting: number, feed: () => void): void {
     const later = this.feedsAfterAnswers.get(conversation);
     if (later) later.push(feed);
     else if ((this.watchers.get(conversation)?.size ?? 0) < waiting) {
@@ -285,11 +293,13 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     if (topic === this.topics.events) {
       const event = this.announcedRecord(message) ?? ConversationEventRecord.safeParse(parseJson(message.value));
       if (!event.success) return this.skip(topic, message, event.error.message);
+      const { conversation } = event.data;
       this.positions?.produced.saw(event.data.position);
       this.recent.remember(event.data, message.value?.length ?? 0);
-      if (event.data.type === 'turn.ended') this.tokens.turnEnded(event.data.conversation, event.data.data.turn, Date.now());
-      this.handOut(event.data.conversation, (listener) => listener.event(event.data));
-      handOut(this.watchers, event.data.conversation, (watcher) => watcher.event(event.data), this.log);
+      if (event.data.type === 'turn.ended') this.tokens.turnEnded(conversation, event.data.data.turn, Date.now());
+      const waiting = this.watchers.get(conversation)?.size ?? 0;
+      handOut(this.watchers, conversation, (watcher) => watcher.event(event.data), this.log);
+      this.feedAfterAnswers(conversation, waiting, () => this.handOut(conversation, (listener) => listener.event(event.data)));
     } else {
       const token = TokenRecord.safeParse(parseJson(message.value));
       if (!token.success) return this.skip(topic, message, token.error.message);

@@ -209,6 +209,26 @@ describe('LiveEvents: an announcement that answers a write', () => {
   });
 });
 
+describe('LiveEvents: a record that answers a write (its announcement missed or too large)', () => {
+  it('answers the write before it feeds the streams, and what comes meanwhile is fed after it, in order', async () => {
+    const { live, give } = liveEvents();
+    const order: string[] = [];
+    live.subscribe('c', { event: (event) => order.push(`stream ${event.position}`), token: () => undefined, end: () => undefined });
+    const write = firstOf(live, 'c', ['chat-1'], 'input.accepted');
+    const answered = write.result.then((position) => order.push(`write answered at ${position}`));
+    give('c', accepted('chat-1'));
+    give('c', started('t-1', 'chat-1'));
+    expect(order).toEqual([]); // the streams wait for the answer's microtasks
+    await answered;
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(order).toEqual(['write answered at 1', 'stream 1', 'stream 2']);
+    write.cancel();
+    // One that answers no write feeds them at once.
+    give('c', accepted('chat-2'));
+    expect(order.at(-1)).toBe('stream 3');
+  });
+});
+
 describe('idsNamedBy', () => {
   const event = (type: string, data: unknown) => ({ v: 1, id: 'e', conversation: 'c', position: 1, at, type, data }) as ConversationEvent;
 
