@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { pathToFileURL } from 'node:url';
 import { startGateway } from '@rudder/gateway';
 import { readConfig } from '@rudder/runtime';
 import { startBenchStack, type Infra } from './stack';
@@ -48,7 +49,7 @@ export async function readAfterWrite(infra: Infra, options: { runs: number }): P
   return { runs: options.runs, sameGateway: summary(same), otherGateway: summary(elsewhere) };
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { KAFKA_BROKERS, DATABASE_URL } = process.env;
   if (!KAFKA_BROKERS || !DATABASE_URL) throw new Error('set KAFKA_BROKERS and DATABASE_URL (npm run infra)');
   const result = await readAfterWrite({ kafkaBrokers: KAFKA_BROKERS, databaseUrl: DATABASE_URL }, { runs: Number(process.argv[2] ?? '100') });

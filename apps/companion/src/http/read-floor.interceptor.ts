@@ -1,7 +1,8 @@
 import { Inject, Injectable, Optional, type CallHandler, type ExecutionContext, type NestInterceptor, type OnModuleDestroy } from '@nestjs/common';
 import { from, mergeMap, type Observable } from 'rxjs';
 import { In, type DataSource } from 'typeorm';
-import { FoldedPositions, type Folded } from '../projection/folded-positions';
+import type { ConversationEvent } from '@rudder/contracts';
+import { FoldedPositions } from '../projection/folded-positions';
 import { READ_MODELS } from '../read-models/data-source';
 import { Conversations } from '../read-models/entities';
 import { CompanionError } from './errors';
@@ -36,7 +37,8 @@ type Waiter = { key: string; min: number; deadline: number; done(position: numbe
  */
 @Injectable()
 export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
-  private readonly waiting = new Set<Waiter>();
+  /** The reads waiting, by conversation: a fold looks up only the conversations it folded. */
+  private readonly waiting = new Map<string, Set<Waiter>>();
   private timer: NodeJS.Timeout | undefined;
   private readonly stopListening: () => void;
 
@@ -74,7 +76,7 @@ export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
   onModuleDestroy(): void {
     this.stopListening();
     clearTimeout(this.timer);
-    for (const waiter of this.waiting) waiter.done(null);
+    for (const waiters of this.waiting.values()) for (const waiter of waiters) waiter.done(null);
     this.waiting.clear();
   }
 
@@ -88,7 +90,9 @@ export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
     const now = await this.positionOf(key);
     if (now >= min) return;
     const position = await new Promise<number | null>((resolve) => {
-      this.waiting.add({ key, min, deadline: Date.now() + WAIT_MS, done: resolve });
+      let waiters = this.waiting.get(key);
+      if (!waiters) this.waiting.set(key, (waiters = new Set()));
+      waiters.add({ key, min, deadline: Date.now() + WAIT_MS, done: resolve });
       this.schedule();
     });
     if (position === null || position < min) {
@@ -96,14 +100,21 @@ export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
     }
   }
 
-  /** A fold of this process committed: the reads whose floor it reached go on. */
-  private folded(positions: Folded): void {
-    for (const waiter of this.waiting) {
-      const position = positions.get(waiter.key);
-      if (position === undefined || position < waiter.min) continue;
-      this.waiting.delete(waiter);
-      waiter.done(position);
+  /** A fold of this process committed `events`: the reads whose floor one of them reached go on. */
+  private folded(events: readonly ConversationEvent[]): void {
+    if (this.waiting.size === 0) return;
+    for (const { conversation, position } of events) {
+      const waiters = this.waiting.get(conversation);
+      if (waiters) for (const waiter of waiters) if (position >= waiter.min) this.release(waiter, position);
     }
+  }
+
+  /** A waiting read goes on, its view of the conversation at `position` (null: the companion is stopping). */
+  private release(waiter: Waiter, position: number | null): void {
+    const waiters = this.waiting.get(waiter.key);
+    waiters?.delete(waiter);
+    if (waiters?.size === 0) this.waiting.delete(waiter.key);
+    waiter.done(position);
   }
 
   private schedule(): void {
@@ -114,8 +125,8 @@ export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
   private async poll(): Promise<void> {
     // Every read the poll was for may have been woken by a fold meanwhile.
     if (this.waiting.size === 0) return void (this.timer = undefined);
-    const waiters = [...this.waiting];
-    const keys = [...new Set(waiters.map((w) => w.key))];
+    const keys = [...this.waiting.keys()];
+    const waiters = [...this.waiting.values()].flatMap((set) => [...set]);
     let positions = new Map<string, number>();
     try {
       const rows = await this.readModels.manager.find(Conversations, { select: { key: true, position: true }, where: { key: In(keys) } });
@@ -126,10 +137,7 @@ export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
     const now = Date.now();
     for (const waiter of waiters) {
       const position = positions.get(waiter.key) ?? 0;
-      if (position >= waiter.min || now > waiter.deadline) {
-        this.waiting.delete(waiter);
-        waiter.done(position);
-      }
+      if (position >= waiter.min || now > waiter.deadline) this.release(waiter, position);
     }
     this.timer = undefined;
     this.schedule();

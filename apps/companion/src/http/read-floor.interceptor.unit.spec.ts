@@ -30,6 +30,7 @@ describe('ReadFloorInterceptor: reads waiting for their view, woken by this proc
     await settle();
     folds.committed([folded('other', 9)]);
     folds.committed([folded('c', 6)]);
+    folds.committed([]);
     await settle();
     expect(woken).toBe(false);
     folds.committed([folded('c', 5), folded('c', 8)]);
@@ -37,6 +38,24 @@ describe('ReadFloorInterceptor: reads waiting for their view, woken by this proc
     expect(woken).toBe(true);
     // The read's own first look, and no poll: the database said 0 throughout.
     expect(queries).toEqual({ findOne: 1, find: 0 });
+    floor.onModuleDestroy();
+  });
+
+  it('of several reads of one conversation, wakes those whose floor the fold reached, and the others at a later fold', async () => {
+    const { readModels } = viewAtZero();
+    const folds = new FoldedPositions();
+    const floor = new ReadFloorInterceptor(readModels, folds, 600_000);
+    const reached = floor['reached'] as (key: string, min: number) => Promise<void>;
+    const woken: number[] = [];
+    const reads = [3, 5, 9].map((min) => reached.call(floor, 'c', min).then(() => woken.push(min)));
+    await settle();
+    folds.committed([folded('c', 5)]);
+    await settle();
+    expect(woken.sort()).toEqual([3, 5]);
+    folds.committed([folded('c', 9)]);
+    await Promise.all(reads);
+    expect(woken).toEqual([3, 5, 9]);
+    expect(floor['waiting'].size).toBe(0);
     floor.onModuleDestroy();
   });
 

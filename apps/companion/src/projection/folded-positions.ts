@@ -1,9 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { ConversationEvent } from '@rudder/contracts';
 
-/** Each conversation's position a fold's transaction committed its view at, at least. */
-export type Folded = ReadonlyMap<string, number>;
-
 /**
  * What this process's folds committed, handed right after each fold's transaction to whoever
  * listens: the reads waiting for a view to reach a position (`ReadFloorInterceptor`), which then
@@ -13,18 +10,19 @@ export type Folded = ReadonlyMap<string, number>;
  */
 @Injectable()
 export class FoldedPositions {
-  private readonly listeners = new Set<(folded: Folded) => void>();
+  private readonly listeners = new Set<(folded: readonly ConversationEvent[]) => void>();
 
-  /** A fold committed `events`: each one's conversation's view is at its position or later. */
+  /**
+   * A fold committed `events`: each one's conversation's view is at its position or later.
+   * Handed as they are (no work here on the fold's path): a listener with nothing waiting returns at once.
+   */
   committed(events: readonly ConversationEvent[]): void {
-    if (this.listeners.size === 0 || events.length === 0) return;
-    const folded = new Map<string, number>();
-    for (const { conversation, position } of events) folded.set(conversation, Math.max(folded.get(conversation) ?? 0, position));
-    for (const listener of this.listeners) listener(folded);
+    if (events.length === 0) return;
+    for (const listener of this.listeners) listener(events);
   }
 
   /** Calls `listener` after every fold this process commits; the returned function stops it. */
-  listen(listener: (folded: Folded) => void): () => void {
+  listen(listener: (folded: readonly ConversationEvent[]) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }

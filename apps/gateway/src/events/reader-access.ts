@@ -23,6 +23,8 @@ export type Reading = 'carry' | 'withhold' | 'revoked';
 export class ReaderAccess {
   private access: Access;
   private folded: number;
+  private granted: number | null = null;
+
   /**
    * The position of the grant from which the reader may read, when this stream folded it (the
    * reader could not read before it); null when the reader could read where the stream began,
@@ -30,7 +32,9 @@ export class ReaderAccess {
    * grant is not the reader's to be streamed: a stream carries a turn's tokens only when the
    * turn started after it (`EventStream`).
    */
-  grantedAt: number | null = null;
+  get grantedAt(): number | null {
+    return this.granted;
+  }
 
   constructor(
     readonly subject: string,
@@ -70,7 +74,7 @@ export class ReaderAccess {
       }
     }
     if (this.mayRead()) {
-      if (!before && event.type === 'access.granted') this.grantedAt = event.position;
+      if (!before && event.type === 'access.granted') this.granted = event.position;
       return 'carry';
     }
     return before ? 'revoked' : 'withhold';
