@@ -1,8 +1,9 @@
 import 'reflect-metadata';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { createLog, nestLogger, startTracing, type Config } from '@rudder/runtime';
+import { createLog, hop, nestLogger, startTracing, type Config } from '@rudder/runtime';
 import { GatewayModule } from './gateway.module';
 import { traceRequests } from './tracing/trace-requests';
 import { answerClientErrorsAsJson, checkParsedBody, checkRequestHead, verifyJsonDepth } from './hostile-input/request-checks';
@@ -46,6 +47,8 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     logger: nestLogger(log),
   });
   app.disable('x-powered-by');
+  // Each write's arrival and answer, when hop marks are on (bench/hop-marks.mjs).
+  if (process.env.RUDDER_HOP_MARKS_DIR) app.use(markWrites);
   app.use(app.get(GatewayMetrics).timeRequests);
   // Hostile input is refused before any route sees it (hostile-input/request-checks.ts):
   // the URL and headers, a body that is not JSON, nesting past 32 levels, polluting keys.
@@ -73,3 +76,11 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
 
 export { GatewayError } from './errors/gateway-error';
 export type { GatewayOptions } from './tokens';
+
+function markWrites(request: IncomingMessage, response: ServerResponse, next: () => void): void {
+  if (request.method === 'POST') {
+    hop('gateway.request');
+    response.once('finish', () => hop('gateway.answered'));
+  }
+  next();
+}

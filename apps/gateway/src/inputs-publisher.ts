@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import { InputRecord } from '@rudder/contracts';
-import { topicNames, traceparent, type Config, type Log } from '@rudder/runtime';
+import { hop, topicNames, traceparent, type Config, type Log } from '@rudder/runtime';
 import type { Kafka, Producer } from 'kafkajs';
 import { GatewayError } from './errors/gateway-error';
 import { OutageLog } from './errors/outage-log';
@@ -83,11 +83,13 @@ export class InputsPublisher implements OnModuleInit, OnApplicationShutdown {
         const batch = this.takeBatch();
         try {
           await this.connect();
+          hop('gateway.input-sent');
           await this.producer.send({
             topic: this.topic,
             acks: -1,
             messages: batch.map((w) => ({ key: w.record.conversation, value: w.value, ...(w.trace ? { headers: { traceparent: w.trace } } : {}) })),
           });
+          hop('gateway.input-acked');
           this.outage.answered();
           for (const w of batch) w.sent.resolve();
         } catch (error) {

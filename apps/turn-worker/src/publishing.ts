@@ -1,6 +1,6 @@
 import type { Kafka, Producer } from 'kafkajs';
 import type { ConversationEvent, TokenRecord } from '@rudder/contracts';
-import { contextOf, otelTrace, SpanKind, traceparent, tracerOf, tracing, deadLetter, type TopicNames } from '@rudder/runtime';
+import { contextOf, hop, otelTrace, SpanKind, traceparent, tracerOf, tracing, deadLetter, type TopicNames } from '@rudder/runtime';
 import type { Misrouted, Rejected } from './ingest/ingest-inputs';
 
 /**
@@ -61,6 +61,7 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
       // record carries that span as its traceparent, for the companion's fold.
       const publication = publicationSpans(traces);
       try {
+        hop('worker.events-sent');
         await reliable.send({
           topic: topics.events,
           acks: -1,

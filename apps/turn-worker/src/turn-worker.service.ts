@@ -4,7 +4,7 @@ import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
 import { AnnouncementGate, conversationsWithOpenWork, createOutboxRelay, notificationQueueUsage, FencedError, groupedWrites, migrateEventStore, PartitionBusyError, registerAgents, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import { conversationRules } from '@rudder/conversation';
-import { createKafka, createLog, createPool, announcementChannel, ensureTopics, serveMetrics, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
+import { createKafka, createLog, createPool, announcementChannel, hop, ensureTopics, serveMetrics, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
 import type { ConversationEvent } from '@rudder/contracts';
 import { AgentRegistry } from './agents/agents';
 import { faultPoints } from './fault-points';
@@ -103,6 +103,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
 
   /** A batch of agent.inputs: stored durably before the transport commits its offsets. */
   async ingest(batch: PartitionBatch): Promise<void> {
+    hop('worker.input-batch');
     const { partition, messages } = batch;
     rememberInputTraces(messages);
     const sentAt = this.held.now();
@@ -115,6 +116,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       throw error;
     });
     // What it stored passed the epoch check: the partition was this worker's when the ingest began.
+    hop('worker.ingested');
     if (stored.length > 0) this.held.proven(partition, sentAt);
     this.relay.enqueue({ stored, before, trace });
     // A conversation stays on the partition where it was first seen: its records that came

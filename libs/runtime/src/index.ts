@@ -7,3 +7,4 @@ export * from './metrics';
 export * from './tracing';
 export * from './dead-letters';
 export * from './grouped';
+export * from './hop-marks';

@@ -2,7 +2,7 @@ import { Controller, Inject } from '@nestjs/common';
 import { EventPattern, Payload } from '@nestjs/microservices';
 import type { KafkaMessage } from 'kafkajs';
 import { Topics, type ConversationEvent } from '@rudder/contracts';
-import { contextOf, createKafka, grouped, isRefusedByDatabase, KafkaBatchServer, READER_SESSION, SpanKind, tracerOf, tracing, type Config, type Log, type PartitionBatch, type Rejected } from '@rudder/runtime';
+import { contextOf, createKafka, grouped, hop, isRefusedByDatabase, KafkaBatchServer, READER_SESSION, SpanKind, tracerOf, tracing, type Config, type Log, type PartitionBatch, type Rejected } from '@rudder/runtime';
 import type { DataSource } from 'typeorm';
 import { READ_MODELS } from '../read-models/data-source';
 import { performance } from 'node:perf_hooks';
@@ -78,11 +78,13 @@ export class FoldController {
 
   @EventPattern(Topics.events)
   async fold(@Payload() batch: PartitionBatch): Promise<void> {
+    hop('companion.fold');
     const { read, unreadable } = readEvents(batch.messages, { topic: batch.topic, partition: batch.partition }, this.log);
     const spans = foldSpans(batch.messages);
     try {
       await this.deadLetters.send(batch.partition, unreadable);
       await this.deadLetters.send(batch.partition, await this.foldTogether(read));
+      hop('companion.folded');
       this.metrics.folding(batch);
     } finally {
       for (const span of spans) span.end();

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Optional, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import pg from 'pg';
 import { Announcement } from '@rudder/contracts';
-import { announcementChannel, type Config, type Log } from '@rudder/runtime';
+import { announcementChannel, hop, type Config, type Log } from '@rudder/runtime';
 import { Positions } from '../consistency/positions';
 import { CONFIG, LOG } from '../tokens';
 import { LiveEvents } from './live-events';
@@ -55,7 +55,10 @@ export class Announcements implements OnModuleInit, OnApplicationShutdown {
   private async listen(): Promise<void> {
     if (this.stopped) return;
     const client = new pg.Client({ connectionString: this.config.DATABASE_URL, application_name: 'rudder-gateway-announcements', connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
-    client.on('notification', (message) => this.take(message.payload));
+    client.on('notification', (message) => {
+      hop('gateway.announcement');
+      this.take(message.payload);
+    });
     client.on('error', (error) => this.lost(client, error));
     client.on('end', () => this.lost(client, new Error('the connection ended')));
     try {

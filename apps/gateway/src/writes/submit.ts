@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { InputKind } from '@rudder/contracts';
+import { hop } from '@rudder/runtime';
 import { receiptIdsOf, receiptOf, type InputOf, type Outcome, type ReceiptAnswers, type ReceiptRefusals } from '@rudder/conversation';
 import { Decisions } from '../decisions';
 import { GatewayError } from '../errors/gateway-error';
@@ -45,11 +46,13 @@ export class Writes {
   ) {}
 
   async submit<K extends InputKind, A>(input: InputOf<K>, write: Write<K, A>): Promise<A> {
+    hop('gateway.submit');
     const receipt = this.decisions.watch(input.conversation, receiptIdsOf(input), (event, live) => receiptOf(input, event, live));
     try {
       const known = await write.known?.(input, receipt.seen);
       if (known === undefined && receipt.seen === undefined) await this.publisher.publish(input);
       const outcome = known !== undefined && known !== 'sent' ? known : await this.decisions.within(receipt.result, (seconds) => write.late(input, seconds));
+      hop('gateway.decided');
       return await this.answer(input, write, outcome);
     } finally {
       receipt.cancel();

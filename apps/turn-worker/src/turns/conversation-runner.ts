@@ -3,7 +3,7 @@ import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { runTurn, type StoredTurn, type TurnState } from '@rudder/agent';
 import { conversationRules, decideTimeouts, decideTurnCommit, emptyConversation, hasOpenWork, parked, recentHistory, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
 import { AlreadyStoredError, appendToConversation, FencedError, type Epochs, type OutboxRelay, type Seen, type UnchangedWriter } from '@rudder/event-store';
-import { inSpan, tracerOf, type Log, type Pool } from '@rudder/runtime';
+import { hop, inSpan, tracerOf, type Log, type Pool } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
 import type { FaultPoint } from '../fault-points';
 import type { ConversationNews } from '../ingest/ingest-inputs';
@@ -209,6 +209,7 @@ class Runner implements ConversationRunner {
     if (windingDown(turn)) run.windDown.abort(new Error('wind down'));
     try {
       const signal = AbortSignal.any([this.released.signal, run.stop.signal]);
+      hop('worker.turn-run');
       const systemPrompt = await agent.systemPrompt(key);
       // A span of the prompt's trace (see tracing/input-traces.ts); its commits store its context with their rows.
       const about = { parent: inputTraceContext(turn.prompt.id), attributes: { 'rudder.conversation': key, 'rudder.turn': turn.id, 'rudder.input': turn.prompt.id } };
@@ -235,7 +236,10 @@ class Runner implements ConversationRunner {
           turn,
           commit: (events) => this.commit(run, events),
           // After a pause past the session timeout, the partition may be another worker's: ask the model only if it is still ours.
-          beforeModelRequest: () => deps.held.check(this.partition),
+          beforeModelRequest: () => {
+            hop('worker.model-request');
+            return deps.held.check(this.partition);
+          },
           signal,
           windDown: run.windDown.signal,
           pending: () => this.fold.conversation?.state.queue.length ?? 0,
@@ -292,7 +296,9 @@ class Runner implements ConversationRunner {
     if (events.some((e) => e.type === 'model.replied')) this.deps.flushTokens();
     const turn = this.fold.conversation?.running;
     if (events.some((e) => e.type === 'tool.ended')) fault('before-tool-result-stored');
+    hop('worker.commit');
     const { stored, ended } = await this.append((state) => (turn ? decideTurnCommit(state, turn, events) : events));
+    hop('worker.committed');
     if (stored.some((e) => e.type === 'model.replied' && e.data.toolCalls.length > 0)) fault('after-reply-stored');
     if (stored.some((e) => e.type === 'tool.ended')) fault('after-tool-result-stored');
     if (stored.some((e) => e.type === 'steer.taken')) fault('after-steer-taken');
