@@ -41,6 +41,8 @@ async function chatAndWait(stack: BenchStack, key: string, id: string, text = 'h
     await stack.client.chat(key, { text, id });
     await watch.next(is.ended(await turnOf(watch, id)));
     return performance.now() - start;
+  } catch (error) {
+    throw new Error(`${error instanceof Error ? error.message : String(error)}; ${await whereTheTurnIs(stack, key)}`);
   } finally {
     watch.close();
   }
@@ -137,6 +139,21 @@ export async function longConversation(infra: Infra, options: { earlierTurns: nu
     };
   } finally {
     await stack.stop();
+  }
+}
+
+/** For a turn its stream did not show: what the event store holds of the conversation, and the workers' last output. */
+async function whereTheTurnIs(stack: BenchStack, conversation: string): Promise<string> {
+  const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
+  await db.connect();
+  try {
+    const { rows } = await db.query<{ position: string; type: string }>('SELECT position, type FROM event_store.events WHERE conversation = $1 ORDER BY position', [conversation]);
+    const stored = rows.map((r) => `${r.position} ${r.type}`).join(', ') || 'nothing';
+    return `the event store holds: ${stored}; the workers' last output:\n${stack.workers.map((w) => w.output().slice(-2000)).join('\n---\n')}`;
+  } catch (error) {
+    return `the event store could not be read: ${String(error)}`;
+  } finally {
+    await db.end().catch(() => undefined);
   }
 }
 
