@@ -16,26 +16,34 @@ export type HopMarks = {
 };
 
 export function createHopMarks(dir: string | undefined, file = String(process.pid)): HopMarks {
-  if (!dir) return { hop: () => undefined, flush: () => undefined };
+  const off: HopMarks = { hop: () => undefined, flush: () => undefined };
+  if (!dir) return off;
   const to = path.join(dir, file);
   let lines: string[] = [];
-  const flush = () => {
-    if (lines.length === 0) return;
-    const written = lines;
-    lines = [];
-    fs.appendFileSync(to, `${written.join('\n')}\n`);
-  };
-  return {
+  const marks: HopMarks = {
     hop: (name) => void lines.push(`${name} ${Number(process.hrtime.bigint()) / 1e6}`),
-    flush,
+    flush: () => {
+      if (lines.length === 0) return;
+      const written = lines;
+      lines = [];
+      try {
+        fs.mkdirSync(dir, { recursive: true });
+        fs.appendFileSync(to, `${written.join('\n')}\n`);
+      } catch (error) {
+        // A measurement aid never stops a service: it says so once and notes nothing more.
+        process.stderr.write(`hop marks off: ${to} cannot be written (${String(error)})\n`);
+        Object.assign(marks, off);
+      }
+    },
   };
+  return marks;
 }
 
 const marks = createHopMarks(process.env.RUDDER_HOP_MARKS_DIR);
 if (process.env.RUDDER_HOP_MARKS_DIR) {
-  setInterval(marks.flush, 250).unref();
-  process.on('exit', marks.flush);
+  setInterval(() => marks.flush(), 250).unref();
+  process.on('exit', () => marks.flush());
 }
 
 /** Notes that this process reached hop `name` now (nothing when hop marks are off). */
-export const hop = marks.hop;
+export const hop = (name: string): void => marks.hop(name);
