@@ -47,7 +47,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
     logger: nestLogger(log),
   });
   app.disable('x-powered-by');
-  // Each write's arrival and answer, when hop marks are on (bench/hop-marks.mjs).
+  // Each write's arrival and answer, when hop marks are on (bench/turn-timeline.mjs).
   if (process.env.RUDDER_HOP_MARKS_DIR) app.use(markWrites);
   app.use(app.get(GatewayMetrics).timeRequests);
   // Hostile input is refused before any route sees it (hostile-input/request-checks.ts):
