@@ -55,14 +55,14 @@ function cuttableFetch() {
   };
 }
 
-/** Every stored event of a conversation, read in one uncut stream from its beginning up to `turn.ended`. */
-async function storedEvents(client: RudderClient, conversation: string): Promise<ConversationEvent[]> {
+/** Every stored event of a conversation, read in one uncut stream from its beginning up to its `turns`-th `turn.ended`. */
+async function storedEvents(client: RudderClient, conversation: string, turns = 1): Promise<ConversationEvent[]> {
   const events: ConversationEvent[] = [];
   const done = new AbortController();
   for await (const event of client.events(conversation, { after: 0, signal: done.signal })) {
     if (event.type === 'token') continue;
     events.push(event);
-    if (event.type === 'turn.ended') done.abort();
+    if (event.type === 'turn.ended' && --turns === 0) done.abort();
   }
   return events;
 }
@@ -138,6 +138,50 @@ describe('@rudder/client against the real gateway', () => {
     const ended = stored.at(-1)!;
     expect(ended).toMatchObject({ type: 'turn.ended', data: { status: 'completed', steered: [{ id: 'steer-1' }] } });
     expect(ended.type === 'turn.ended' && ended.data.content).toBe(answers.join('\n\n'));
+  });
+
+  it('a stream opened without a position, cut before its first event, misses nothing stored meanwhile and carries nothing from before it opened', async () => {
+    const reference = new RudderClient({ baseUrl: stack.gatewayUrl, token: 'tok-alice' });
+    const completed = (client: RudderClient, conversation: string, id: string) =>
+      vi.waitFor(async () => expect((await client.turnOf(conversation, id)).status).toBe('completed'), WAIT);
+    // A new conversation (its stream opened before the first chat), and one with a turn before the stream opened.
+    for (const earlierTurns of [0, 1]) {
+      const network = cuttableFetch();
+      const alice = new RudderClient({ baseUrl: stack.gatewayUrl, token: 'tok-alice', fetch: network.fetch });
+      const conversation = key(`live-cut-${earlierTurns}`);
+      let opened = 0;
+      if (earlierTurns > 0) {
+        await reference.chat(conversation, { text: 'before the stream', id: 'earlier' });
+        await completed(reference, conversation, 'earlier');
+        // The read side has folded the whole earlier turn: the stream starts after it.
+        opened = (await storedEvents(reference, conversation)).at(-1)!.position;
+        await vi.waitFor(async () => expect((await reference.status(conversation)).position).toBe(opened), WAIT);
+      }
+      const seen: StreamEvent[] = [];
+      const done = new AbortController();
+      const reading = (async () => {
+        for await (const event of alice.events(conversation, { signal: done.signal })) {
+          seen.push(event);
+          if (event.type === 'turn.ended') done.abort();
+        }
+      })();
+      await vi.waitFor(() => expect(network.connected()).toBe(1), WAIT);
+      // Cut before any event came; the whole turn is stored while the client is away.
+      network.hold();
+      expect(network.cut()).toBe(1);
+      expect(seen).toEqual([]);
+      await reference.chat(conversation, { text: 'while the stream was cut', id: 'meanwhile' });
+      await completed(reference, conversation, 'meanwhile');
+      network.release();
+      await reading;
+
+      const stored = seen.filter((e): e is ConversationEvent => e.type !== 'token');
+      const expected = (await storedEvents(reference, conversation, earlierTurns + 1)).filter((e) => e.position > opened);
+      expect(stored.map((e) => `${e.position} ${e.type}`)).toEqual(expected.map((e) => `${e.position} ${e.type}`));
+      expect(stored.map((e) => e.type)).toEqual(expect.arrayContaining(['input.accepted', 'turn.started', 'turn.ended']));
+      const reconnect = network.requests.filter((r) => r.url.includes('/events'))[1];
+      expect(reconnect.headers.get('last-event-id')).toBe(String(opened));
+    }
   });
 
   it('sends the latest Rudder-Position of its writes as Rudder-Min-Position on its reads of that conversation', async () => {

@@ -16,7 +16,7 @@ import type {
   TranscriptPage,
   TurnView,
 } from '@rudder/contracts';
-import { errorOf } from './errors';
+import { errorOf, RudderError } from './errors';
 import { eventStream, type EventsOptions, type StreamEvent } from './events';
 
 export type RudderClientOptions = {
@@ -172,6 +172,15 @@ export class RudderClient {
     const stream = eventStream(
       async (headers, signal) => this.fetch(this.url(key, '/events'), { headers: { accept: 'text/event-stream', ...(await this.auth()), ...headers }, signal }),
       options,
+      // Without `after`, where a cut before the first event resumes: the status's position (404, nothing folded yet: 0).
+      (signal) =>
+        this.status(key, { signal }).then(
+          (status) => status.position,
+          (error: unknown) => {
+            if (error instanceof RudderError && error.status === 404) return 0;
+            throw error;
+          },
+        ),
     );
     return this.seen(key, stream);
   }

@@ -16,8 +16,9 @@ export type StreamMessage = { id: string | undefined; event: string; data: strin
 export type EventsOptions = {
   /**
    * The position to resume after (a stored event's `position`; 0: the whole history). Absent:
-   * live from when the first connection opens; a drop before the first stored event arrived
-   * may then miss what came meanwhile, so pass a position to be exact.
+   * live from when the first connection opens; a reconnect before the first event came resumes
+   * after the conversation's position read just before that connection (its status; 0 for a
+   * conversation the read side does not know yet), so nothing stored meanwhile is missed.
    */
   after?: number;
   /** Ends the iteration (the stream is closed; the loop ends without an error). */
@@ -45,6 +46,13 @@ const FIRST_DELAY_MS = 100;
 const MAX_DELAY_MS = 5000;
 
 /**
+ * For a stream asked for without a position: the conversation's position now, read before its
+ * first connection. A retryable failure (the read side unavailable, say) leaves the stream as
+ * it was without one: live, with nothing to resume from before its first event.
+ */
+export type StartPosition = (signal: AbortSignal) => Promise<number>;
+
+/**
  * The conversation's events as an AsyncIterable that reconnects by itself: after a dropped
  * connection it opens a new one with `Last-Event-ID` = where it is (`StreamCursor`: the position
  * of the last stored event it yielded and the offset of the last token, `<position>.<offset>`),
@@ -53,9 +61,12 @@ const MAX_DELAY_MS = 5000;
  * replays what was missed). An answer that will not change by retrying (401, 403, 404, 400) ends
  * the iteration with its `RudderError`; 429, 503 and network errors are retried.
  */
-export async function* eventStream(connect: Connect, options: EventsOptions = {}): AsyncGenerator<StreamEvent, void, undefined> {
+export async function* eventStream(connect: Connect, options: EventsOptions = {}, startAt?: StartPosition): AsyncGenerator<StreamEvent, void, undefined> {
   let last = options.after;
   let lastToken: number | null = null;
+  /** Without `after`: the conversation's position read before the first connection, resumed from if it is cut before anything came. */
+  let start: number | undefined;
+  let connections = 0;
   let delay = FIRST_DELAY_MS;
   const idleMs = options.idleTimeoutMs ?? 45_000;
   while (!options.signal?.aborted) {
@@ -68,8 +79,14 @@ export async function* eventStream(connect: Connect, options: EventsOptions = {}
       idle = setTimeout(() => connection.abort(), idleMs);
     };
     try {
+      // A live stream names no position until its first event: one cut before that would come
+      // back live again and miss what was stored meanwhile. So the position is read before the
+      // first connection (which stays live: nothing from before it), and a later one resumes from it.
+      if (connections === 0 && last === undefined && startAt) start = await startAt(connection.signal).catch(liveOnlyUnlessFinal);
+      const from = last ?? (connections > 0 ? start : undefined);
+      connections += 1;
       touch();
-      const cursor: Record<string, string> = last === undefined ? {} : { 'last-event-id': formatStreamId({ position: last, tokenOffset: lastToken }) };
+      const cursor: Record<string, string> = from === undefined ? {} : { 'last-event-id': formatStreamId({ position: from, tokenOffset: lastToken }) };
       const response = await connect(cursor, connection.signal);
       if (!response.ok) {
         const error = await errorOf(response);
@@ -131,6 +148,12 @@ export async function* eventStream(connect: Connect, options: EventsOptions = {}
 }
 
 class RetryLater extends Error {}
+
+/** A start position that cannot be had now leaves the connection live only; one that retrying will not change ends the iteration. */
+const liveOnlyUnlessFinal = (error: unknown): undefined => {
+  if (error instanceof RudderError && !error.retryable) throw error;
+  return undefined;
+};
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {

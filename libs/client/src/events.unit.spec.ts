@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { RudderError } from './errors';
 import { eventStream, type StreamEvent } from './events';
 
 const sse = (position: number, type = 'turn.started') =>
@@ -92,6 +93,56 @@ describe('eventStream', () => {
       'message 3 turn.ended 3',
       'yield 3',
     ]);
+  });
+
+  it('without a position, opens live, and a cut before the first event resumes after the position `startAt` read before', async () => {
+    const asked: (string | undefined)[] = [];
+    const answers = [
+      // cut before any event came
+      () => answer([': keep-alive\n\n']),
+      () => answer([sse(12), sse(13, 'turn.ended')], true),
+    ];
+    const starts: number[] = [];
+    const stream = eventStream(
+      async (headers) => {
+        asked.push(headers['last-event-id']);
+        return (answers.shift() ?? (() => answer([], true)))();
+      },
+      {},
+      async () => {
+        starts.push(11);
+        return 11;
+      },
+    );
+    const seen: number[] = [];
+    for await (const event of stream) {
+      seen.push((event as { position: number }).position);
+      if (event.type === 'turn.ended') break;
+    }
+    expect(seen).toEqual([12, 13]);
+    expect(asked).toEqual([undefined, '11']);
+    expect(starts).toEqual([11]); // read once, before the first connection
+  });
+
+  it('a start position that cannot be had now leaves the connection live only; a final refusal ends the iteration', async () => {
+    const asked: (string | undefined)[] = [];
+    const unavailable = new RudderError('unavailable', 503, 'the read side is down');
+    const live = eventStream(
+      async (headers) => {
+        asked.push(headers['last-event-id']);
+        return answer([sse(5, 'turn.ended')], true);
+      },
+      {},
+      () => Promise.reject(unavailable),
+    );
+    expect(((await live.next()).value as { position: number }).position).toBe(5);
+    expect(asked).toEqual([undefined]);
+    const refused = eventStream(
+      async () => answer([sse(1)], true),
+      {},
+      () => Promise.reject(new RudderError('forbidden', 403, 'no')),
+    );
+    await expect(refused.next()).rejects.toMatchObject({ code: 'forbidden', status: 403 });
   });
 
   it('ends with the error of an answer that retrying will not change', async () => {

@@ -104,6 +104,11 @@ export const StatusFields = z.object({
   context: ContextStatus,
   /** The running turn's calls waiting for a person's approval, in the order they were asked for. */
   awaiting: z.array(AwaitingApproval),
+  /**
+   * The log position of the conversation's last event this status reflects (0: none): an event
+   * stream resumed after it (`Last-Event-ID`) carries everything stored since.
+   */
+  position: z.number().int().nonnegative(),
 });
 
 export const StatusAnswer = StatusFields.extend({ grants: z.array(Grant).optional() }).meta({

@@ -9,13 +9,13 @@ beforeAll(async () => {
 afterAll(() => h?.stop());
 
 describe('GET /v1/conversations/{key}', () => {
-  it("answers the companion's status without its owner field", async () => {
+  it("answers the companion's status without its owner field, with the position it reflects", async () => {
     const key = 'user-42/trip';
     const running = { turn: 't-7', startedAt: '2026-01-01T00:00:00.000Z' };
-    h.companion.setStatus(key, { owner: 'anonymous', running, queue: [{ id: 'q-1', kind: 'chat', text: 'next' }], lastInputId: 'q-1' });
+    h.companion.setStatus(key, { owner: 'anonymous', running, queue: [{ id: 'q-1', kind: 'chat', text: 'next' }], lastInputId: 'q-1', position: 17 });
     const answer = await h.call(`/v1/conversations/${encodeURIComponent(key)}`);
     expect(answer.status).toBe(200);
-    expect(answer.body).toEqual({ key, running, steering: [], queue: [{ id: 'q-1', kind: 'chat', text: 'next' }], lastInputId: 'q-1', agent: null, context: NO_CONTEXT, awaiting: [], grants: [] });
+    expect(answer.body).toEqual({ key, running, steering: [], queue: [{ id: 'q-1', kind: 'chat', text: 'next' }], lastInputId: 'q-1', agent: null, context: NO_CONTEXT, awaiting: [], position: 17, grants: [] });
     expect(h.companion.requests).toContain('/conversations/user-42%2Ftrip');
   });
 
