@@ -184,6 +184,38 @@ describe('@rudder/client against the real gateway', () => {
     }
   });
 
+  it('a stream token, which opens the stream only, still follows a stream without a position (its status read refused, it goes on live)', async () => {
+    const alice = new RudderClient({ baseUrl: stack.gatewayUrl, token: 'tok-alice' });
+    const conversation = key('stream-token');
+    await alice.chat(conversation, { text: 'first', id: 'first' });
+    await vi.waitFor(async () => expect((await alice.turnOf(conversation, 'first')).status).toBe('completed'), WAIT);
+    const minted = await fetch(`${stack.gatewayUrl}/v1/conversations/${encodeURIComponent(conversation)}/stream-tokens`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer tok-alice' },
+    });
+    expect(minted.status).toBe(201);
+    const { token } = (await minted.json()) as { token: string };
+    const viewer = new RudderClient({ baseUrl: stack.gatewayUrl, token });
+    expect(await viewer.status(conversation).catch((error: unknown) => error)).toBeInstanceOf(RudderError);
+    const done = new AbortController();
+    let opened!: () => void;
+    const open = new Promise<void>((resolve) => (opened = resolve));
+    const seen: string[] = [];
+    let second: string | undefined;
+    const reading = (async () => {
+      for await (const event of viewer.events(conversation, { signal: done.signal, onOpen: opened })) {
+        if (event.type === 'token') continue;
+        seen.push(event.type);
+        if (event.type === 'turn.started' && event.data.prompt.id === 'second') second = event.data.turn;
+        if (event.type === 'turn.ended' && event.data.turn === second) done.abort();
+      }
+    })();
+    await open;
+    await alice.chat(conversation, { text: 'second', id: 'second' });
+    await reading;
+    expect(seen).toEqual(expect.arrayContaining(['input.accepted', 'turn.started', 'turn.ended']));
+  });
+
   it('sends the latest Rudder-Position of its writes as Rudder-Min-Position on its reads of that conversation', async () => {
     const network = cuttableFetch();
     const alice = new RudderClient({ baseUrl: stack.gatewayUrl, token: 'tok-alice', fetch: network.fetch });

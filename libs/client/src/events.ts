@@ -47,8 +47,9 @@ const MAX_DELAY_MS = 5000;
 
 /**
  * For a stream asked for without a position: the conversation's position now, read before its
- * first connection. A retryable failure (the read side unavailable, say) leaves the stream as
- * it was without one: live, with nothing to resume from before its first event.
+ * first connection. When it cannot be read (the read side unavailable; a token that opens the
+ * stream only, as a stream token does), the stream goes on without it: live, with nothing to
+ * resume from before its first event; whether the stream itself may be opened is its own answer's to say.
  */
 export type StartPosition = (signal: AbortSignal) => Promise<number>;
 
@@ -82,7 +83,7 @@ export async function* eventStream(connect: Connect, options: EventsOptions = {}
       // A live stream names no position until its first event: one cut before that would come
       // back live again and miss what was stored meanwhile. So the position is read before the
       // first connection (which stays live: nothing from before it), and a later one resumes from it.
-      if (connections === 0 && last === undefined && startAt) start = await startAt(connection.signal).catch(liveOnlyUnlessFinal);
+      if (connections === 0 && last === undefined && startAt) start = await startAt(connection.signal).catch(() => undefined);
       const from = last ?? (connections > 0 ? start : undefined);
       connections += 1;
       touch();
@@ -148,12 +149,6 @@ export async function* eventStream(connect: Connect, options: EventsOptions = {}
 }
 
 class RetryLater extends Error {}
-
-/** A start position that cannot be had now leaves the connection live only; one that retrying will not change ends the iteration. */
-const liveOnlyUnlessFinal = (error: unknown): undefined => {
-  if (error instanceof RudderError && !error.retryable) throw error;
-  return undefined;
-};
 
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {

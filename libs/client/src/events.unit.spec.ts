@@ -124,25 +124,27 @@ describe('eventStream', () => {
     expect(starts).toEqual([11]); // read once, before the first connection
   });
 
-  it('a start position that cannot be had now leaves the connection live only; a final refusal ends the iteration', async () => {
-    const asked: (string | undefined)[] = [];
-    const unavailable = new RudderError('unavailable', 503, 'the read side is down');
-    const live = eventStream(
-      async (headers) => {
-        asked.push(headers['last-event-id']);
-        return answer([sse(5, 'turn.ended')], true);
-      },
-      {},
-      () => Promise.reject(unavailable),
-    );
-    expect(((await live.next()).value as { position: number }).position).toBe(5);
-    expect(asked).toEqual([undefined]);
-    const refused = eventStream(
-      async () => answer([sse(1)], true),
-      {},
-      () => Promise.reject(new RudderError('forbidden', 403, 'no')),
-    );
-    await expect(refused.next()).rejects.toMatchObject({ code: 'forbidden', status: 403 });
+  it('a start position that cannot be read leaves the stream as it was without one: live, and resumed live', async () => {
+    // The read side down, or a token that opens the stream only (a stream token): the stream's own answer decides.
+    for (const refusal of [new RudderError('unavailable', 503, 'the read side is down'), new RudderError('forbidden', 403, 'a stream token')]) {
+      const asked: (string | undefined)[] = [];
+      const answers = [() => answer([': keep-alive\n\n']), () => answer([sse(5, 'turn.ended')], true)];
+      let reads = 0;
+      const stream = eventStream(
+        async (headers) => {
+          asked.push(headers['last-event-id']);
+          return answers.shift()!();
+        },
+        {},
+        () => {
+          reads += 1;
+          return Promise.reject(refusal);
+        },
+      );
+      expect(((await stream.next()).value as { position: number }).position).toBe(5);
+      expect(asked).toEqual([undefined, undefined]);
+      expect(reads).toBe(1);
+    }
   });
 
   it('ends with the error of an answer that retrying will not change', async () => {
