@@ -140,7 +140,7 @@ describe('@rudder/client against the real gateway', () => {
     expect(ended.type === 'turn.ended' && ended.data.content).toBe(answers.join('\n\n'));
   });
 
-  it('a stream opened without a position, cut before its first event, misses nothing stored meanwhile and carries nothing from before it opened', async () => {
+  it('a stream opened without a position, cut before its first event, misses nothing stored meanwhile and carries no stored event from before it opened', async () => {
     const reference = new RudderClient({ baseUrl: stack.gatewayUrl, token: 'tok-alice' });
     const completed = (client: RudderClient, conversation: string, id: string) =>
       vi.waitFor(async () => expect((await client.turnOf(conversation, id)).status).toBe('completed'), WAIT);
