@@ -11,6 +11,18 @@ afterAll(() => stack?.stop());
 
 const key = (name: string) => `e2e/${name}-${Math.random().toString(36).slice(2, 8)}`;
 
+/** The position of the conversation's first `turn.ended`, from its stream read from the beginning. */
+async function endOf(client: Stack['client'], conversation: string): Promise<number> {
+  const done = new AbortController();
+  for await (const event of client.events(conversation, { after: 0, signal: done.signal })) {
+    if (event.type === 'turn.ended') {
+      done.abort();
+      return event.position;
+    }
+  }
+  throw new Error(`no turn.ended on ${conversation}`);
+}
+
 describe('a chat, end to end through gateway, Kafka, worker, outbox and companion', () => {
   it('a chat is answered: the turn, the transcript and the status say so', async () => {
     const { client, http } = stack;
@@ -29,6 +41,8 @@ describe('a chat, end to end through gateway, Kafka, worker, outbox and companio
       { role: 'user', text: 'hello', t: turn.id, steered: false },
       { role: 'assistant', text: 'answer to hello', t: turn.id, steered: false },
     ]);
+    // The status reflects the whole turn: its position is the turn's last event's (`turn.ended`).
+    const ended = await endOf(client, conversation);
     expect(await client.status(conversation)).toEqual({
       key: conversation,
       running: null,
@@ -40,6 +54,7 @@ describe('a chat, end to end through gateway, Kafka, worker, outbox and companio
       context: { carriedTokens: expect.any(Number), maxTokens: expect.any(Number), lastCompaction: null },
       // No call waits for a person's approval.
       awaiting: [],
+      position: ended,
       grants: [],
     });
   });
