@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toolResults } from '@rudder/scripted-model';
 import { answered, started, startStack, type Stack } from './stack';
 import { gateName, requestsAbout, testScript } from './scripts';
+import { readEvents } from './sse';
 
 let stack: Stack;
 beforeAll(async () => {
@@ -10,18 +11,6 @@ beforeAll(async () => {
 afterAll(() => stack?.stop());
 
 const key = (name: string) => `e2e/${name}-${Math.random().toString(36).slice(2, 8)}`;
-
-/** The position of the conversation's first `turn.ended`, from its stream read from the beginning. */
-async function endOf(client: Stack['client'], conversation: string): Promise<number> {
-  const done = new AbortController();
-  for await (const event of client.events(conversation, { after: 0, signal: done.signal })) {
-    if (event.type === 'turn.ended') {
-      done.abort();
-      return event.position;
-    }
-  }
-  throw new Error(`no turn.ended on ${conversation}`);
-}
 
 describe('a chat, end to end through gateway, Kafka, worker, outbox and companion', () => {
   it('a chat is answered: the turn, the transcript and the status say so', async () => {
@@ -42,7 +31,8 @@ describe('a chat, end to end through gateway, Kafka, worker, outbox and companio
       { role: 'assistant', text: 'answer to hello', t: turn.id, steered: false },
     ]);
     // The status reflects the whole turn: its position is the turn's last event's (`turn.ended`).
-    const ended = await endOf(client, conversation);
+    const history = await readEvents(await http.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended');
+    const ended = (history.at(-1)!.data as { position: number }).position;
     expect(await client.status(conversation)).toEqual({
       key: conversation,
       running: null,

@@ -184,6 +184,30 @@ describe('@rudder/client against the real gateway', () => {
     }
   });
 
+  it("another subject's stream opened before the owner's first write and cut before its first event resumes to nothing of the owner's", async () => {
+    const network = cuttableFetch();
+    const bob = new RudderClient({ baseUrl: stack.gatewayUrl, token: 'tok-bob', fetch: network.fetch });
+    const alice = new RudderClient({ baseUrl: stack.gatewayUrl, token: 'tok-alice' });
+    const conversation = key('not-yet-owned');
+    const seen: StreamEvent[] = [];
+    const reading = (async () => {
+      for await (const event of bob.events(conversation)) seen.push(event);
+    })().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    await vi.waitFor(() => expect(network.connected()).toBe(1), WAIT);
+    network.hold();
+    expect(network.cut()).toBe(1);
+    // Alice's first write makes the conversation hers while bob is away; his resume starts at 0 (nobody owned it at his read).
+    await alice.chat(conversation, { text: 'mine', id: 'mine' });
+    await vi.waitFor(async () => expect((await alice.turnOf(conversation, 'mine')).status).toBe('completed'), WAIT);
+    network.release();
+    expect(await reading).toMatchObject({ code: 'forbidden', status: 403 });
+    expect(network.requests.filter((r) => r.url.includes('/events')).map((r) => r.headers.get('last-event-id'))).toEqual([null, '0']);
+    expect(seen).toEqual([]);
+  });
+
   it('a stream token, which opens the stream only, still follows a stream without a position (its status read refused, it goes on live)', async () => {
     const alice = new RudderClient({ baseUrl: stack.gatewayUrl, token: 'tok-alice' });
     const conversation = key('stream-token');
