@@ -363,6 +363,11 @@ describe('through a worker crash', () => {
     const held = await holding(stack, conversation);
     await client.chat(conversation, { text: 'take me back', id: 'f1' });
     await client.chat(conversation, { text: 'promote me', id: 'f2' });
+    // The chats' events published before the first workers die (the read waits for the view to
+    // reflect them): otherwise the gateway's reads of this conversation, the retraction's own
+    // check included, wait for whichever worker publishes them next, past the companion's
+    // 5 s read wait (the session timeout is 6 s), and the retraction answers 503 by chance.
+    await client.status(conversation);
     for (const worker of [...stack.workers]) await worker.kill('SIGKILL');
     stack.workers.length = 0;
     const doomed = await stack.startWorker({ CRASH_AT: 'after-ingest' });
