@@ -40,6 +40,11 @@ const transactions = async () => {
   const { rows } = await client.query("SELECT sum(xact_commit + xact_rollback)::bigint AS n, pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint AS wal FROM pg_stat_database"); await client.end();
   return { n: Number(rows[0].n), wal: Number(rows[0].wal) };
 };
+// STOP=companion (names of this tree's processes, comma-separated): those are stopped with SIGSTOP before the load and
+// go on after it: what the system costs without a part, the most that removing or replacing that part could save.
+const stopped = procs().filter((p) => (process.env.STOP ?? '').split(',').includes(p.name));
+for (const p of stopped) process.kill(p.pid, 'SIGSTOP');
+if (stopped.length) console.error(`stopped ${stopped.map((p) => `${p.name} (${p.pid})`).join(', ')}`);
 const convs = await Promise.all(Array.from({ length: +nconv }, (_, w) => sys.open(`p-${randomUUID().slice(0, 6)}-${w}`)));
 // warm-up
 // WARM_SECONDS: load before the measured window too (the JIT of every process, Kafka's JVM most of all, warms up).
@@ -58,6 +63,7 @@ console.log(`total          ${(tot / turns).toFixed(2)} CPU-ms/turn; PostgreSQL 
 { const d = m1.map((v, i) => v - m0[i]); const all = d.reduce((a, b) => a + b, 0); const pct = (v) => `${((100 * v) / all).toFixed(0)}%`;
   console.log(`machine        busy ${pct(all - d[3] - d[4] - d[7])}, idle ${pct(d[3] + d[4])}, stolen ${pct(d[7])} (of ${os.cpus().length} CPUs)`); }
 for (const c of convs) c.close();
+for (const p of stopped) process.kill(p.pid, 'SIGCONT');
 if (process.env.HOLD) await new Promise((r) => setTimeout(r, +process.env.HOLD));
 // Stopped as Ctrl-C stops it: one SIGTERM to scripts/start.ts, which stops each service once (a service given a second
 // SIGTERM while it stops dies of it, and writes no CPU profile under RUDDER_CPU_PROFILE_DIR).
