@@ -1,6 +1,5 @@
 import { Module, type DynamicModule } from '@nestjs/common';
-import { APP_FILTER, APP_INTERCEPTOR } from '@nestjs/core';
-import { PositionInterceptor } from './consistency/position.interceptor';
+import { APP_FILTER } from '@nestjs/core';
 import { Positions } from './consistency/positions';
 import { companionUrl, createKafka, type Config, type Log } from '@rudder/runtime';
 import { AffordancesController } from './affordances/affordances.controller';
@@ -23,8 +22,8 @@ import { StreamBuffers } from './events/stream-buffers';
 import { HealthController } from './health/health.controller';
 import { HealthChecks } from './health/health-checks';
 import { InputsPublisher } from './inputs-publisher';
+import { ReadRateGuard } from './limits/read-rate.guard';
 import { InputRateGuard } from './limits/input-rate.guard';
-import { ReadRateInterceptor } from './limits/read-rate.interceptor';
 import { limitSettings, SubjectLimits } from './limits/subject-limits';
 import { MessagesController } from './messages/messages.controller';
 import { PromoteController } from './promote/promote.controller';
@@ -87,12 +86,11 @@ export class GatewayModule {
         { provide: Positions, useValue: positions },
         { provide: GatewayMetrics, useValue: new GatewayMetrics() },
         { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log, positions, config.COMPANION_TOKEN) },
-        { provide: APP_INTERCEPTOR, useClass: PositionInterceptor },
-        { provide: APP_INTERCEPTOR, useClass: ReadRateInterceptor },
         { provide: APP_FILTER, useClass: GatewayErrorFilter },
         { provide: SubjectLimits, useValue: new SubjectLimits(limitSettings(config, authenticator.open), options.now) },
         AuthGuard,
         InputRateGuard,
+        ReadRateGuard,
         ConversationAccess,
         InputsPublisher,
         LiveEvents,

@@ -7,7 +7,7 @@ import { createLog, hop, nestLogger, startTracing, type Config } from '@rudder/r
 import { GatewayModule } from './gateway.module';
 import { traceRequests } from './tracing/trace-requests';
 import { answerClientErrorsAsJson, checkParsedBody, checkRequestHead, verifyJsonDepth } from './hostile-input/request-checks';
-import { readMinPosition } from './consistency/positions';
+import { answerPosition, Positions, readMinPosition } from './consistency/positions';
 import type { GatewayOptions } from './tokens';
 import { GatewayMetrics } from './metrics/gateway-metrics';
 
@@ -56,6 +56,7 @@ export async function startGateway(config: Config, options: GatewayOptions = {})
   app.useBodyParser('json', { limit: bodyLimit(config), verify: verifyJsonDepth });
   app.use(checkParsedBody);
   app.use(readMinPosition);
+  app.use(answerPosition(app.get(Positions)));
   // Last, after the body is read (its stream's callbacks would not run in the span's context).
   app.use(traceRequests);
   answerClientErrorsAsJson(app.getHttpServer());

@@ -39,7 +39,8 @@ import {
   ResponseAnswer,
 } from '@rudder/contracts';
 import { z } from 'zod';
-import { applyDecorators, HttpCode, RequestMapping, RequestMethod } from '@nestjs/common';
+import { applyDecorators, HttpCode, RequestMapping, RequestMethod, UseGuards } from '@nestjs/common';
+import { ReadRateGuard } from './limits/read-rate.guard';
 import type { ZodOpenApiOperationObject, ZodOpenApiResponsesObject } from 'zod-openapi';
 
 type AnyCode = ErrorCode | 'rate_limited' | 'internal';
@@ -306,9 +307,26 @@ export type OperationId = keyof typeof ROUTES;
 /** The answer status of a route: its one 2xx response. */
 export const successStatus = (spec: RouteSpec): number => Number(Object.keys(spec.operation.responses ?? {}).find((status) => status.startsWith('2')) ?? 200);
 
-/** Routes a controller method as the table says: its method, its path (`{param}` → `:param`) and its success status. */
+/**
+ * Whether a route reads a conversation, and so counts against its subject's read rate
+ * (`ReadRateGuard`): a `GET` of a `{key}` route, or of a response of the Responses door.
+ */
+export const readsConversation = (operationId: OperationId): boolean => {
+  const spec: RouteSpec = ROUTES[operationId];
+  return spec.method === 'get' && (spec.path.includes('{key}') || operationId === 'retrieveResponse');
+};
+
+/**
+ * Routes a controller method as the table says: its method, its path (`{param}` → `:param`)
+ * and its success status; a read of a conversation (`readsConversation`) also takes a token of
+ * its subject's read rate, after the controller's `AuthGuard`.
+ */
 export const Route = (operationId: OperationId): MethodDecorator => {
   const spec: RouteSpec = ROUTES[operationId];
   const method = { get: RequestMethod.GET, post: RequestMethod.POST, put: RequestMethod.PUT, delete: RequestMethod.DELETE }[spec.method];
-  return applyDecorators(RequestMapping({ method, path: spec.path.replace(/\{(\w+)\}/g, ':$1') }), HttpCode(successStatus(spec)));
+  return applyDecorators(
+    RequestMapping({ method, path: spec.path.replace(/\{(\w+)\}/g, ':$1') }),
+    HttpCode(successStatus(spec)),
+    ...(readsConversation(operationId) ? [UseGuards(ReadRateGuard)] : []),
+  );
 };

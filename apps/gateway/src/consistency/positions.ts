@@ -1,4 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { ServerResponse } from 'node:http';
+import onHeaders from 'on-headers';
 import { GatewayError } from '../errors/gateway-error';
 import { ProducedPositions } from './produced-positions';
 
@@ -61,4 +63,32 @@ export function readMinPosition(request: Request, _response: unknown, next: (err
   const value = typeof raw === 'string' && /^\d{1,15}$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isSafeInteger(value)) return next(new GatewayError('bad_request', 'Rudder-Min-Position is a non-negative integer (a position a write answered with)'));
   current.run({ requested: value, view: 0 }, next);
+}
+
+/**
+ * Express middleware, after `readMinPosition`: every 2xx answer to a write of a conversation (a
+ * request other than `GET` or `HEAD` to a `{key}` route) carries `Rudder-Position`: the log
+ * position of the worker's decision it answered (or a later one of the same conversation). A
+ * read through this gateway reflects at least it; through another, pass it as
+ * `Rudder-Min-Position`.
+ *
+ * A write answered from what the companion already knows (a chat or steer sent again with its
+ * id, a retraction or promotion decided before) carries the position the companion's view of
+ * the conversation had reached when it answered: the decision it found is at or before it.
+ *
+ * Set as the answer's headers go out (`on-headers`), when the route has named the conversation
+ * (`params.key`, which the router keeps until the answer is sent).
+ */
+export function answerPosition(positions: Positions) {
+  return (request: Request & { method?: string; params?: Record<string, string> }, response: ServerResponse, next: () => void): void => {
+    if (request.method === 'GET' || request.method === 'HEAD') return next();
+    const store = current.getStore();
+    onHeaders(response, function () {
+      const key = request.params?.key;
+      if (key === undefined || this.statusCode < 200 || this.statusCode >= 300) return;
+      const position = Math.max(positions.get(key), store?.view ?? 0);
+      if (position > 0) this.setHeader('Rudder-Position', String(position));
+    });
+    next();
+  };
 }

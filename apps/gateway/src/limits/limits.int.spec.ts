@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { acceptEverything, startHarness, type Harness } from '../../../../test/support/gateway/harness';
+import { readsConversation, ROUTES, type OperationId } from '../routes';
 
 let h: Harness;
 /** The gateway's clock (`GatewayOptions.now`): it moves only when a test moves it, so no bucket refills while a request is slow. */
@@ -95,6 +96,14 @@ describe('reads per subject', () => {
       expect(over.body).toEqual({ error: { code: 'rate_limited', message: expect.stringMatching(/alice sends more than 0.5 reads per second/), details: { limit: 'reads', retryAfter: 2 } } });
       expect((await read('alice', '/messages')).status).toBe(429);
       expect((await read('alice', '/events')).status).toBe(429);
+      // Every read the route table names (`readsConversation`) is counted, whatever its route; no other route is.
+      const readRoutes = (Object.keys(ROUTES) as OperationId[]).filter(readsConversation);
+      expect(readRoutes).toEqual(expect.arrayContaining(['status', 'messages', 'turn', 'turnOf', 'followups', 'todos', 'recap', 'events', 'retrieveResponse']));
+      expect(readRoutes.every((id) => ROUTES[id].method === 'get')).toBe(true);
+      for (const id of readRoutes) {
+        const url = ROUTES[id].path.replace('{key}', encodeURIComponent(key)).replace('{turn}', 't-1').replace('{id}', 'resp_limits');
+        expect((await reads.call(url, { headers: as('alice') })).status, `${id} (${url}) past the read rate`).toBe(429);
+      }
       expect(reads.companion.requests.length, 'a refused read asks the companion nothing').toBe(asked);
       expect((await read('bob')).status).toBe(200);
       expect((await reads.call(path(key, '/chat'), { body: { text: 'writes have their own rate' }, headers: as('alice') })).status).toBe(202);
