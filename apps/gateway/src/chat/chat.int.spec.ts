@@ -255,13 +255,16 @@ describe('POST /v1/conversations/{key}/chat', () => {
     expect(produced).toEqual([]);
   });
 
-  it('the same id with other messages is 422 id_reused and nothing is enqueued', async () => {
+  it('the same id with other messages is 422 id_reused, with no Rudder-Position, and nothing is enqueued', async () => {
     const key = uniqueKey('reused');
     h.companion.addInput(key, { id: 'reused-1', messages: ['first text'] });
+    h.companion.setPosition(key, 4242);
     const produced = await h.producedDuring(async () => {
       const reused = await h.call(chatPath(key), { body: { text: 'other text', id: 'reused-1' } });
       expect(reused.status).toBe(422);
       expect(reused.body).toEqual({ error: { code: 'id_reused', message: expect.stringContaining('reused-1') } });
+      // A refusal answers no write: it names no position, though the companion's view it read had one.
+      expect(reused.headers.get('rudder-position')).toBeNull();
       const split = await h.call(chatPath(key), { body: { messages: ['first', 'text'], id: 'reused-1' } });
       expect(split.status).toBe(422);
     });
