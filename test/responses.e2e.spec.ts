@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import OpenAI from 'openai';
 import type { ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { derivedConversationKey } from '@rudder/conversation';
 import { gateName, requestsAbout, testScript } from './scripts';
 import { callerOf, startStack, WAIT, type Stack } from './stack';
 
@@ -379,5 +380,92 @@ describe('the bounds through the door', () => {
     stack.model.gate(gate).open();
     await vi.waitFor(async () => expect((await callerOf(stack.gatewayUrl, 'alice-token').client.status(conversation)).queue).toEqual([]), WAIT);
     expect(requestsAbout(stack.model.requests, text)).toHaveLength(0);
+  });
+});
+
+describe('access through the door', () => {
+  it('a conversation key the door derives for a subject is one no other subject opens: a write there first is refused, and her create opens her own', async () => {
+    const nonce = `order-${Math.random().toString(36).slice(2, 8)}`;
+    // Anyone can compute the key (a create's answer shows it); bob writes there first and would grant alice write.
+    const aliceKey = derivedConversationKey('alice', nonce);
+    const bob = callerOf(stack.gatewayUrl, 'bob-token');
+    const planted = await bob.http.post(aliceKey, '/chat', { text: 'planted turn', id: 'plant-1' });
+    expect(planted.status).toBe(403);
+    expect(planted.body.error).toMatchObject({ code: 'forbidden', message: expect.stringContaining('Responses door') });
+    expect((await bob.http.put(aliceKey, '/grants/alice', { access: 'write' })).status).toBeGreaterThanOrEqual(400);
+    const text = unique('my order');
+    const created = await openai().responses.create({ model: 'default', input: text }, { headers: { 'Idempotency-Key': nonce } });
+    expect(created).toMatchObject({ status: 'completed', output_text: `answer to ${text}`, conversation: { id: aliceKey } });
+    const asked = requestsAbout(stack.model.requests, text);
+    expect(asked).toHaveLength(1);
+    expect(JSON.stringify(asked[0]!.body)).not.toContain('planted turn');
+    // Her conversation is hers: bob reads none of it, by key or by response id.
+    expect((await bob.http.get(aliceKey)).status).toBe(403);
+    expect(await openai('bob-token').responses.retrieve(created.id).catch((e: unknown) => e)).toMatchObject({ status: 403 });
+    // Bob's own create with the same Idempotency-Key opens a conversation of his own.
+    const his = await openai('bob-token').responses.create({ model: 'default', input: unique('his order') }, { headers: { 'Idempotency-Key': nonce } });
+    expect(his.conversation!.id).not.toBe(aliceKey);
+  });
+});
+
+describe('the queue through the door', () => {
+  it('a create continuing a response still queued queues behind it and winds nothing down: the running one completes whole, then the one it continues, then it', async () => {
+    const gate = gateName('queue-order');
+    const running = await openai().responses.create({ model: 'default', input: `hold gate:${gate}`, background: true });
+    await stack.model.gate(gate).reached();
+    const secondText = unique('second');
+    const second = await openai().responses.create({ model: 'default', input: secondText, conversation: running.conversation!.id, background: true });
+    expect(second.status).toBe('queued');
+    const thirdText = unique('third');
+    const third = await openai().responses.create({ model: 'default', input: thirdText, previous_response_id: second.id, background: true });
+    expect(third.status).toBe('queued');
+    stack.model.gate(gate).open();
+    await vi.waitFor(async () => expect((await openai().responses.retrieve(third.id)).status).toBe('completed'), WAIT);
+    // The running one was not wound down: it answered its own prompt whole.
+    expect(await openai().responses.retrieve(running.id)).toMatchObject({ status: 'completed', output_text: `answer to hold gate:${gate}` });
+    // In order: the second ran before the third, whose request carries the second's answer.
+    expect(JSON.stringify(requestsAbout(stack.model.requests, secondText)[0]!.body)).not.toContain(thirdText);
+    const thirdAsked = requestsAbout(stack.model.requests, thirdText);
+    expect(thirdAsked).toHaveLength(1);
+    expect(JSON.stringify(thirdAsked[0]!.body)).toContain(`answer to ${secondText}`);
+  });
+});
+
+describe('streams that end', () => {
+  it("a finished response's stream resumed at or past its last event ends at once, however often: no slot of the subject's streams is kept", async () => {
+    const done = await openai().responses.create({ model: 'default', input: unique('finished') });
+    const all = await eventsOf(await openai().responses.retrieve(done.id, { stream: true }));
+    const last = all.at(-1)!.sequence_number;
+    expect(all.at(-1)!.type).toBe('response.completed');
+    // Past the 32 streams a subject may hold open at once: each of them ended.
+    for (let i = 0; i < 40; i++) {
+      const rest = await eventsOf(await openai().responses.retrieve(done.id, { stream: true, starting_after: last + (i % 2) * 1000 }, { signal: AbortSignal.timeout(10_000) }));
+      expect(rest).toEqual([]);
+    }
+    expect(await eventsOf(await openai().responses.retrieve(done.id, { stream: true, starting_after: last - 1 }))).toEqual(all.slice(-1));
+  });
+
+  it('a background create with stream: true streams: the client gets its events and its id, and retrieves and cancels it after going away', async () => {
+    const gate = gateName('background-stream');
+    const stream = await openai().responses.create({ model: 'default', input: `hold gate:${gate}`, background: true, stream: true });
+    const iterator = stream[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    expect(first.done).toBe(false);
+    const created = first.value as ResponseStreamEvent;
+    expect(created).toMatchObject({ type: 'response.created', sequence_number: 0, response: { background: true } });
+    const id = created.type === 'response.created' ? created.response.id : '';
+    await stack.model.gate(gate).reached();
+    // The client goes away; the response runs on in the background.
+    stream.controller.abort();
+    expect((await openai().responses.retrieve(id)).status).toBe('in_progress');
+    expect(await openai().responses.cancel(id)).toMatchObject({ id, status: 'cancelled' });
+    stack.model.gate(gate).open();
+  });
+
+  it("retrieve with include, as the openai client sends it (include[]), is answered", async () => {
+    const done = await openai().responses.create({ model: 'default', input: unique('with include') });
+    expect(await openai().responses.retrieve(done.id, { include: ['message.output_text.logprobs', 'reasoning.encrypted_content'] })).toMatchObject({ id: done.id, status: 'completed' });
+    const streamed = await eventsOf(await openai().responses.retrieve(done.id, { stream: true, include: ['message.output_text.logprobs'], include_obfuscation: false }));
+    expect(streamed.at(-1)).toMatchObject({ type: 'response.completed', response: { id: done.id } });
   });
 });

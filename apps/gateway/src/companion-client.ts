@@ -61,12 +61,23 @@ export class CompanionClient {
 
   /** The input with this id, or null when the companion has not seen it. */
   async input(key: string, id: string): Promise<CompanionInput | null> {
+    const found = await this.inputOrPosition(key, id);
+    return 'unseenUpTo' in found ? null : found;
+  }
+
+  /**
+   * The input with this id; or, when the companion has not seen it, the position its view of the
+   * conversation had reached without it (0 from a companion that does not say): the input, if
+   * it exists, was accepted or refused after that position.
+   */
+  async inputOrPosition(key: string, id: string): Promise<CompanionInput | { unseenUpTo: number }> {
     try {
       const answer = await this.get(`${conversationPath(key)}/inputs/${segment(id)}`, key);
       return this.parse(CompanionInput, answer, 'input');
     } catch (error) {
-      if (error instanceof GatewayError && error.code === 'not_found') return null;
-      throw error;
+      if (!(error instanceof GatewayError && error.code === 'not_found')) throw error;
+      const position = isRecord(error.details) ? error.details.position : undefined;
+      return { unseenUpTo: typeof position === 'number' && Number.isSafeInteger(position) && position >= 0 ? position : 0 };
     }
   }
 

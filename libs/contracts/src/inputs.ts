@@ -35,6 +35,20 @@ export const ChatInputV1 = z.object({
    * know it leaves it out (the record's other fields are unchanged).
    */
   ifSteerable: z.literal(true).optional(),
+  /**
+   * The input this chat continues (the Responses door's `previous_response_id`): while a turn
+   * runs and that input no longer waits (its turn is the running one), the running turn winds
+   * down as for `onBusy: interrupt`; while that input still waits in the queue, this chat queues
+   * behind it and winds nothing down. Absent: `onBusy` alone says what it does to a busy conversation.
+   */
+  continues: InputId.optional(),
+  /**
+   * The nonce of a conversation key the Responses door derived for this chat's subject
+   * (`derivedConversationKey` in @rudder/conversation). A derived key's conversation is opened
+   * only by a chat whose subject and nonce derive it, and such a chat is refused (`forbidden`)
+   * by a conversation another subject opened.
+   */
+  derivedFrom: InputId.optional(),
   /** The agent that answers the conversation, chosen by its first input (the default agent when absent); later inputs may only name the same. */
   agent: AgentName.optional(),
 });

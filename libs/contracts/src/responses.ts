@@ -67,13 +67,19 @@ export function inputTexts(input: CreateResponseBody['input']): string[] {
   return input.map((message) => (typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('\n\n')));
 }
 
+const QueryIncludes = z.union([z.string().max(128), z.array(z.string().max(128)).max(16)]).optional();
+
 /** `GET /v1/responses/{id}`'s query. */
 export const RetrieveResponseQuery = z
   .object({
     stream: z.enum(['true', 'false']).optional(),
     starting_after: z.string().regex(/^\d{1,15}$/, 'a sequence number').optional(),
-    include: z.unknown().optional(),
-    include_obfuscation: z.unknown().optional(),
+    // What to add to the answer (nothing the door makes): accepted and ignored, bounded as the
+    // create's, in the forms clients send an array in a query (`include[]=…`, the `openai`
+    // client's; `include=…`, repeated or not).
+    include: QueryIncludes,
+    'include[]': QueryIncludes,
+    include_obfuscation: z.enum(['true', 'false']).optional(),
   })
   .strict();
 

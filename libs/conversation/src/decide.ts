@@ -1,5 +1,6 @@
 import { inputDigest, inputText, type DomainEvent, type EventDataOf, type InputRecord } from '@rudder/contracts';
 import { endTurn, evolveTurn, ROLLED_BACK, STOPPED, SUPERSEDED, type TurnState } from '@rudder/agent';
+import { derivedKeyRefusal } from './derived-keys';
 import { receiptKeys } from './once-keys';
 import { evolve, mayAccess, type ConversationState, type PendingInput } from './state';
 
@@ -97,9 +98,8 @@ function decideInput(state: ConversationState, input: InputRecord, agents: Agent
         ];
       }
       const events = [...opened, accepted];
-      if (state.runningTurn && (input.onBusy === 'interrupt' || input.onBusy === 'rollback')) {
-        events.push({ type: 'stop.requested', data: { stop: input.id, turn: state.runningTurn, mode: input.onBusy } });
-      }
+      const mode = windDownMode(state, input);
+      if (mode !== null) events.push({ type: 'stop.requested', data: { stop: input.id, turn: state.runningTurn, mode } });
       return events;
     }
     case 'stop': {
@@ -212,10 +212,12 @@ const lands = (state: ConversationState, policy: InputPolicy) =>
 type Refusal = { code: 'forbidden' | 'precondition_failed' | 'busy' | 'queue_full' | 'agent_mismatch'; message: string };
 
 /**
- * Why an input is refused, if it is: a subject that may not write (the owner — the subject
- * whose input opened the conversation — and those it granted `write`; decided here, with the
- * input, so no timing lets another subject in), another agent named, a failed precondition, a busy conversation (onBusy
- * reject, or `ifSteerable` while a turn of an agent that takes no steers runs), or a full queue.
+ * Why an input is refused, if it is: a derived conversation key it may not write to
+ * (`derivedKeyRefusal`), a subject that may not write (the owner — the subject whose input
+ * opened the conversation — and those it granted `write`; decided here, with the input, so no
+ * timing lets another subject in), another agent named, a failed precondition, a busy
+ * conversation (onBusy reject, or `ifSteerable` where it would wind down a turn of an agent
+ * that takes no steers), or a full queue.
  */
 function refuse(
   state: ConversationState,
@@ -224,6 +226,8 @@ function refuse(
   named: string | undefined,
   policy: InputPolicy,
 ): Refusal | null {
+  const derived = derivedKeyRefusal(state.owner, { conversation: input.conversation, subject: input.subject, derivedFrom: input.type === 'chat' ? input.derivedFrom : undefined });
+  if (derived !== null) return { code: 'forbidden', message: derived };
   if (!mayAccess(state, input.subject, 'write')) {
     return { code: 'forbidden', message: `${input.subject} may not write to this conversation` };
   }
@@ -236,7 +240,7 @@ function refuse(
   if (input.type === 'chat' && input.onBusy === 'reject' && state.runningTurn !== null) {
     return { code: 'busy', message: `a turn is running (${state.runningTurn}) and onBusy is reject` };
   }
-  if (input.type === 'chat' && input.ifSteerable === true && state.runningTurn !== null && policy.maxTaken === 0) {
+  if (input.type === 'chat' && input.ifSteerable === true && windDownMode(state, input) !== null && policy.maxTaken === 0) {
     return { code: 'busy', message: `a turn is running (${state.runningTurn}) and the agent takes no steers, so it is not wound down for another input` };
   }
   const { bounds } = policy;
@@ -252,6 +256,18 @@ function refuse(
   if (chars + text.length > bounds.chars) {
     return { code: 'queue_full', message: `too much text is waiting (${counts}; at most ${bounds.chars} characters together)` };
   }
+  return null;
+}
+
+/**
+ * How a chat asks the running turn to end, if it does: `onBusy` interrupt or rollback; or, for
+ * a chat that continues an input (`continues`), an interrupt when that input no longer waits
+ * (its turn is the one running) — one that continues an input still queued queues behind it.
+ */
+function windDownMode(state: ConversationState, input: Extract<InputRecord, { type: 'chat' }>): 'interrupt' | 'rollback' | null {
+  if (state.runningTurn === null) return null;
+  if (input.onBusy === 'interrupt' || input.onBusy === 'rollback') return input.onBusy;
+  if (input.continues !== undefined && !state.queue.some((p) => p.id === input.continues)) return 'interrupt';
   return null;
 }
 

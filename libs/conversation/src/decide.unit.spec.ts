@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
 import { endTurn, evolveTurn, nextAction, startTurn } from '@rudder/agent';
+import { derivedConversationKey } from './derived-keys';
 import { decideInputs, decideTimeouts, decideTurnCommit, startNextTurn, type Agents, type InputPolicy } from './decide';
 import { onceKey, receiptKeys } from './once-keys';
 import { evolve, hasOpenWork, initialState, parked, type ConversationState } from './state';
@@ -124,6 +125,25 @@ describe('queue controls under the conversation lock', () => {
     expect(rejections(decide([chat('x', { ifSteerable: true, onBusy: 'interrupt' })], running(none), none).events)).toEqual([['x', 'busy']]);
     expect(types(decide([chat('x', { ifSteerable: true, onBusy: 'interrupt' })], running()).events)).toEqual(['input.accepted', 'stop.requested']);
     expect(types(decide([chat('x', { ifSteerable: true })], idleHead(), none).events)).toEqual(['input.accepted']);
+  });
+
+  it('a chat continuing the running turn\'s input winds that turn down and runs next; one continuing a queued input queues behind it and winds nothing down', () => {
+    const continuing = decide([chat('r2', { continues: 'p0', ifLastInputId: 'p0' })], running());
+    expect(continuing.events.at(-1)).toEqual({ type: 'stop.requested', data: { stop: 'r2', turn: 't1', mode: 'interrupt' } });
+    expect(continuing.head.ending).toBe('interrupt');
+    const queued = decide([chat('r2'), chat('r3', { continues: 'r2', ifLastInputId: 'r2' })], running());
+    expect(types(queued.events)).toEqual(['input.accepted', 'input.accepted']);
+    expect(queued.head.ending).toBeNull();
+    expect(queued.head.queue.map((q) => q.id)).toEqual(['r2', 'r3']);
+    // With no turn running it is an ordinary chat.
+    expect(types(decide([chat('r2', { continues: 'p0' })]).events)).toEqual(['input.accepted']);
+  });
+
+  it('ifSteerable refuses a continuing chat only where it would wind down a turn of an agent that takes no steers', () => {
+    const none = { ...policy, maxTaken: 0 };
+    expect(rejections(decide([chat('r2', { continues: 'p0', ifSteerable: true })], running(none), none).events)).toEqual([['r2', 'busy']]);
+    const behind = decide([chat('r2'), chat('r3', { continues: 'r2', ifSteerable: true })], running(none), none);
+    expect(types(behind.events)).toEqual(['input.accepted', 'input.accepted']);
   });
 
   it('onBusy reject refuses a chat while a turn runs, and accepts it when none does', () => {
@@ -452,5 +472,44 @@ describe('approvals under the conversation lock', () => {
     const head = waiting('2026-12-01T00:00:10.000Z');
     const ended = evolve(head, { type: 'turn.ended', data: { turn: 't1', status: 'stopped', outcome: 'x', content: '', steered: [] } });
     expect([ended.awaiting, ended.openCalls, ended.dueAt]).toEqual([[], [], null]);
+  });
+});
+
+describe('conversation keys the Responses door derives', () => {
+  const opening = (subject: string, nonce: string | undefined, key: string): InputRecord => ({
+    ...chat('create'),
+    subject,
+    conversation: key,
+    ...(nonce === undefined ? {} : { derivedFrom: nonce }),
+  });
+  const aliceKey = derivedConversationKey('alice', 'order-1');
+
+  it('are opened only by a chat of the subject and nonce that derive them', () => {
+    const opened = decide([opening('alice', 'order-1', aliceKey)], initialState());
+    expect(types(opened.events)).toEqual(['conversation.opened', 'input.accepted']);
+    expect(opened.head.owner).toBe('alice');
+    // Another subject computing alice's key cannot open it: not by a plain chat, nor by claiming her nonce.
+    for (const [subject, nonce] of [['bob', undefined], ['bob', 'order-1']] as const) {
+      expect(rejections(decide([opening(subject, nonce, aliceKey)], initialState()).events)).toEqual([['create', 'forbidden']]);
+    }
+    expect(rejections(decide([{ ...chat('s'), type: 'steer', text: 's', conversation: aliceKey, subject: 'bob' } as InputRecord], initialState()).events)).toEqual([['s', 'forbidden']]);
+  });
+
+  it('a create meant to open one never joins a conversation another subject opened, even with write granted', () => {
+    const bobs = { ...initialState(), owner: 'bob', agent: 'default', grants: { alice: 'write' as const } };
+    const refused = decide([opening('alice', 'order-1', aliceKey)], bobs).events;
+    expect(refused).toEqual([expect.objectContaining({ type: 'input.rejected', data: expect.objectContaining({ code: 'forbidden', message: expect.stringContaining('opened by another subject') }) })]);
+    // Alice's own retry of it is accepted.
+    expect(types(decide([opening('alice', 'order-1', aliceKey)], { ...bobs, owner: 'alice', grants: {} }).events)).toEqual(['input.accepted']);
+  });
+
+  it("a key is derived from the subject and the nonce: a retry's Idempotency-Key finds it again, another subject's does not", () => {
+    expect(derivedConversationKey('alice', 'k1')).toBe(derivedConversationKey('alice', 'k1'));
+    expect(derivedConversationKey('alice', 'k1')).not.toBe(derivedConversationKey('bob', 'k1'));
+    expect(derivedConversationKey('alice', 'k1')).toMatch(/^responses\/[0-9a-f]{40}$/);
+  });
+
+  it('keys outside the prefix are opened by anyone, as before', () => {
+    expect(types(decide([opening('bob', undefined, 'trip/1')], initialState()).events)).toEqual(['conversation.opened', 'input.accepted']);
   });
 });

@@ -75,7 +75,9 @@ export async function startCompanionStub(): Promise<CompanionStub> {
     }
     if (resource === 'inputs' && id !== undefined) {
       const input = inputs.get(`${key}\n${id}`);
-      return input ? { status: 200, body: input } : notFound(`conversation ${key} has no input ${id}`);
+      // Not found: where the view was without it, as the companion says.
+      if (!input) return { status: 404, body: { error: { code: 'not_found', message: `conversation ${key} has no input ${id}`, details: { position: positions.get(key) ?? 0 } } } };
+      return { status: 200, body: input };
     }
     if (resource === 'events') {
       const after = Number(query.get('after') ?? -1);

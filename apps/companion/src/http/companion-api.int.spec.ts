@@ -271,7 +271,10 @@ describe('the companion HTTP API', () => {
     const notFound = { status: 404, body: { error: { code: 'not_found', message: expect.any(String) } } };
     expect(await get(path('conversations', KEY, 'turns', 'nope'))).toEqual(notFound);
     expect(await get(`${path('conversations', KEY, 'turns')}?input=nope`)).toEqual(notFound);
-    expect(await get(path('conversations', KEY, 'inputs', 'nope'))).toEqual(notFound);
+    // An unknown input: where the view was without it, so a reader looks for it only after that.
+    const lastPosition = chatWithToolCall(KEY).at(-1)!.position;
+    expect(await get(path('conversations', KEY, 'inputs', 'nope'))).toEqual({ status: 404, body: { error: { ...notFound.body.error, details: { position: lastPosition } } } });
+    expect(await get(path('conversations', 'never-written', 'inputs', 'nope'))).toEqual({ status: 404, body: { error: { ...notFound.body.error, details: { position: 0 } } } });
     expect(await get(path('conversations', APPROVALS, 'approvals', 'nope'))).toEqual(notFound);
     // An approval of another conversation is not found under this one.
     expect(await get(path('conversations', KEY, 'approvals', 'a1'))).toEqual(notFound);

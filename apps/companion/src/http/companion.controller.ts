@@ -6,7 +6,7 @@ import { readApproval } from '../queries/approval-view';
 import { readConversationStatus } from '../queries/conversation-status';
 import { readEventsAfter } from '../queries/event-replay';
 import { databaseAnswers } from '../queries/health';
-import { readInput } from '../queries/input-view';
+import { readInputOrPosition } from '../queries/input-view';
 import { readTranscriptPage } from '../queries/transcript-page';
 import { readTurnOfInput } from '../queries/turn-of-input';
 import { readTurn } from '../queries/turn-view';
@@ -60,8 +60,9 @@ export class CompanionController {
   @Get('conversations/:key/inputs/:id')
   async input(@Param('key') key: string, @Param('id') id: string): Promise<CompanionInput> {
     const conversation = conversationKey(key);
-    const input = await readInput(this.readModels, conversation, inputId(id));
-    if (!input) throw new CompanionError('not_found', `conversation ${conversation} has no input ${id}`);
+    const input = await readInputOrPosition(this.readModels, conversation, inputId(id));
+    // Unseen: where its view was without it, so a reader looks for the input only after it.
+    if ('unseenUpTo' in input) throw new CompanionError('not_found', `conversation ${conversation} has no input ${id}`, { position: input.unseenUpTo });
     return input;
   }
 

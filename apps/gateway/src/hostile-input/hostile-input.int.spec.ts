@@ -132,6 +132,19 @@ describe('hostile input', () => {
         expect({ path: path.slice(0, 100), status: answer.status }).toEqual({ path: path.slice(0, 100), status });
         await expectRefused(answer, status);
       }
+      // The Responses door's query, in the forms a client sends `include` (`include[]=…`), bounded as the create's; its errors in the protocol's shape.
+      const retrieves = [
+        `/v1/responses/resp_x?${'include[]=a&'.repeat(17)}`,
+        `/v1/responses/resp_x?include[]=${'i'.repeat(129)}`,
+        `/v1/responses/resp_x?include=${'i'.repeat(129)}`,
+        '/v1/responses/resp_x?include_obfuscation=maybe',
+        '/v1/responses/resp_x?include[x]=a',
+      ];
+      for (const path of retrieves) {
+        const answer = await send(path);
+        expect({ path, status: answer.status }).toEqual({ path, status: 400 });
+        expect(answer.json).toEqual({ error: { type: 'invalid_request_error', code: expect.any(String), message: expect.any(String), param: expect.toBeOneOf([null, expect.any(String)]) } });
+      }
     });
     expect(produced).toEqual([]);
   });

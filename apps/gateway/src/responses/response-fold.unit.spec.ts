@@ -1,7 +1,7 @@
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { describe, expect, it } from 'vitest';
 import { ResponseFold } from './response-fold';
-import { newConversationKey, parseResponseId, responseIdOf } from './response-id';
+import { parseResponseId, responseIdOf } from './response-id';
 
 const KEY = 'c/1';
 let position = 0;
@@ -93,11 +93,5 @@ describe('response ids', () => {
     for (const bad of ['resp_', 'resp_nope', 'msg_abc', `resp_${Buffer.from('["a"]').toString('base64url')}`, `resp_${Buffer.from('["bad key!", "x"]').toString('base64url')}`]) {
       expect(parseResponseId(bad)).toBeNull();
     }
-  });
-
-  it("a new conversation's key is derived from the subject and the Idempotency-Key, so a retry finds it; without one it is new", () => {
-    expect(newConversationKey('alice', 'k1', () => 'x')).toBe(newConversationKey('alice', 'k1', () => 'y'));
-    expect(newConversationKey('alice', 'k1', () => 'x')).not.toBe(newConversationKey('bob', 'k1', () => 'x'));
-    expect(newConversationKey('alice', undefined, () => 'fresh')).toBe('responses/fresh');
   });
 });

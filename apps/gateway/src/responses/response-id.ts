@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { ConversationKey, InputId } from '@rudder/contracts';
 
 /**
@@ -23,14 +22,4 @@ export function parseResponseId(id: string): { key: string; input: string } | nu
   } catch {
     return null;
   }
-}
-
-/**
- * The key of the conversation a create without `previous_response_id` or `conversation` opens.
- * With an `Idempotency-Key` it is derived from the subject and that key, so a retried create
- * finds the conversation (and its input) it opened the first time; without one it is new.
- */
-export function newConversationKey(subject: string, idempotencyKey: string | undefined, fresh: () => string): string {
-  if (idempotencyKey === undefined) return `responses/${fresh()}`;
-  return `responses/${createHash('sha256').update(`${subject}\n${idempotencyKey}`).digest('hex').slice(0, 40)}`;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { Inject, Injectable } from '@nestjs/common';
 import { CreateResponseBody, inputTexts, RetrieveResponseQuery, type ResponseAnswer, type StreamCursor } from '@rudder/contracts';
-import type { InputOf } from '@rudder/conversation';
+import { derivedConversationKey, type InputOf } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../auth/conversation-access';
 import { ChatHandler } from '../chat/chat-handler';
@@ -21,7 +21,7 @@ import { CONFIG } from '../tokens';
 import { inputRecord, Writes } from '../writes/submit';
 import { notToBeRetried, ProtocolError } from './protocol-errors';
 import { ResponseFold, sseOf, STEER_KEY, type ProtocolEvent, type ResponseRequest } from './response-fold';
-import { newConversationKey, parseResponseId } from './response-id';
+import { parseResponseId } from './response-id';
 
 /** How long a non-streaming create waits for its turn to end before it answers the response as it stands (`in_progress`, to be polled). */
 export const DEFAULT_RESPONSE_WAIT_MS = 5 * 60_000;
@@ -71,8 +71,10 @@ export class ResponsesHandler {
     const messages = inputTexts(body.input);
     messages.forEach((text, index) => checkTextLength(text, typeof body.input === 'string' ? 'input' : `input.${index}`, this.config.MAX_TEXT_CHARS));
     const clientId = clientIdOf(undefined, idempotencyKey);
-    const { key, previous } = await this.conversationOf(body, subject, clientId);
-    await this.access.mayWrite(key, subject);
+    const { key, previous, derivedFrom } = await this.conversationOf(body, subject, clientId);
+    // A conversation the door derives for this subject is the worker's to check, under its lock
+    // (it refuses one another subject opened); any other is checked here first, as every write is.
+    if (derivedFrom === undefined) await this.access.mayWrite(key, subject);
     const steer = body.metadata?.[STEER_KEY] === 'true';
     if (steer && previous === null) {
       throw new ProtocolError('bad_request', 'invalid_request', 'a steer (metadata "rudder.steer") goes into a running response: name it as previous_response_id', 'previous_response_id');
@@ -82,12 +84,14 @@ export class ResponsesHandler {
     // lands on whatever turn runs, so it names no latest input.
     const input = steer ? inputRecord('steer', sender, { text: messages.join('\n\n') }) : inputRecord('chat', sender, {
       messages,
-      // A follow-up on a response still running: that turn winds down at its next step and
-      // ends `completed` (the `interrupt` semantics), then this one runs. Only on the latest
-      // response: another is a fork (`ifLastInputId`, decided by the worker with the input).
-      onBusy: previous === null ? 'enqueue' : 'interrupt',
-      // An agent that takes no steers is not wound down: the worker refuses the follow-up (`ifSteerable`).
-      ...(previous === null ? {} : { ifLastInputId: previous, ifSteerable: true }),
+      onBusy: 'enqueue',
+      // A follow-up of the latest response (another is a fork: `ifLastInputId`, decided by the
+      // worker with the input). When that response is running, its turn winds down at its next
+      // step and ends `completed`, then this one runs; when it still waits, this one queues
+      // behind it (`continues`). An agent that takes no steers is not wound down: the worker
+      // refuses the follow-up (`ifSteerable`).
+      ...(previous === null ? {} : { continues: previous, ifLastInputId: previous, ifSteerable: true }),
+      ...(derivedFrom === undefined ? {} : { derivedFrom }),
       agent: body.model,
     });
     const request: ResponseRequest = {
@@ -102,13 +106,14 @@ export class ResponsesHandler {
     // conversation's start while the companion does not know it).
     const after: StreamCursor = { position: clientId === undefined ? (this.live.latestPosition(key) ?? 0) : await this.before(key, input.id), tokenOffset: null };
     const fold = new ResponseFold(key, input.id, request);
+    // A streamed create streams, in the background too (the turn runs on when the client goes).
+    if (body.stream) return this.submitAndFollow(input, clientId !== undefined, this.streamTo(response, fold, after, subject, null));
     if (body.background) {
       await this.submit(input, clientId !== undefined);
       // Produced: answered as it stands, or as queued when the read side cannot say (never a retryable 503).
       const found = await this.read(key, input.id, request, after.position).catch(() => fold);
       return json(response, found.unseen ? fold.answer() : found.answer());
     }
-    if (body.stream) return this.submitAndFollow(input, clientId !== undefined, this.streamTo(response, fold, after, subject, null));
     const collecting = this.collect(fold, after, subject);
     // A client gone before the answer: nothing is followed for it any more (the input stays produced).
     response.on('close', collecting.close);
@@ -133,11 +138,11 @@ export class ResponsesHandler {
   async retrieve({ subject, id, query, response }: RetrieveRequest): Promise<void> {
     const { stream, starting_after } = parseEdge(RetrieveResponseQuery, query, 'query');
     const { key, input, request } = await this.readable(id, subject);
-    const known = await this.companion.input(key, input);
+    const known = await this.companion.inputOrPosition(key, input);
     const from = startOf(known);
     if (stream !== 'true') return json(response, (await this.found(key, input, request, from)).answer());
     // An input the companion knows was accepted is a response; one it does not know (yet), or knows refused, is looked for in the events (404 when none is there).
-    if (known === null || known.state === 'rejected') await this.found(key, input, request, from);
+    if ('unseenUpTo' in known || known.state === 'rejected') await this.found(key, input, request, from);
     const fold = new ResponseFold(key, input, request);
     const follow = this.streamTo(response, fold, { position: from, tokenOffset: null }, subject, starting_after === undefined ? null : Number(starting_after));
     await follow.start();
@@ -178,8 +183,16 @@ export class ResponsesHandler {
     }
   }
 
-  /** The conversation a create continues (and the previous response's input), or a new one. */
-  private async conversationOf(body: CreateResponseBody, subject: string, clientId: string | undefined): Promise<{ key: string; previous: string | null }> {
+  /**
+   * The conversation a create continues (and the previous response's input), or a new one: a key
+   * derived for the subject from the `Idempotency-Key` (a retry finds it again) or from a fresh
+   * nonce, which the input carries (`derivedFrom`) so the worker can check the derivation.
+   */
+  private async conversationOf(
+    body: CreateResponseBody,
+    subject: string,
+    clientId: string | undefined,
+  ): Promise<{ key: string; previous: string | null; derivedFrom?: string }> {
     if (body.previous_response_id != null) {
       const previous = parseResponseId(body.previous_response_id);
       const unknown = () =>
@@ -195,7 +208,8 @@ export class ResponsesHandler {
       const key = conversationKeyOf(typeof body.conversation === 'string' ? body.conversation : body.conversation.id);
       return { key, previous: null };
     }
-    return { key: newConversationKey(subject, clientId, randomUUID), previous: null };
+    const derivedFrom = clientId ?? randomUUID();
+    return { key: derivedConversationKey(subject, derivedFrom), previous: null, derivedFrom };
   }
 
   /** The conversation and input of a response `subject` may read: 404 for an id that names none, 403 for another's. */
@@ -216,11 +230,12 @@ export class ResponsesHandler {
 
   /**
    * Where a response's events begin: right before its input's acceptance, which the companion
-   * knows by its id; the conversation's start when it does not (yet). So reading a response costs
-   * what comes after its input, not the conversation's length before it.
+   * knows by its id; where the companion's view was without it when it does not (yet). So
+   * reading a response costs what comes after its input, not the conversation's length before
+   * it, for an id that names no input too.
    */
   private async before(key: string, input: string): Promise<number> {
-    return startOf(await this.companion.input(key, input));
+    return startOf(await this.companion.inputOrPosition(key, input));
   }
 
   private async found(key: string, input: string, request: ResponseRequest, from: number): Promise<ResponseFold> {
@@ -269,7 +284,16 @@ export class ResponsesHandler {
       subject,
       after,
       sink: ending,
-      format: { event: (event) => (fold.ended ? '' : write(fold.see(event))), token: () => '' },
+      format: {
+        event: (event) => {
+          if (fold.ended) return '';
+          const chunk = write(fold.see(event));
+          // Its end sent before (`starting_after` past it): nothing to write, and the stream ends all the same.
+          if (fold.ended && chunk === '') sink.end();
+          return chunk;
+        },
+        token: () => '',
+      },
     });
     response.on('close', follow.close);
     return follow;
@@ -334,5 +358,6 @@ function protocolRefusal(error: unknown): unknown {
   return error;
 }
 
-/** Where the events of a response whose input the companion knows (or not: null) begin: right before the input's acceptance, else the conversation's start. */
-const startOf = (known: { position?: number } | null): number => (known?.position === undefined ? 0 : Math.max(0, known.position - 1));
+/** Where the events of a response begin: right before its input's acceptance, or where the companion's view was without it. */
+const startOf = (known: { position?: number } | { unseenUpTo: number }): number =>
+  'unseenUpTo' in known ? known.unseenUpTo : known.position === undefined ? 0 : Math.max(0, known.position - 1);

@@ -68,4 +68,26 @@ describe('reading a response', () => {
       await answer.body?.cancel();
     }
   });
+
+  it('a retrieve, a streamed retrieve or a cancel of an id that names no input reads only after where the companion was without it', async () => {
+    const key = `responses-reads/${Math.random().toString(36).slice(2, 8)}`;
+    h.companion.setStatus(key, { owner: 'anonymous', agent: 'default' });
+    // A long conversation the companion has folded to 5003: a made-up input cannot be in it.
+    h.companion.addEvents(key, [
+      conversationEvent(key, 'conversation.opened', { owner: 'anonymous', agent: 'default' }, 1),
+      ...Array.from({ length: 600 }, (_, i) => ({ ...inputAccepted(key, { id: `old-${i}`, messages: ['old'] }), position: 2 + i, id: `e-${key}-${2 + i}` })),
+      conversationEvent(key, 'turn.started', { turn: 't-9', prompt: { id: 'old-0', text: 'old' } }, 5003),
+    ]);
+    h.companion.setPosition(key, 5003);
+    const made = responseIdOf(key, 'made-up');
+    for (const [path, method] of [[`/v1/responses/${made}`, 'GET'], [`/v1/responses/${made}?stream=true`, 'GET'], [`/v1/responses/${made}/cancel`, 'POST']] as const) {
+      const before = h.companion.requests.length;
+      const answer = await fetch(`${h.gateway.url}${path}`, { method });
+      expect(answer.status, path).toBe(404);
+      await answer.body?.cancel();
+      const reads = h.companion.requests.slice(before).filter((p) => p.includes('/events'));
+      expect(reads.length, path).toBeGreaterThan(0);
+      for (const read of reads) expect(Number(new URL(read, 'http://x').searchParams.get('after')), path).toBeGreaterThanOrEqual(5003);
+    }
+  });
 });
