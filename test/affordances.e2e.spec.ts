@@ -11,17 +11,22 @@ import { answered, callerOf, startStack, type Stack } from './stack';
  * SPEC "Beside the turn": follow-up suggestions and the recap (#33), on the real stack. They
  * are made by the companion, by a model request of their own, cached per the conversation's last
  * `turn.ended` in the companion's database (every gateway and companion shares it), and answer
- * empty with 200 on any failure, which is not cached.
+ * empty with 200 on any failure, which is not stored: only the companion that failed remembers
+ * it, for a while.
  *
  * Besides the stack (its gateway and companion, default settings), two more pairs of a
  * companion (HTTP only, on the same database) and a gateway: `quick`, whose model requests time
  * out after 1 s (the model that hangs; only the failing asks go there), and `patient`, whose
  * requests wait for as long as the test holds them at a gate (a followups request held open
- * while a turn runs; the asks through another gateway and companion).
+ * while a turn runs; the asks through another gateway and companion), and whose remembered
+ * failures are timed by a clock the test moves (`clock`).
  */
 let stack: Stack;
 let quick: Pair;
 let patient: Pair;
+/** The time of `patient`'s remembered failures: it moves only when a test moves it. */
+let clock = Date.now();
+const BACKOFF_MS = 5000;
 /** alice on the stack's gateway: one client throughout, so her reads reflect her writes. */
 let alice: ReturnType<typeof callerOf>;
 
@@ -38,7 +43,7 @@ async function startPair(settings: (base: AffordanceSettings) => AffordanceSetti
 beforeAll(async () => {
   stack = await startStack({ script: testScript, workerEnv: { AUTH_TOKENS: 'alice-token=alice,bob-token=bob,carol-token=carol' } });
   quick = await startPair((base) => ({ ...base, timeoutMs: 1000 }));
-  patient = await startPair((base) => ({ ...base, timeoutMs: 600_000 }));
+  patient = await startPair((base) => ({ ...base, timeoutMs: 600_000, backoff: { firstMs: BACKOFF_MS, maxMs: 120_000 }, now: () => clock }));
   alice = callerOf(stack.gatewayUrl, 'alice-token');
 });
 afterAll(async () => {
@@ -141,7 +146,7 @@ describe('follow-up suggestions and the recap', () => {
     { name: 'the model hangs (held at a gate past the 1 s timeout)', fault: () => ({ gate: gateName('hang') }), reason: 'timeout', via: () => quick },
   ];
   for (const { name, fault, reason, via } of failures) {
-    it(`answer empty with 200 when ${name}, count it, cache nothing: the next ask tries again`, async () => {
+    it(`answer empty with 200 when ${name}, count it, store nothing: the next ask through another companion tries again`, async () => {
       const { conversation, first } = await conversationWithATurn(`fails-${reason}`);
       const pair = via();
       const failed = async (kind: string) => {
@@ -165,6 +170,44 @@ describe('follow-up suggestions and the recap', () => {
       expect(askedAbout(first, 'recap')).toHaveLength(2);
     });
   }
+
+  it('a failure is remembered a while for its position: 20 reads of a model that answers 429 cost one request of each kind; a turn that ends is asked about at once; past the backoff, asked again', async () => {
+    const { conversation, first } = await conversationWithATurn('backoff');
+    const via = patient.as('alice-token').http;
+    const metrics = async () => scrape(`${patient.companionUrl}/metrics`);
+    const answeredBy = (text: string, kind: string, answer: string) => (text.includes(`kind="${kind}",answer="${answer}"`) ? sample(text, 'rudder_affordances_total', { kind, answer }) : 0);
+    const before = await metrics();
+    const asked = () => [askedAbout(first, 'followups').length, askedAbout(first, 'recap').length];
+    try {
+      for (const kind of ['followups', 'recap'] as const) affordancesNext[kind].push(...Array.from({ length: 20 }, () => reply.error(429, 'slow down')));
+      for (let i = 0; i < 20; i++) {
+        expect((await via.get(conversation, '/followups')).body).toEqual({ suggestions: [] });
+        expect((await via.get(conversation, '/recap')).body).toEqual({ recap: '' });
+      }
+      expect(asked()).toEqual([1, 1]);
+      const after = await metrics();
+      for (const kind of ['followups', 'recap']) expect(answeredBy(after, kind, 'backoff') - answeredBy(before, kind, 'backoff')).toBe(19);
+
+      // Another turn ended: its position is asked about at once (and fails: a first failure there).
+      await alice.client.chat(conversation, { text: 'and the hotels', id: 'c2' });
+      await answered(alice.client, conversation, 'c2');
+      expect((await via.get(conversation, '/followups')).body).toEqual({ suggestions: [] });
+      expect((await via.get(conversation, '/recap')).body).toEqual({ recap: '' });
+      expect((await via.get(conversation, '/followups')).body).toEqual({ suggestions: [] });
+      expect(asked()).toEqual([2, 2]);
+    } finally {
+      affordancesNext.followups.splice(0);
+      affordancesNext.recap.splice(0);
+    }
+    // The model answers again; the first failure at this position is remembered 5 s, then the next ask asks.
+    clock += BACKOFF_MS - 1;
+    expect((await via.get(conversation, '/followups')).body).toEqual({ suggestions: [] });
+    expect(asked()).toEqual([2, 2]);
+    clock += 1;
+    expect((await via.get(conversation, '/followups')).body.suggestions[0]).toBe('Tell me more about and the hotels');
+    expect((await via.get(conversation, '/recap')).body.recap).toContain('and the hotels');
+    expect(asked()).toEqual([3, 3]);
+  });
 
   it('while a followups request is held open at the model, a turn of the same conversation runs and ends', async () => {
     const { conversation, first } = await conversationWithATurn('beside');

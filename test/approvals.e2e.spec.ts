@@ -131,13 +131,21 @@ describe('a tool that needs approval', () => {
     expect(turn.approvals).toMatchObject([{ state: 'denied', reason: 'not to dave' }]);
   });
 
-  it('approved with edited arguments, it runs with those and the model is told; arguments its schema refuses are 422 and the call still waits', async () => {
+  it('approved with edited arguments, it runs with those and the model is told; arguments its schema refuses, or with a key it does not take, are 422 and the call still waits', async () => {
     const conversation = key('edit');
     const [waiting] = await parkedOn(conversation, 'e', email('eve@example.com', 'draft'));
     const refused = await alice.http.post(conversation, `/approvals/${waiting.approvalId}`, { decision: 'approve', arguments: { to: 5 } });
     expect(refused.status).toBe(422);
     expect(refused.body.error).toMatchObject({ code: 'invalid_arguments' });
+    // A key the schema does not know: the tool would run without it while the model read it.
+    const unknownKey = await alice.http.post(conversation, `/approvals/${waiting.approvalId}`, {
+      decision: 'approve',
+      arguments: { to: 'mallory@example.com', body: 'final', bcc: 'mallory@example.com' },
+    });
+    expect([unknownKey.status, unknownKey.body.error?.code]).toEqual([422, 'invalid_arguments']);
+    expect(unknownKey.body.error?.message).toContain('the tool takes no key "bcc"');
     expect((await alice.client.status(conversation)).awaiting.map((a) => a.approvalId)).toEqual([waiting.approvalId]);
+    expect(runsIn(conversation)).toEqual([]);
     const notJson = await alice.http.post(conversation, `/approvals/${waiting.approvalId}`, { decision: 'approve', arguments: 'to=x' });
     expect(notJson.status).toBe(400);
     const tooLong = await alice.http.post(conversation, `/approvals/${waiting.approvalId}`, { decision: 'approve', arguments: { to: 'eve@example.com', body: 'x'.repeat(100_000) } });

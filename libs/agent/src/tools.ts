@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { droppedKeys, keysOutsideSchema } from './unknown-keys';
 
 /**
  * What a tool call knows of where it runs. `callId` is the same on every run of this call (a
@@ -98,9 +99,13 @@ export async function needsApproval(tools: readonly Tool[], call: { name: string
 }
 
 /**
- * Why a person's edited arguments for a call of `tool` are refused (not JSON, not an object, or
- * its schema refuses them); null when they are fine. A tool described by its server's own schema
- * (an MCP tool) is checked by its server when it runs: here only as JSON of an object.
+ * Why a person's edited arguments for a call of `tool` are refused (not JSON, not an object, its
+ * schema refuses them, or they have keys it does not know); null when they are fine. An unknown
+ * key is refused because the model would read the edited arguments with it while the tool never
+ * got it: a zod object drops it (`droppedKeys`, at any depth). A tool described by its server's
+ * own schema (an MCP tool) gets its arguments as given and is checked by its server when it
+ * runs: here as JSON of an object without the keys its schema refuses by
+ * `additionalProperties: false` (`keysOutsideSchema`).
  */
 export function argumentsError(tool: Tool, text: string): string | null {
   let args: unknown;
@@ -110,12 +115,19 @@ export function argumentsError(tool: Tool, text: string): string | null {
     return 'the arguments are not JSON';
   }
   if (typeof args !== 'object' || args === null || Array.isArray(args)) return 'the arguments are not a JSON object';
-  if (tool.inputSchema) return null;
+  if (tool.inputSchema) return unknownKeysError(keysOutsideSchema(tool.inputSchema, args));
   const parsed = tool.parameters.safeParse(args);
-  if (parsed.success) return null;
+  if (parsed.success) return unknownKeysError(droppedKeys(args, parsed.data));
   // Stored with the refusal (`approval.refused`): bounded, whatever the arguments.
   const why = z.prettifyError(parsed.error);
   return why.length <= ARGUMENTS_ERROR_CHARS ? why : `${why.slice(0, ARGUMENTS_ERROR_CHARS)}… (${parsed.error.issues.length} issues)`;
+}
+
+/** The refusal of the unknown keys at `paths`, bounded like a schema's; null for none. */
+function unknownKeysError(paths: readonly string[]): string | null {
+  if (paths.length === 0) return null;
+  const why = `the tool takes no ${paths.length === 1 ? 'key' : 'keys'} ${paths.map((p) => JSON.stringify(p)).join(', ')}`;
+  return why.length <= ARGUMENTS_ERROR_CHARS ? why : `${why.slice(0, ARGUMENTS_ERROR_CHARS)}… (${paths.length} keys)`;
 }
 
 /** How much of a schema's refusal of edited arguments is kept. */

@@ -5,11 +5,12 @@ import type { AgentAffordances, Followups, Recap } from '@rudder/contracts';
 import type { Log } from '@rudder/runtime';
 import type { CompanionMetrics } from '../metrics/companion-metrics';
 import type { AffordanceStore } from './affordance-store';
+import { FailureMemory } from './failure-memory';
 import { affordanceRequest, parseAnswer, type AffordanceKind, type Made } from './model-requests';
 import type { AffordanceSettings } from './settings';
 
 /** How an ask was answered (`rudder_affordances_total{answer}`). */
-export type AffordanceAnswer = 'model' | 'cache' | 'shared' | 'none' | 'failed';
+export type AffordanceAnswer = 'model' | 'cache' | 'shared' | 'none' | 'failed' | 'backoff';
 /** Why making one failed (`rudder_affordance_failures_total{reason}`): each failed model request, or database error, once. */
 export type AffordanceFailure = 'model' | 'timeout' | 'garbage' | 'database' | 'unconfigured';
 
@@ -28,20 +29,26 @@ const LEASE_MARGIN_MS = 5000;
  *
  * It never throws: any failure (the model's error or 429, no answer within `timeoutMs`, an
  * answer that is not the JSON asked for, the database) answers empty, is logged and counted,
- * and is not cached, so the next ask tries again. It reads the read models and its own table
- * only, and takes none of the fold's locks: a turn never waits for it.
+ * and is not stored in the row. A failed model request is remembered in this process for its
+ * position a while (`failures`, `settings.backoff`): asks of it meanwhile answer empty without
+ * asking (`backoff`), an answer another companion made meanwhile is served; past that the next
+ * ask tries again. It reads the read models and its own table only, and takes none of the
+ * fold's locks: a turn never waits for it.
  */
 export class AffordanceMaker {
   private readonly flights = new Map<string, Promise<Made | null>>();
   /** A client per model name asked (the deployment's, and the ones agents name). */
   private readonly models = new Map<string, ModelClient>();
+  private readonly failures: FailureMemory;
 
   constructor(
     private readonly store: AffordanceStore,
     private readonly settings: AffordanceSettings,
     private readonly metrics: CompanionMetrics,
     private readonly log: Log,
-  ) {}
+  ) {
+    this.failures = new FailureMemory(settings.backoff, settings.now);
+  }
 
   /** The client of the model named `name` on the settings' server (`openai`, no retries: a failure is answered empty at once); null when none is configured. */
   private modelNamed(name: string | undefined): ModelClient | null {
@@ -104,8 +111,12 @@ export class AffordanceMaker {
           await sleep(POLL_MS);
           continue;
         }
-        // Its asker let go without an answer (it failed): this ask shares that failure, the next tries again.
-        if (waited && stored.state === 'open' && stored.position === position) return this.answered(kind, 'failed', null);
+        // Its asker let go without an answer (it failed): this ask shares that failure, and remembers it.
+        if (waited && stored.state === 'open' && stored.position === position) {
+          this.failures.failed(key, kind, position);
+          return this.answered(kind, 'failed', null);
+        }
+        if (this.failures.holds(key, kind, position)) return this.answered(kind, 'backoff', null);
         const claim = randomUUID();
         if (await this.store.claim(key, kind, position, claim, this.settings.timeoutMs + LEASE_MARGIN_MS)) return await this.ask(key, kind, position, claim);
         // Another claimed it between the read and the claim: read again.
@@ -139,13 +150,14 @@ export class AffordanceMaker {
       content = (await model.reply({ messages: affordanceRequest(kind, prompt, transcript), tools: [], signal })).content;
     } catch (error) {
       await release();
-      return this.failed(key, kind, signal.aborted ? 'timeout' : 'model', error);
+      return this.failed(key, kind, signal.aborted ? 'timeout' : 'model', error, position);
     }
     const made = parseAnswer(kind, content);
     if (!made) {
       await release();
-      return this.failed(key, kind, 'garbage', new Error(`the model answered ${JSON.stringify(content.slice(0, 200))}`));
+      return this.failed(key, kind, 'garbage', new Error(`the model answered ${JSON.stringify(content.slice(0, 200))}`), position);
     }
+    this.failures.succeeded(key, kind);
     await this.store.fulfil(key, kind, claim, made);
     return this.answered(kind, 'model', made);
   }
@@ -155,12 +167,15 @@ export class AffordanceMaker {
     return made;
   }
 
-  private failed(key: string, kind: AffordanceKind, reason: AffordanceFailure, error: unknown): null {
+  /** Logs and counts a failure; a failed model request (given its `position`) is remembered too (`failures`), and the log says for how long (`backoffMs`). */
+  private failed(key: string, kind: AffordanceKind, reason: AffordanceFailure, error: unknown, position?: number): null {
+    const backoffMs = position === undefined ? undefined : this.failures.failed(key, kind, position);
     this.log.warn(`could not make ${kind === 'followups' ? 'follow-up suggestions' : 'a recap'}; answered empty`, {
       conversation: key,
       kind,
       reason,
       error: error instanceof Error ? error.message : String(error),
+      ...(backoffMs === undefined ? {} : { backoffMs }),
     });
     this.metrics.affordanceFailed(kind, reason);
     this.answered(kind, 'failed', null);

@@ -1,5 +1,6 @@
 import type { Config } from '@rudder/runtime';
 import { z } from 'zod';
+import type { Backoff } from './failure-memory';
 
 /**
  * How the companion makes follow-up suggestions and recaps (docs/agents.md, "Follow-ups and
@@ -15,6 +16,13 @@ const Env = z.object({
    * cached). Short: a person is waiting for a page, and a missing suggestion costs nothing.
    */
   AFFORDANCE_TIMEOUT_MS: z.coerce.number().int().min(100).max(10_000).default(5000),
+  /**
+   * How long a failed model request is remembered for the conversation's position (asks of it
+   * answer empty meanwhile, asking nothing); each next failure there twice as long, up to
+   * AFFORDANCE_BACKOFF_MAX_MS. 0 remembers none: every ask tries again.
+   */
+  AFFORDANCE_BACKOFF_MS: z.coerce.number().int().min(0).max(600_000).default(5000),
+  AFFORDANCE_BACKOFF_MAX_MS: z.coerce.number().int().min(0).max(3_600_000).default(120_000),
   /** Replaces the default instructions of the follow-ups request (the answer's JSON shape is always added after it). */
   FOLLOWUPS_PROMPT: z.string().min(1).optional(),
   /** Replaces the default instructions of the recap request (the answer's JSON shape is always added after it). */
@@ -25,7 +33,11 @@ export type AffordanceSettings = {
   /** Where the model is; null when the environment names none (no OPENAI_API_KEY, no OPENAI_BASE_URL): every answer is empty. */
   model: { baseURL?: string; apiKey: string; model: string } | null;
   timeoutMs: number;
+  /** How long failed model requests are remembered (`FailureMemory`). */
+  backoff: Backoff;
   prompts: { followups: string; recap: string };
+  /** The clock the remembered failures are timed by (default `Date.now`): tests pass one they move. */
+  now?: () => number;
 };
 
 /**
@@ -61,11 +73,13 @@ export function affordanceSettings(config: Pick<Config, 'OPENAI_BASE_URL' | 'OPE
   if (!parsed.success) {
     throw new Error(`bad configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
-  const { AFFORDANCE_MODEL, AFFORDANCE_TIMEOUT_MS, FOLLOWUPS_PROMPT, RECAP_PROMPT } = parsed.data;
+  const { AFFORDANCE_MODEL, AFFORDANCE_TIMEOUT_MS, AFFORDANCE_BACKOFF_MS, AFFORDANCE_BACKOFF_MAX_MS, FOLLOWUPS_PROMPT, RECAP_PROMPT } = parsed.data;
+  if (AFFORDANCE_BACKOFF_MAX_MS < AFFORDANCE_BACKOFF_MS) throw new Error('bad configuration: AFFORDANCE_BACKOFF_MAX_MS must be at least AFFORDANCE_BACKOFF_MS');
   const configured = config.OPENAI_API_KEY !== undefined || config.OPENAI_BASE_URL !== undefined;
   return {
     model: configured ? { baseURL: config.OPENAI_BASE_URL, apiKey: config.OPENAI_API_KEY ?? 'none', model: AFFORDANCE_MODEL ?? config.OPENAI_MODEL } : null,
     timeoutMs: AFFORDANCE_TIMEOUT_MS,
+    backoff: { firstMs: AFFORDANCE_BACKOFF_MS, maxMs: AFFORDANCE_BACKOFF_MAX_MS },
     prompts: { followups: FOLLOWUPS_PROMPT ?? DEFAULT_FOLLOWUPS_PROMPT, recap: RECAP_PROMPT ?? DEFAULT_RECAP_PROMPT },
   };
 }

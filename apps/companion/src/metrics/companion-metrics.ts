@@ -29,7 +29,7 @@ export class CompanionMetrics {
 
   private readonly affordances = new Counter({
     name: 'rudder_affordances_total',
-    help: 'Asks for follow-up suggestions or a recap, by kind and how each was answered: model (this companion asked), cache (made before), shared (another ask\'s model request), none (no turn ended yet), failed (answered empty)',
+    help: 'Asks for follow-up suggestions or a recap, by kind and how each was answered: model (this companion asked), cache (made before), shared (another ask\'s model request), none (no turn ended yet), failed (answered empty), backoff (answered empty without asking: a failure at that position is remembered)',
     labelNames: ['kind', 'answer'],
     registers: [this.registry],
   });
@@ -70,7 +70,7 @@ export class CompanionMetrics {
   }
 
   /** An ask for an affordance was answered (`AffordanceMaker`). */
-  affordanceAnswered(kind: 'followups' | 'recap', answer: 'model' | 'cache' | 'shared' | 'none' | 'failed'): void {
+  affordanceAnswered(kind: 'followups' | 'recap', answer: 'model' | 'cache' | 'shared' | 'none' | 'failed' | 'backoff'): void {
     this.affordances.inc({ kind, answer });
   }
 
