@@ -15,6 +15,19 @@ const rendered = (turn: EarlierTurn): string =>
     .map((m) => `${m.role === 'user' ? 'User' : 'Assistant'}: ${m.content}`)
     .join('\n\n');
 
+/** Each turn's tokens in a summary request (its paragraphs), counted once. */
+const summaryCounts = new WeakMap<EarlierTurn, number>();
+
+/** The tokens `turn` adds to a summary request: a compaction that has turns of more than its `maxTokens` in all has more than the request can take. */
+export function summaryTurnTokens(turn: EarlierTurn): number {
+  let tokens = summaryCounts.get(turn);
+  if (tokens === undefined) {
+    tokens = textTokens(`\n\n${rendered(turn)}`);
+    summaryCounts.set(turn, tokens);
+  }
+  return tokens;
+}
+
 export type SummaryRequest = {
   messages: ModelMessage[];
   /** How many of the turns given (the oldest first) it covers: at least one. */
@@ -36,7 +49,7 @@ export function summaryRequest(prompt: string, previous: string | null, turns: r
   const parts: string[] = [];
   for (const turn of turns) {
     const text = `\n\n${rendered(turn)}`;
-    const more = textTokens(text);
+    const more = summaryTurnTokens(turn);
     if (tokens + more <= maxTokens) {
       parts.push(text);
       tokens += more;

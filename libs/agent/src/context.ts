@@ -56,7 +56,7 @@ export const contextBudget = (settings: { maxTokens: number; compactAt?: number 
 /** What a model request is made of. */
 export type RequestParts = {
   systemPrompt: string;
-  /** The agent's plan (`planMessage`), sent as a system message right after the instructions; null: none. */
+  /** The agent's plan (`planMessage`), sent as a system message right after the instructions (cut to its share of the budget); null: none. */
   plan?: string | null;
   tools: readonly Tool[];
   /** The summary that stands in for the turns before `earlier` (`history.compacted`); null when the history was never compacted. */
@@ -79,11 +79,15 @@ export type FittedRequest =
  *
  * - A tool result longer than its limit (the tool's `maxResultTokens`, else the budget's
  *   `toolResultTokens`) is sent truncated, with a marker saying so.
+ * - The plan is sent with at most `PLAN_SHARE` of the budget; a longer one is truncated, with a
+ *   marker saying so.
  * - Earlier turns are left out whole, the oldest first: a request carries the latest of them
  *   that fit beside the running turn, never a part of one.
  * - If the running turn alone is still over the budget, the results of its older steps (all
  *   but the latest reply's) are replaced by a marker, the oldest first: every call keeps a
  *   result, every message keeps its place (a steered message stays after its step's results).
+ * - If it is over even so, the plan gives way: it is cut to the room left, or left out when not
+ *   even its marker fits. The plan is never what keeps a turn from running.
  * - If it is over even so, the request does not fit: the turn cannot go on.
  *
  * Only what is sent changes: the messages given are never changed. Each message is counted
@@ -92,7 +96,9 @@ export type FittedRequest =
 export function fitRequest(parts: RequestParts, budget: Omit<ContextBudget, 'compactAt' | 'summaryPrompt'>): FittedRequest {
   const limit = Math.floor(budget.maxTokens / budget.usage.value);
   const sent = truncatedResults(parts.turn, parts.tools, budget.toolResultTokens);
-  let tokens = fixedTokens(parts) + sent.reduce((sum, m) => sum + messageTokens(m), 0);
+  const whole = parts.plan ?? null;
+  let plan = whole ? sentPlan(whole, planTokens(limit)) : null;
+  let tokens = fixedTokens({ ...parts, plan }) + sent.reduce((sum, m) => sum + messageTokens(m), 0);
   if (tokens > limit) {
     const latestStep = sent.findLastIndex((m) => m.role === 'assistant');
     for (let i = 0; i < latestStep && tokens > limit; i++) {
@@ -105,13 +111,18 @@ export function fitRequest(parts: RequestParts, budget: Omit<ContextBudget, 'com
       tokens -= saved;
     }
   }
+  if (tokens > limit && whole && plan !== null) {
+    const without = tokens - textMessageTokens(plan);
+    plan = sentPlan(whole, limit - without);
+    tokens = without + (plan === null ? 0 : textMessageTokens(plan));
+  }
   if (tokens > limit) {
     const over = Math.ceil(tokens * budget.usage.value) - budget.maxTokens;
     return { fits: false, over, outcome: `the turn does not fit the model's context window: ${over} tokens over a budget of ${budget.maxTokens}` };
   }
   let from = parts.earlier.length;
   while (from > 0 && tokens + turnTokens(parts.earlier[from - 1]) <= limit) tokens += turnTokens(parts.earlier[--from]);
-  return { fits: true, messages: [...head(parts), ...parts.earlier.slice(from).flatMap((t) => t.messages), ...sent], tokens, earlierTurns: parts.earlier.length - from };
+  return { fits: true, messages: [...head({ ...parts, plan }), ...parts.earlier.slice(from).flatMap((t) => t.messages), ...sent], tokens, earlierTurns: parts.earlier.length - from };
 }
 
 /**
@@ -142,9 +153,10 @@ const summaryMessage = (summary: string): ModelMessage => ({ role: 'user', conte
  * What the request would carry with every earlier turn given and every result as its limit
  * sends it, in tokens as the model counts them: what `compactAt` is measured against.
  */
-export function carriedTokens(parts: RequestParts, budget: Pick<ContextBudget, 'toolResultTokens' | 'usage'>): number {
+export function carriedTokens(parts: RequestParts, budget: Pick<ContextBudget, 'maxTokens' | 'toolResultTokens' | 'usage'>): number {
   const sent = truncatedResults(parts.turn, parts.tools, budget.toolResultTokens);
-  const counted = fixedTokens(parts) + parts.earlier.reduce((sum, t) => sum + turnTokens(t), 0) + sent.reduce((sum, m) => sum + messageTokens(m), 0);
+  const plan = parts.plan ? sentPlan(parts.plan, planTokens(Math.floor(budget.maxTokens / budget.usage.value))) : null;
+  const counted = fixedTokens({ ...parts, plan }) + parts.earlier.reduce((sum, t) => sum + turnTokens(t), 0) + sent.reduce((sum, m) => sum + messageTokens(m), 0);
   return Math.ceil(counted * budget.usage.value);
 }
 
@@ -164,6 +176,51 @@ export function compactionDue(parts: RequestParts, budget: ContextBudget): numbe
     if (kept > room) break;
   }
   return keep < parts.earlier.length ? keep : null;
+}
+
+/** The most of a request's tokens the plan takes: a quarter of the budget, so that the running turn and its history keep the rest. */
+export const PLAN_SHARE = 0.25;
+const planTokens = (limit: number) => Math.floor(limit * PLAN_SHARE);
+
+/** The marker a plan longer than its share ends with, once cut there. */
+export const planTruncatedMarker = (tokens: number, shown: number) => `\n[truncated: this plan has ${tokens} tokens; only its first ${shown} are shown]`;
+
+/** Each plan's cuts by their number of tokens (its share, and the room a tight request left), kept for the latest 1,024 plans. */
+const planCuts = new Map<string, Map<number, string | null>>();
+const CUTS_KEPT_PER_PLAN = 2;
+
+/**
+ * The plan as a request sends it in at most `max` tokens (as a message, its framing counted):
+ * whole when it fits, else its first tokens and the marker; null when not even the marker fits.
+ * Each cut is made once (the plan changes only when the model changes it).
+ */
+function sentPlan(plan: string, max: number): string | null {
+  if (textMessageTokens(plan) <= max) return plan;
+  let cuts = planCuts.get(plan);
+  if (!cuts) {
+    if (planCuts.size >= TEXT_COUNTS_KEPT) planCuts.delete(planCuts.keys().next().value!);
+    planCuts.set(plan, (cuts = new Map()));
+  }
+  let sent = cuts.get(max);
+  if (sent === undefined) {
+    sent = cutPlan(plan, max);
+    if (cuts.size >= CUTS_KEPT_PER_PLAN) cuts.delete(cuts.keys().next().value!);
+  }
+  cuts.delete(max);
+  cuts.set(max, sent); // the latest used last: the one let go of is the least recently used
+  return sent;
+}
+
+function cutPlan(plan: string, max: number): string | null {
+  const of = textMessageTokens(plan) - MESSAGE_FRAMING_TOKENS;
+  // A cut's text may count a token more or less than its parts (tokens merge across the cut): cut again until it fits.
+  for (let shown = max - MESSAGE_FRAMING_TOKENS - textTokens(planTruncatedMarker(of, max)); shown > 0; ) {
+    const cut = firstTokens(plan, shown).text + planTruncatedMarker(of, shown);
+    const tokens = textMessageTokens(cut);
+    if (tokens <= max) return cut;
+    shown -= tokens - max;
+  }
+  return null;
 }
 
 /** The marker a result longer than its limit ends with, once cut there. */

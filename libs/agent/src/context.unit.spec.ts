@@ -2,9 +2,10 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { toolSequenceProblem } from '@rudder/scripted-model';
-import { carriedTokens, compactionDue, contextBudget, fitRequest, leftOutMarker, SUMMARY_HEADING, UsageRatio, type RequestParts } from './context';
+import { carriedTokens, compactionDue, contextBudget, fitRequest, leftOutMarker, PLAN_SHARE, SUMMARY_HEADING, UsageRatio, type RequestParts } from './context';
 import { assistantMessage, toolMessage, userMessage, type ModelMessage } from './messages';
-import { countRequest, textTokens, turnTokens, type EarlierTurn } from './tokens';
+import { changeTodos, emptyTodos, MAX_TODO_ITEMS, MAX_TODO_TEXT, planMessage } from './todos';
+import { countMessage, countRequest, textTokens, turnTokens, type EarlierTurn } from './tokens';
 import { defineTool } from './tools';
 
 const noArgs = z.object({});
@@ -163,6 +164,65 @@ describe('a model request fits its budget (fitRequest)', () => {
     expect(corrected.tokens).toBeLessThanOrEqual(500);
     expect(corrected.earlierTurns).toBeLessThan(counted.earlierTurns);
   });
+});
+
+describe("the plan's share of a request", () => {
+  /** The fullest plan the todos tool allows, of text that is dense in tokens (about 9,000 in all). */
+  const fullPlan = () => {
+    const text = (i: number) => Array.from({ length: MAX_TODO_TEXT }, (_, j) => 'aZ9#€xQ7'[(i * 31 + j * 7) % 8]).join('');
+    const changed = changeTodos(emptyTodos(), JSON.stringify({ add: Array.from({ length: MAX_TODO_ITEMS }, (_, i) => text(i)) }));
+    if (changed.isError) throw new Error(changed.result);
+    return planMessage(changed.list.items)!;
+  };
+  const planOf = (messages: readonly ModelMessage[]) => (messages[1]?.role === 'system' ? messages[1].content : null);
+  const marker = /\n\[truncated: this plan has \d+ tokens; only its first \d+ are shown\]$/;
+
+  it('a full plan with an 8,192-token model (a budget of 4,096) is cut to a quarter of the budget, with a marker, and the turn goes on', () => {
+    const plan = fullPlan();
+    expect(textTokens(plan)).toBeGreaterThan(4096);
+    const turn = [userMessage('what is left?')];
+    const request = fitRequest({ systemPrompt: 'be brief', plan, summary: null, tools, earlier: [], turn }, contextBudget({ maxTokens: 4096 }));
+    if (!request.fits) throw new Error(request.outcome);
+    const sent = planOf(request.messages)!;
+    expect(countMessage({ role: 'system', content: sent })).toBeLessThanOrEqual(4096 * PLAN_SHARE);
+    expect(sent).toMatch(marker);
+    expect(sent).toContain(`this plan has ${textTokens(plan)} tokens`);
+    expect(plan.startsWith(sent.replace(marker, ''))).toBe(true);
+    expect(request.tokens).toBe(countRequest(request.messages, tools));
+    expect(request.messages.at(-1)).toBe(turn[0]);
+    // What compactAt is measured against counts the plan as it is sent.
+    expect(carriedTokens({ systemPrompt: 'be brief', plan, summary: null, tools, earlier: [], turn }, contextBudget({ maxTokens: 4096 }))).toBe(request.tokens);
+    // A plan within its share is sent whole.
+    const short = planMessage([{ n: 1, text: 'fetch', status: 'pending' }])!;
+    const whole = fitRequest({ systemPrompt: 'be brief', plan: short, summary: null, tools, earlier: [], turn }, contextBudget({ maxTokens: 4096 }));
+    expect(whole.fits && planOf(whole.messages)).toBe(short);
+  });
+
+  it('over random turns and budgets: a request with the plan fits exactly when one without it does; the plan is whole or a cut with its marker, never past its share', () => {
+    const plan = fullPlan();
+    fc.assert(
+      fc.property(parts, limits, fc.integer({ min: 0, max: 3000 }), ({ systemPrompt, earlier, turn }, { fraction, toolResultTokens }, length) => {
+        const given: RequestParts = { systemPrompt, plan: plan.slice(0, Math.max(80, length)), summary: null, tools, earlier, turn: turn.messages };
+        const budget = contextBudget({ maxTokens: budgetOf({ systemPrompt, earlier, turn }, fraction), toolResultTokens });
+        const request = fitRequest(given, budget);
+        const without = fitRequest({ ...given, plan: null }, budget);
+        expect(request.fits).toBe(without.fits);
+        if (!request.fits || !without.fits) {
+          expect(request).toEqual(without); // the turn's own failure: nothing of the plan in it
+          return;
+        }
+        expect(countRequest(request.messages, tools)).toBe(request.tokens);
+        expect(request.tokens).toBeLessThanOrEqual(budget.maxTokens);
+        const sent = planOf(request.messages);
+        if (sent === null) return;
+        expect(countMessage({ role: 'system', content: sent })).toBeLessThanOrEqual(Math.floor(budget.maxTokens * PLAN_SHARE));
+        if (sent === given.plan) return;
+        expect(sent).toMatch(marker);
+        expect(given.plan?.startsWith(sent.replace(marker, ''))).toBe(true);
+      }),
+      { numRuns: 200, endOnFailure: true },
+    );
+  }, 60_000);
 });
 
 describe('when the history is compacted (compactionDue)', () => {

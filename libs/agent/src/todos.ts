@@ -18,7 +18,7 @@ export const emptyTodos = (): TodoList => ({ items: [], next: 1 });
 
 /** The name of the built-in tool; an agent that keeps a plan may not have a tool of its own under it. */
 export const TODOS_TOOL = 'todos';
-/** A plan holds at most this many items, each at most this many characters: it rides in every request. */
+/** A plan holds at most this many items, each at most this many characters; every request carries it, cut to its share of the budget (`PLAN_SHARE`, context.ts). */
 export const MAX_TODO_ITEMS = 50;
 export const MAX_TODO_TEXT = 300;
 

@@ -14,6 +14,19 @@ export async function readConversation(pool: Pool, conversation: string, afterPo
 }
 
 /**
+ * At most `limit` of a conversation's events after `after` and at most at `through`, in order:
+ * a page of a log read a page at a time, by a reader that may stop before its end.
+ */
+export async function readConversationPage(pool: Pool, conversation: string, page: { after: number; through: number; limit: number }): Promise<ConversationEvent[]> {
+  const { rows } = await pool.query<EventRow>({
+    name: 'event-store-read-conversation-page',
+    text: `SELECT ${EVENT_COLUMNS} FROM event_store.events WHERE conversation = $1 AND position > $2 AND position <= $3 ORDER BY position LIMIT $4`,
+    values: [conversation, page.after, page.through, page.limit],
+  });
+  return rows.map(toConversationEvent);
+}
+
+/**
  * Conversations of these partitions with work left (as the stream's rules said of their state
  * at their last write), read when partitions are assigned, to resume them.
  */

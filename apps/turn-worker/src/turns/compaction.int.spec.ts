@@ -1,13 +1,14 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
-import type { ChatInput } from '@rudder/contracts';
-import { contextBudget, type ModelClient } from '@rudder/agent';
-import { conversationRules } from '@rudder/conversation';
-import { groupedWrites, readConversation, takePartitions, type OutboxRelay } from '@rudder/event-store';
+import type { ChatInput, DomainEvent } from '@rudder/contracts';
+import { contextBudget, type ModelClient, type TurnState } from '@rudder/agent';
+import { conversationRules, emptyConversation, evolveConversation } from '@rudder/conversation';
+import { appendToConversations, groupedWrites, readConversation, takePartitions, type OutboxRelay } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
 import { createLog } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
 import { ingestInputs, type IngestAgents } from '../ingest/ingest-inputs';
+import { compaction, LOG_PAGE_EVENTS } from './compaction';
 import { createConversationRunner } from './conversation-runner';
 import { createHeldEpochs } from './held-epochs';
 
@@ -86,5 +87,58 @@ describe('compaction reads from the log what the fold let go of', () => {
     expect(summaries).toEqual(['The conversation so far:\n\nUser: hello 0\n\nAssistant: answered\n\nUser: hello 1\n\nAssistant: answered\n\nUser: hello 2\n\nAssistant: answered\n\nUser: hello 3\n\nAssistant: answered']);
     const ends = log.filter((e) => e.type === 'turn.ended');
     expect(event.data).toMatchObject({ turn: turnOf('c5').turn, step: 0, summary: 'they said hello five times', through: { turn: turnOf('c3').turn, position: ends[3].position }, turns: 4 });
+  });
+
+  it('reads from the log a page at a time, only as many turns as the summary request can take, never past the last turn the fold let go of', async () => {
+    const pool = db.pool();
+    const epochs = await takePartitions(pool, [3], 'worker-b');
+    const turn = (i: number): DomainEvent[] => [
+      { type: 'input.accepted', data: { input: { id: `c${i}`, kind: 'chat', text: `hello ${i}`, messages: [`hello ${i}`], subject: 'someone', sentAt: '2026-12-01T00:00:00.000Z' } } },
+      { type: 'turn.started', data: { turn: `t${i}`, prompt: { id: `c${i}`, text: `hello ${i}` } } },
+      { type: 'model.replied', data: { turn: `t${i}`, step: 0, content: `answered ${i}`, toolCalls: [] } },
+      { type: 'turn.ended', data: { turn: `t${i}`, status: 'completed', outcome: null, content: `answered ${i}`, steered: [] } },
+    ];
+    // 300 turns (1,200 events) never compacted, folded by a worker that keeps the latest 2.
+    for (let from = 0; from < 300; from += 50) {
+      await appendToConversations(pool, conversationRules, 3, epochs, [{ conversation: 'longer', probe: [] }], () => Array.from({ length: 50 }, (_, j) => turn(from + j)).flat());
+    }
+    const log = await readConversation(pool, 'longer');
+    const conversation = log.reduce(evolveConversation, emptyConversation(2));
+    expect(conversation.history.map((t) => t.turn)).toEqual(['t298', 't299']);
+
+    const read: number[] = [];
+    const counted = new Proxy(pool, {
+      get: (target, property, receiver) =>
+        property === 'query'
+          ? async (config: { name?: string; text: string; values?: unknown[] }) => {
+              const result = await target.query<{ position?: string }>(config);
+              for (const row of result.rows) if (row.position !== undefined) read.push(Number(row.position));
+              return result;
+            }
+          : Reflect.get(target, property, receiver),
+    });
+    const summaries: string[] = [];
+    const model: ModelClient = {
+      reply: async ({ messages }) => {
+        summaries.push(messages[1].content);
+        return { content: 'they said hello', toolCalls: [] };
+      },
+    };
+    const budget = contextBudget({ maxTokens: 1000, compactAt: 800, summaryPrompt: 'Sum up.' });
+    const event = await compaction({ pool: counted, key: 'longer', conversation, keep: 2, turn: { id: 'next' } as TurnState, step: 0, budget, model, signal: new AbortController().signal });
+    if (event?.type !== 'history.compacted') throw new Error('no compaction');
+
+    // The oldest turns that fit the summary request: more than a page of events holds, far fewer than the log has.
+    const covered = event.data.turns;
+    expect(covered).toBeGreaterThan(LOG_PAGE_EVENTS / 4);
+    expect(covered).toBeLessThan(100);
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0]).toMatch(/^The conversation so far:\n\nUser: hello 0\n\nAssistant: answered 0\n\nUser: hello 1\n/);
+    const ends = log.filter((e) => e.type === 'turn.ended');
+    expect(event.data.through).toEqual({ turn: `t${covered - 1}`, position: ends[covered - 1].position });
+    // What it read of the log: the events of the turns it covers and at most a page more, each once, none past the turns let go of.
+    expect(read.length).toBeLessThanOrEqual(4 * covered + LOG_PAGE_EVENTS);
+    expect(new Set(read).size).toBe(read.length);
+    expect(Math.max(...read)).toBeLessThanOrEqual(conversation.letGoThrough);
   });
 });

@@ -1,7 +1,7 @@
 import type { DomainEvent } from '@rudder/contracts';
-import { storedSummary, summaryRequest, type ModelClient, type ContextBudget, type TurnState } from '@rudder/agent';
+import { storedSummary, summaryRequest, summaryTurnTokens, type ModelClient, type ContextBudget, type TurnState } from '@rudder/agent';
 import { emptyConversation, evolveConversation, type Conversation, type HistoryTurn } from '@rudder/conversation';
-import { readConversation } from '@rudder/event-store';
+import { readConversationPage } from '@rudder/event-store';
 import type { Pool } from '@rudder/runtime';
 
 export type CompactionInput = {
@@ -47,19 +47,32 @@ export async function compaction(input: CompactionInput): Promise<DomainEvent | 
 /** The most tokens a summary keeps: a quarter of `compactAt`, so it never crowds out the turns kept whole beside it. */
 export const summaryTokens = (budget: ContextBudget) => Math.max(1, Math.floor((budget.compactAt ?? budget.maxTokens) / 4));
 
+/** How many events a compaction reads from the log at a time. */
+export const LOG_PAGE_EVENTS = 200;
+
 /**
  * The earlier turns after the summary that the fold let go of (`historyKept`; see
- * `Conversation.letGoThrough`), read from the log: the events after the summary's last turn,
- * folded on their own.
+ * `Conversation.letGoThrough`), read from the log: the events after the summary's last turn up
+ * to the end of the last turn let go of, folded on their own, a page at a time, and only as
+ * many as the summary request can take (`budget.maxTokens`): the turns after those wait for
+ * the next compaction.
  */
 async function turnsOnlyInTheLog(input: CompactionInput): Promise<HistoryTurn[]> {
-  const { conversation } = input;
-  const after = conversation.summary?.end ?? 0;
-  if (conversation.letGoThrough <= after) return [];
+  const { conversation, budget } = input;
+  const through = conversation.letGoThrough;
+  let after = conversation.summary?.end ?? 0;
   let fold = emptyConversation(null);
-  for (const event of await readConversation(input.pool, input.key, after)) {
-    if (event.position > conversation.letGoThrough) break;
-    fold = evolveConversation(fold, event);
+  let tokens = 0;
+  while (after < through) {
+    const page = await readConversationPage(input.pool, input.key, { after, through, limit: LOG_PAGE_EVENTS });
+    for (const event of page) {
+      const turns = fold.history.length;
+      fold = evolveConversation(fold, event);
+      for (const turn of fold.history.slice(turns)) tokens += summaryTurnTokens(turn);
+      if (tokens > budget.maxTokens) return fold.history;
+    }
+    if (page.length < LOG_PAGE_EVENTS) break;
+    after = page[page.length - 1].position;
   }
   return fold.history;
 }
