@@ -1,7 +1,5 @@
 import type { AffordanceKind } from './model-requests';
-
-/** How long failures are remembered: the first `firstMs`, each next one at the same position twice the one before, at most `maxMs`. 0 remembers none. */
-export type Backoff = { firstMs: number; maxMs: number };
+import type { Backoff } from './settings';
 
 /** How many conversations' failures are remembered at most: past it the one that failed least recently is forgotten. */
 export const REMEMBERED_FAILURES = 10_000;

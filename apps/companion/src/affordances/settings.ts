@@ -1,6 +1,8 @@
 import type { Config } from '@rudder/runtime';
 import { z } from 'zod';
-import type { Backoff } from './failure-memory';
+
+/** How long failures are remembered: the first `firstMs`, each next one at the same position twice the one before, at most `maxMs`. 0 remembers none. */
+export type Backoff = { firstMs: number; maxMs: number };
 
 /**
  * How the companion makes follow-up suggestions and recaps (docs/agents.md, "Follow-ups and
