@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Kafka, type Consumer, type ITopicConfig, type TopicPartitionOffset } from 'kafkajs';
+import { Kafka, logLevel, type Consumer, type ITopicConfig, type TopicPartitionOffset } from 'kafkajs';
 import { createLog, kafkaLogCreator, kafkaLogLevel, type Log } from './log';
 import { Topics } from '@rudder/contracts';
 import { kafkajsRequestQueueMended } from './kafkajs-request-queue';
@@ -55,34 +55,82 @@ export const topicNames = (namespace: string): TopicNames => ({
  * `min.insync.replicas` 2 (every producer here but the tokens' sends with acks=all, so an
  * acknowledged record is on two brokers and one broker may be down); on fewer, the brokers'
  * defaults.
+ *
+ * Returns once every broker itself names every topic, each partition with a leader
+ * (`brokerKnows`). Each broker learns of a new topic from the controllers' log in its own time;
+ * until it has, it answers UNKNOWN_TOPIC_OR_PARTITION ("This server does not host this
+ * topic-partition"), and kafkajs' `consumer.subscribe` through it fails at once (its
+ * `Cluster.addMultipleTargetTopics` does not retry that).
  */
 export async function ensureTopics(kafka: Kafka, topics: TopicNames, partitions: number): Promise<void> {
+  const names = Object.values(topics);
   const admin = kafka.admin();
   await admin.connect();
   try {
-    // Right after a cluster starts (or a topic is created) a broker may not know of a topic yet
-    // ("does not host this topic-partition"): retried until every partition has a leader.
+    // Topics seen or created once are not created again when a broker that answers later does not know them yet.
+    const existing = new Set<string>();
     for (let attempt = 1; ; attempt++) {
       try {
-        const existing = new Set(await admin.listTopics());
+        for (const topic of await admin.listTopics()) existing.add(topic);
         const { brokers } = await admin.describeCluster();
         const replication: Pick<ITopicConfig, 'replicationFactor' | 'configEntries'> =
           brokers.length >= 3 ? { replicationFactor: 3, configEntries: [{ name: 'min.insync.replicas', value: '2' }] } : { replicationFactor: -1 };
-        const wanted: ITopicConfig[] = Object.values(topics)
-          .filter((topic) => !existing.has(topic))
-          .map((topic) => ({ topic, numPartitions: partitions, ...replication }));
-        if (wanted.length > 0) await admin.createTopics({ topics: wanted, waitForLeaders: true });
-        const metadata = await admin.fetchTopicMetadata({ topics: Object.values(topics) });
-        if (metadata.topics.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0))) return;
-        throw Object.assign(new Error('a topic has partitions without a leader yet'), { retriable: true });
+        const wanted: ITopicConfig[] = names.filter((topic) => !existing.has(topic)).map((topic) => ({ topic, numPartitions: partitions, ...replication }));
+        // Their leaders are waited for below, on every broker (kafkajs' waitForLeaders asks one).
+        if (wanted.length > 0) await admin.createTopics({ topics: wanted, waitForLeaders: false });
+        for (const { topic } of wanted) existing.add(topic);
+        const known = await Promise.all(brokers.map(({ host, port }) => brokerKnows(`${host}:${port}`, names)));
+        const behind = brokers.filter((_, i) => !known[i]).map((b) => b.nodeId);
+        if (behind.length === 0) return;
+        throw Object.assign(new Error(`broker ${behind.join(', ')} does not know every topic with a leader for each partition yet`), { retriable: true });
       } catch (error) {
-        if (attempt >= 40 || (error as { retriable?: boolean }).retriable !== true) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 500));
+        if (attempt >= TOPICS_ATTEMPTS || (error as { retriable?: boolean }).retriable !== true) throw error;
+        await sleep(TOPICS_PAUSE_MS);
       }
     }
   } finally {
     await admin.disconnect();
   }
+}
+
+/** How often, and how far apart, `ensureTopics` looks again: 20 s in all. */
+const TOPICS_ATTEMPTS = 100;
+const TOPICS_PAUSE_MS = 200;
+
+/**
+ * Whether the broker at `address` itself names every topic of `topics`, each partition with a
+ * leader. Asked through a client of its own whose only bootstrap broker is `address`: kafkajs
+ * sends a client's first metadata request to that broker, and throws on a topic's or a
+ * partition's error in the answer (UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE). A broker
+ * that refuses connections counts as knowing: it answers no one now, and a starting broker
+ * serves clients only once it has caught up with the controllers' log.
+ */
+async function brokerKnows(address: string, topics: string[]): Promise<boolean> {
+  const admin = new Kafka({ clientId: 'rudder-topics', brokers: [address], logLevel: logLevel.NOTHING, retry: { retries: 0 }, requestTimeout: 5000 }).admin();
+  try {
+    await admin.connect();
+    const metadata = await admin.fetchTopicMetadata({ topics });
+    return topics.every((topic) => metadata.topics.some((t) => t.name === topic && t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0)));
+  } catch (error) {
+    return causes(error).some((cause) => (cause as { code?: unknown }).code === 'ECONNREFUSED');
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
+/** `error` and its causes (kafkajs wraps what a retry gave up on). */
+function causes(error: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let cause = error; cause instanceof Error && chain.length < 10; cause = cause.cause) chain.push(cause);
+  return chain;
+}
+
+/**
+ * Whether a broker refused because it does not know a topic, or a partition's leader, yet: a
+ * topic just created, whose metadata has not reached every broker (see `ensureTopics`).
+ */
+function topicUnknownYet(error: unknown): boolean {
+  return causes(error).some((cause) => ['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE'].includes(String((cause as { type?: unknown }).type)));
 }
 
 /**
@@ -148,19 +196,25 @@ export type PeriodicCommits = ReturnType<typeof periodicCommits>;
 
 export type KeptConsumer = { stop(): Promise<void> };
 
+/** The pause before a consumer refused for a topic a broker does not know yet starts again. */
+const UNKNOWN_TOPIC_PAUSE_MS = 200;
+
 /**
  * Runs a consumer and keeps it running. kafkajs gives up on a consumer after an error it deems
  * non-retriable — "Failed to find group coordinator" while a broker restarts, say — and does
  * not restart it (tulios/kafkajs#1630): the process would stay up and silently stop consuming.
  * Then this disconnects it and starts a new one in the same group, retrying until it runs.
- * `run` connects, subscribes, registers listeners and calls `consumer.run`; the first start's
- * failure is thrown to the caller.
+ * `run` connects, subscribes, registers listeners and calls `consumer.run`. A first start that
+ * a broker refused because it does not know a topic yet (`topicUnknownYet`: kafkajs'
+ * `subscribe` does not retry that) is tried again for up to `unknownTopicMs` (default 30 s);
+ * any other failure of the first start is thrown to the caller.
  */
 export async function keepConsuming(options: {
   create: () => Consumer;
   run: (consumer: Consumer) => Promise<void>;
   log: Log;
   retryMs?: number;
+  unknownTopicMs?: number;
 }): Promise<KeptConsumer> {
   const { log } = options;
   let current: Consumer | null = null;
@@ -198,7 +252,17 @@ export async function keepConsuming(options: {
     }
   };
 
-  await start();
+  const giveUpAt = Date.now() + (options.unknownTopicMs ?? 30_000);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await start();
+      break;
+    } catch (error) {
+      if (!topicUnknownYet(error) || Date.now() >= giveUpAt) throw error;
+      if (attempt === 1) log.warn('a broker does not know the topics yet; starting the consumer again until it does', { error: String(error) });
+      await sleep(UNKNOWN_TOPIC_PAUSE_MS);
+    }
+  }
   return {
     async stop() {
       stopped = true;
