@@ -1,5 +1,5 @@
 // `node bench/kafka-clients.mjs <kafkajs|confluent> <brokers> <latency|rate> [sends a second] [seconds]` (from the project
-// root; `npm run infra` prints a broker): the Kafka client alone, no Rudder code, for #13's "would a librdkafka client be
+// root; `npm run infra` prints a broker): the Kafka client alone, no Rudder code, to answer "would a librdkafka client be
 // faster". One process produces through an idempotent acks=all producer and consumes the same topic in a group of its own.
 //   latency: 300 single records, 5 ms apart: ms until the send is acknowledged and until the consumer has the record.
 //   rate:    open loop, the given sends a second of 3 records each (16 keys), every send awaited on its own: CPU-ms per
@@ -8,7 +8,7 @@
 // `confluent` is @confluentinc/kafka-javascript (its KafkaJS-compatible API) from CONFLUENT_DIR, a directory where it is
 // installed. It is not a dependency: its install fetches a prebuilt binary from GitHub or builds librdkafka with OpenSSL,
 // zstd and curl downloaded from their sites, and this machine reaches neither; Debian 12's librdkafka-dev (2.0.2) is older
-// than its sources need. How it was built for docs/performance.md (session 14): `apt-get install libssl-dev libzstd-dev
+// than its sources need. How it was built for the figures in docs/performance.md: `apt-get install libssl-dev libzstd-dev
 // liblz4-dev zlib1g-dev`; `npm pack @confluentinc/kafka-javascript@1.10.1` and unpack it; in its deps/librdkafka
 // `./configure --prefix=/tmp/rdk --disable-curl --disable-sasl && make libs && make install`; then in CONFLUENT_DIR
 // `BUILD_LIBRDKAFKA=0 CPATH=/tmp/rdk/include/librdkafka LIBRARY_PATH=/tmp/rdk/lib npm install <the unpacked package>`,

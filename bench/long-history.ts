@@ -10,7 +10,7 @@ import { median, table } from './stats';
 /**
  * `npx tsx bench/long-history.ts [--checkpoints 10,100,1000] [--measured 9]`, with KAFKA_BROKERS
  * and DATABASE_URL set (it starts no infrastructure): the cost of a turn as a conversation grows
- * (issue 37). Two conversations of ~1,000-character prompts on the test worker app's agents with
+ * (the token budget and compaction). Two conversations of ~1,000-character prompts on the test worker app's agents with
  * a 6,000-token budget: `compacting` (compacts past 4,000) and `budgeted` (never compacts: earlier
  * turns are only left out). At each checkpoint of earlier turns, `measured` more turns one at a
  * time: the tokens of the request the model received, the latency from the chat to its

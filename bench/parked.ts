@@ -12,7 +12,7 @@ import { median, table } from './stats';
 
 /**
  * `npx tsx bench/parked.ts [--checkpoints 1000,5000,10000]`, with KAFKA_BROKERS and DATABASE_URL
- * set (it starts no infrastructure): what parked turns cost a worker (issue 34 item 3). One
+ * set (it starts no infrastructure): what parked turns cost a worker. One
  * worker (the test worker app, agent `approving`); conversations are parked one after another —
  * a chat whose model reply calls `send_email`, which waits for a person's approval. At each
  * checkpoint of parked conversations: the worker's heap after a full garbage collection, the

@@ -7,12 +7,12 @@ import { gatewayProcess, memoryOf, nonReadingStreams, resetPeak, streamingScript
 import { startSystem } from '../test/system';
 
 /**
- * `npx tsx bench/slow-readers.ts [--streams 200] [--answers 10]` (#31 item 7): a gateway in a
+ * `npx tsx bench/slow-readers.ts [--streams 200] [--answers 10]`: a gateway in a
  * process of its own, `streams` event streams on one conversation that never read (each sends
  * its GET and pauses its socket), and `answers` answers of 300 kB streamed there (each stream is
  * offered ~0.9 MB per answer). Reports the gateway's resident memory with the streams open, its
  * peak while the answers stream (VmHWM), and the streams it dropped; once per setting of
- * STREAM_BUFFER_BYTES (the default, 1 MiB; and 1 TB: no cap, as before #31). Kafka and
+ * STREAM_BUFFER_BYTES (the default, 1 MiB; and 1 TB: no cap). Kafka and
  * PostgreSQL: KAFKA_BROKERS / DATABASE_URL, else started as `npm start` does. Linux (/proc).
  */
 const { values: args } = parseArgs({ options: { streams: { type: 'string', default: '200' }, answers: { type: 'string', default: '10' } } });

@@ -26,7 +26,7 @@ export async function createPoisoner(kafka: Kafka, topics: { inputs: string; inp
     const sentAt = new Date().toISOString();
     if (kind === 'unparseable') return `{"v":1,"type":"chat","id":"poison-${n}","conversation":${JSON.stringify(key)}, not json ${randomBytes(4).toString('hex')}`;
     if (kind === 'nul') return JSON.stringify({ v: 1, type: 'chat', id: `poison-nul-${n}`, conversation: key, sentAt, messages: [`poison ${n} a\u0000b`] });
-    // Huge and wrong in thousands of places: the reason must stay bounded (#9 hole 2).
+    // Huge and wrong in thousands of places: the reason must stay bounded.
     return JSON.stringify({ v: 1, type: 'chat', id: `poison-huge-${n}`, conversation: key, sentAt, messages: Array.from({ length: 20_000 }, (_, i) => i) });
   };
 

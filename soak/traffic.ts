@@ -4,7 +4,7 @@ import { lastMessage, lastUserText, reply, toolResults, type Script } from '@rud
  * The soak's model (like test/scripts.ts): it reads the last user message. `wait <ms>` calls
  * the wait tool (and answers after its result), `slow <ms>` answers after that long, anything
  * else is answered `answer to <text>` at once. After a tool result: `after <results>: <text>`.
- * Texts name their input (`soak c1 #7 chat …`), so every answer says what it answers.
+ * Texts name their input (`soak c<conversation> #<n> chat …`), so every answer says what it answers.
  */
 export const soakScript: Script = (request) => {
   const text = lastUserText(request);

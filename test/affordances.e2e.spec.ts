@@ -8,7 +8,7 @@ import { sample, scrape } from './prometheus';
 import { answered, callerOf, startStack, type Stack } from './stack';
 
 /**
- * SPEC "Beside the turn": follow-up suggestions and the recap (#33), on the real stack. They
+ * SPEC "Beside the turn": follow-up suggestions and the recap, on the real stack. They
  * are made by the companion, by a model request of their own, cached per the conversation's last
  * `turn.ended` in the companion's database (every gateway and companion shares it), and answer
  * empty with 200 on any failure, which is not stored: only the companion that failed remembers

@@ -6,7 +6,7 @@ import { affordanceRequests, testScript } from './scripts';
 import { answered, startStack, type Stack } from './stack';
 
 /**
- * An agent's own follow-ups and recap settings (#33 item 5): the test worker app's `concierge`
+ * An agent's own follow-ups and recap settings: the test worker app's `concierge`
  * agent sets its prompts and model (`affordances`); its worker registers them at start-up, and
  * the companion makes its conversations' follow-ups and recap with them. Other agents'
  * conversations get the deployment's.

@@ -9,7 +9,7 @@ import { answered, callerOf, startStack, WAIT, type Stack } from './stack';
 import { toolRuns } from './tool-log';
 
 /**
- * SPEC "Approvals" (#34) on the real stack: a tool that needs a person's approval parks its
+ * SPEC "Approvals" on the real stack: a tool that needs a person's approval parks its
  * turn — nothing runs, nothing is held in memory — until a decision comes through
  * `POST …/approvals/{approvalId}`, from any worker, at any later time. The test worker app's
  * agent `approving` has `send_email` (always asks), `pay` (over 100) and `expiring` (denied

@@ -8,7 +8,7 @@ import { readEvents } from './sse';
 import { readTopic } from './topic-reader';
 
 /**
- * Compaction at a step (SPEC § "Long conversations", issue 37): the test worker app's
+ * Compaction at a step (SPEC § "Long conversations"): the test worker app's
  * `compacting` agent (test/agents/worker.ts: a budget of BUDGET_TOKENS, 6,000, compacting past
  * COMPACT_AT_TOKENS, 4,000) summarises its older turns by a request of its own (its system
  * prompt is SUMMARY_PROMPT) and stores the summary once (`history.compacted`); later requests

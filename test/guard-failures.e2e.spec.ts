@@ -5,7 +5,7 @@ import { metricsUrlOf, sample, scrape } from './prometheus';
 /**
  * An agent's input guard that throws, or never answers, on the team's worker app
  * (test/agents/worker.ts: the `guarded` agent fails once per marked text). One partition, so
- * every conversation here shares the partition of the input whose guard failed (#31 item 4).
+ * every conversation here shares the partition of the input whose guard failed, which must go on.
  */
 let stack: Stack;
 let workerMetrics: string;

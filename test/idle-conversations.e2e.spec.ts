@@ -5,7 +5,7 @@ import { gateName, requestsAbout, testScript } from './scripts';
 import { answered, WAIT, startStack, type Stack } from './stack';
 
 /**
- * A worker's memory follows the conversations in use (#13): a conversation idle for
+ * A worker's memory follows the conversations in use: a conversation idle for
  * WORKER_IDLE_FORGET_MS is let go, and its next input is answered from its log as before;
  * reading it again starts from its latest snapshot (WORKER_SNAPSHOT_EVERY_EVENTS).
  */

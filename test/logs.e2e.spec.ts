@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testScript } from './scripts';
 import { WAIT, startStack, type Stack, type WorkerProcess } from './stack';
 
-/** Structured logs (issue 12, item 7): every service's lines are JSON through one logger (libs/runtime/src/log.ts). */
+/** Structured logs: every service's lines are JSON through one logger (libs/runtime/src/log.ts). */
 let stack: Stack;
 let worker: WorkerProcess;
 beforeAll(async () => {

@@ -6,7 +6,7 @@ import { answered, startStack, type Stack } from './stack';
 import { readTopic } from './topic-reader';
 
 /**
- * Long conversations (SPEC § "Long conversations", issue 37): every model request fits its
+ * Long conversations (SPEC § "Long conversations"): every model request fits its
  * agent's token budget. The `budgeted` agent of the test worker app (test/agents/worker.ts) has
  * a budget of BUDGET_TOKENS (6,000); the scripted model counts each request it receives
  * (`ModelRequest.tokens`, the tokens it reports as the reply's prompt tokens), so these tests

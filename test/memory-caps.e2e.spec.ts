@@ -6,7 +6,7 @@ import { readEvents } from './sse';
 import { answered, startStack, WAIT, type Stack } from './stack';
 
 /**
- * #31 item 7: a gateway's memory is bounded, however its clients read. The gateway measured is
+ * Memory caps: a gateway's memory is bounded, however its clients read. The gateway measured is
  * a process of its own beside the stack's (same Kafka, topics and companion), so its resident
  * memory is its own; its streams' buffer cap is set low (256 KiB) so that 200 streams stay
  * well apart from what it would hold without one. The answers come from the stack's gateway.

@@ -3,7 +3,7 @@ import { metricsUrlOf, openStreams, sample, scrape } from './prometheus';
 import { gateName, testScript } from './scripts';
 import { WAIT, startStack, type Stack, type WorkerProcess } from './stack';
 
-/** Prometheus metrics of each service, scraped after a steered turn (issue 12, item 5). */
+/** Prometheus metrics of each service, scraped after a steered turn. */
 let stack: Stack;
 let worker: WorkerProcess;
 let workerMetrics: string;

@@ -5,7 +5,7 @@ import { WAIT, holding, startStack, type Stack } from './stack';
 import { testScript } from './scripts';
 
 /**
- * A refused input keeps no text (#31 item 10): `input.rejected` (record version 2) stores the
+ * A refused input keeps no text: `input.rejected` (record version 2) stores the
  * SHA-256 of the input's text, so inputs refused for a full queue — up to 32 of 8,000
  * characters a burst, never served — do not grow the event log or the read models, and the
  * same id sent again is still told apart: the same text gets the same refusal, other text is

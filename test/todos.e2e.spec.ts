@@ -7,7 +7,7 @@ import { answered, callerOf, started, startStack, WAIT, type Stack } from './sta
 import { readTopic } from './topic-reader';
 
 /**
- * SPEC "Beside the turn": the agent's plan (#33 item 1) on the real stack. The test worker app's
+ * SPEC "Beside the turn": the agent's plan on the real stack. The test worker app's
  * agents keep a plan (the default agent does); the scripted model's `todos: <changes> ;; …` writes
  * it through the built-in `todos` tool, one call a step (test/scripts.ts).
  */

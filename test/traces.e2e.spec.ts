@@ -5,7 +5,7 @@ import { testScript } from './scripts';
 import { WAIT, startStack, type Stack } from './stack';
 
 /**
- * Traces (issue 12, item 6): one trace per input across the three services. Each process
+ * Traces: one trace per input across the three services. Each process
  * exports OTLP/HTTP (JSON) to a tiny receiver here: the gateway and the companion run in this
  * process, the turn worker in its own.
  */

@@ -7,7 +7,7 @@ import { affordanceRequests, requestsAbout, testScript } from './scripts';
 import { startStack, type Stack } from './stack';
 
 /**
- * The web chat beside the turn (#33) in a real headless Chromium, as test/web-chat.e2e.spec.ts
+ * The web chat beside the turn (the plan, follow-ups and recap) in a real headless Chromium, as test/web-chat.e2e.spec.ts
  * drives the page: the agent's plan is a checklist panel, ticked off as the turn goes; after a
  * turn ended its suggestions are buttons under the answer, and a click sends one as an ordinary
  * chat; a conversation reopened after it was idle (the page's threshold, set to 0 here through

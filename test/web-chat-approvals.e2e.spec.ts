@@ -8,7 +8,7 @@ import { toolRuns } from './tool-log';
 import { startStack, type Stack } from './stack';
 
 /**
- * The web chat's approval cards (#34) in a real headless Chromium, as test/web-chat.e2e.spec.ts
+ * The web chat's approval cards in a real headless Chromium, as test/web-chat.e2e.spec.ts
  * drives the page, against the test worker app's `approving` agent (test/agents/worker.ts), whose
  * tools log each run to TOOL_LOG. The page cannot choose an agent: the conversation is opened
  * with it through the client, and the page loaded on its key (`#<key>`) while the first call

@@ -4,7 +4,7 @@ import { readEvents } from './sse';
 import { answered, startStack, type Stack } from './stack';
 
 /**
- * SPEC "Winding down" (#34 item 7) on the real stack: a long tool (the default agent's `wait`,
+ * SPEC "Winding down" on the real stack: a long tool (the default agent's `wait`,
  * which stops waiting when asked to wind down) sees `windDown` when the conversation asks the
  * running turn to finish early, returns what it has, and the turn ends at its next step keeping
  * it — `superseded` for an interrupting chat (SPEC, queue controls), `completed` for a graceful
