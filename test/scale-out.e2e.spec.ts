@@ -45,13 +45,13 @@ describe('several turn workers', () => {
       expect(ownedBy(stack.workers[0]).concat(ownedBy(stack.workers[1])).sort()).toEqual([0, 1, 2]);
     }, WAIT);
     const conversations = [0, 1, 2, 0, 1, 2].map((p, i) => keyOn(p, `share-${i}`));
-    for (const conversation of conversations) for (const n of [1, 2]) await client.chat(conversation, { text: `${conversation} #${n}`, id: `n-${n}` });
+    for (const conversation of conversations) for (const n of [1, 2]) await client.chat(conversation, { text: `${conversation} message ${n}`, id: `n-${n}` });
     for (const conversation of conversations) {
       const [first, second] = [await answered(client, conversation, 'n-1'), await answered(client, conversation, 'n-2')];
-      expect(first.content).toBe(`answer to ${conversation} #1`);
+      expect(first.content).toBe(`answer to ${conversation} message 1`);
       expect(Date.parse(second.startedAt)).toBeGreaterThanOrEqual(Date.parse(first.endedAt!));
       const texts = (await client.messages(conversation)).items.map((m) => m.text);
-      expect(texts).toEqual([`${conversation} #1`, `answer to ${conversation} #1`, `${conversation} #2`, `answer to ${conversation} #2`]);
+      expect(texts).toEqual([`${conversation} message 1`, `answer to ${conversation} message 1`, `${conversation} message 2`, `answer to ${conversation} message 2`]);
     }
   });
 
