@@ -3,6 +3,14 @@ import { assistantMessage, toolMessage, userMessage, type ModelMessage } from '.
 import { emptyTodos, type TodoList } from './todos';
 
 /**
+ * `@rudder/agent/turn`: the turn as the conversation's decider folds and ends it, and the plan it
+ * carries. Pure — it loads neither the model client nor the tokenizer (the package's index does),
+ * so the decider, and the gateway with it, stays free of them
+ * (libs/conversation/src/import-graph.unit.spec.ts).
+ */
+export { emptyTodos, type TodoList };
+
+/**
  * A running turn as the agent loop needs it: its own messages so far (the prompt's user
  * messages, then each stored model reply and tool result), folded from the stored events.
  */

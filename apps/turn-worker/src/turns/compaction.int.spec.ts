@@ -2,13 +2,14 @@ import { describe, expect, it, vi } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
 import type { ChatInput, DomainEvent } from '@rudder/contracts';
 import { contextBudget, type ModelClient, type TurnState } from '@rudder/agent';
-import { conversationRules, emptyConversation, evolveConversation } from '@rudder/conversation';
+import { conversationRules } from '@rudder/conversation';
 import { appendToConversations, groupedWrites, readConversation, takePartitions, type OutboxRelay } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
 import { createLog } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
 import { ingestInputs, type IngestAgents } from '../ingest/ingest-inputs';
 import { compaction, LOG_PAGE_EVENTS } from './compaction';
+import { emptyConversation, evolveConversation } from './conversation';
 import { createConversationRunner } from './conversation-runner';
 import { createHeldEpochs } from './held-epochs';
 

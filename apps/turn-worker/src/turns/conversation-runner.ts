@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { runTurn, type StoredTurn, type TurnState } from '@rudder/agent';
-import { conversationRules, decideTimeouts, decideTurnCommit, emptyConversation, hasOpenWork, parked, recentHistory, startNextTurn, type Conversation, type ConversationState } from '@rudder/conversation';
+import { conversationRules, decideTimeouts, decideTurnCommit, hasOpenWork, parked, startNextTurn, type ConversationState } from '@rudder/conversation';
 import { AlreadyStoredError, appendToConversation, FencedError, type Epochs, type OutboxRelay, type Seen, type UnchangedWriter } from '@rudder/event-store';
 import { hop, inSpan, tracerOf, type Log, type Pool } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
@@ -9,6 +9,7 @@ import type { FaultPoint } from '../fault-points';
 import type { ConversationNews } from '../ingest/ingest-inputs';
 import { inputTraceContext } from '../tracing/input-traces';
 import { compaction } from './compaction';
+import { emptyConversation, recentHistory, type Conversation } from './conversation';
 import { ConversationFold } from './conversation-fold';
 import type { HeldEpochs } from './held-epochs';
 

@@ -1,7 +1,6 @@
 import type { DomainEvent } from '@rudder/contracts';
 import { assistantMessage, evolveTurn, knownContentTokens, knownTokens, MESSAGE_FRAMING_TOKENS, startTurn, type EarlierTurn, type ModelMessage, type TurnState } from '@rudder/agent';
-import { onceKey } from './once-keys';
-import { evolve, hasOpenWork, initialState, parseState, type ConversationState } from './state';
+import { evolve, initialState, type ConversationState } from '@rudder/conversation';
 
 /**
  * A conversation as the turn runner folds it from its log, in log order: the decisions' state,
@@ -143,6 +142,3 @@ function endedTurn(running: TurnState): { messages: ModelMessage[]; tokens?: num
   for (const m of replies) tokens += MESSAGE_FRAMING_TOKENS + (knownContentTokens(m) ?? NaN);
   return Number.isNaN(tokens) ? { messages } : { messages, tokens };
 }
-
-/** The stream's rules as the event store needs them. */
-export const conversationRules = { parse: parseState, evolve, onceKey, hasOpenWork } as const;
