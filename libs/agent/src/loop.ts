@@ -86,6 +86,12 @@ export type RunTurnOptions = {
    * checks there that it still owns the conversation after a pause.
    */
   beforeModelRequest?: () => Promise<void>;
+  /**
+   * The time now, as the runner reads it (the worker's clock; a test's own). A step reads it
+   * once, at its start, and that is the step's time: an approval its calls request is requested
+   * then (`requestedAt`, and `expiresAt` from it). The loop reads no clock of its own.
+   */
+  now(): Date;
   /** Aborting stops the model request and the tools in flight; nothing more is stored. */
   signal: AbortSignal;
   /** Raised when the conversation asks the turn to finish early: its tools see it (`ToolContext.windDown`). Default: never. */
@@ -105,7 +111,7 @@ export type RunTurnOptions = {
 
 /**
  * The next step's model request, sent while the commit of the step's last tool result is in
- * flight (issue 36: a one-tool turn waited a commit's round trip more). It is used only when the
+ * flight (else a one-tool turn waits a commit's round trip more). It is used only when the
  * request made from the turn as stored is the same request (the same step, tools and messages):
  * a commit that took a steer, or ended the turn, makes it be aborted and thrown away, and its
  * tokens with it (they are held until it is used).
@@ -157,7 +163,7 @@ async function takeStep(turn: TurnState, options: RunTurnOptions, ahead: Ahead):
     case 'request-model':
       return requestModel(turn, action.step, options, speculation);
     case 'run-tools':
-      return runTools(turn, action.step, action.calls, options, ahead);
+      return runTools(turn, { step: action.step, at: options.now() }, action.calls, options, ahead);
     default: {
       const never: never = action;
       throw new Error(`unknown action ${JSON.stringify(never)}`);
@@ -300,7 +306,7 @@ function sameMessages(a: readonly ModelMessage[], b: readonly ModelMessage[]): b
  * the person's arguments when they edited them, and its result says so) or gets a result that
  * says it was denied; a call still waiting when the turn is asked to end early is closed unrun.
  */
-async function runTools(turn: TurnState, step: number, calls: readonly ToolCall[], options: RunTurnOptions, ahead: Ahead): Promise<StoredTurn> {
+async function runTools(turn: TurnState, { step, at }: { step: number; at: Date }, calls: readonly ToolCall[], options: RunTurnOptions, ahead: Ahead): Promise<StoredTurn> {
   let stored: Promise<StoredTurn> = Promise.resolve({ turn, ended: false });
   // The step's results as the runs made them: once every call has one (none waited for a person or
   // changed the plan at its commit), the turn its commits store is known before they are done,
@@ -336,7 +342,7 @@ async function runTools(turn: TurnState, step: number, calls: readonly ToolCall[
         return;
       }
       if (await needsApproval(options.agent.tools, call, context)) {
-        await store(() => [approvalRequested(turn, step, call, options.agent.tools)]);
+        await store(() => [approvalRequested(turn, step, call, options.agent.tools, at)]);
         return;
       }
       const ran = await runToolCall(options.agent.tools, call, context);
@@ -374,10 +380,12 @@ async function decidedCall(approval: CallApproval, call: ToolCall, turn: TurnSta
   }
 }
 
-/** The request for a person's approval of `call`: a new approval id (the call's once key keeps it one per call), and when its tool's timeout denies it. */
-function approvalRequested(turn: TurnState, step: number, call: ToolCall, tools: readonly Tool[]): DomainEvent {
+/**
+ * The request for a person's approval of `call`, at `at` (its step's time): a new approval id (the
+ * call's once key keeps it one per call), and when its tool's timeout denies it.
+ */
+function approvalRequested(turn: TurnState, step: number, call: ToolCall, tools: readonly Tool[], at: Date): DomainEvent {
   const timeout = tools.find((t) => t.name === call.name)?.approvalTimeout;
-  const now = Date.now();
   return {
     type: 'approval.requested',
     data: {
@@ -385,8 +393,8 @@ function approvalRequested(turn: TurnState, step: number, call: ToolCall, tools:
       step,
       approval: `appr_${randomUUID()}`,
       call,
-      requestedAt: new Date(now).toISOString(),
-      expiresAt: timeout === undefined ? null : new Date(now + timeout).toISOString(),
+      requestedAt: at.toISOString(),
+      expiresAt: timeout === undefined ? null : new Date(at.getTime() + timeout).toISOString(),
     },
   };
 }

@@ -187,7 +187,8 @@ class Runner implements ConversationRunner {
     const current = this.fold.conversation ?? emptyConversation(this.deps.historyKept);
     if (current.running) {
       const { dueAt } = current.state;
-      if (dueAt !== null && Date.parse(dueAt) <= Date.now() && (await this.append((state) => decideTimeouts(state, new Date()))).stored.length > 0) return true;
+      const now = new Date();
+      if (dueAt !== null && Date.parse(dueAt) <= now.getTime() && (await this.append((state) => decideTimeouts(state, now))).stored.length > 0) return true;
       if (parked(current.state)) {
         await this.fold.snapshotIfDue();
         return this.wanted || this.due;
@@ -241,6 +242,8 @@ class Runner implements ConversationRunner {
             hop('worker.model-request');
             return deps.held.check(this.partition);
           },
+          // The worker's clock: each step's time (an approval's) is read from it, by the step.
+          now: () => new Date(),
           signal,
           windDown: run.windDown.signal,
           pending: () => this.fold.conversation?.state.queue.length ?? 0,
