@@ -377,6 +377,10 @@ async function decidedCall(approval: CallApproval, call: ToolCall, turn: TurnSta
       const ran = await runToolCall(options.agent.tools, { ...call, arguments: approval.arguments }, context);
       return { ...ran, result: `run with arguments edited by the user: ${approval.arguments}\n\n${ran.result}` };
     }
+    default: {
+      const never: never = approval.status;
+      throw new Error(`unknown approval status ${JSON.stringify(never)}`);
+    }
   }
 }
 

@@ -145,8 +145,29 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
       const status = decision === 'approve' ? 'approved' : 'denied';
       return { ...turn, approvals: { ...turn.approvals, [callId]: { approval, status, arguments: event.data.arguments, reason, subject } } };
     }
-    default:
+    case 'conversation.opened':
+    case 'input.accepted':
+    case 'steer.accepted':
+    case 'input.retracted':
+    case 'retract.refused':
+    case 'input.discarded':
+    case 'input.rejected':
+    case 'guard.failed':
+    case 'promote.refused':
+    case 'stop.refused':
+    case 'access.granted':
+    case 'grant.refused':
+    case 'input.delivered':
+    case 'turn.started':
+    case 'history.compacted':
+    case 'tool.started':
+    case 'approval.refused':
+    case 'turn.ended':
       return turn;
+    default: {
+      const never: never = event;
+      throw new Error(`unknown event ${JSON.stringify(never)}`);
+    }
   }
 }
 

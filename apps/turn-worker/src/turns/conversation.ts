@@ -121,8 +121,33 @@ export function evolveConversation(conversation: Conversation, event: DomainEven
         history: history.filter((t) => t.end > through.position),
       };
     }
-    default:
+    case 'conversation.opened':
+    case 'input.accepted':
+    case 'steer.accepted':
+    case 'steer.taken':
+    case 'stop.requested':
+    case 'input.retracted':
+    case 'retract.refused':
+    case 'input.discarded':
+    case 'input.rejected':
+    case 'guard.failed':
+    case 'promote.refused':
+    case 'stop.refused':
+    case 'access.granted':
+    case 'grant.refused':
+    case 'input.delivered':
+    case 'model.replied':
+    case 'tool.started':
+    case 'approval.requested':
+    case 'approval.decided':
+    case 'approval.refused':
+    case 'tool.ended':
+    case 'todos.updated':
       return { ...conversation, state: next, running: running ? evolveTurn(running, event) : null };
+    default: {
+      const never: never = event;
+      throw new Error(`unknown event ${JSON.stringify(never)}`);
+    }
   }
 }
 
