@@ -21,6 +21,26 @@ export default tseslint.config(
     },
   },
   {
+    // The decider is pure (libs/conversation/src/import-graph.unit.spec.ts checks what it loads,
+    // transitively): the agent's index loads the model client and the tokenizer, its turn does not.
+    files: ['libs/conversation/src/**/*.ts'],
+    ignores: ['**/*.spec.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: '@rudder/agent', message: "Import the turn from '@rudder/agent/turn': the package's index loads the model client and the tokenizer." }],
+          patterns: [
+            {
+              group: ['openai', 'undici', 'gpt-tokenizer*', 'pg', 'kafkajs', 'typeorm', '@nestjs/*', 'node:http*', 'node:net', 'node:tls', 'node:fs*', 'node:child_process', '@rudder/runtime', '@rudder/event-store'],
+              message: 'The decider does no I/O: it decides on what it is given.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // raw-request.ts: the gateway's hostile-input specs' client, beside them.
     files: ['**/*.spec.ts', '**/testing/**/*.ts', 'apps/gateway/src/hostile-input/raw-request.ts', 'test/**/*.ts', 'scripts/**/*.ts'],
     rules: {

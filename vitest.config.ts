@@ -42,7 +42,7 @@ export default defineConfig({
     // time after the others.
     maxWorkers: 2,
     projects: [
-      { test: { name: 'unit', include: ['{apps,libs,examples}/**/*.unit.spec.ts'] } },
+      { test: { name: 'unit', include: ['{apps,libs,examples,scripts}/**/*.unit.spec.ts'] } },
       system('int', ['{apps,libs,examples,test}/**/*.int.spec.ts'], {}),
       system('e2e', ['{apps,libs,examples,test}/**/*.e2e.spec.ts'], { exclude: ALONE }),
       system('e2e-alone', ALONE, { oneAtATime: true }),

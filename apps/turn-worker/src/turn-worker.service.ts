@@ -2,18 +2,18 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { AnnouncementGate, conversationsWithOpenWork, createOutboxRelay, notificationQueueUsage, FencedError, groupedWrites, migrateEventStore, PartitionBusyError, registerAgents, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
-import { conversationRules } from '@rudder/conversation';
+import { AnnouncementGate, conversationsWithOpenWork, createOutboxRelay, notificationQueueUsage, FencedError, migrateEventStore, PartitionBusyError, registerAgents, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import { createKafka, createLog, createPool, announcementChannel, hop, ensureTopics, serveMetrics, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
 import type { ConversationEvent } from '@rudder/contracts';
 import { AgentRegistry } from './agents/agents';
 import { faultPoints } from './fault-points';
 import { rememberInputTraces } from './tracing/input-traces';
-import { ingestInputs } from './ingest/ingest-inputs';
+import { InputIngest } from './ingest/ingest-inputs';
 import { connectPublishing, type Publishing } from './publishing';
 import { createScheduler, type Scheduler } from './turns/scheduler';
 import { createApprovalDeadlines, type ApprovalDeadlines } from './turns/approval-deadlines';
 import { createHeldEpochs, type HeldEpochs } from './turns/held-epochs';
+import { TurnStore } from './turns/turn-store';
 import { WorkerMetrics } from './metrics/worker-metrics';
 import { TURN_WORKER_OPTIONS, type TurnWorkerOptions } from './turn-worker.options';
 
@@ -33,6 +33,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   private relay!: OutboxRelay;
   private scheduler!: Scheduler;
   private deadlines!: ApprovalDeadlines;
+  private inputs!: InputIngest;
   private fault = faultPoints({});
   private owned: ReadonlySet<number> = new Set();
   private epochs: Epochs = new Map();
@@ -71,28 +72,25 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       log,
     });
     this.held = createHeldEpochs({ pool: this.pool, epochs: () => this.epochs, sessionTimeoutMs: config.WORKER_SESSION_TIMEOUT_MS });
-    this.scheduler = createScheduler({
+    const announce = () => this.announcements.channel();
+    const store = new TurnStore({ pool: this.pool, held: this.held, relay: this.relay, announce, wakeAt: (dueAt) => this.deadlines.wakeAt(dueAt) });
+    this.scheduler = createScheduler(
+      { store, agents: this.agents, tokens: this.publishing, metrics: this.metrics, options: { log, fault: this.fault, retryMs: 1000, snapshotEvery: config.WORKER_SNAPSHOT_EVERY_EVENTS } },
+      config.WORKER_IDLE_FORGET_MS,
+    );
+    this.deadlines = createApprovalDeadlines({ pool: this.pool, owned: () => [...this.owned], poke: (due) => this.scheduler.poke(due), log });
+    this.inputs = new InputIngest({
       pool: this.pool,
       epochs: () => this.epochs,
-      held: this.held,
-      relay: this.relay,
-      writeUnchanged: groupedWrites(this.pool, conversationRules, { announce: () => this.announcements.channel() }),
-      announce: () => this.announcements.channel(),
-      agentOf: (name) => this.agents.get(name),
-      onToken: this.publishing.token,
-      historyKept: this.agents.historyKept(),
-      flushTokens: this.publishing.flushTokens,
-      newTurnId: randomUUID,
-      fault: this.fault,
-      log,
-      onFenced: () => this.metrics.fenced(),
-      onAhead: (outcome) => this.metrics.ahead(outcome),
-      retryMs: 1000,
-      idleForgetMs: config.WORKER_IDLE_FORGET_MS,
-      snapshotEvery: config.WORKER_SNAPSHOT_EVERY_EVENTS,
-      wakeAt: (dueAt) => this.deadlines.wakeAt(dueAt),
+      agents: this.agents,
+      seen: this.scheduler.seen,
+      guardFailed: (failure, partition) => {
+        // Its own error is logged here, never published: the input's answer says only that the guard failed.
+        this.log.error('an input guard failed; the input is answered guard_failed and may be sent again', { ...failure, partition });
+        this.metrics.guardFailed(failure.agent, failure.reason);
+      },
+      announce,
     });
-    this.deadlines = createApprovalDeadlines({ pool: this.pool, owned: () => [...this.owned], poke: (due) => this.scheduler.poke(due), log });
     this.metrics.countHeld(() => this.scheduler.held());
     if (config.METRICS_PORT !== undefined) {
       this.metricsServer = await serveMetrics(this.metrics.registry, config.METRICS_PORT);
@@ -107,11 +105,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     const { partition, messages } = batch;
     rememberInputTraces(messages);
     const sentAt = this.held.now();
-    const { stored, before, trace, conversations, news, rejected, misrouted } = await ingestInputs(this.pool, partition, this.epochs, messages, this.agents, this.scheduler.seen, (failure) => {
-      // Its own error is logged here, never published: the input's answer says only that the guard failed.
-      this.log.error('an input guard failed; the input is answered guard_failed and may be sent again', { ...failure, partition });
-      this.metrics.guardFailed(failure.agent, failure.reason);
-    }, this.announcements.channel()).catch((error: unknown) => {
+    const { stored, before, trace, conversations, news, rejected, misrouted } = await this.inputs.batch(partition, messages).catch((error: unknown) => {
       if (error instanceof FencedError) this.metrics.fenced();
       throw error;
     });

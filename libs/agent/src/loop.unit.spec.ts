@@ -3,7 +3,8 @@ import { z } from 'zod';
 import type { DomainEvent } from '@rudder/contracts';
 import { demoScript, reply, startScriptedModel, toolResults, type ScriptedModel } from '@rudder/scripted-model';
 import { contextBudget, SUMMARY_HEADING } from './context';
-import { runTurn, type Agent, type StoredTurn } from './loop';
+import { runTurn } from './loop';
+import type { Agent, StoredTurn } from './run-options';
 import { openAiModel, type ModelClient } from './model';
 import { countRequest } from './tokens';
 import { argumentsError, defineTool, waitTool } from './tools';
@@ -20,6 +21,9 @@ afterAll(() => server.stop());
 const agent: Agent = { systemPrompt: 'be brief', tools: [waitTool], maxSteps: 5, context: contextBudget({ maxTokens: 100_000 }), todos: false };
 const model = () => openAiModel({ baseURL: server.url, apiKey: 'test', model: 'scripted', maxRetries: 0 });
 const prompt = { id: 'in-1', text: 'wait a bit', messages: ['wait a bit'], subject: 'alice' };
+/** The runner's clock, as the loop is given it: it stands still. */
+const STEP_AT = '2026-12-01T00:00:00.000Z';
+const now = () => new Date(STEP_AT);
 
 /**
  * A store standing in for the conversation's: `store` says what a commit stores (by default what
@@ -59,6 +63,7 @@ function start(options: RunOptions = {}) {
       return events;
     }),
     onToken: (_, text) => tokens.push(text),
+    now,
     signal: options.signal ?? new AbortController().signal,
     windDown: options.windDown,
     pending: options.pending,
@@ -203,6 +208,7 @@ describe('the agent loop', () => {
         commits.push(stored);
         return stored;
       }),
+      now,
       signal: new AbortController().signal,
     });
     expect(server.requests.length - before).toBe(2);
@@ -252,6 +258,7 @@ describe('the agent loop', () => {
         commits.push(stored);
         return stored;
       }),
+      now,
       signal: new AbortController().signal,
     });
     expect(server.requests.length - before).toBe(1);
@@ -328,6 +335,7 @@ describe('the agent loop', () => {
       },
       turn,
       commit,
+      now,
       signal: new AbortController().signal,
     });
     expect(asked).toHaveLength(1);
@@ -361,6 +369,7 @@ describe('the agent loop', () => {
       },
       turn,
       commit: storeFrom(turn),
+      now,
       signal: new AbortController().signal,
     });
     expect(asked).toBe(1);
@@ -478,20 +487,21 @@ describe('tools that need approval', () => {
     });
   };
   /** Runs the turn until it parks or ends; answers its commits and the turn as the last commit left it. */
-  async function runFrom(turn: TurnState) {
+  async function runFrom(turn: TurnState, withAgent: Agent = approving) {
     const commits: DomainEvent[][] = [];
-    let now = turn;
+    let stored = turn;
     const ended = await runTurn({
       conversation: 'c',
-      agent: approving,
+      agent: withAgent,
       model: model(),
       history: () => ({ summary: null, earlier: [] }),
       turn,
       commit: async (events) => {
         commits.push(events);
-        now = events.reduce(evolveTurn, now);
-        return { turn: now, ended: events.some((e) => e.type === 'turn.ended') };
+        stored = events.reduce(evolveTurn, stored);
+        return { turn: stored, ended: events.some((e) => e.type === 'turn.ended') };
       },
+      now,
       signal: new AbortController().signal,
     });
     return { commits, turn: ended };
@@ -511,6 +521,13 @@ describe('tools that need approval', () => {
     expect(server.requests.length).toBe(before);
     // Run again while it waits: nothing happens.
     expect((await runFrom(turn)).commits).toEqual([]);
+  });
+
+  it("an approval is requested at its step's time, as the runner's clock gives it, and expires its tool's approvalTimeout after that", async () => {
+    const timed: Agent = { ...approving, tools: [waitTool, { ...send, approvalTimeout: 90_000 }] };
+    const { commits } = await runFrom(replied(), timed);
+    const requested = commits.flat().find((e) => e.type === 'approval.requested')!;
+    expect(requested).toMatchObject({ data: { call: calls[0], requestedAt: STEP_AT, expiresAt: '2026-12-01T00:01:30.000Z' } });
   });
 
   it('approved, the call runs once with its arguments; with edited ones it runs with those and its result says so; then the model is asked', async () => {
@@ -595,7 +612,7 @@ describe('the next request sent ahead of the last tool result’s commit (quiet)
     const ahead: string[] = [];
     const ended = runTurn({
       conversation: 'c', agent, model: model(), history: () => ({ summary: null, earlier: [] }), turn,
-      commit: held.commit, onToken: (_, text) => tokens.push(text), signal: new AbortController().signal, quiet: () => quiet,
+      commit: held.commit, onToken: (_, text) => tokens.push(text), now, signal: new AbortController().signal, quiet: () => quiet,
       onAhead: (outcome) => ahead.push(outcome),
     });
     return { ended, tokens, ahead };

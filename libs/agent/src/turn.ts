@@ -3,6 +3,14 @@ import { assistantMessage, toolMessage, userMessage, type ModelMessage } from '.
 import { emptyTodos, type TodoList } from './todos';
 
 /**
+ * `@rudder/agent/turn`: the turn as the conversation's decider folds and ends it, and the plan it
+ * carries. Pure — it loads neither the model client nor the tokenizer (the package's index does),
+ * so the decider, and the gateway with it, stays free of them
+ * (libs/conversation/src/import-graph.unit.spec.ts).
+ */
+export { emptyTodos, type TodoList };
+
+/**
  * A running turn as the agent loop needs it: its own messages so far (the prompt's user
  * messages, then each stored model reply and tool result), folded from the stored events.
  */
@@ -137,8 +145,29 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
       const status = decision === 'approve' ? 'approved' : 'denied';
       return { ...turn, approvals: { ...turn.approvals, [callId]: { approval, status, arguments: event.data.arguments, reason, subject } } };
     }
-    default:
+    case 'conversation.opened':
+    case 'input.accepted':
+    case 'steer.accepted':
+    case 'input.retracted':
+    case 'retract.refused':
+    case 'input.discarded':
+    case 'input.rejected':
+    case 'guard.failed':
+    case 'promote.refused':
+    case 'stop.refused':
+    case 'access.granted':
+    case 'grant.refused':
+    case 'input.delivered':
+    case 'turn.started':
+    case 'history.compacted':
+    case 'tool.started':
+    case 'approval.refused':
+    case 'turn.ended':
       return turn;
+    default: {
+      const never: never = event;
+      throw new Error(`unknown event ${JSON.stringify(never)}`);
+    }
   }
 }
 

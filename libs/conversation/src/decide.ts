@@ -1,5 +1,5 @@
 import { inputDigest, inputText, type DomainEvent, type EventDataOf, type InputRecord } from '@rudder/contracts';
-import { endTurn, evolveTurn, ROLLED_BACK, STOPPED, SUPERSEDED, type TurnState } from '@rudder/agent';
+import { endTurn, evolveTurn, ROLLED_BACK, STOPPED, SUPERSEDED, type TurnState } from '@rudder/agent/turn';
 import { derivedKeyRefusal } from './derived-keys';
 import { receiptKeys } from './once-keys';
 import { evolve, mayAccess, type ConversationState, type PendingInput } from './state';

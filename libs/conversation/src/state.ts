@@ -1,5 +1,5 @@
 import type { DomainEvent, TodoItem } from '@rudder/contracts';
-import { emptyTodos, strongerEnding, type Ending, type TodoList } from '@rudder/agent';
+import { emptyTodos, strongerEnding, type Ending, type TodoList } from '@rudder/agent/turn';
 
 /** An input waiting to be answered. `seq` orders what waits: the acceptance order, with 0 for an input that asked to run next. */
 export type PendingInput = {

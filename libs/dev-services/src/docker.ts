@@ -2,7 +2,8 @@ import { request } from 'node:http';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { DevServicesError } from './errors';
-import { randomClusterId, waitForKafka } from './kafka';
+import { waitForKafka } from './kafka-ready';
+import { randomClusterId } from './kafka-settings';
 
 /**
  * Docker, through testcontainers, when an engine answers. Deciding that must be fast on

@@ -1,7 +1,9 @@
 import type { ConversationEvent } from '@rudder/contracts';
 import type { Log, Pool } from '@rudder/runtime';
+import { following } from './outbox-following';
+import { markPublished, readConversationsAfter, readOwnedOutbox } from './outbox-statements';
+import { toConversationEvent, type EventRow } from './stored-event';
 import { byKeyBytes, type Written } from './writes';
-import { EVENT_COLUMNS, toConversationEvent, type EventRow } from './stored-event';
 
 export type OutboxRelayOptions = {
   pool: Pool;
@@ -37,19 +39,6 @@ export type OutboxRelay = {
   stop(): Promise<void>;
 };
 
-/**
- * Stores watermarks (`$1` conversations in key order, `$2` positions), never lowering one. The
- * rows are locked in key order (bytes, `byKeyBytes`), as every write of several conversations locks them, so it never
- * deadlocks with a writer. The statement's own snapshot does not see what it stores: a read in
- * the same statement takes the greater of the stored watermark and the one it stores.
- */
-const MARK = `WITH locked AS (
-  SELECT key FROM event_store.conversations WHERE key = ANY($1::text[]) ORDER BY key COLLATE "C" FOR NO KEY UPDATE
-), marked AS (
-  UPDATE event_store.conversations c
-     SET published_position = greatest(c.published_position, ($2::bigint[])[array_position($1::text[], c.key)])
-   WHERE c.key IN (SELECT key FROM locked))`;
-
 /** Conversations whose last published position a relay keeps; past it, the oldest tenth are forgotten (read from the start again, once). */
 const PUBLISHED_KEPT = 50_000;
 
@@ -70,8 +59,8 @@ const PUBLISHED_KEPT = 50_000;
  *
  * **From the table** otherwise: a commit whose enqueue came late (a slow dead-letter send in
  * between), one that never came (a COMMIT whose acknowledgement was lost), a conversation this
- * relay has not published yet (a new owner) — #9 hole 3, where publishing commits in `enqueue`
- * order let newer events out first and left others behind. Then the conversation is read
+ * relay has not published yet (a new owner): publishing commits in `enqueue` order would let
+ * newer events out first and leave others behind. Then the conversation is read
  * after the highest position this relay published of it or its stored watermark, whichever is
  * higher (0 when neither), by a range of the `(conversation, position)` index. That skips
  * nothing: a conversation's positions are visible in their order (its writes hold its row lock
@@ -260,7 +249,7 @@ class Relay implements OutboxRelay {
     clearTimeout(this.markTimer);
     this.markTimer = undefined;
     if (this.unmarked.size === 0) return;
-    await this.options.pool.query({ name: 'event-store-outbox-mark', text: `${MARK} SELECT 1`, values: this.marks() });
+    await markPublished(this.options.pool, this.marks());
     this.unmarked = new Map();
   }
 
@@ -269,97 +258,4 @@ class Relay implements OutboxRelay {
     const keys = [...this.unmarked.keys()].sort(byKeyBytes);
     return [keys, keys.map((k) => this.unmarked.get(k)!)];
   }
-}
-
-/**
- * Splits commits into the events that follow what was `published`, per conversation, with
- * their traces, and the conversations to read from the table instead: those `readsTable`
- * already, and those with a commit whose `before` is past what was published (or missing).
- * All of a conversation's commits go one way.
- */
-function following(commits: readonly Written[], published: ReadonlyMap<string, number>, readsTable: (conversation: string) => boolean) {
-  const of = new Map<string, { events: ConversationEvent[]; traces: (string | null)[]; follows: boolean; upTo: number }>();
-  for (const commit of commits) {
-    for (const event of commit.stored) {
-      const c = event.conversation;
-      let taken = of.get(c);
-      if (!taken) of.set(c, (taken = { events: [], traces: [], follows: !readsTable(c), upTo: published.get(c) ?? 0 }));
-      if (!taken.follows) continue;
-      const before = commit.before.get(c);
-      if (before === undefined || before > taken.upTo) {
-        taken.follows = false;
-        continue;
-      }
-      // An event at or below `upTo` was published already (a read of the table met its row).
-      if (event.position <= taken.upTo) continue;
-      taken.events.push(event);
-      taken.traces.push(commit.trace);
-      taken.upTo = event.position;
-    }
-  }
-  const events: ConversationEvent[] = [];
-  const traces: (string | null)[] = [];
-  const fromTable: string[] = [];
-  for (const [c, taken] of of) {
-    if (!taken.follows) fromTable.push(c);
-    else {
-      events.push(...taken.events);
-      traces.push(...taken.traces);
-    }
-  }
-  return { events, traces, fromTable };
-}
-
-const COLUMNS = EVENT_COLUMNS.split(', ').map((c) => 'e.' + c).join(', ');
-
-/**
- * The owned partitions' whole outbox, storing `marks` as it reads: the owned conversations
- * whose last event is past their watermark (the partial index conversations_to_publish, whose
- * dead entries since the last vacuum make it the dearer read; the watermark this statement
- * stores is not in its snapshot, hence m), each read by a range of its (conversation,
- * position) index.
- */
-async function readOwnedOutbox(pool: Pool, marks: [string[], number[]], owned: readonly number[], batchSize: number): Promise<EventRow[]> {
-  const { rows } = await pool.query<EventRow>({
-    name: 'event-store-outbox-sweep',
-    text: `${MARK}, due AS MATERIALIZED (
-               SELECT c.key, greatest(c.published_position, m.position) AS after
-                 FROM event_store.conversations c
-                 LEFT JOIN unnest($1::text[], $2::bigint[]) AS m(conversation, position) ON m.conversation = c.key
-                WHERE c.partition = ANY($3::int[]) AND c.last_position > c.published_position)
-             SELECT ${COLUMNS}
-               FROM due CROSS JOIN LATERAL (
-                 SELECT ${COLUMNS} FROM event_store.events e WHERE e.conversation = due.key AND e.position > due.after OFFSET 0) e
-              ORDER BY e.position LIMIT $4`,
-    values: [...marks, owned, batchSize],
-  });
-  return rows;
-}
-
-/**
- * The given conversations' rows after `after` (what this relay published of each) or their
- * stored watermark, whichever is higher, storing `marks` as it reads: only what is new.
- * Planned at each call (no name: a generic plan of it read the conversations' whole history,
- * growing with it), each conversation read by a range of its (conversation, position) index.
- */
-async function readConversationsAfter(
-  pool: Pool,
-  marks: [string[], number[]],
-  owned: readonly number[],
-  batchSize: number,
-  conversations: readonly string[],
-  after: readonly number[],
-): Promise<EventRow[]> {
-  const { rows } = await pool.query<EventRow>({
-    text: `${MARK}
-             SELECT ${COLUMNS}
-               FROM unnest($5::text[], $6::bigint[]) AS w(conversation, after)
-               JOIN event_store.conversations c ON c.key = w.conversation AND c.partition = ANY($3::int[])
-               CROSS JOIN LATERAL (
-                 SELECT ${COLUMNS} FROM event_store.events e
-                  WHERE e.conversation = w.conversation AND e.position > greatest(w.after, c.published_position) OFFSET 0) e
-              ORDER BY e.position LIMIT $4`,
-    values: [...marks, owned, batchSize, conversations, after],
-  });
-  return rows;
 }

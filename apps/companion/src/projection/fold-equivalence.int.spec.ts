@@ -2,19 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { eventVersion, type CompanionStatus, type ConversationEvent, type DomainEvent, type InputRecord, type ToolCall } from '@rudder/contracts';
 import { changeTodos, endTurn, evolveTurn, nextAction, type TurnState } from '@rudder/agent';
-import {
-  decideInputs,
-  decideTimeouts,
-  decideTurnCommit,
-  emptyConversation,
-  evolve,
-  evolveConversation,
-  initialState,
-  onceKey,
-  startNextTurn,
-  type Agents,
-  type Conversation,
-} from '@rudder/conversation';
+import { decideInputs, decideTimeouts, decideTurnCommit, evolve, initialState, onceKey, startNextTurn, type Agents } from '@rudder/conversation';
 import type { DataSource } from 'typeorm';
 import { openReadModels } from '../read-models/data-source';
 import { readConversationStatus, statusOf } from '../queries/conversation-status';
@@ -25,6 +13,8 @@ import { readInput } from '../queries/input-view';
 import { readApproval, toTurnApproval } from '../queries/approval-view';
 import { readEventsAfter } from '../queries/event-replay';
 import { createFreshDatabase } from '../../../../test/support/companion/test-database';
+// The worker's fold of a conversation, with which this spec plays the worker.
+import { emptyConversation, evolveConversation, type Conversation } from '../../../turn-worker/src/turns/conversation';
 import { foldEvents } from './fold-events';
 import { foldRows } from './fold-rows';
 import { readEventRecord } from './read-event-record';

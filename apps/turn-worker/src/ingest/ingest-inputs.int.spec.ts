@@ -1,13 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
 import type { ChatInput } from '@rudder/contracts';
-import { readConversation, takePartitions } from '@rudder/event-store';
+import { readConversation, takePartitions, type Epochs } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
-import { ingestInputs, type GuardFailure, type IngestAgents } from './ingest-inputs';
+import { InputIngest, type GuardFailure, type IngestAgents } from './ingest-inputs';
 
 const db = useEventStoreDatabase();
 const policy = { maxTaken: 16, bounds: { steers: 4, chats: 4, chars: 8000 } };
 const agents: IngestAgents = { defaultAgent: 'default', policyOf: () => policy, get: () => undefined, anyGuard: () => false };
+/** The ingest of a worker holding `epochs`. */
+const ingest = (epochs: Epochs, withAgents: IngestAgents = agents, guardFailed?: (failure: GuardFailure) => void) =>
+  new InputIngest({ pool: db.pool(), epochs: () => epochs, agents: withAgents, guardFailed });
 
 let offset = 0;
 const record = (input: ChatInput): KafkaMessage =>
@@ -35,7 +38,7 @@ describe('ingesting a batch', () => {
       record(chat('a', 'a-3', 'after the poison')),
     ];
 
-    const { stored, rejected } = await ingestInputs(db.pool(), 0, epochs, batch, agents);
+    const { stored, rejected } = await ingest(epochs).batch(0, batch);
 
     expect(rejected).toEqual([{ message: batch[2], reason: expect.stringMatching(/^the database refused it: poison on purpose/) }]);
     expect(stored.flatMap((e) => (e.type === 'input.accepted' ? [e.data.input.id] : []))).toEqual(['a-1', 'b-1', 'a-3']);
@@ -45,15 +48,15 @@ describe('ingesting a batch', () => {
     expect(await ids('b')).toEqual(['b-1']);
   });
 
-  it('a record of a known conversation arriving on another partition does not move it there: it is returned to be re-routed (#9 hole 10)', async () => {
+  it('a record of a known conversation arriving on another partition does not move it there: it is returned to be re-routed', async () => {
     const epochs = await takePartitions(db.pool(), [3, 4], 'worker-a');
     const ids = async (conversation: string) =>
       (await readConversation(db.pool(), conversation)).flatMap((e) => (e.type === 'input.accepted' ? [e.data.input.id] : []));
-    await ingestInputs(db.pool(), 3, epochs, [record(chat('m', 'm-1', 'first seen on 3'))], agents);
+    await ingest(epochs).batch(3, [record(chat('m', 'm-1', 'first seen on 3'))]);
 
     // A producer with another partitioner: the conversation's next record lands on 4, beside a new conversation's.
     const strays = [record(chat('m', 'm-2', 'arrived on 4')), record(chat('n', 'n-1', 'new on 4'))];
-    const { stored, conversations, misrouted } = await ingestInputs(db.pool(), 4, epochs, strays, agents);
+    const { stored, conversations, misrouted } = await ingest(epochs).batch(4, strays);
     expect(misrouted).toEqual([{ message: strays[0], partition: 3 }]);
     expect(conversations).toEqual(['n']);
     expect(stored.flatMap((e) => (e.type === 'input.accepted' ? [e.data.input.id] : []))).toEqual(['n-1']);
@@ -62,24 +65,24 @@ describe('ingesting a batch', () => {
     expect(await ids('m')).toEqual(['m-1']);
 
     // Re-routed to 3, it is ingested there, once.
-    await ingestInputs(db.pool(), 3, epochs, [misrouted[0].message], agents);
-    await ingestInputs(db.pool(), 3, epochs, [misrouted[0].message], agents);
+    await ingest(epochs).batch(3, [misrouted[0].message]);
+    await ingest(epochs).batch(3, [misrouted[0].message]);
     expect(await ids('m')).toEqual(['m-1', 'm-2']);
   });
 
   it('an idle conversation starts its next turn in the ingest\'s own transaction; a chat behind a running turn waits', async () => {
     const epochs = await takePartitions(db.pool(), [5], 'worker-a');
-    const { stored } = await ingestInputs(db.pool(), 5, epochs, [record(chat('t', 't-1', 'first')), record(chat('t', 't-2', 'second'))], agents);
+    const { stored } = await ingest(epochs).batch(5, [record(chat('t', 't-1', 'first')), record(chat('t', 't-2', 'second'))]);
     expect(stored.map((e) => e.type)).toEqual(['conversation.opened', 'input.accepted', 'input.accepted', 'turn.started', 'input.delivered']);
     const started = stored.find((e) => e.type === 'turn.started');
     expect(started?.data).toMatchObject({ prompt: { id: 't-1' } });
     // One transaction: one commit time for all of them.
     expect(new Set(stored.map((e) => e.at)).size).toBe(1);
-    const again = await ingestInputs(db.pool(), 5, epochs, [record(chat('t', 't-3', 'third'))], agents);
+    const again = await ingest(epochs).batch(5, [record(chat('t', 't-3', 'third'))]);
     expect(again.stored.map((e) => e.type)).toEqual(['input.accepted']);
   });
 
-  it('two conversations whose inputs share an id each get their own guard verdict, not each other\'s refusal (#31 item 3)', async () => {
+  it('two conversations whose inputs share an id each get their own guard verdict, not each other\'s refusal', async () => {
     const epochs = await takePartitions(db.pool(), [6], 'worker-a');
     const guarding: IngestAgents = {
       ...agents,
@@ -89,7 +92,7 @@ describe('ingesting a batch', () => {
     // Ids are the client's choice: two clients both call their first chat "1".
     const batch = [record(chat('g-alice', '1', 'my card 4111 1111 1111 1111')), record(chat('g-bob', '1', 'hello'))];
 
-    const { stored } = await ingestInputs(db.pool(), 6, epochs, batch, guarding);
+    const { stored } = await ingest(epochs, guarding).batch(6, batch);
 
     const decisions = stored.flatMap((e) =>
       e.type === 'input.accepted' ? [[e.conversation, 'accepted']] : e.type === 'input.rejected' ? [[e.conversation, e.data.code]] : [],
@@ -97,7 +100,7 @@ describe('ingesting a batch', () => {
     expect(decisions).toEqual([['g-alice', 'refused'], ['g-bob', 'accepted']]);
   });
 
-  it('a guard that throws or hangs past its budget decides nothing for its input (guard.failed), the rest of the batch is decided, and the same id sent again is guarded again (#31 item 4)', async () => {
+  it('a guard that throws or hangs past its budget decides nothing for its input (guard.failed), the rest of the batch is decided, and the same id sent again is guarded again', async () => {
     const epochs = await takePartitions(db.pool(), [7], 'worker-a');
     let failing = true;
     const guarding: IngestAgents = {
@@ -117,7 +120,7 @@ describe('ingesting a batch', () => {
     const failures: GuardFailure[] = [];
     const batch = [record(chat('h-1', 'x', 'throw')), record(chat('h-2', 'y', 'hang')), record(chat('h-3', 'z', 'fine'))];
 
-    const first = await ingestInputs(db.pool(), 7, epochs, batch, guarding, undefined, (f) => failures.push(f));
+    const first = await ingest(epochs, guarding, (f) => failures.push(f)).batch(7, batch);
 
     const decided = (events: typeof first.stored) =>
       events.flatMap((e) => (e.type === 'input.accepted' ? [[e.data.input.id, 'accepted']] : e.type === 'guard.failed' ? [[e.data.input.id, 'guard.failed']] : []));
@@ -130,15 +133,15 @@ describe('ingesting a batch', () => {
     expect(JSON.stringify(failed)).not.toContain('moderation');
 
     // Sent again (a retry with the same id): guarded again, twice failing, then accepted once.
-    const again = await ingestInputs(db.pool(), 7, epochs, [record(chat('h-1', 'x', 'throw'))], guarding);
+    const again = await ingest(epochs, guarding).batch(7, [record(chat('h-1', 'x', 'throw'))]);
     expect(decided(again.stored)).toEqual([['x', 'guard.failed']]);
     failing = false;
-    const retried = await ingestInputs(db.pool(), 7, epochs, [record(chat('h-1', 'x', 'throw')), record(chat('h-2', 'y', 'hang'))], guarding);
+    const retried = await ingest(epochs, guarding).batch(7, [record(chat('h-1', 'x', 'throw')), record(chat('h-2', 'y', 'hang'))]);
     expect(decided(retried.stored)).toEqual([['x', 'accepted'], ['y', 'accepted']]);
     const log = await readConversation(db.pool(), 'h-1');
     expect(log.map((e) => e.type)).toEqual(['guard.failed', 'guard.failed', 'conversation.opened', 'input.accepted', 'turn.started', 'input.delivered']);
     // Answered now: a redelivery of the id adds nothing.
-    const redelivered = await ingestInputs(db.pool(), 7, epochs, [record(chat('h-1', 'x', 'throw'))], guarding);
+    const redelivered = await ingest(epochs, guarding).batch(7, [record(chat('h-1', 'x', 'throw'))]);
     expect(redelivered.stored).toEqual([]);
   });
 });

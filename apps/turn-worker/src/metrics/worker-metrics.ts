@@ -247,8 +247,23 @@ export class WorkerMetrics {
         if (started !== undefined) this.turns.observe({ status: event.data.status }, Math.max(0, Date.parse(event.at) - started) / 1000);
         return;
       }
-      default:
+      // Neither an input's decision nor a turn's start or end: not counted (model requests are, as they are made).
+      case 'conversation.opened':
+      case 'input.discarded':
+      case 'input.delivered':
+      case 'model.replied':
+      case 'history.compacted':
+      case 'tool.started':
+      case 'approval.requested':
+      case 'tool.ended':
+      case 'todos.updated':
         return;
+      default: {
+        // Every type is named above (the compiler says which is not). One this code does not know
+        // at run time — a newer worker's, which this one's relay publishes — is not counted.
+        const _unknown: never = event;
+        return;
+      }
     }
   }
 }

@@ -1,6 +1,6 @@
 import type { KafkaMessage } from 'kafkajs';
 import { contextOf, tracing } from '@rudder/runtime';
-import { parseInput } from '../ingest/ingest-inputs';
+import { parseInput } from '../ingest/parse-input';
 
 /** Inputs remembered at once at most (oldest forgotten first): far more than wait in the owned conversations. */
 const REMEMBERED = 10_000;

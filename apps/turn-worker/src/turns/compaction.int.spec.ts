@@ -2,15 +2,17 @@ import { describe, expect, it, vi } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
 import type { ChatInput, DomainEvent } from '@rudder/contracts';
 import { contextBudget, type ModelClient, type TurnState } from '@rudder/agent';
-import { conversationRules, emptyConversation, evolveConversation } from '@rudder/conversation';
-import { appendToConversations, groupedWrites, readConversation, takePartitions, type OutboxRelay } from '@rudder/event-store';
+import { conversationRules } from '@rudder/conversation';
+import { appendToConversations, readConversation, takePartitions, type OutboxRelay } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
 import { createLog } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
-import { ingestInputs, type IngestAgents } from '../ingest/ingest-inputs';
+import { InputIngest, type IngestAgents } from '../ingest/ingest-inputs';
 import { compaction, LOG_PAGE_EVENTS } from './compaction';
-import { createConversationRunner } from './conversation-runner';
+import { emptyConversation, evolveConversation } from './conversation';
+import { ConversationRunner } from './conversation-runner';
 import { createHeldEpochs } from './held-epochs';
+import { TurnStore } from './turn-store';
 
 const db = useEventStoreDatabase();
 const policy = { maxTaken: 16, bounds: { steers: 4, chats: 4, chars: 8000 } };
@@ -45,28 +47,18 @@ describe('compaction reads from the log what the fold let go of', () => {
       guardTimeoutMs: 1000,
     };
     const relay: OutboxRelay = { enqueue: () => undefined, sweep: () => undefined, idle: async () => undefined, stop: async () => undefined };
-    const runner = createConversationRunner('long', 2, {
-      pool: db.pool(),
-      epochs: () => epochs,
-      held: createHeldEpochs({ pool: db.pool(), epochs: () => epochs, sessionTimeoutMs: 6000, now: () => 0 }),
-      relay,
-      writeUnchanged: groupedWrites(db.pool(), conversationRules),
-      announce: () => null,
-      agentOf: () => agent,
-      onToken: () => undefined,
-      historyKept: 2,
-      flushTokens: () => undefined,
-      newTurnId: () => crypto.randomUUID(),
-      fault: () => undefined,
-      log: createLog('turn-worker', { level: 'error' }),
-      onFenced: () => undefined,
-      retryMs: 20,
-      snapshotEvery: 250,
+    const runner = new ConversationRunner('long', 2, {
+      store: new TurnStore({ pool: db.pool(), held: createHeldEpochs({ pool: db.pool(), epochs: () => epochs, sessionTimeoutMs: 6000, now: () => 0 }), relay }),
+      agents: { get: () => agent, historyKept: () => 2 },
+      tokens: { token: () => undefined, flushTokens: () => undefined },
+      metrics: { fenced: () => undefined, ahead: () => undefined },
+      options: { log: createLog('turn-worker', { level: 'error' }), fault: () => undefined, retryMs: 20, snapshotEvery: 250 },
     });
     const agents: IngestAgents = { defaultAgent: 'default', policyOf: () => policy, get: () => agent, anyGuard: () => false };
+    const ingest = new InputIngest({ pool: db.pool(), epochs: () => epochs, agents });
     const ended = async () => (await readConversation(db.pool(), 'long')).filter((e) => e.type === 'turn.ended').length;
     const turnWith = async (n: number) => {
-      await ingestInputs(db.pool(), 2, epochs, [chat('long', `c${n}`, `hello ${n}`)], agents);
+      await ingest.batch(2, [chat('long', `c${n}`, `hello ${n}`)]);
       runner.poke();
       await vi.waitFor(async () => expect(await ended()).toBe(n + 1), { timeout: 10_000, interval: 20 });
     };

@@ -1,6 +1,6 @@
 import type { DomainEvent } from '@rudder/contracts';
 import { storedSummary, summaryRequest, summaryTurnTokens, type ModelClient, type ContextBudget, type TurnState } from '@rudder/agent';
-import { emptyConversation, evolveConversation, type Conversation, type HistoryTurn } from '@rudder/conversation';
+import { emptyConversation, evolveConversation, type Conversation, type HistoryTurn } from './conversation';
 import { readConversationPage } from '@rudder/event-store';
 import type { Pool } from '@rudder/runtime';
 

@@ -1,9 +1,10 @@
 import type { ConversationEvent } from '@rudder/contracts';
 import type { TurnState } from '@rudder/agent';
-import { CONVERSATION_FOLD_VERSION, emptyConversation, evolveConversation, fromSnapshot, type Conversation, type ConversationState } from '@rudder/conversation';
+import type { ConversationState } from '@rudder/conversation';
 import { readConversation, readConversationFromSnapshot, storeSnapshot, type Seen } from '@rudder/event-store';
 import type { Log, Pool } from '@rudder/runtime';
 import type { ConversationNews } from '../ingest/ingest-inputs';
+import { CONVERSATION_FOLD_VERSION, emptyConversation, evolveConversation, fromSnapshot, type Conversation } from './conversation';
 
 export type ConversationFoldDeps = {
   pool: Pool;
@@ -64,7 +65,7 @@ export class ConversationFold {
    * Folds `news` if it follows exactly what is held, or, nothing held, if it is the
    * conversation's first events (`after` 0: the two writers of the event store set a
    * conversation's `last_position` with every event they insert, so 0 is an empty log — a new
-   * conversation's first turn starts without reading it back, issue 36); false otherwise (the
+   * conversation's first turn starts without reading it back); false otherwise (the
    * first read starts from the snapshot).
    */
   take(news: ConversationNews): boolean {

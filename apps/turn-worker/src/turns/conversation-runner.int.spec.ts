@@ -2,14 +2,15 @@ import { describe, expect, it, vi } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
 import type { ChatInput } from '@rudder/contracts';
 import { contextBudget, type ModelClient } from '@rudder/agent';
-import { conversationRules } from '@rudder/conversation';
-import { groupedWrites, readConversation, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
+import { readConversation, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
-import { createLog } from '@rudder/runtime';
+import { createLog, type Pool } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
-import { ingestInputs, type IngestAgents } from '../ingest/ingest-inputs';
-import { createConversationRunner, type RunnerDeps } from './conversation-runner';
+import { InputIngest, type IngestAgents } from '../ingest/ingest-inputs';
+import { ConversationRunner } from './conversation-runner';
 import { createHeldEpochs } from './held-epochs';
+import type { RunnerServices } from './runner-services';
+import { TurnStore } from './turn-store';
 
 const db = useEventStoreDatabase();
 const policy = { maxTaken: 16, bounds: { steers: 4, chats: 4, chars: 8000 } };
@@ -25,7 +26,7 @@ const chat = (conversation: string, id: string): KafkaMessage => {
  * the test's hand (a pause is a step of the test: `clock.now += …`) and a model that counts
  * its requests.
  */
-function worker(epochs: () => Epochs) {
+function worker(epochs: () => Epochs, pool: Pool = db.pool()) {
   const clock = { now: 0 };
   const requests: string[] = [];
   const model: ModelClient = {
@@ -47,36 +48,26 @@ function worker(epochs: () => Epochs) {
   const fenced: string[] = [];
   const relay: OutboxRelay = { enqueue: () => undefined, sweep: () => undefined, idle: async () => undefined, stop: async () => undefined };
   const held = createHeldEpochs({ pool: db.pool(), epochs, sessionTimeoutMs: SESSION_TIMEOUT_MS, now: () => clock.now });
-  const deps: RunnerDeps = {
-    pool: db.pool(),
-    epochs,
-    held,
-    relay,
-    writeUnchanged: groupedWrites(db.pool(), conversationRules),
-    announce: () => null,
-    agentOf: () => agent,
-    onToken: () => undefined,
-    historyKept: 10,
-    flushTokens: () => undefined,
-    newTurnId: () => crypto.randomUUID(),
-    fault: () => undefined,
-    log: createLog('turn-worker', { level: 'error' }),
-    onFenced: () => fenced.push('fenced'),
+  const services: RunnerServices = {
+    store: new TurnStore({ pool, held, relay }),
+    agents: { get: () => agent, historyKept: () => 10 },
+    tokens: { token: () => undefined, flushTokens: () => undefined },
+    metrics: { fenced: () => void fenced.push('fenced'), ahead: () => undefined },
     // A fenced runner retries (and is fenced again) until the rebalance releases it.
-    retryMs: 20,
-    snapshotEvery: 250,
+    options: { log: createLog('turn-worker', { level: 'error' }), fault: () => undefined, retryMs: 20, snapshotEvery: 250 },
   };
   const agents: IngestAgents = { defaultAgent: 'default', policyOf: () => policy, get: () => agent, anyGuard: () => false };
-  return { clock, requests, fenced, held, deps, agents };
+  const ingest = new InputIngest({ pool: db.pool(), epochs, agents });
+  return { clock, requests, fenced, held, ingest, runner: (key: string, partition: number) => new ConversationRunner(key, partition, services) };
 }
 
 describe('a runner after a pause', () => {
-  it('a worker paused past its session whose partition was taken meanwhile sends no model request: it checks its epoch first (#31 item 6)', async () => {
+  it('a worker paused past its session whose partition was taken meanwhile sends no model request: it checks its epoch first', async () => {
     const epochs = await takePartitions(db.pool(), [0], 'worker-a');
     const a = worker(() => epochs);
     // The ingest starts the conversation's turn under worker-a's epoch (the worker notes the proof, as it does).
     const sentAt = a.clock.now;
-    await ingestInputs(db.pool(), 0, epochs, [chat('paused', 'p-1')], a.agents);
+    await a.ingest.batch(0, [chat('paused', 'p-1')]);
     a.held.proven(0, sentAt);
 
     // Paused (SIGSTOP) longer than the session: the group moved the partition to worker-b, which took its epoch.
@@ -84,7 +75,7 @@ describe('a runner after a pause', () => {
     await takePartitions(db.pool(), [0], 'worker-b');
 
     // It resumes before the rebalance reaches it: its epochs are still the old ones, and its runner runs the turn.
-    const runner = createConversationRunner('paused', 0, a.deps);
+    const runner = a.runner('paused', 0);
     runner.poke();
     await vi.waitFor(() => expect(a.fenced.length).toBeGreaterThanOrEqual(2), { timeout: 10_000, interval: 20 });
     expect(a.requests).toEqual([]);
@@ -96,11 +87,11 @@ describe('a runner after a pause', () => {
     const epochs = await takePartitions(db.pool(), [1], 'worker-a');
     const a = worker(() => epochs);
     const sentAt = a.clock.now;
-    await ingestInputs(db.pool(), 1, epochs, [chat('kept', 'k-1')], a.agents);
+    await a.ingest.batch(1, [chat('kept', 'k-1')]);
     a.held.proven(1, sentAt);
     a.clock.now += SESSION_TIMEOUT_MS + 1000;
 
-    const runner = createConversationRunner('kept', 1, a.deps);
+    const runner = a.runner('kept', 1);
     runner.poke();
     await vi.waitFor(async () => expect((await readConversation(db.pool(), 'kept')).at(-1)?.type).toBe('turn.ended'), { timeout: 10_000, interval: 20 });
     expect(a.requests).toEqual(['request']);
@@ -110,12 +101,11 @@ describe('a runner after a pause', () => {
 });
 
 describe('a new conversation', () => {
-  it("starts its first turn from what the ingest stored, without reading the log back; an existing one it does not hold is read (#36)", async () => {
+  it("starts its first turn from what the ingest stored, without reading the log back; an existing one it does not hold is read", async () => {
     const epochs = await takePartitions(db.pool(), [2], 'worker-a');
-    const a = worker(() => epochs);
     const reads: string[] = [];
     const pool = db.pool();
-    a.deps.pool = new Proxy(pool, {
+    const counted = new Proxy(pool, {
       get: (target, property, receiver) =>
         property === 'query'
           ? (...args: Parameters<typeof pool.query>) => {
@@ -125,8 +115,9 @@ describe('a new conversation', () => {
             }
           : Reflect.get(target, property, receiver),
     });
-    const ingested = await ingestInputs(db.pool(), 2, epochs, [chat('fresh', 'f-1')], a.agents);
-    const runner = createConversationRunner('fresh', 2, a.deps);
+    const a = worker(() => epochs, counted);
+    const ingested = await a.ingest.batch(2, [chat('fresh', 'f-1')]);
+    const runner = a.runner('fresh', 2);
     expect(ingested.news.get('fresh')?.after).toBe(0);
     runner.poke(ingested.news.get('fresh'));
     await vi.waitFor(async () => expect((await readConversation(db.pool(), 'fresh')).at(-1)?.type).toBe('turn.ended'), { timeout: 10_000, interval: 20 });
@@ -135,9 +126,9 @@ describe('a new conversation', () => {
     await runner.abort();
 
     // Not held, with events before what the ingest stored: its runner reads them first.
-    const next = await ingestInputs(db.pool(), 2, epochs, [chat('fresh', 'f-2')], a.agents);
+    const next = await a.ingest.batch(2, [chat('fresh', 'f-2')]);
     expect(next.news.get('fresh')?.after).toBeGreaterThan(0);
-    const again = createConversationRunner('fresh', 2, a.deps);
+    const again = a.runner('fresh', 2);
     again.poke(next.news.get('fresh'));
     await vi.waitFor(async () => expect((await readConversation(db.pool(), 'fresh')).filter((e) => e.type === 'turn.ended')).toHaveLength(2), { timeout: 10_000, interval: 20 });
     expect(reads).toEqual(['event-store-read-from-snapshot']);

@@ -3,8 +3,8 @@ import { FencedError, holdsEpoch, type Epochs } from '@rudder/event-store';
 import type { Pool } from '@rudder/runtime';
 
 /**
- * When this worker last knew it held each partition's epoch, on a monotonic clock, and the
- * check a runner makes before a model request (#31 item 6).
+ * The epochs this worker holds, when it last knew it held each partition's epoch (on a
+ * monotonic clock), and the check a runner makes before a model request.
  *
  * A write checks the epoch in the database, so a write that succeeded proves the epoch was
  * held when it was sent (the clock is read before the write: a pause while it was in flight
@@ -18,6 +18,8 @@ import type { Pool } from '@rudder/runtime';
  * (a long tool call, say).
  */
 export type HeldEpochs = {
+  /** The epochs the worker holds now: every write is checked against them. */
+  epochs(): Epochs;
   /** The monotonic clock, in milliseconds. */
   now(): number;
   /** A write under the worker's epoch of `partition`, sent at `at` (`now()`), succeeded. */
@@ -40,6 +42,7 @@ export function createHeldEpochs(options: {
     if (at > (provenAt.get(partition) ?? -Infinity)) provenAt.set(partition, at);
   };
   return {
+    epochs: () => options.epochs(),
     now,
     proven,
     async check(partition) {

@@ -1,5 +1,6 @@
 import type { ConversationNews } from '../ingest/ingest-inputs';
-import { createConversationRunner, type ConversationRunner, type RunnerDeps } from './conversation-runner';
+import { ConversationRunner } from './conversation-runner';
+import type { RunnerServices } from './runner-services';
 
 /**
  * The conversations this worker runs. Each has one runner, so turns of one conversation run
@@ -9,19 +10,19 @@ import { createConversationRunner, type ConversationRunner, type RunnerDeps } fr
  * waiting) for `idleForgetMs` is let go, so memory follows the conversations in use, not every
  * one ever seen. Its next input reads its log again.
  */
-export function createScheduler(deps: RunnerDeps & { idleForgetMs: number }) {
+export function createScheduler(services: RunnerServices, idleForgetMs: number) {
   const runners = new Map<string, { partition: number; runner: ConversationRunner; pokedAt: number }>();
   const forget = setInterval(() => {
-    const before = Date.now() - deps.idleForgetMs;
+    const before = Date.now() - idleForgetMs;
     for (const [key, entry] of runners) if (entry.pokedAt < before && entry.runner.idle()) runners.delete(key);
-  }, Math.min(deps.idleForgetMs, 10_000));
+  }, Math.min(idleForgetMs, 10_000));
   forget.unref();
   return {
     /** Runs what is due in these conversations; `news`: what a write just stored there (the runner may fold it without a read). */
     poke(conversations: Iterable<{ conversation: string; partition: number; news?: ConversationNews }>) {
       for (const { conversation, partition, news } of conversations) {
         let entry = runners.get(conversation);
-        if (!entry) runners.set(conversation, (entry = { partition, runner: createConversationRunner(conversation, partition, deps), pokedAt: 0 }));
+        if (!entry) runners.set(conversation, (entry = { partition, runner: new ConversationRunner(conversation, partition, services), pokedAt: 0 }));
         entry.pokedAt = Date.now();
         entry.runner.poke(news);
       }

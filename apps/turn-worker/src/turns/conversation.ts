@@ -1,7 +1,6 @@
 import type { DomainEvent } from '@rudder/contracts';
 import { assistantMessage, evolveTurn, knownContentTokens, knownTokens, MESSAGE_FRAMING_TOKENS, startTurn, type EarlierTurn, type ModelMessage, type TurnState } from '@rudder/agent';
-import { onceKey } from './once-keys';
-import { evolve, hasOpenWork, initialState, parseState, type ConversationState } from './state';
+import { evolve, initialState, type ConversationState } from '@rudder/conversation';
 
 /**
  * A conversation as the turn runner folds it from its log, in log order: the decisions' state,
@@ -122,8 +121,33 @@ export function evolveConversation(conversation: Conversation, event: DomainEven
         history: history.filter((t) => t.end > through.position),
       };
     }
-    default:
+    case 'conversation.opened':
+    case 'input.accepted':
+    case 'steer.accepted':
+    case 'steer.taken':
+    case 'stop.requested':
+    case 'input.retracted':
+    case 'retract.refused':
+    case 'input.discarded':
+    case 'input.rejected':
+    case 'guard.failed':
+    case 'promote.refused':
+    case 'stop.refused':
+    case 'access.granted':
+    case 'grant.refused':
+    case 'input.delivered':
+    case 'model.replied':
+    case 'tool.started':
+    case 'approval.requested':
+    case 'approval.decided':
+    case 'approval.refused':
+    case 'tool.ended':
+    case 'todos.updated':
       return { ...conversation, state: next, running: running ? evolveTurn(running, event) : null };
+    default: {
+      const never: never = event;
+      throw new Error(`unknown event ${JSON.stringify(never)}`);
+    }
   }
 }
 
@@ -143,6 +167,3 @@ function endedTurn(running: TurnState): { messages: ModelMessage[]; tokens?: num
   for (const m of replies) tokens += MESSAGE_FRAMING_TOKENS + (knownContentTokens(m) ?? NaN);
   return Number.isNaN(tokens) ? { messages } : { messages, tokens };
 }
-
-/** The stream's rules as the event store needs them. */
-export const conversationRules = { parse: parseState, evolve, onceKey, hasOpenWork } as const;

@@ -1,0 +1,131 @@
+import { randomUUID } from 'node:crypto';
+import type { DomainEvent, ToolCall } from '@rudder/contracts';
+import type { RunTurnOptions, StoredTurn } from './run-options';
+import { speculate, type Ahead } from './speculation';
+import { changeTodos, TODOS_TOOL } from './todos';
+import { needsApproval, runToolCall, type Tool, type ToolContext, type ToolResult } from './tools';
+import { evolveTurn, type CallApproval, type TurnState } from './turn';
+
+/**
+ * Runs the step's calls side by side; each result is stored as soon as it is known, one commit
+ * at a time. The store may end the turn with the last result (it was interrupted at this step).
+ * A call of the built-in `todos` tool is made at its commit, from the plan as the commits before
+ * it left it, and stored with its result (`todos.updated`): two calls of one reply change the
+ * plan one after the other, and a crash before the commit leaves the plan as it was.
+ *
+ * A call whose tool needs approval is not run: `approval.requested` is stored for it, and it
+ * waits (the turn parks once nothing else of the step runs). Decided, it runs (approved: with
+ * the person's arguments when they edited them, and its result says so) or gets a result that
+ * says it was denied; a call still waiting when the turn is asked to end early is closed unrun.
+ */
+export async function runTools(turn: TurnState, { step, at }: { step: number; at: Date }, calls: readonly ToolCall[], options: RunTurnOptions, ahead: Ahead): Promise<StoredTurn> {
+  let stored: Promise<StoredTurn> = Promise.resolve({ turn, ended: false });
+  // The step's results as the runs made them: once every call has one (none waited for a person or
+  // changed the plan at its commit), the turn its commits store is known before they are done,
+  // and the next request can be sent ahead of the last one.
+  const results: DomainEvent[] = [];
+  const ended = (call: ToolCall, { result, isError }: ToolResult): DomainEvent => ({
+    type: 'tool.ended',
+    data: { turn: turn.id, step, callId: call.id, name: call.name, result, isError },
+  });
+  const store = (events: (before: StoredTurn) => DomainEvent[]) => {
+    stored = stored.then(async (before) => {
+      const after = await options.commit(events(before));
+      return before.ended ? before : after;
+    });
+    return stored;
+  };
+  await Promise.all(
+    calls.map(async (call) => {
+      const context = toolContext(turn, call, options);
+      const approval = turn.approvals[call.id];
+      if (approval) {
+        const decided = await decidedCall(approval, call, turn, options, context);
+        if (decided) await store(() => [ended(call, decided)]);
+        return;
+      }
+      if (options.agent.todos && call.name === TODOS_TOOL) {
+        await store((before) => {
+          const change = changeTodos(before.turn.todos, call.arguments);
+          const events = [ended(call, { result: change.result, isError: change.isError })];
+          if (change.list) events.push({ type: 'todos.updated', data: { turn: turn.id, step, callId: call.id, ...change.list } });
+          return events;
+        });
+        return;
+      }
+      if (await needsApproval(options.agent.tools, call, context)) {
+        await store(() => [approvalRequested(turn, step, call, options.agent.tools, at)]);
+        return;
+      }
+      const ran = await runToolCall(options.agent.tools, call, context);
+      const result = ended(call, ran);
+      results.push(result);
+      const committed = store(() => [result]);
+      // The step's last result: its commit is in flight, and the next request can go ahead of it.
+      if (results.length === calls.length) ahead.speculation = speculate(results.reduce(evolveTurn, turn), options);
+      await committed;
+    }),
+  );
+  return stored;
+}
+
+/**
+ * What a call with an approval answers: its run's result once approved (saying so when the
+ * person edited its arguments), the denial's text once denied, a closing text when the turn is
+ * asked to end early while it waits; null while it waits.
+ */
+async function decidedCall(approval: CallApproval, call: ToolCall, turn: TurnState, options: RunTurnOptions, context: ToolContext): Promise<ToolResult | null> {
+  switch (approval.status) {
+    case 'awaiting':
+      if (turn.ending === null) return null;
+      return {
+        result: turn.ending === 'wind-down' ? 'not run: the turn was asked to wind down while the call waited for approval' : 'not run: a newer input interrupted the turn while the call waited for approval',
+        isError: true,
+      };
+    case 'denied':
+      return { result: approval.subject === null ? `denied: ${approval.reason ?? 'nobody approved it in time'}` : `denied by the user: ${approval.reason ?? 'no reason given'}`, isError: true };
+    case 'approved': {
+      if (approval.arguments === null) return runToolCall(options.agent.tools, call, context);
+      const ran = await runToolCall(options.agent.tools, { ...call, arguments: approval.arguments }, context);
+      return { ...ran, result: `run with arguments edited by the user: ${approval.arguments}\n\n${ran.result}` };
+    }
+    default: {
+      const never: never = approval.status;
+      throw new Error(`unknown approval status ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+/**
+ * The request for a person's approval of `call`, at `at` (its step's time): a new approval id (the
+ * call's once key keeps it one per call), and when its tool's timeout denies it.
+ */
+function approvalRequested(turn: TurnState, step: number, call: ToolCall, tools: readonly Tool[], at: Date): DomainEvent {
+  const timeout = tools.find((t) => t.name === call.name)?.approvalTimeout;
+  return {
+    type: 'approval.requested',
+    data: {
+      turn: turn.id,
+      step,
+      approval: `appr_${randomUUID()}`,
+      call,
+      requestedAt: at.toISOString(),
+      expiresAt: timeout === undefined ? null : new Date(at.getTime() + timeout).toISOString(),
+    },
+  };
+}
+
+const NEVER = new AbortController().signal;
+
+const toolContext = (turn: TurnState, call: ToolCall, options: RunTurnOptions): ToolContext => ({
+  conversation: options.conversation,
+  turn: turn.id,
+  callId: call.id,
+  subject: turn.prompt.subject,
+  signal: options.signal,
+  windDown: options.windDown ?? NEVER,
+  get pending() {
+    return options.pending?.() ?? 0;
+  },
+  queued: turn.prompt.queued ?? false,
+});
