@@ -3,7 +3,8 @@ import type { DomainEvent, InputRecord } from '@rudder/contracts';
 import { endTurn, evolveTurn, nextAction, startTurn } from '@rudder/agent';
 import { derivedConversationKey } from './derived-keys';
 import { decideInputs, decideTimeouts, decideTurnCommit, startNextTurn, type Agents, type InputPolicy } from './decide';
-import { onceKey, receiptKeys } from './once-keys';
+import { onceKey } from './once-keys';
+import { receiptKeys } from './receipts';
 import { evolve, hasOpenWork, initialState, parked, type ConversationState } from './state';
 
 const sentAt = '2026-11-30T00:00:00.000Z';
@@ -183,6 +184,15 @@ describe('queue controls under the conversation lock', () => {
     const events = decide([{ ...long, id: 'a', messages: ['x'.repeat(5000)] }, { ...long, id: 'b', messages: ['y'.repeat(3001)] }]).events;
     expect(rejections(events)).toEqual([['b', 'queue_full']]);
     expect(events.find((e) => e.type === 'input.rejected')).toMatchObject({ data: { message: expect.stringContaining('5000 characters waiting') } });
+  });
+
+  it('the characters bound counts code points, as the 429 does: an emoji is one character', () => {
+    const long = { ...base, type: 'chat' as const, onBusy: 'enqueue' as const };
+    const emoji = '\u{1F600}'.repeat(3000);
+    expect(emoji.length).toBe(6000);
+    expect(rejections(decide([{ ...long, id: 'a', messages: ['x'.repeat(5000)] }, { ...long, id: 'b', messages: [emoji] }]).events)).toEqual([]);
+    const events = decide([{ ...long, id: 'a', messages: [emoji] }, { ...long, id: 'b', messages: ['y'.repeat(5001)] }]).events;
+    expect(events.find((e) => e.type === 'input.rejected')).toMatchObject({ data: { input: { id: 'b' }, message: expect.stringContaining('3000 characters waiting') } });
   });
 
   it('retract takes back a pending input by id or the latest of a queue, and refuses what is not pending', () => {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
 import { decideInputs, startNextTurn, type Agents, type InputPolicy } from './decide';
-import { onceKey, receiptKeys } from './once-keys';
-import { receiptIds, receiptIdsOf, receiptOf, settlingTypes } from './receipts';
+import { onceKey } from './once-keys';
+import { receiptIds, receiptIdsOf, receiptKeys, receiptOf, settlingTypes } from './receipts';
 import { evolve, initialState, type ConversationState } from './state';
 
 const sentAt = '2026-11-30T00:00:00.000Z';
