@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { nextAction, startTurn } from '@rudder/agent';
-import { evolveTurn } from '@rudder/agent';
+import { evolveTurn, nextAction, startTurn } from '@rudder/agent';
 import { chat, deciderSpec, IDLE, RUNNING, steer, stop } from '../testing/decider-spec';
 
 const { given } = deciderSpec();
