@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { ErrorStatus } from './api';
 import { MessageKind } from './conversation-key';
-import { ConversationEventRecord, TodoItem, TurnStatus, Usage } from './events';
+import { ConversationEventRecord } from './event-records';
+import { TodoItem, TurnStatus, Usage } from './events';
 
 /**
  * The HTTP API's answers as zod schemas: what `GET /openapi.json` is generated from, and what

@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { Announcement, ConversationEventRecord, eventVersion, inputDigest, parseConversationEvent, upcastEventData } from './events';
+import { Announcement, ConversationEventRecord, eventVersion, parseConversationEvent, upcastEventData } from './event-records';
+import { inputDigest } from './events';
 
-/** `input.rejected` at record version 2 keeps its text's digest; a version 1 record is read as version 2 (#31 item 10). */
+/** `input.rejected` at record version 2 keeps its text's digest; a version 1 record is read as version 2. */
 describe('input.rejected versions', () => {
   const envelope = { id: 'e1', conversation: 'c', position: 7, at: '2026-01-01T00:00:00.000Z', type: 'input.rejected' };
   const rejection = { code: 'queue_full', message: 'the follow-up queue is full' };

@@ -1,4 +1,4 @@
-import type { DomainEvent, InputRecord } from '@rudder/contracts';
+import type { DomainEvent } from '@rudder/contracts';
 
 /**
  * What makes each event happen at most once in its conversation, enforced by the store's
@@ -12,9 +12,9 @@ export function onceKey(event: DomainEvent): string {
     case 'conversation.opened':
       return 'opened';
     case 'input.accepted':
-      return keys.input(event.data.input.id);
+      return receiptKey.input(event.data.input.id);
     case 'input.rejected':
-      return keys.rejected(event.data.input.id);
+      return receiptKey.rejected(event.data.input.id);
     case 'guard.failed':
       // One per try, and no receipt (see receiptKeys): the id stays open for the try after it.
       return `guard-failed:${event.data.input.id}:${event.data.attempt}`;
@@ -22,23 +22,23 @@ export function onceKey(event: DomainEvent): string {
       return `delivered:${event.data.input.id}`;
     case 'input.retracted':
     case 'retract.refused':
-      return keys.retract(event.data.retract);
+      return receiptKey.retract(event.data.retract);
     case 'input.discarded':
       return `discard:${event.data.input.id}`;
     case 'promote.refused':
-      return keys.promote(event.data.promote);
+      return receiptKey.promote(event.data.promote);
     case 'steer.accepted':
-      return keys.steerDecided(event.data.input.id);
+      return receiptKey.steerDecided(event.data.input.id);
     case 'steer.taken':
       return `steer-taken:${event.data.input.id}`;
     case 'stop.requested':
     case 'stop.refused':
-      return keys.stop(event.data.stop);
+      return receiptKey.stop(event.data.stop);
     case 'access.granted':
     case 'grant.refused':
-      return keys.grant(event.data.grant);
+      return receiptKey.grant(event.data.grant);
     case 'turn.started':
-      return keys.turnFor(event.data.prompt.id);
+      return `turn-for:${event.data.prompt.id}`;
     case 'model.replied':
       return `reply:${event.data.turn}:${event.data.step}`;
     case 'tool.started':
@@ -54,9 +54,9 @@ export function onceKey(event: DomainEvent): string {
       return `approval:${event.data.turn}:${event.data.step}:${event.data.call.id}`;
     case 'approval.decided':
       // The state makes a call decided once (it leaves `awaiting`); a person's decision is its input's receipt.
-      return event.data.input === null ? `approval-decided:${event.data.approval}` : keys.approvalDecision(event.data.input);
+      return event.data.input === null ? `approval-decided:${event.data.approval}` : receiptKey.approvalDecision(event.data.input);
     case 'approval.refused':
-      return keys.approvalDecision(event.data.input);
+      return receiptKey.approvalDecision(event.data.input);
     case 'history.compacted':
       // One summary through a turn: a compaction redone after a crash finds it stored.
       return `compacted:${event.data.through.turn}`;
@@ -67,7 +67,11 @@ export function onceKey(event: DomainEvent): string {
   }
 }
 
-const keys = {
+/**
+ * The once keys an input's receipts are stored under, by the input id each names: each input
+ * kind's receipt keys (`receiptKeys` of its rules in `inputs/`) are made of these.
+ */
+export const receiptKey = {
   input: (id: string) => `input:${id}`,
   rejected: (id: string) => `reject:${id}`,
   steerDecided: (id: string) => `steer-accepted:${id}`,
@@ -75,34 +79,5 @@ const keys = {
   retract: (id: string) => `retract:${id}`,
   promote: (id: string) => `promote:${id}`,
   grant: (id: string) => `grant:${id}`,
-  turnFor: (id: string) => `turn-for:${id}`,
   approvalDecision: (id: string) => `approval-decision:${id}`,
 };
-
-/**
- * The once keys of the events that answer an input — any one of them stored means the input
- * was handled before (redelivered, or sent again) and adds nothing. Each possible decision
- * on the input holds an event with one of these keys (decide.unit.spec checks it for every
- * kind of decision the decider makes).
- */
-export function receiptKeys(input: InputRecord): string[] {
-  switch (input.type) {
-    case 'chat':
-    case 'steer':
-      return [keys.input(input.id), keys.rejected(input.id)];
-    case 'stop':
-      return [keys.stop(input.id)];
-    case 'retract':
-      return [keys.retract(input.id)];
-    case 'promote':
-      return [keys.promote(input.id), keys.steerDecided(input.target)];
-    case 'grant':
-      return [keys.grant(input.id)];
-    case 'approval':
-      return [keys.approvalDecision(input.id)];
-    default: {
-      const never: never = input;
-      throw new Error(`unknown input ${JSON.stringify(never)}`);
-    }
-  }
-}

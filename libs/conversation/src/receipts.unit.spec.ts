@@ -1,28 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
-import { decideInputs, startNextTurn, type Agents, type InputPolicy } from './decide';
-import { onceKey, receiptKeys } from './once-keys';
-import { receiptIds, receiptIdsOf, receiptOf, settlingTypes } from './receipts';
-import { evolve, initialState, type ConversationState } from './state';
+import { onceKey } from './once-keys';
+import { receiptIds, receiptIdsOf, receiptKeys, receiptOf, settlingTypes } from './receipts';
+import { agentsWith, base, deciderSpec, IDLE, RUNNING, type Given } from './testing/decider-spec';
 
-const sentAt = '2026-11-30T00:00:00.000Z';
-const base = { v: 1 as const, conversation: 'c', subject: 'alice', sentAt };
 const chat = (id: string, text = id): InputRecord => ({ ...base, type: 'chat', id, messages: [text], onBusy: 'enqueue' });
 const steer = (id: string, text = id): InputRecord => ({ ...base, type: 'steer', id, text });
-const policy: InputPolicy = { maxTaken: 16, bounds: { steers: 1, chats: 1, chars: 8000 } };
-const agents: Agents = { defaultAgent: 'default', policyOf: (name) => (name === 'default' ? policy : undefined) };
-const idle = (): ConversationState => ({ ...initialState(), owner: 'alice', agent: 'default' });
-const decide = (inputs: InputRecord[], head = idle()) => {
-  const events = decideInputs(head, inputs, new Set(), agents);
-  return { events, head: events.reduce(evolve, head) };
-};
-const running = () => {
-  const { head } = decide([chat('p0')]);
-  return startNextTurn(head, 't1').reduce(evolve, head);
-};
+const { given } = deciderSpec(agentsWith({ maxTaken: 16, bounds: { steers: 1, chats: 1, chars: 8000 } }));
+const idle = () => given(IDLE);
+const running = () => given(RUNNING);
 
 /** Inputs in the states that make each kind of decision, and the head they are decided on. */
-const cases: { name: string; head: () => ConversationState; before: InputRecord[]; input: InputRecord; outcome: string }[] = [
+const cases: { name: string; head: () => Given; before: InputRecord[]; input: InputRecord; outcome: string }[] = [
   { name: 'a chat accepted', head: idle, before: [], input: chat('c1'), outcome: 'answer' },
   { name: 'a chat refused (queue full)', head: running, before: [chat('q1')], input: chat('c2'), outcome: 'refusal' },
   { name: 'a steer landing', head: running, before: [], input: steer('s1'), outcome: 'answer' },
@@ -39,8 +28,7 @@ const cases: { name: string; head: () => ConversationState; before: InputRecord[
 
 describe('receipts: what answers each input, and how', () => {
   it.each(cases)('$name: the decision holds one receipt of it, with that outcome, found by the ids it names', ({ head, before, input, outcome }) => {
-    const { head: ready } = decide(before, head());
-    const { events } = decide([input], ready);
+    const { events } = head().and(...before).when(input);
     const outcomes = events.flatMap((event) => {
       const read = receiptOf(input, event);
       return read === undefined ? [] : [{ event, read }];
@@ -51,15 +39,14 @@ describe('receipts: what answers each input, and how', () => {
   });
 
   it.each(cases)("$name: every event that settles it is one of the worker's receipt keys", ({ head, before, input }) => {
-    const { head: ready } = decide(before, head());
-    const { events } = decide([input], ready);
+    const { events } = head().and(...before).when(input);
     const settling = events.filter((event: DomainEvent) => settlingTypes(input.type).includes(event.type) && receiptIds(event).some((id) => receiptIdsOf(input).includes(id)));
     expect(settling.length).toBeGreaterThan(0);
     for (const event of settling) expect(receiptKeys(input)).toContain(onceKey(event));
   });
 
   it('another input under the id is no answer to this one: the id is reused', () => {
-    const { events } = decide([chat('same', 'book a train')]);
+    const { events } = idle().when(chat('same', 'book a train'));
     const accepted = events.find((event) => event.type === 'input.accepted')!;
     expect(receiptOf(chat('same', 'book a flight'), accepted)).toEqual({ reused: true });
     expect(receiptOf(steer('same', 'book a train'), accepted)).toEqual({ reused: true });

@@ -665,7 +665,7 @@ describe('foldEvents', () => {
     // The same id refused again (the client retried) keeps the first refusal.
     await foldEvents(readModels, [log.rejected({ ...tooMuch, text: 'other' }, 'busy', 'other')]);
     expect(await readInput(readModels, key, 'r1')).toMatchObject({ digest: inputDigest('one more\n\nand another'), rejection: { code: 'queue_full' } });
-    // No table of the companion holds a refused text (#31 item 10).
+    // No table of the companion holds a refused text.
     const [{ n }] = (await readModels.query(
       `SELECT (SELECT count(*) FROM companion.inputs t WHERE row_to_json(t)::text LIKE '%one more%')
             + (SELECT count(*) FROM companion.events t WHERE row_to_json(t)::text LIKE '%one more%') AS n`,

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { chatWithToolCall, conversationLog } from '../../../../test/support/companion/conversation-log';
 import { initialState } from '@rudder/conversation';
 import { foldState } from './conversation-state';
-import { decisionText, foldRows, rowsNeeded, type Rows } from './fold-rows';
+import { decisionText } from './fold-approvals';
+import { foldRows, rowsNeeded, type Rows } from './fold-rows';
 
 const nothing: Rows = { conversations: [], inputs: [], turns: [], approvals: [] };
 

@@ -1,0 +1,117 @@
+import { closeApprovals } from './fold-approvals';
+import { settle } from './fold-inputs';
+import type { Folds, Of, RowSet } from './row-set';
+
+/**
+ * The turns (`TurnRow`) and the transcript's user and assistant rows.
+ * - `turn.started`: the turn runs; its prompt input is delivered and enters the transcript, one
+ *   user row per message (`<inputId>` for one message, `<inputId>#<n>` from 1 for several).
+ *   A steer no turn took (landed false, or its turn stopped first) is delivered this way too.
+ * - `steer.taken`: the steer is delivered and enters the transcript as a user row under its own
+ *   id, `steered: true`, at the event's position (between the answers before and after it);
+ *   the running turn's `steered` grows by it.
+ * - `model.replied` with content: an assistant row `<turn>/<step>`; the running turn's content is
+ *   its replies so far joined with a blank line.
+ * - `turn.ended`: the turn's final status, outcome, content and steered messages, and whether
+ *   it wound down; every approval of the turn still awaiting is closed unrun.
+ * A repeated `turn.started` for a known turn changes nothing.
+ */
+export const TURN_FOLDS: Folds = {
+  'turn.started': { reads: (data) => ({ turns: [data.turn] }), fold: (rows, event, conversation) => startTurn(rows, event, conversation.state.agent) },
+  'steer.taken': { reads: (data) => ({ turns: [data.turn] }), fold: takeSteer },
+  'model.replied': { reads: (data) => ({ turns: [data.turn] }), fold: reply },
+  'turn.ended': { reads: (data) => ({ turns: [data.turn], approvalsOf: [data.turn] }), fold: endTurn },
+};
+
+function startTurn(rows: RowSet, event: Of<'turn.started'>, agent: string | null): void {
+  const c = event.conversation;
+  const { turn, prompt } = event.data;
+  if (rows.turn(c, turn)) return;
+  rows.putTurn({
+    conversation: c,
+    id: turn,
+    promptId: prompt.id,
+    promptText: prompt.text,
+    status: 'running',
+    outcome: null,
+    content: '',
+    steered: [],
+    agent,
+    usage: null,
+    woundDown: false,
+    startedAt: event.at,
+    endedAt: null,
+  });
+  const input = rows.input(c, prompt.id);
+  settle(rows, c, prompt.id, 'delivered');
+  // A prompt the companion never saw accepted (it came another way) is shown as its text.
+  const messages = input?.messages ?? [prompt.text];
+  messages.forEach((text, i) =>
+    rows.addTranscript({
+      conversation: c,
+      position: event.position,
+      part: i,
+      id: messages.length === 1 ? prompt.id : `${prompt.id}#${i + 1}`,
+      role: 'user',
+      text,
+      turn,
+      steered: false,
+      at: input ? input.acceptedAt : event.at,
+    }),
+  );
+}
+
+function takeSteer(rows: RowSet, event: Of<'steer.taken'>): void {
+  const c = event.conversation;
+  const { turn, input: steer } = event.data;
+  const input = rows.input(c, steer.id);
+  settle(rows, c, steer.id, 'delivered');
+  rows.addTranscript({
+    conversation: c,
+    position: event.position,
+    part: 0,
+    id: steer.id,
+    role: 'user',
+    text: steer.text,
+    turn,
+    steered: true,
+    at: input ? input.acceptedAt : event.at,
+  });
+  const row = rows.turn(c, turn);
+  if (row && row.status === 'running' && !row.steered.some((s) => s.id === steer.id)) {
+    row.steered.push({ id: steer.id, text: steer.text });
+    rows.touchTurn(row);
+  }
+}
+
+function reply(rows: RowSet, event: Of<'model.replied'>): void {
+  const c = event.conversation;
+  const { turn, step, content, usage } = event.data;
+  const running = rows.turn(c, turn);
+  if (usage && running && running.status === 'running') {
+    running.usage = {
+      promptTokens: (running.usage?.promptTokens ?? 0) + usage.promptTokens,
+      completionTokens: (running.usage?.completionTokens ?? 0) + usage.completionTokens,
+      totalTokens: (running.usage?.totalTokens ?? 0) + usage.totalTokens,
+    };
+    rows.touchTurn(running);
+  }
+  if (content === '') return;
+  rows.addTranscript({ conversation: c, position: event.position, part: 0, id: `${turn}/${step}`, role: 'assistant', text: content, turn, steered: false, at: event.at });
+  if (running && running.status === 'running') {
+    running.content = running.content === '' ? content : `${running.content}\n\n${content}`;
+    rows.touchTurn(running);
+  }
+}
+
+function endTurn(rows: RowSet, event: Of<'turn.ended'>): void {
+  const c = event.conversation;
+  const { turn, status, outcome, content, steered, usage, woundDown = false } = event.data;
+  const row = rows.turn(c, turn);
+  if (row) {
+    Object.assign(row, { status, outcome, content, steered, usage: usage ?? row.usage, woundDown, endedAt: event.at });
+    rows.touchTurn(row);
+  }
+  for (const s of steered) settle(rows, c, s.id, 'delivered');
+  closeApprovals(rows, c, turn, () => true);
+}

@@ -1,0 +1,49 @@
+import type { InputKind } from '@rudder/contracts';
+import { approvalRules } from './approval';
+import { chatRules } from './chat';
+import { grantRules } from './grant';
+import { promoteRules } from './promote';
+import { retractRules } from './retract';
+import type { InputRules } from './rules';
+import { steerRules } from './steer';
+import { stopRules } from './stop';
+
+export type { ApprovalDecision } from './approval';
+export type { ChatAnswer } from './chat';
+export type { GrantAnswer } from './grant';
+export type { PromoteAnswer } from './promote';
+export type { RetractAnswer } from './retract';
+export type { DecisionContext, InputOf, InputRules, OutcomeOf, Reading, Receipt } from './rules';
+export type { SteerAnswer } from './steer';
+export type { StopAnswer } from './stop';
+
+/** Every kind's rules, as its module declares them; the compiler refuses a kind without its module. */
+const kinds = {
+  chat: chatRules,
+  steer: steerRules,
+  stop: stopRules,
+  retract: retractRules,
+  promote: promoteRules,
+  grant: grantRules,
+  approval: approvalRules,
+} satisfies { readonly [K in InputKind]: InputRules<K> };
+
+type AnswerOf<R> = R extends InputRules<infer _K, infer Answer, infer _Refusal> ? Answer : never;
+type RefusalOf<R> = R extends InputRules<infer _K, infer _Answer, infer Refusal> ? Refusal : never;
+
+/** What the worker's decision gives each kind of input that it asked for (each kind's module says what). */
+export type ReceiptAnswers = { [K in InputKind]: AnswerOf<(typeof kinds)[K]> };
+
+/** How the worker refused each kind of input: a chat's or steer's reason, a control's code. */
+export type ReceiptRefusals = { [K in InputKind]: RefusalOf<(typeof kinds)[K]> };
+
+/**
+ * The input kinds, one module of `inputs/` each: what `decideInputs` decides, what the once
+ * keys (`receiptKeys`) and the receipts (`receiptOf`) read, dispatched by the input's kind. A
+ * new kind is its record in the contract (`InputRecord`), its module here, and its line in
+ * this table.
+ */
+export const INPUT_KINDS: { readonly [K in InputKind]: InputRules<K, ReceiptAnswers[K], ReceiptRefusals[K]> } = kinds;
+
+/** The rules of one kind, for code generic over kinds. */
+export const rulesOf = <K extends InputKind>(kind: K): InputRules<K, ReceiptAnswers[K], ReceiptRefusals[K]> => INPUT_KINDS[kind];

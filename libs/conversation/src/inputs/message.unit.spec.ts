@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import type { InputRecord } from '@rudder/contracts';
+import { derivedConversationKey } from '../derived-keys';
+import { base, chat, deciderSpec, IDLE, rejections, RUNNING, steer, types } from '../testing/decider-spec';
+
+/** The rules every chat and steer passes (`message.ts`): who may write, the precondition, the bounds. */
+const { given } = deciderSpec();
+
+describe('the checks of every chat and steer', () => {
+  it('ifLastInputId refuses an input when another one was accepted last', () => {
+    const head = given(IDLE).and(chat('a'), chat('b'));
+    head.when(chat('c', { ifLastInputId: 'a' })).thenRefused('precondition_failed');
+    head.when(steer('s', { ifLastInputId: 'b' })).thenTypes('input.accepted', 'steer.accepted');
+  });
+
+  it('bounds: the fifth follow-up, the fifth waiting steer and text past the characters are refused as queue_full', () => {
+    expect(rejections(given(IDLE).when(...['1', '2', '3', '4', '5'].map((id) => chat(id))).events)).toEqual([['5', 'queue_full']]);
+    expect(rejections(given(RUNNING).when(...['1', '2', '3', '4', '5'].map((id) => steer(id))).events)).toEqual([['5', 'queue_full']]);
+    const { events } = given(IDLE).when(chat('a', { messages: ['x'.repeat(5000)] }), chat('b', { messages: ['y'.repeat(3001)] }));
+    expect(rejections(events)).toEqual([['b', 'queue_full']]);
+    expect(events.find((e) => e.type === 'input.rejected')).toMatchObject({ data: { message: expect.stringContaining('5000 characters waiting') } });
+  });
+
+  it('the characters bound counts code points, as the 429 does: an emoji is one character', () => {
+    const emoji = '\u{1F600}'.repeat(3000);
+    expect(emoji.length).toBe(6000);
+    given(IDLE).and(chat('a', { messages: ['x'.repeat(5000)] })).when(chat('b', { messages: [emoji] })).thenTypes('input.accepted');
+    const refused = given(IDLE).and(chat('a', { messages: [emoji] })).when(chat('b', { messages: ['y'.repeat(5001)] })).thenRefused('queue_full');
+    expect(refused.events[0]).toMatchObject({ data: { message: expect.stringContaining('3000 characters waiting') } });
+  });
+});
+
+describe('who may write, decided with the input', () => {
+  it('the first accepted input opens the conversation for its subject; a chat or steer of another subject is refused forbidden', () => {
+    const opened = given([]).when(chat('a'));
+    expect(opened.events[0]).toEqual({ type: 'conversation.opened', data: { owner: 'alice', agent: 'default' } });
+    const bob = { subject: 'bob' };
+    const { events } = opened.after.when(chat('b', bob), steer('s', bob), chat('c'));
+    expect(rejections(events)).toEqual([
+      ['b', 'forbidden'],
+      ['s', 'forbidden'],
+    ]);
+    expect(types(events)).toEqual(['input.rejected', 'input.rejected', 'input.accepted']);
+  });
+});
+
+describe('conversation keys the Responses door derives', () => {
+  const opening = (subject: string, nonce: string | undefined, key: string): InputRecord =>
+    chat('create', { subject, conversation: key, ...(nonce === undefined ? {} : { derivedFrom: nonce }) });
+  const aliceKey = derivedConversationKey('alice', 'order-1');
+
+  it('are opened only by a chat of the subject and nonce that derive them', () => {
+    const opened = given([]).when(opening('alice', 'order-1', aliceKey)).thenTypes('conversation.opened', 'input.accepted');
+    expect(opened.state.owner).toBe('alice');
+    // Another subject computing alice's key cannot open it: not by a plain chat, nor by claiming her nonce.
+    for (const [subject, nonce] of [['bob', undefined], ['bob', 'order-1']] as const) {
+      given([]).when(opening(subject, nonce, aliceKey)).thenRefused('forbidden');
+    }
+    given([]).when({ ...base, type: 'steer', id: 's', text: 's', conversation: aliceKey, subject: 'bob' }).thenRefused('forbidden');
+  });
+
+  it('a create meant to open one never joins a conversation another subject opened, even with write granted', () => {
+    const bobs = given([
+      { type: 'conversation.opened', data: { owner: 'bob', agent: 'default' } },
+      { type: 'access.granted', data: { grant: 'g', subject: 'alice', access: 'write' } },
+    ]);
+    bobs.when(opening('alice', 'order-1', aliceKey)).then([
+      expect.objectContaining({ type: 'input.rejected', data: expect.objectContaining({ code: 'forbidden', message: expect.stringContaining('opened by another subject') }) }),
+    ]);
+    // Alice's own retry of it is accepted.
+    given([{ type: 'conversation.opened', data: { owner: 'alice', agent: 'default' } }]).when(opening('alice', 'order-1', aliceKey)).thenTypes('input.accepted');
+  });
+
+  it("a key is derived from the subject and the nonce: a retry's Idempotency-Key finds it again, another subject's does not", () => {
+    expect(derivedConversationKey('alice', 'k1')).toBe(derivedConversationKey('alice', 'k1'));
+    expect(derivedConversationKey('alice', 'k1')).not.toBe(derivedConversationKey('bob', 'k1'));
+    expect(derivedConversationKey('alice', 'k1')).toMatch(/^responses\/[0-9a-f]{40}$/);
+  });
+
+  it('keys outside the prefix are opened by anyone, as before', () => {
+    given([]).when(opening('bob', undefined, 'trip/1')).thenTypes('conversation.opened', 'input.accepted');
+  });
+});

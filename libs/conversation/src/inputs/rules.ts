@@ -1,0 +1,57 @@
+import type { DomainEvent, EventDataOf, EventType, InputKind, InputRecord } from '@rudder/contracts';
+import type { Agents, GuardOutcome } from '../decide';
+import type { ConversationState } from '../state';
+
+/** An input of one kind. */
+export type InputOf<K extends InputKind> = Extract<InputRecord, { type: K }>;
+
+/**
+ * What an event says of an input: it was answered (`answer`) or refused (`refusal`) — either
+ * is final, the same input sent again gets the same — or its id is another input's (`reused`:
+ * sent before with another kind or text), or its guard failed (`guardFailed`, its reason):
+ * nothing was decided, and the same id sent again is guarded and decided again.
+ */
+export type OutcomeOf<Answer, Refusal> = { answer: Answer } | { refusal: Refusal } | { reused: true } | { guardFailed: string };
+
+export const REUSED = { reused: true } as const;
+
+/**
+ * How one event type answers one input kind. The event answers the input when it names the
+ * input's id among the ids it answers (`INPUT_IDS_NAMED` of @rudder/contracts).
+ */
+export type Reading<K extends InputKind, T extends EventType, Answer, Refusal> = {
+  /** Which id of the input the event names: its own (when absent), or another it is about (a promotion's target). */
+  of?(input: InputOf<K>): string;
+  /**
+   * Whether the event settles the input for good: stored, the input was handled and adds
+   * nothing when it comes again (its kind's `receiptKeys` are these events' once keys). A failed
+   * guard does not: the id stays open for the next try.
+   */
+  settles: boolean;
+  /** It answers only a send it follows, never one after it (a failed guard: the next send is guarded again). */
+  liveOnly?: true;
+  /** The outcome it gives `input`; undefined when it is no answer yet (a steer's acceptance: its answer is the `steer.accepted` with it). */
+  read(data: EventDataOf<T>, input: InputOf<K>): OutcomeOf<Answer, Refusal> | undefined;
+};
+
+/** An input kind's receipt: the events that answer it, and how each does. */
+export type Receipt<K extends InputKind, Answer, Refusal> = { readonly [T in EventType]?: Reading<K, T, Answer, Refusal> };
+
+/** What a decision on an input sees beside the conversation's state: the deployment's agents, and what the agent's input guard said of it. */
+export type DecisionContext = { agents: Agents; guarded: GuardOutcome | undefined };
+
+/**
+ * Everything an input kind is to the conversation's decider, in one module of `inputs/` per
+ * kind: its decision under the lock, the once keys that say it was handled, and its receipt.
+ * `Answer` and `Refusal` are what its receipt reads from the events that answer it.
+ */
+export type InputRules<K extends InputKind, Answer = unknown, Refusal = unknown> = {
+  /**
+   * What the input adds to the conversation's log, decided under its lock on `state`. Each
+   * decision holds one of its receipt's settling events, or its guard's failure.
+   */
+  decide(state: ConversationState, input: InputOf<K>, context: DecisionContext): DomainEvent[];
+  /** The once keys of the events that settle it (`receiptKey`): any one of them stored means it was handled before, and it adds nothing. */
+  receiptKeys(input: InputOf<K>): string[];
+  receipt: Receipt<K, Answer, Refusal>;
+};
