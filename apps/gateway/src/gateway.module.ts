@@ -5,23 +5,23 @@ import { companionUrl, createKafka, type Config, type Log } from '@rudder/runtim
 import { AffordancesController } from './affordances/affordances.controller';
 import { AuthGuard } from './auth/auth.guard';
 import { Authenticator } from './auth/authenticator';
-import { ConversationAccess } from './auth/conversation-access';
+import { ConversationAccess } from './companion/conversation-access';
 import { GrantsController } from './grants/grants.controller';
 import { GrantsHandler } from './grants/grants-handler';
 import { ChatController } from './chat/chat.controller';
 import { ChatHandler } from './chat/chat-handler';
-import { CompanionClient } from './companion-client';
-import { Decisions } from './decisions';
+import { CompanionClient } from './companion/companion-client';
+import { Decisions } from './writes/decisions';
 import { Writes } from './writes/submit';
-import { GatewayErrorFilter } from './errors/error-filter';
+import { ERROR_SHAPES, GatewayErrorFilter } from './errors/error-filter';
 import { EventsController } from './events/events.controller';
 import { EventsHandler } from './events/events-handler';
-import { LiveEvents } from './events/live-events';
-import { Announcements } from './events/announcements';
+import { LiveEvents } from './live/live-events';
+import { Announcements } from './live/announcements';
 import { StreamBuffers } from './events/stream-buffers';
 import { HealthController } from './health/health.controller';
 import { HealthChecks } from './health/health-checks';
-import { InputsPublisher } from './inputs-publisher';
+import { InputsPublisher } from './writes/inputs-publisher';
 import { ReadRateGuard } from './limits/read-rate.guard';
 import { InputRateGuard } from './limits/input-rate.guard';
 import { limitSettings, SubjectLimits } from './limits/subject-limits';
@@ -37,7 +37,7 @@ import { StopController } from './stop/stop.controller';
 import { ApprovalsController } from './approvals/approvals.controller';
 import { ApprovalsHandler } from './approvals/approvals-handler';
 import { StopHandler } from './stop/stop-handler';
-import { StreamTokensController } from './stream-tokens/stream-tokens.controller';
+import { StreamTokensController } from './events/stream-tokens.controller';
 import { TodosController } from './todos/todos.controller';
 import { TurnsController } from './turns/turns.controller';
 import { OpenApiController } from './openapi/openapi.controller';
@@ -46,6 +46,7 @@ import { MetricsController } from './metrics/metrics.controller';
 import { WebController } from './web/web.controller';
 import { ResponsesController } from './responses/responses.controller';
 import { ResponsesHandler } from './responses/responses-handler';
+import { PROTOCOL_ERRORS } from './responses/protocol-errors';
 import { CONFIG, KAFKA, LOG, OPTIONS, type GatewayOptions } from './tokens';
 
 @Module({})
@@ -86,6 +87,7 @@ export class GatewayModule {
         { provide: Positions, useValue: positions },
         { provide: GatewayMetrics, useValue: new GatewayMetrics() },
         { provide: CompanionClient, useValue: new CompanionClient(companionUrl(config), log, positions, config.COMPANION_TOKEN) },
+        { provide: ERROR_SHAPES, useValue: [PROTOCOL_ERRORS] },
         { provide: APP_FILTER, useClass: GatewayErrorFilter },
         { provide: SubjectLimits, useValue: new SubjectLimits(limitSettings(config, authenticator.open), options.now) },
         AuthGuard,

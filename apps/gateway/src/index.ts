@@ -5,7 +5,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createLog, hop, nestLogger, startTracing, type Config } from '@rudder/runtime';
 import { GatewayModule } from './gateway.module';
-import { traceRequests } from './tracing/trace-requests';
+import { traceRequests } from './http/trace-requests';
 import { answerClientErrorsAsJson, checkParsedBody, checkRequestHead, verifyJsonDepth } from './hostile-input/request-checks';
 import { answerPosition, Positions, readMinPosition } from './consistency/positions';
 import type { GatewayOptions } from './tokens';

@@ -3,9 +3,9 @@ import { FOLLOWUPS_DEFAULT, FOLLOWUPS_MAX, type Followups, type Recap } from '@r
 import type { Log } from '@rudder/runtime';
 import { z } from 'zod';
 import { AuthGuard, Subject } from '../auth/auth.guard';
-import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient } from '../companion-client';
-import { conversationKeyOf, parseEdge } from '../edge';
+import { ConversationAccess } from '../companion/conversation-access';
+import { CompanionClient } from '../companion/companion-client';
+import { conversationKeyOf, parseEdge } from '../http/edge';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { Route } from '../routes';
 import { LOG } from '../tokens';

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { APPROVAL_ARGUMENTS_MAX, ApprovalBody, ApprovalId, type ApprovalDecision, type CompanionApproval } from '@rudder/contracts';
 import type { InputOf, ReceiptAnswers, ReceiptRefusals } from '@rudder/conversation';
-import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient } from '../companion-client';
+import { ConversationAccess } from '../companion/conversation-access';
+import { CompanionClient } from '../companion/companion-client';
 import { isDotSegment } from '../hostile-input/request-checks';
-import { parseEdge } from '../edge';
+import { parseEdge } from '../http/edge';
 import { GatewayError } from '../errors/gateway-error';
 import { inputRecord, Writes, type Write } from '../writes/submit';
 

@@ -3,7 +3,7 @@ import type { ApprovalDecision } from '@rudder/contracts';
 import { Route } from '../routes';
 import { AuthGuard, Subject } from '../auth/auth.guard';
 import { InputRateGuard } from '../limits/input-rate.guard';
-import { conversationKeyOf, requireJsonBody } from '../edge';
+import { conversationKeyOf, requireJsonBody } from '../http/edge';
 import { ApprovalsHandler } from './approvals-handler';
 
 @Controller()

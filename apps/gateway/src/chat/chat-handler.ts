@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { ChatBody, inputText, type ChatAccepted } from '@rudder/contracts';
+import { ChatBody, type ChatAccepted } from '@rudder/contracts';
 import type { InputOf, Outcome } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
-import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient, type CompanionInput, type CompanionStatus } from '../companion-client';
-import { Decisions, refusedText } from '../decisions';
-import { checkTextLength, clientIdOf, parseEdge, requireJsonBody } from '../edge';
+import { ConversationAccess } from '../companion/conversation-access';
+import { CompanionClient, type CompanionInput, type CompanionStatus } from '../companion/companion-client';
+import { Decisions } from '../writes/decisions';
+import { sameMessages } from '../writes/same-input';
+import { checkTextLength, clientIdOf, parseEdge, requireJsonBody } from '../http/edge';
 import { GatewayError } from '../errors/gateway-error';
 import { CONFIG } from '../tokens';
 import { inputRecord, Writes, type Write } from '../writes/submit';
@@ -105,14 +106,3 @@ export function positionOf(id: string, status: CompanionStatus | null): number {
   if (status === null || index < 0) return 0;
   return index + (status.running === null ? 0 : 1);
 }
-
-/** The same chat again: a steer (or any other kind) under this id is another input. */
-function sameMessages(earlier: CompanionInput, messages: string[]): boolean {
-  if (earlier.kind !== 'chat') return false;
-  // A refusal keeps only the digest of the messages joined (`input.rejected`).
-  if (earlier.state === 'rejected') return refusedText(earlier, inputText(messages));
-  if (earlier.messages !== undefined) return sameList(earlier.messages, messages);
-  return earlier.text === inputText(messages);
-}
-
-const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((text, i) => text === b[i]);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NO_CONTEXT } from '@rudder/contracts';
-import type { CompanionStatus } from '../companion-client';
+import type { CompanionStatus } from '../companion/companion-client';
 import { positionOf } from './chat-handler';
 
 const status = (running: boolean, queue: string[]): CompanionStatus => ({

@@ -2,15 +2,15 @@ import type { ServerResponse } from 'node:http';
 import { Inject, Injectable } from '@nestjs/common';
 import type { StreamCursor } from '@rudder/contracts';
 import type { Log } from '@rudder/runtime';
-import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient } from '../companion-client';
+import { ConversationAccess } from '../companion/conversation-access';
+import { CompanionClient } from '../companion/companion-client';
 import { SubjectLimits } from '../limits/subject-limits';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { LOG } from '../tokens';
-import { EventStream, type StreamFormat, type StreamSink } from './event-stream';
-import { LiveEvents } from './live-events';
+import { EventStream } from './event-stream';
+import { LiveEvents } from '../live/live-events';
 import { ReaderAccess } from './reader-access';
-import { responseSink } from './sse';
+import { responseSink, type StreamFormat, type StreamSink } from './sse';
 import { StreamBuffers } from './stream-buffers';
 
 export type OpenStream = {

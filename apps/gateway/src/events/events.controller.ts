@@ -3,7 +3,7 @@ import { Controller, Headers, Inject, Param, Query, Res, UseGuards } from '@nest
 import { parseStreamId, STREAM_ID_PATTERN } from '@rudder/contracts';
 import { z } from 'zod';
 import { AuthGuard, StreamRoute, Subject } from '../auth/auth.guard';
-import { conversationKeyOf, parseEdge } from '../edge';
+import { conversationKeyOf, parseEdge } from '../http/edge';
 import { Route } from '../routes';
 import { EventsHandler } from './events-handler';
 

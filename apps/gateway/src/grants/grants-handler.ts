@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { GrantBody, Subject, type GrantAnswer } from '@rudder/contracts';
-import { parseEdge, requireJsonBody } from '../edge';
+import { parseEdge, requireJsonBody } from '../http/edge';
 import { GatewayError } from '../errors/gateway-error';
 import { inputRecord, Writes, type Write } from '../writes/submit';
 

@@ -2,7 +2,7 @@ import { Body, Controller, Inject, Param, UseGuards } from '@nestjs/common';
 import { Route } from '../routes';
 import type { GrantAnswer } from '@rudder/contracts';
 import { AuthGuard, Subject } from '../auth/auth.guard';
-import { conversationKeyOf } from '../edge';
+import { conversationKeyOf } from '../http/edge';
 import { InputRateGuard } from '../limits/input-rate.guard';
 import { GrantsHandler } from './grants-handler';
 

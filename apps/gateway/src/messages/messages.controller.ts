@@ -2,9 +2,9 @@ import { Controller, Inject, Param, Query, UseGuards } from '@nestjs/common';
 import { Route } from '../routes';
 import { z } from 'zod';
 import { AuthGuard, Subject } from '../auth/auth.guard';
-import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient } from '../companion-client';
-import { conversationKeyOf, parseEdge } from '../edge';
+import { ConversationAccess } from '../companion/conversation-access';
+import { CompanionClient } from '../companion/companion-client';
+import { conversationKeyOf, parseEdge } from '../http/edge';
 
 /** `after` is the opaque `next` cursor of the previous page; `limit` is 1-200 (the companion's bound and default). */
 const MessagesQuery = z.object({

@@ -3,10 +3,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { SteerAnswer } from '@rudder/contracts';
 import type { InputOf, Outcome, ReceiptRefusals } from '@rudder/conversation';
 import { z } from 'zod';
-import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient, type InputState } from '../companion-client';
-import { notPending } from '../decisions';
-import { parseEdge } from '../edge';
+import { ConversationAccess } from '../companion/conversation-access';
+import { CompanionClient, type InputState } from '../companion/companion-client';
+import { notPending } from '../writes/decisions';
+import { parseEdge } from '../http/edge';
 import { GatewayError } from '../errors/gateway-error';
 import { inputRecord, Writes, type Write } from '../writes/submit';
 

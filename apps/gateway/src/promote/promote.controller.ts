@@ -3,7 +3,7 @@ import { Route } from '../routes';
 import { InputId, type SteerAnswer } from '@rudder/contracts';
 import { AuthGuard, Subject } from '../auth/auth.guard';
 import { InputRateGuard } from '../limits/input-rate.guard';
-import { conversationKeyOf, parseEdge } from '../edge';
+import { conversationKeyOf, parseEdge } from '../http/edge';
 import { PromoteHandler } from './promote-handler';
 
 @Controller()

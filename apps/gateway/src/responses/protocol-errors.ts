@@ -1,7 +1,8 @@
 import type { ProtocolErrorAnswer } from '@rudder/contracts';
+import type { ErrorShape } from '../errors/error-filter';
 import { GatewayError, type GatewayErrorCode } from '../errors/gateway-error';
 
-/** The Responses door's routes: their errors are in the protocol's shape (`isResponsesPath`). */
+/** The Responses door's routes: their errors are in the protocol's shape (`PROTOCOL_ERRORS`). */
 export const RESPONSES_PATH = '/v1/responses';
 
 export const isResponsesPath = (path: string | undefined): boolean =>
@@ -66,3 +67,6 @@ function paramOf(error: GatewayError | null): string | null {
   if (Array.isArray(issues) && typeof issues[0]?.path === 'string' && issues[0].path !== '') return issues[0].path as string;
   return null;
 }
+
+/** The door's errors in the protocol's shape, on its paths: the gateway's one exception filter answers with it. */
+export const PROTOCOL_ERRORS: ErrorShape = { covers: isResponsesPath, answer: protocolAnswer };

@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { RetractAnswer } from '@rudder/contracts';
 import type { InputOf, ReceiptRefusals } from '@rudder/conversation';
-import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient } from '../companion-client';
-import { notPending } from '../decisions';
+import { ConversationAccess } from '../companion/conversation-access';
+import { CompanionClient } from '../companion/companion-client';
+import { notPending } from '../writes/decisions';
 import { GatewayError } from '../errors/gateway-error';
 import { inputRecord, Writes, type Write } from '../writes/submit';
 

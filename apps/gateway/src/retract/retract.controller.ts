@@ -4,7 +4,7 @@ import { InputId, MessageKind, type RetractAnswer } from '@rudder/contracts';
 import { z } from 'zod';
 import { AuthGuard, Subject } from '../auth/auth.guard';
 import { InputRateGuard } from '../limits/input-rate.guard';
-import { conversationKeyOf, parseEdge } from '../edge';
+import { conversationKeyOf, parseEdge } from '../http/edge';
 import { RetractHandler } from './retract-handler';
 
 /** `DELETE .../inputs?latest=chat|steer`: the one query there is, and it is needed. */

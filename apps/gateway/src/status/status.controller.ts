@@ -2,9 +2,9 @@ import { Controller, Inject, Param, UseGuards } from '@nestjs/common';
 import { Route } from '../routes';
 import type { ConversationStatus } from '@rudder/contracts';
 import { AuthGuard, Subject } from '../auth/auth.guard';
-import { ConversationAccess } from '../auth/conversation-access';
-import type { CompanionStatus } from '../companion-client';
-import { conversationKeyOf } from '../edge';
+import { ConversationAccess } from '../companion/conversation-access';
+import type { CompanionStatus } from '../companion/companion-client';
+import { conversationKeyOf } from '../http/edge';
 
 @Controller()
 @UseGuards(AuthGuard)

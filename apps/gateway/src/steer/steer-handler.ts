@@ -3,10 +3,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import { SteerBody, type SteerAnswer } from '@rudder/contracts';
 import type { Outcome } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
-import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient, type CompanionInput } from '../companion-client';
-import { Decisions, refusedText } from '../decisions';
-import { checkTextLength, clientIdOf, parseEdge, requireJsonBody } from '../edge';
+import { ConversationAccess } from '../companion/conversation-access';
+import { CompanionClient, type CompanionInput } from '../companion/companion-client';
+import { Decisions } from '../writes/decisions';
+import { isSameSteer } from '../writes/same-input';
+import { checkTextLength, clientIdOf, parseEdge, requireJsonBody } from '../http/edge';
 import { GatewayError } from '../errors/gateway-error';
 import { CONFIG } from '../tokens';
 import { inputRecord, Writes, type Write } from '../writes/submit';
@@ -91,12 +92,3 @@ const late = (id: string, seconds: number) =>
       `retry with the same id (${id}) to get its answer: it will not be sent twice`,
     { id },
   );
-
-/** The same steer again: a steer with this text. A chat under the id, or other text, is another input. */
-function isSameSteer(earlier: CompanionInput, text: string): boolean {
-  if (earlier.kind !== undefined && earlier.kind !== 'steer') return false;
-  // A refusal keeps only the digest of its text (`input.rejected`).
-  if (earlier.state === 'rejected') return refusedText(earlier, text);
-  if (earlier.messages !== undefined && (earlier.messages.length !== 1 || earlier.messages[0] !== text)) return false;
-  return earlier.text === undefined || earlier.text === text;
-}

@@ -3,7 +3,7 @@ import { Route } from '../routes';
 import type { SteerAnswer } from '@rudder/contracts';
 import { AuthGuard, Subject } from '../auth/auth.guard';
 import { InputRateGuard } from '../limits/input-rate.guard';
-import { conversationKeyOf } from '../edge';
+import { conversationKeyOf } from '../http/edge';
 import { SteerHandler } from './steer-handler';
 
 @Controller()

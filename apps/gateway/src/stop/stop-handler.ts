@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { StopBody, type StopAnswer } from '@rudder/contracts';
-import { ConversationAccess } from '../auth/conversation-access';
-import { parseEdge } from '../edge';
+import { ConversationAccess } from '../companion/conversation-access';
+import { parseEdge } from '../http/edge';
 import { GatewayError } from '../errors/gateway-error';
 import { inputRecord, Writes, type Write } from '../writes/submit';
 

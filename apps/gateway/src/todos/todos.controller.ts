@@ -1,8 +1,8 @@
 import { Controller, Inject, Param, UseGuards } from '@nestjs/common';
 import type { Todos } from '@rudder/contracts';
 import { AuthGuard, Subject } from '../auth/auth.guard';
-import { ConversationAccess } from '../auth/conversation-access';
-import { conversationKeyOf } from '../edge';
+import { ConversationAccess } from '../companion/conversation-access';
+import { conversationKeyOf } from '../http/edge';
 import { Route } from '../routes';
 
 /**

@@ -3,9 +3,9 @@ import { Route } from '../routes';
 import { InputId } from '@rudder/contracts';
 import { z } from 'zod';
 import { AuthGuard, Subject } from '../auth/auth.guard';
-import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient } from '../companion-client';
-import { conversationKeyOf, parseEdge } from '../edge';
+import { ConversationAccess } from '../companion/conversation-access';
+import { CompanionClient } from '../companion/companion-client';
+import { conversationKeyOf, parseEdge } from '../http/edge';
 import { GatewayError } from '../errors/gateway-error';
 
 /** Turn ids are made by the worker and opaque here; the edge checks only their size. */

@@ -2,9 +2,9 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { InputKind } from '@rudder/contracts';
 import { hop } from '@rudder/runtime';
 import { receiptIdsOf, receiptOf, type InputOf, type Outcome, type ReceiptAnswers, type ReceiptRefusals } from '@rudder/conversation';
-import { Decisions } from '../decisions';
+import { Decisions } from './decisions';
 import { GatewayError } from '../errors/gateway-error';
-import { InputsPublisher } from '../inputs-publisher';
+import { InputsPublisher } from './inputs-publisher';
 
 /**
  * How the gateway answers one kind of input, beside its receipt (`RECEIPTS` in

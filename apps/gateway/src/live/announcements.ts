@@ -17,8 +17,8 @@ const CONNECT_TIMEOUT_MS = 5000;
  * What the workers' commits store, announced as they commit (`LISTEN` on the announcement
  * channel; `announcedCte` in the event store): each `Announcement` is handed to the writes
  * waiting for a decision and to the conversation's streams (`LiveEvents.noticed`), one hop after
- * the commit, instead of after the outbox relay's produce and the live consumer's fetch (issue
- * 36). Only a shortcut: every event also comes on `agent.events`, so a notification missed —
+ * the commit, instead of after the outbox relay's produce and the live consumer's fetch. Only a
+ * shortcut: every event also comes on `agent.events`, so a notification missed —
  * while the connection is down, or one too large to send — only makes that answer or that
  * stream as slow as before. A connection lost is listened on again, with backoff; the gateway
  * starts and serves without it.

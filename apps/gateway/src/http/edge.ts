@@ -1,7 +1,7 @@
 import { ConversationKey, InputId } from '@rudder/contracts';
 import type { z } from 'zod';
-import { GatewayError, badInput } from './errors/gateway-error';
-import { isDotSegment } from './hostile-input/request-checks';
+import { GatewayError, badInput } from '../errors/gateway-error';
+import { isDotSegment } from '../hostile-input/request-checks';
 
 /**
  * Validation at the HTTP edge: every path parameter, query and body goes through a zod

@@ -13,9 +13,9 @@ import {
 } from '@rudder/contracts';
 import type { Log } from '@rudder/runtime';
 import { z } from 'zod';
-import { noteViewPosition, Positions, requestedPosition } from './consistency/positions';
-import { GatewayError } from './errors/gateway-error';
-import { OutageLog } from './errors/outage-log';
+import { noteViewPosition, Positions, requestedPosition } from '../consistency/positions';
+import { GatewayError } from '../errors/gateway-error';
+import { OutageLog } from '../errors/outage-log';
 
 export { CompanionApproval, CompanionInput, CompanionStatus, InputState, Rejection } from '@rudder/contracts';
 

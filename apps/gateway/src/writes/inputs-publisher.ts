@@ -2,9 +2,9 @@ import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } fro
 import { InputRecord } from '@rudder/contracts';
 import { hop, topicNames, traceparent, type Config, type Log } from '@rudder/runtime';
 import type { Kafka, Producer } from 'kafkajs';
-import { GatewayError } from './errors/gateway-error';
-import { OutageLog } from './errors/outage-log';
-import { CONFIG, KAFKA, LOG } from './tokens';
+import { GatewayError } from '../errors/gateway-error';
+import { OutageLog } from '../errors/outage-log';
+import { CONFIG, KAFKA, LOG } from '../tokens';
 
 /** One produce request carries at most this many records, or about this many bytes of values. */
 const MAX_RECORDS_PER_SEND = 500;
@@ -32,7 +32,7 @@ type Waiting = { record: InputRecord; value: string; bytes: number; trace: strin
  * advance an idempotent producer's sequence for a send whose retries ran out, though the broker
  * may have written it, so the next records through the same producer could be acknowledged as
  * that duplicate and never written — a 202 (or a 503 naming the id) for a lost input; the soak
- * found it with brokers killed (the worker's events producer does the same, #9 hole 9;
+ * found it with brokers killed (the worker's events producer does the same;
  * inputs-publisher.int.spec.ts).
  */
 @Injectable()

@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { inputDigest, type ConversationEvent } from '@rudder/contracts';
-import { Positions } from './consistency/positions';
-import { CompanionClient, type CompanionStatus, type InputState, type Rejection } from './companion-client';
-import { GatewayError } from './errors/gateway-error';
-import { LiveEvents } from './events/live-events';
-import { DEFAULT_DECISION_TIMEOUT_MS, OPTIONS, type GatewayOptions } from './tokens';
+import type { ConversationEvent } from '@rudder/contracts';
+import { Positions } from '../consistency/positions';
+import { CompanionClient, type CompanionStatus, type InputState, type Rejection } from '../companion/companion-client';
+import { GatewayError } from '../errors/gateway-error';
+import { LiveEvents } from '../live/live-events';
+import { DEFAULT_DECISION_TIMEOUT_MS, OPTIONS, type GatewayOptions } from '../tokens';
 
 /** `Retry-After` of a 429 `queue_full`: long enough for a step or two to take what waits. */
 export const RETRY_AFTER_SECONDS = 5;
@@ -112,17 +112,6 @@ export class Decisions {
       { 'retry-after': String(RETRY_AFTER_SECONDS) },
     );
   }
-}
-
-/**
- * Whether a refused input is this text: a refusal keeps only its text's digest (`input.rejected`
- * version 2; the companion's view of it the same), or, from before that version (a companion not
- * upgraded yet), the text itself. The same id with the same text gets the same refusal; with
- * other text it is another input under a used id.
- */
-export function refusedText(refused: { digest?: string; text?: string }, text: string): boolean {
-  if (refused.digest !== undefined) return refused.digest === inputDigest(text);
-  return refused.text === text;
 }
 
 /** What waits in a conversation: steers for the running turn, follow-ups, and their characters (code points) together. */

@@ -3,8 +3,8 @@ import { Route } from '../routes';
 import { z } from 'zod';
 import { AuthGuard, Subject } from '../auth/auth.guard';
 import { Authenticator } from '../auth/authenticator';
-import { ConversationAccess } from '../auth/conversation-access';
-import { conversationKeyOf, parseEdge } from '../edge';
+import { ConversationAccess } from '../companion/conversation-access';
+import { conversationKeyOf, parseEdge } from '../http/edge';
 
 /** No body, or `{}`: a stream token has no options (its lifetime is the gateway's AUTH_STREAM_TOKEN_TTL_SECONDS). */
 const StreamTokenBody = z.object({}).strict().optional();

@@ -6,7 +6,7 @@ import { startHarness, steerAccepted, type Harness } from '../../../../test/supp
 import { sseReader } from '../../../../test/support/gateway/sse-reader';
 
 /**
- * The shortest path (issue 36): what a worker's commit announces on the announcement channel as it
+ * The shortest path: what a worker's commit announces on the announcement channel as it
  * commits (`NOTIFY`, an `Announcement`) answers the write waiting for it, with nothing on
  * `agent.events`, and reaches the streams that have been through the event before it; what does
  * not follow waits for its records; what does not parse is dropped; a lost connection is

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { mayAccess as conversationAccess } from '@rudder/conversation';
-import { CompanionClient, type CompanionStatus } from '../companion-client';
-import { Authenticator } from './authenticator';
+import { CompanionClient, type CompanionStatus } from './companion-client';
+import { Authenticator } from '../auth/authenticator';
 import { GatewayError } from '../errors/gateway-error';
 
 /** Reading: status, messages, turns, events. Writing: chat, steer, stop, retract, promote. */

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, inject, it } from 'vitest';
 import type { ChatInput } from '@rudder/contracts';
 import { createKafka, createLog, ensureTopics, readConfig, topicNames } from '@rudder/runtime';
-import { deafeningKafka } from '../../../test/support/deafening-kafka';
-import { readTopic } from '../../../test/topic-reader';
+import { deafeningKafka } from '../../../../test/support/deafening-kafka';
+import { readTopic } from '../../../../test/topic-reader';
 import { InputsPublisher } from './inputs-publisher';
 
 const chat = (conversation: string, n: number): ChatInput => ({
