@@ -1,9 +1,10 @@
 import { Body, Controller, Inject, Param, UseGuards } from '@nestjs/common';
-import { Route } from '../routes';
 import { z } from 'zod';
 import { AuthGuard, Subject } from '../auth/auth.guard';
 import { Authenticator } from '../auth/authenticator';
 import { ConversationAccess } from '../companion/conversation-access';
+import { Route } from '../http/route';
+import { EVENT_ROUTES } from './events.routes';
 import { conversationKeyOf, parseEdge } from '../http/edge';
 
 /** No body, or `{}`: a stream token has no options (its lifetime is the gateway's AUTH_STREAM_TOKEN_TTL_SECONDS). */
@@ -23,7 +24,7 @@ export class StreamTokensController {
    * conversation has an owner and the subject may not read it); the stream carries only what
    * its reader may read at each event's position.
    */
-  @Route('streamToken')
+  @Route(EVENT_ROUTES.streamToken)
   async issue(@Param('key') rawKey: string, @Body() body: unknown, @Subject() subject: string): Promise<{ token: string; expiresAt: string }> {
     const key = conversationKeyOf(rawKey);
     parseEdge(StreamTokenBody, body, 'stream-token body');

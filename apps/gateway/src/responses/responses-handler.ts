@@ -5,10 +5,7 @@ import { CreateResponseBody, inputTexts, RetrieveResponseQuery, type ResponseAns
 import { derivedConversationKey, type InputOf } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../companion/conversation-access';
-import { ChatHandler } from '../chat/chat-handler';
-import { SteerHandler } from '../steer/steer-handler';
-import { StopHandler } from '../stop/stop-handler';
-import { RetractHandler } from '../retract/retract-handler';
+import { Inputs } from '../inputs/inputs';
 import { CompanionClient } from '../companion/companion-client';
 import { checkTextLength, clientIdOf, conversationKeyOf, parseEdge, requireJsonBody } from '../http/edge';
 import { GatewayError } from '../errors/gateway-error';
@@ -17,7 +14,7 @@ import { LiveEvents } from '../live/live-events';
 import { responseSink, type StreamSink } from '../events/sse';
 import { StreamBuffers } from '../events/stream-buffers';
 import { CONFIG } from '../tokens';
-import { inputRecord, Writes } from '../writes/submit';
+import { inputRecord } from '../writes/submit';
 import { notToBeRetried, ProtocolError } from './protocol-errors';
 import { ResponseFold, sseOf, STEER_KEY, type ProtocolEvent, type ResponseRequest } from './response-fold';
 import { parseResponseId } from './response-id';
@@ -38,7 +35,7 @@ class Undecided extends GatewayError {
 /**
  * `/v1/responses`: the OpenAI Responses protocol as a translation of Rudder's API (see
  * docs/responses.md). A create is a chat, submitted by the gateway's one write path with the
- * chat's own rules (`ChatHandler.write`: the same id again is the same input); the response is
+ * chat's own rules (`Inputs.message`: the same id again is the same input); the response is
  * the turn that answers it, read from the conversation's events (`ResponseFold`) through the
  * event stream's machinery (`EventsHandler.follow`: replay, live tail, read access at each
  * event). The door keeps nothing: a response id names its conversation and input.
@@ -48,11 +45,7 @@ export class ResponsesHandler {
   constructor(
     @Inject(ConversationAccess) private readonly access: ConversationAccess,
     @Inject(CompanionClient) private readonly companion: CompanionClient,
-    @Inject(ChatHandler) private readonly chat: ChatHandler,
-    @Inject(SteerHandler) private readonly steers: SteerHandler,
-    @Inject(StopHandler) private readonly stops: StopHandler,
-    @Inject(RetractHandler) private readonly retracts: RetractHandler,
-    @Inject(Writes) private readonly writes: Writes,
+    @Inject(Inputs) private readonly inputs: Inputs,
     @Inject(EventsHandler) private readonly events: EventsHandler,
     @Inject(LiveEvents) private readonly live: LiveEvents,
     @Inject(StreamBuffers) private readonly buffers: StreamBuffers,
@@ -160,13 +153,13 @@ export class ResponsesHandler {
     let fold = await this.found(key, input, request, from);
     if (fold.queued) {
       // Refused (409) when its turn started meanwhile: then that turn is stopped below.
-      await this.retracts.retract({ key, subject, target: { id: input } }).catch((error: unknown) => {
+      await this.inputs.retract({ key, subject, target: { id: input } }).catch((error: unknown) => {
         if (!(error instanceof GatewayError && error.code === 'conflict')) throw error;
       });
       fold = await this.read(key, input, request, from);
     }
     const turn = fold.turnId;
-    if (!fold.ended && turn !== null) await this.stops.stop({ key, subject, body: { turn } });
+    if (!fold.ended && turn !== null) await this.inputs.stop({ key, subject, body: { turn } });
     const ended = this.collect(new ResponseFold(key, input, request), { position: from, tokenOffset: null }, subject);
     await ended.start();
     json(response, await ended.answer);
@@ -174,8 +167,7 @@ export class ResponsesHandler {
 
   private async submit(input: InputOf<'chat'> | InputOf<'steer'>, idFromClient: boolean): Promise<void> {
     try {
-      if (input.type === 'steer') await this.writes.submit(input, { ...this.steers.write(idFromClient), late: () => new Undecided() });
-      else await this.writes.submit(input, { ...this.chat.write(idFromClient), late: () => new Undecided() });
+      await this.inputs.message(input, idFromClient, () => new Undecided());
     } catch (error) {
       if (error instanceof Undecided) return;
       throw notToBeRetried(protocolRefusal(error));

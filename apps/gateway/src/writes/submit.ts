@@ -71,10 +71,13 @@ export class Writes {
   }
 }
 
+/** Who sends an input, under which id, to which conversation. */
+export type Sender = { id: string; key: string; subject: string };
+
 /** An input record as the gateway sends it: version 1, sent now. */
 export const inputRecord = <K extends InputKind>(
   type: K,
-  sender: { id: string; key: string; subject: string },
+  sender: Sender,
   fields: Omit<InputOf<K>, 'v' | 'type' | 'id' | 'conversation' | 'subject' | 'sentAt'>,
 ): InputOf<K> =>
   ({ v: 1, type, id: sender.id, conversation: sender.key, subject: sender.subject, ...fields, sentAt: new Date().toISOString() }) as InputOf<K>;
