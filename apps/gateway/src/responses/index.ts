@@ -1,6 +1,8 @@
 import type { GatewayPart } from '../http/route';
 import { PROTOCOL_ERRORS } from './protocol-errors';
 import { ResponsesController } from './responses.controller';
+import { ResponseReads } from './response-reads';
+import { ResponseStreams } from './response-streams';
 import { ResponsesHandler } from './responses-handler';
 import { RESPONSES_ROUTES } from './responses.routes';
 
@@ -8,6 +10,6 @@ import { RESPONSES_ROUTES } from './responses.routes';
 export const RESPONSES: GatewayPart = {
   routes: RESPONSES_ROUTES,
   controllers: [ResponsesController],
-  providers: [ResponsesHandler],
+  providers: [ResponsesHandler, ResponseReads, ResponseStreams],
   errorShapes: [PROTOCOL_ERRORS],
 };

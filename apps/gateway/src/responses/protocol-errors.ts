@@ -42,6 +42,30 @@ export function notToBeRetried(error: unknown): unknown {
   return new GatewayError(error.code, error.message, error.details, headers);
 }
 
+/** The worker's refusals of a create, in the protocol's words where it has its own. */
+export function protocolRefusal(error: unknown): unknown {
+  if (!(error instanceof GatewayError)) return error;
+  if (error.code === 'precondition_failed') {
+    return new ProtocolError(
+      'conflict',
+      'conversation_fork_not_supported',
+      'previous_response_id is not the latest response of its conversation: a conversation does not fork; continue from its latest response',
+      'previous_response_id',
+    );
+  }
+  // The door never sends onBusy reject: a busy refusal is `ifSteerable`'s.
+  if (error.code === 'conflict') {
+    return new ProtocolError(
+      'conflict',
+      'conversation_locked',
+      'the response is still running and its agent takes no steers, so it is not wound down for a follow-up: send it once the response has ended',
+      'previous_response_id',
+    );
+  }
+  if (error.code === 'unknown_agent') return new ProtocolError('unknown_agent', 'model_not_found', error.message, 'model');
+  return error;
+}
+
 /**
  * An error as the protocol answers it: `{error: {message, type, param, code}}`. `code` is the
  * door's own (`ProtocolError`) or the gateway's stable code (`not_found`, `queue_full`, …);
