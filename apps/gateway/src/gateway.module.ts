@@ -13,7 +13,7 @@ import { ReadRateGuard } from './limits/read-rate.guard';
 import { limitSettings, SubjectLimits } from './limits/subject-limits';
 import { Announcements } from './live/announcements';
 import { LiveEvents } from './live/live-events';
-import { GatewayMetrics } from './operations/gateway-metrics';
+import { GatewayMetrics } from './http/gateway-metrics';
 import { PARTS, ROUTES } from './routes';
 import { CONFIG, KAFKA, LOG, OPTIONS, type GatewayOptions } from './tokens';
 import { Decisions } from './writes/decisions';

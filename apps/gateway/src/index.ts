@@ -9,7 +9,7 @@ import { traceRequests } from './http/trace-requests';
 import { answerClientErrorsAsJson, checkParsedBody, checkRequestHead, verifyJsonDepth } from './hostile-input/request-checks';
 import { answerPosition, Positions, readMinPosition } from './consistency/positions';
 import type { GatewayOptions } from './tokens';
-import { GatewayMetrics } from './operations/gateway-metrics';
+import { GatewayMetrics } from './http/gateway-metrics';
 
 export type RunningGateway = {
   /** The port it listens on: the configured one, or the one the system chose for port 0. */

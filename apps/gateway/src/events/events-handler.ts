@@ -5,7 +5,7 @@ import type { Log } from '@rudder/runtime';
 import { ConversationAccess } from '../companion/conversation-access';
 import { CompanionClient } from '../companion/companion-client';
 import { SubjectLimits } from '../limits/subject-limits';
-import { GatewayMetrics } from '../operations/gateway-metrics';
+import { GatewayMetrics } from '../http/gateway-metrics';
 import { LOG } from '../tokens';
 import { EventStream } from './event-stream';
 import { LiveEvents } from '../live/live-events';

@@ -1,6 +1,6 @@
 import { STREAM_ID_PATTERN, StreamMessage, StreamTokenAnswer, streamEventTypes } from '@rudder/contracts';
 import { z } from 'zod';
-import { conversation, errorResponses, json, noBody } from '../http/operation';
+import { conversation, errorResponses, json, noBody } from '../http/openapi';
 import { route, type Routes } from '../http/route';
 
 export const EVENT_ROUTES = {

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { Controller, Inject, Res } from '@nestjs/common';
 import { Route } from '../http/route';
 import { OPERATION_ROUTES } from './operations.routes';
-import { GatewayMetrics } from './gateway-metrics';
+import { GatewayMetrics } from '../http/gateway-metrics';
 
 /** `GET /metrics`: the gateway's Prometheus metrics (text exposition format). Unauthenticated, like /healthz: keep it off the public edge. */
 @Controller()

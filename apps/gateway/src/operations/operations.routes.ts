@@ -1,6 +1,6 @@
 import { ErrorAnswer, HealthAnswer } from '@rudder/contracts';
 import { z } from 'zod';
-import { json } from '../http/operation';
+import { json } from '../http/openapi';
 import { route, type Routes } from '../http/route';
 
 export const OPERATION_ROUTES = {

@@ -8,7 +8,7 @@ import { CompanionClient } from '../companion/companion-client';
 import { Route } from '../http/route';
 import { READ_ROUTES } from './reads.routes';
 import { conversationKeyOf, parseEdge } from '../http/edge';
-import { GatewayMetrics } from '../operations/gateway-metrics';
+import { GatewayMetrics } from '../http/gateway-metrics';
 import { LOG } from '../tokens';
 
 /** `n`: how many suggestions, 1 to FOLLOWUPS_MAX (FOLLOWUPS_DEFAULT when absent); anything else is 400. */

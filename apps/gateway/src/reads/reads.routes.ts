@@ -1,6 +1,6 @@
 import { FOLLOWUPS_DEFAULT, FOLLOWUPS_MAX, FollowupsAnswer, InputId, RecapAnswer, StatusAnswer, TodosAnswer, TranscriptAnswer, TurnAnswer } from '@rudder/contracts';
 import { z } from 'zod';
-import { conversation, key, read, readHeaders } from '../http/operation';
+import { conversation, key, read, readHeaders } from '../http/openapi';
 import { route, type Routes } from '../http/route';
 
 export const READ_ROUTES = {

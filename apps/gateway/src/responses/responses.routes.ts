@@ -1,7 +1,7 @@
 import { CreateResponseBody, InputId, ProtocolErrorAnswer, ResponseAnswer } from '@rudder/contracts';
 import { z } from 'zod';
 import type { ZodOpenApiResponsesObject } from 'zod-openapi';
-import { json, noBody, statusOf, type AnyCode } from '../http/operation';
+import { json, noBody, statusOf, type AnyCode } from '../http/openapi';
 import { route, type Routes } from '../http/route';
 
 /** A route of the Responses door: its answer (JSON, or the protocol's event stream) and its errors in the protocol's shape. */

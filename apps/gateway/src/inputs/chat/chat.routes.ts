@@ -1,5 +1,5 @@
 import { ChatAcceptedAnswer, ChatBody } from '@rudder/contracts';
-import { conversation, idempotencyHeaders, json, write } from '../../http/operation';
+import { conversation, idempotencyHeaders, json, write } from '../../http/openapi';
 import { route, type Routes } from '../../http/route';
 
 export const CHAT_ROUTES = {

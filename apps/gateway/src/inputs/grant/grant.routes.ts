@@ -1,6 +1,6 @@
 import { GrantBody, GrantDecisionAnswer, Subject } from '@rudder/contracts';
 import { z } from 'zod';
-import { json, key, write } from '../../http/operation';
+import { json, key, write } from '../../http/openapi';
 import { route, type Routes } from '../../http/route';
 
 export const GRANT_ROUTES = {

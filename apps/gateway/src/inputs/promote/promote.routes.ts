@@ -1,6 +1,6 @@
 import { InputId, SteerDecisionAnswer } from '@rudder/contracts';
 import { z } from 'zod';
-import { key, noBody, write } from '../../http/operation';
+import { key, noBody, write } from '../../http/openapi';
 import { route, type Routes } from '../../http/route';
 
 export const PROMOTE_ROUTES = {

@@ -1,6 +1,6 @@
 import { InputId, MessageKind, RetractedAnswer } from '@rudder/contracts';
 import { z } from 'zod';
-import { conversation, key, write } from '../../http/operation';
+import { conversation, key, write } from '../../http/openapi';
 import { route, type Routes } from '../../http/route';
 
 export const RETRACT_ROUTES = {

@@ -1,5 +1,5 @@
 import { StopBody, StopDecisionAnswer } from '@rudder/contracts';
-import { conversation, json, write } from '../../http/operation';
+import { conversation, json, write } from '../../http/openapi';
 import { route, type Routes } from '../../http/route';
 
 export const STOP_ROUTES = {

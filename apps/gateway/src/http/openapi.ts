@@ -3,8 +3,8 @@ import { z } from 'zod';
 import type { ZodOpenApiResponsesObject } from 'zod-openapi';
 
 /**
- * The parts of a route entry's OpenAPI operation that routes share: the conversation key, the
- * headers of reads and writes, a write's and a read's answers, and the errors by status.
+ * What route entries share of their OpenAPI operations: the conversation key, the headers of
+ * reads and writes, a write's and a read's answers, and the errors by status.
  */
 
 /** Every code a route may answer: the contract's, the edge's own `rate_limited`, and `internal` (a bug). */
