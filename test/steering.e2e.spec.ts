@@ -259,7 +259,7 @@ describe('a steered message', () => {
     expect(again.body).toEqual(first.body);
     expect(first.body).toEqual({ id: 'same', turn: turn.id, landed: true });
     // Another text under the id is 422, before the companion shows the first steer
-    // (apps/gateway/src/steer/steer.int.spec.ts) and after.
+    // (apps/gateway/src/inputs/steer/steer.int.spec.ts) and after.
     await vi.waitFor(async () => expect((await client.status(conversation)).steering.map((s) => s.id)).toContain('same'), WAIT);
     const reused = await http.post(conversation, '/steer', { text: 'another text', id: 'same' });
     expect(reused.status).toBe(422);

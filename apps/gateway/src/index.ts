@@ -5,11 +5,11 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { createLog, hop, nestLogger, startTracing, type Config } from '@rudder/runtime';
 import { GatewayModule } from './gateway.module';
-import { traceRequests } from './tracing/trace-requests';
+import { traceRequests } from './http/trace-requests';
 import { answerClientErrorsAsJson, checkParsedBody, checkRequestHead, verifyJsonDepth } from './hostile-input/request-checks';
 import { answerPosition, Positions, readMinPosition } from './consistency/positions';
 import type { GatewayOptions } from './tokens';
-import { GatewayMetrics } from './metrics/gateway-metrics';
+import { GatewayMetrics } from './http/gateway-metrics';
 
 export type RunningGateway = {
   /** The port it listens on: the configured one, or the one the system chose for port 0. */

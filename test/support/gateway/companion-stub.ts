@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NO_CONTEXT, type ConversationEvent, type TranscriptPage, type TurnView } from '@rudder/contracts';
-import type { CompanionStatus, InputState, Rejection } from '../../../apps/gateway/src/companion-client';
+import type { CompanionStatus, InputState, Rejection } from '../../../apps/gateway/src/companion/companion-client';
 
 type Input = {
   id: string;

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { GatewayError } from '../errors/gateway-error';
-import { StreamTokens } from '../stream-tokens/stream-tokens';
+import { StreamTokens } from './stream-tokens';
 import { ANONYMOUS, Authenticator, type AuthSettings } from './authenticator';
-import { mayAccess } from './conversation-access';
+import { mayAccess } from '../companion/conversation-access';
 
 const settings = (env: Partial<AuthSettings> = {}): AuthSettings => ({ AUTH_JWT_SUBJECT_CLAIM: 'sub', AUTH_STREAM_TOKEN_TTL_SECONDS: 300, ...env });
 const refused = expect.objectContaining({ code: 'unauthorized' }) as GatewayError;

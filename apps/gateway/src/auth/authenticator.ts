@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors/gateway-error';
-import { StreamTokens, type StreamTokenSettings } from '../stream-tokens/stream-tokens';
+import { StreamTokens, type StreamTokenSettings } from './stream-tokens';
 import { JwtVerifier, type JwtSettings } from './jwt-verifier';
 
 /** The subject of every request while no authentication is configured (open development mode). */

@@ -1,11 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import { Catch, HttpException, Inject, type ArgumentsHost, type ExceptionFilter } from '@nestjs/common';
-import { ErrorStatus, type ErrorBody, type ErrorCode, type ProtocolErrorAnswer } from '@rudder/contracts';
+import { ErrorStatus, type ErrorBody, type ErrorCode } from '@rudder/contracts';
 import type { Log } from '@rudder/runtime';
 import { ZodError } from 'zod';
 import { LOG } from '../tokens';
 import { GatewayError, badInput, type GatewayErrorCode } from './gateway-error';
-import { isResponsesPath, protocolAnswer } from '../responses/protocol-errors';
 
 /**
  * Answer of an error nobody meant: a bug. `ErrorCode` has no code for it (yet), so it is the
@@ -20,22 +19,39 @@ const codeOfStatus = new Map<number, ErrorCode>(
 );
 
 /**
+ * The errors of a door that speaks another protocol, in that protocol's shape: for the paths it
+ * `covers` (the request's URL), the answer's body and headers for the status the error has (its
+ * code's, or 500 for `null`: a bug). The Responses door has one (responses/protocol-errors.ts).
+ */
+export type ErrorShape = {
+  covers(path: string | undefined): boolean;
+  answer(status: number, error: GatewayError | null): { body: unknown; headers: Readonly<Record<string, string>> };
+};
+
+/** The doors' own error shapes (`ErrorShape[]`), as the module gathers them from its parts. */
+export const ERROR_SHAPES = Symbol('ErrorShapes');
+
+/**
  * The gateway's only exception filter: every failure, ours or the framework's, leaves as
  * `{error: {code, message, details?}}` with the status `ErrorStatus` gives its code.
  * That includes what happens before a controller runs: malformed JSON and oversized bodies
  * (the body parser), unknown routes (Nest's not-found handler), a bad percent-encoding. Under
- * `/v1/responses` the same errors leave in the OpenAI protocol's shape instead
- * (`{error: {message, type, param, code}}`, responses/protocol-errors.ts), with the same status.
+ * the paths a door's `ErrorShape` covers (`/v1/responses`: the OpenAI protocol's
+ * `{error: {message, type, param, code}}`) the same errors leave in that shape, with the same status.
  */
 @Catch()
 export class GatewayErrorFilter implements ExceptionFilter {
-  constructor(@Inject(LOG) private readonly log: Log) {}
+  constructor(
+    @Inject(LOG) private readonly log: Log,
+    @Inject(ERROR_SHAPES) private readonly shapes: readonly ErrorShape[],
+  ) {}
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const response = host.switchToHttp().getResponse<ServerResponse>();
     // Express's request: its route's `key` is the conversation a failure concerns.
     const request = host.switchToHttp().getRequest<{ method?: string; originalUrl?: string; params?: { key?: string } }>();
-    const { status, body, headers } = this.answer(exception, { method: request.method, path: request.originalUrl, conversation: request.params?.key }, isResponsesPath(request.originalUrl));
+    const shape = this.shapes.find((candidate) => candidate.covers(request.originalUrl));
+    const { status, body, headers } = this.answer(exception, { method: request.method, path: request.originalUrl, conversation: request.params?.key }, shape);
     if (response.headersSent) {
       // A stream (SSE) already answered 200; the only honest thing left is to end it.
       response.end();
@@ -51,21 +67,23 @@ export class GatewayErrorFilter implements ExceptionFilter {
   private answer(
     exception: unknown,
     about: Record<string, string | undefined>,
-    protocol: boolean,
-  ): { status: number; body: AnyErrorBody | ProtocolErrorAnswer; headers: Readonly<Record<string, string>> } {
+    shape: ErrorShape | undefined,
+  ): { status: number; body: unknown; headers: Readonly<Record<string, string>> } {
     const known = this.toGatewayError(exception);
-    // The Responses door answers in the OpenAI protocol's shape (responses/protocol-errors.ts).
-    if (protocol) {
+    // A door's own shape (the Responses door's: the OpenAI protocol's).
+    if (shape) {
       const status = known?.status ?? INTERNAL.status;
       if (!known) this.unexpected(exception, about);
-      return { status, ...protocolAnswer(status, known) };
+      return { status, ...shape.answer(status, known) };
     }
     if (known) {
       const error = { code: known.code, message: known.message, ...(known.details === undefined ? {} : { details: known.details }) };
-      return { status: known.status, body: { error }, headers: known.headers };
+      const body: AnyErrorBody = { error };
+      return { status: known.status, body, headers: known.headers };
     }
     this.unexpected(exception, about);
-    return { status: INTERNAL.status, body: { error: { code: INTERNAL.code, message: 'internal error' } }, headers: {} };
+    const body: AnyErrorBody = { error: { code: INTERNAL.code, message: 'internal error' } };
+    return { status: INTERNAL.status, body, headers: {} };
   }
 
   private unexpected(exception: unknown, about: Record<string, string | undefined>): void {

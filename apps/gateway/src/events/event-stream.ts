@@ -1,30 +1,8 @@
 import type { ConversationEvent, StreamCursor } from '@rudder/contracts';
-import type { KeptToken } from './kept-tokens';
+import type { KeptToken } from '../live/kept-tokens';
+import type { LiveListener } from '../live/listeners';
 import { opensConversation, type ReaderAccess } from './reader-access';
-import { sseEvent, sseToken } from './sse';
-
-/** What the live consumer hands each open stream of a conversation. */
-export type LiveListener = {
-  event(event: ConversationEvent): void;
-  /**
-   * A conversation's events a commit announced as it committed (`Announcement`), ahead of their
-   * records: `after` is the position of the conversation's last event before them.
-   */
-  announced?(events: readonly ConversationEvent[], after: number): void;
-  token(token: KeptToken): void;
-  /** The gateway is shutting down: finish the stream. */
-  end(): void;
-};
-
-/** Where a stream's bytes go: the HTTP response, in production. */
-export type StreamSink = {
-  /** Sends the response head; called once, before the first write. */
-  open(): void;
-  write(chunk: string): void;
-  end(): void;
-  /** Resolves once the client has taken what was written (an HTTP response's 'drain'); a replay awaits it between pages. */
-  drained?(): Promise<void>;
-};
+import { RUDDER_SSE, type StreamFormat, type StreamSink } from './sse';
 
 export type EventStreamOptions = {
   /** Where the client is (Last-Event-ID or `?after=`); null: live from now on, no history. */
@@ -58,17 +36,6 @@ export type EventStreamOptions = {
   ended?: (reason: string) => void;
 };
 
-/** What a stream writes for each event and token it carries, in the order it carries them. */
-export type StreamFormat = {
-  event(event: ConversationEvent): string;
-  token(token: KeptToken, cursor: StreamCursor): string;
-};
-
-const RUDDER_SSE: StreamFormat = {
-  event: sseEvent,
-  token: (token, cursor) => sseToken(token.record, cursor),
-};
-
 type Item = { event: ConversationEvent } | { token: KeptToken };
 
 /** How many tokens a stream holds while nobody owns its conversation (a first answer's, at most). */
@@ -99,8 +66,8 @@ const TURNS_AFTER_GRANT_KEPT = 64;
  * Announced events (`announced`: what a commit stored, as it committed, ahead of its records on
  * `agent.events`) are carried at once when they follow the last event the stream has been
  * through — nothing waits before them, and every event up to their `after` is through — and
- * are otherwise left to their records, which come in order (issue 36: a step reaches a client
- * without the outbox relay's produce and the live consumer's fetch in between).
+ * are otherwise left to their records, which come in order (a step reaches a client without
+ * the outbox relay's produce and the live consumer's fetch in between).
  *
  * Duplicates (the outbox relay may publish twice; the store and the tail overlap; announced
  * events come again as records) are dropped by position. Tokens go on a second track: replayed from the kept ones after the cursor's

@@ -1,7 +1,8 @@
 import type { ConversationEvent } from '@rudder/contracts';
 import { describe, expect, it } from 'vitest';
-import { EventStream, type EventStreamOptions, type StreamSink } from './event-stream';
-import type { KeptToken } from './kept-tokens';
+import { EventStream, type EventStreamOptions } from './event-stream';
+import type { StreamSink } from './sse';
+import type { KeptToken } from '../live/kept-tokens';
 import { ReaderAccess } from './reader-access';
 
 const event = (position: number): ConversationEvent => ({

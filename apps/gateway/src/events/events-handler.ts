@@ -2,15 +2,15 @@ import type { ServerResponse } from 'node:http';
 import { Inject, Injectable } from '@nestjs/common';
 import type { StreamCursor } from '@rudder/contracts';
 import type { Log } from '@rudder/runtime';
-import { ConversationAccess } from '../auth/conversation-access';
-import { CompanionClient } from '../companion-client';
+import { ConversationAccess } from '../companion/conversation-access';
+import { CompanionClient } from '../companion/companion-client';
 import { SubjectLimits } from '../limits/subject-limits';
-import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { GatewayMetrics } from '../http/gateway-metrics';
 import { LOG } from '../tokens';
-import { EventStream, type StreamFormat, type StreamSink } from './event-stream';
-import { LiveEvents } from './live-events';
+import { EventStream } from './event-stream';
+import { LiveEvents } from '../live/live-events';
 import { ReaderAccess } from './reader-access';
-import { responseSink } from './sse';
+import { responseSink, type ResponseSink, type StreamFormat, type StreamSink } from './sse';
 import { StreamBuffers } from './stream-buffers';
 
 export type OpenStream = {
@@ -48,7 +48,7 @@ export class EventsHandler {
   ) {}
 
   async open({ key, subject, after, response }: OpenStream): Promise<void> {
-    const stream = this.follow({ key, subject, after, sink: responseSink(response, this.buffers.capOf(key)) });
+    const stream = this.follow({ key, subject, after, sink: this.sinkOn(response, key) });
     // The response's 'close': the client went away (or the stream ended). Not the request's:
     // since Node 16 that fires as soon as the request has been read.
     response.on('close', stream.close);
@@ -112,6 +112,11 @@ export class EventsHandler {
         }
       },
     };
+  }
+
+  /** An HTTP response as the sink of a stream of the conversation, capped in what it may hold unsent (`STREAM_BUFFER_BYTES`). */
+  sinkOn(response: ServerResponse, key: string): ResponseSink {
+    return responseSink(response, this.buffers.capOf(key));
   }
 
   /** The reader's access as of the companion's status; null in open development mode (no check). */

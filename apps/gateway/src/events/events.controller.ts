@@ -3,8 +3,9 @@ import { Controller, Headers, Inject, Param, Query, Res, UseGuards } from '@nest
 import { parseStreamId, STREAM_ID_PATTERN } from '@rudder/contracts';
 import { z } from 'zod';
 import { AuthGuard, StreamRoute, Subject } from '../auth/auth.guard';
-import { conversationKeyOf, parseEdge } from '../edge';
-import { Route } from '../routes';
+import { Route } from '../http/route';
+import { EVENT_ROUTES } from './events.routes';
+import { conversationKeyOf, parseEdge } from '../http/edge';
 import { EventsHandler } from './events-handler';
 
 const Cursor = z
@@ -24,7 +25,7 @@ export class EventsController {
    * either, the stream is live from now on. Errors before the stream opens answer as JSON.
    * The one route that takes a stream token, also as `?access_token=` (see `AuthGuard`).
    */
-  @Route('events')
+  @Route(EVENT_ROUTES.events)
   @StreamRoute()
   events(
     @Param('key') rawKey: string,

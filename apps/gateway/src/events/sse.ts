@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { formatStreamId, type ConversationEvent, type StreamCursor, type TokenRecord } from '@rudder/contracts';
-import type { StreamSink } from './event-stream';
+import type { KeptToken } from '../live/kept-tokens';
 
 /**
  * The wire format of `GET /v1/conversations/{key}/events` (text/event-stream).
@@ -28,6 +28,28 @@ export const sseToken = (token: TokenRecord, cursor: StreamCursor): string => {
 
 const formattedEvents = new WeakMap<ConversationEvent, string>();
 const formattedTokens = new WeakMap<TokenRecord, { id: string; text: string }>();
+
+/** What a stream writes for each event and token it carries, in the order it carries them. */
+export type StreamFormat = {
+  event(event: ConversationEvent): string;
+  token(token: KeptToken, cursor: StreamCursor): string;
+};
+
+/** Rudder's own SSE messages: what a stream writes unless a door gives its own translation. */
+export const RUDDER_SSE: StreamFormat = {
+  event: sseEvent,
+  token: (token, cursor) => sseToken(token.record, cursor),
+};
+
+/** Where a stream's bytes go: the HTTP response, in production. */
+export type StreamSink = {
+  /** Sends the response head; called once, before the first write. */
+  open(): void;
+  write(chunk: string): void;
+  end(): void;
+  /** Resolves once the client has taken what was written (an HTTP response's 'drain'); a replay awaits it between pages. */
+  drained?(): Promise<void>;
+};
 
 /** A comment line: keeps proxies and load balancers from closing an idle stream. */
 export const SSE_KEEP_ALIVE = ': keep-alive\n\n';

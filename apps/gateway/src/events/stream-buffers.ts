@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Config, Log } from '@rudder/runtime';
-import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { GatewayMetrics } from '../http/gateway-metrics';
 import { CONFIG, LOG } from '../tokens';
 import type { StreamBufferCap } from './sse';
 

@@ -8,7 +8,7 @@ import { GatewayError } from '../errors/gateway-error';
  * well: the shape of the URL, the body's media type and nesting, keys that mean something
  * to JavaScript, and the request headers the API defines. Each refusal is a 400
  * `bad_request` through the one exception filter; none of them reaches a handler, so none
- * can enqueue anything. Route schemas still check everything else (`edge.ts`).
+ * can enqueue anything. Route schemas still check everything else (`http/edge.ts`).
  */
 
 /** Longest URL accepted (path and query); ids and keys are 200 characters at most, so this is plenty. */

@@ -1,7 +1,8 @@
 import type { ProtocolErrorAnswer } from '@rudder/contracts';
+import type { ErrorShape } from '../errors/error-filter';
 import { GatewayError, type GatewayErrorCode } from '../errors/gateway-error';
 
-/** The Responses door's routes: their errors are in the protocol's shape (`isResponsesPath`). */
+/** The Responses door's routes: their errors are in the protocol's shape (`PROTOCOL_ERRORS`). */
 export const RESPONSES_PATH = '/v1/responses';
 
 export const isResponsesPath = (path: string | undefined): boolean =>
@@ -41,6 +42,30 @@ export function notToBeRetried(error: unknown): unknown {
   return new GatewayError(error.code, error.message, error.details, headers);
 }
 
+/** The worker's refusals of a create, in the protocol's words where it has its own. */
+export function protocolRefusal(error: unknown): unknown {
+  if (!(error instanceof GatewayError)) return error;
+  if (error.code === 'precondition_failed') {
+    return new ProtocolError(
+      'conflict',
+      'conversation_fork_not_supported',
+      'previous_response_id is not the latest response of its conversation: a conversation does not fork; continue from its latest response',
+      'previous_response_id',
+    );
+  }
+  // The door never sends onBusy reject: a busy refusal is `ifSteerable`'s.
+  if (error.code === 'conflict') {
+    return new ProtocolError(
+      'conflict',
+      'conversation_locked',
+      'the response is still running and its agent takes no steers, so it is not wound down for a follow-up: send it once the response has ended',
+      'previous_response_id',
+    );
+  }
+  if (error.code === 'unknown_agent') return new ProtocolError('unknown_agent', 'model_not_found', error.message, 'model');
+  return error;
+}
+
 /**
  * An error as the protocol answers it: `{error: {message, type, param, code}}`. `code` is the
  * door's own (`ProtocolError`) or the gateway's stable code (`not_found`, `queue_full`, …);
@@ -66,3 +91,6 @@ function paramOf(error: GatewayError | null): string | null {
   if (Array.isArray(issues) && typeof issues[0]?.path === 'string' && issues[0].path !== '') return issues[0].path as string;
   return null;
 }
+
+/** The door's errors in the protocol's shape, on its paths: the gateway's one exception filter answers with it. */
+export const PROTOCOL_ERRORS: ErrorShape = { covers: isResponsesPath, answer: protocolAnswer };

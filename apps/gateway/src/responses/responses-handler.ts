@@ -4,27 +4,20 @@ import { Inject, Injectable } from '@nestjs/common';
 import { CreateResponseBody, inputTexts, RetrieveResponseQuery, type ResponseAnswer, type StreamCursor } from '@rudder/contracts';
 import { derivedConversationKey, type InputOf } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
-import { ConversationAccess } from '../auth/conversation-access';
-import { ChatHandler } from '../chat/chat-handler';
-import { SteerHandler } from '../steer/steer-handler';
-import { StopHandler } from '../stop/stop-handler';
-import { RetractHandler } from '../retract/retract-handler';
-import { CompanionClient } from '../companion-client';
-import { checkTextLength, clientIdOf, conversationKeyOf, parseEdge, requireJsonBody } from '../edge';
+import { ConversationAccess } from '../companion/conversation-access';
+import { CompanionClient } from '../companion/companion-client';
 import { GatewayError } from '../errors/gateway-error';
-import { EventsHandler, type FollowedStream } from '../events/events-handler';
-import type { StreamSink } from '../events/event-stream';
-import { LiveEvents } from '../events/live-events';
-import { responseSink } from '../events/sse';
-import { StreamBuffers } from '../events/stream-buffers';
+import type { FollowedStream } from '../events/events-handler';
+import { checkTextLength, clientIdOf, conversationKeyOf, parseEdge, requireJsonBody } from '../http/edge';
+import { Inputs } from '../inputs/inputs';
+import { LiveEvents } from '../live/live-events';
 import { CONFIG } from '../tokens';
-import { inputRecord, Writes } from '../writes/submit';
-import { notToBeRetried, ProtocolError } from './protocol-errors';
-import { ResponseFold, sseOf, STEER_KEY, type ProtocolEvent, type ResponseRequest } from './response-fold';
+import { inputRecord } from '../writes/submit';
+import { notToBeRetried, ProtocolError, protocolRefusal } from './protocol-errors';
+import { ResponseFold, STEER_KEY, type ResponseRequest } from './response-fold';
 import { parseResponseId } from './response-id';
-
-/** How long a non-streaming create waits for its turn to end before it answers the response as it stands (`in_progress`, to be polled). */
-export const DEFAULT_RESPONSE_WAIT_MS = 5 * 60_000;
+import { ResponseReads, startOf } from './response-reads';
+import { ResponseStreams } from './response-streams';
 
 export type CreateRequest = { subject: string; body: unknown; idempotencyKey: string | undefined; response: ServerResponse };
 export type RetrieveRequest = { subject: string; id: string; query: unknown; response: ServerResponse };
@@ -39,24 +32,20 @@ class Undecided extends GatewayError {
 /**
  * `/v1/responses`: the OpenAI Responses protocol as a translation of Rudder's API (see
  * docs/responses.md). A create is a chat, submitted by the gateway's one write path with the
- * chat's own rules (`ChatHandler.write`: the same id again is the same input); the response is
- * the turn that answers it, read from the conversation's events (`ResponseFold`) through the
- * event stream's machinery (`EventsHandler.follow`: replay, live tail, read access at each
- * event). The door keeps nothing: a response id names its conversation and input.
+ * chat's own rules (`Inputs.message`: the same id again is the same input); the response is
+ * the turn that answers it, read from the conversation's events (`ResponseFold`, `ResponseReads`)
+ * through the event stream's machinery (`ResponseStreams`). The door keeps nothing: a response
+ * id names its conversation and input.
  */
 @Injectable()
 export class ResponsesHandler {
   constructor(
     @Inject(ConversationAccess) private readonly access: ConversationAccess,
     @Inject(CompanionClient) private readonly companion: CompanionClient,
-    @Inject(ChatHandler) private readonly chat: ChatHandler,
-    @Inject(SteerHandler) private readonly steers: SteerHandler,
-    @Inject(StopHandler) private readonly stops: StopHandler,
-    @Inject(RetractHandler) private readonly retracts: RetractHandler,
-    @Inject(Writes) private readonly writes: Writes,
-    @Inject(EventsHandler) private readonly events: EventsHandler,
+    @Inject(Inputs) private readonly inputs: Inputs,
+    @Inject(ResponseReads) private readonly reads: ResponseReads,
+    @Inject(ResponseStreams) private readonly streams: ResponseStreams,
     @Inject(LiveEvents) private readonly live: LiveEvents,
-    @Inject(StreamBuffers) private readonly buffers: StreamBuffers,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -104,17 +93,17 @@ export class ResponsesHandler {
     // seen of the conversation; one under the client's id may be a retry of an input accepted
     // before, whose response is then read from right before its acceptance (from the
     // conversation's start while the companion does not know it).
-    const after: StreamCursor = { position: clientId === undefined ? (this.live.latestPosition(key) ?? 0) : await this.before(key, input.id), tokenOffset: null };
+    const after: StreamCursor = { position: clientId === undefined ? (this.live.latestPosition(key) ?? 0) : await this.reads.before(key, input.id), tokenOffset: null };
     const fold = new ResponseFold(key, input.id, request);
     // A streamed create streams, in the background too (the turn runs on when the client goes).
-    if (body.stream) return this.submitAndFollow(input, clientId !== undefined, this.streamTo(response, fold, after, subject, null));
+    if (body.stream) return this.submitAndFollow(input, clientId !== undefined, this.streams.streamTo(response, fold, after, subject, null));
     if (body.background) {
       await this.submit(input, clientId !== undefined);
       // Produced: answered as it stands, or as queued when the read side cannot say (never a retryable 503).
-      const found = await this.read(key, input.id, request, after.position).catch(() => fold);
+      const found = await this.reads.read(key, input.id, request, after.position).catch(() => fold);
       return json(response, found.unseen ? fold.answer() : found.answer());
     }
-    const collecting = this.collect(fold, after, subject);
+    const collecting = this.streams.collect(fold, after, subject);
     // A client gone before the answer: nothing is followed for it any more (the input stays produced).
     response.on('close', collecting.close);
     await this.submitAndFollow(input, clientId !== undefined, collecting);
@@ -137,14 +126,14 @@ export class ResponsesHandler {
   /** `GET /v1/responses/{id}` (`?stream=true&starting_after=N`: its stream from the start, without the events up to N). */
   async retrieve({ subject, id, query, response }: RetrieveRequest): Promise<void> {
     const { stream, starting_after } = parseEdge(RetrieveResponseQuery, query, 'query');
-    const { key, input, request } = await this.readable(id, subject);
+    const { key, input, request } = await this.reads.readable(id, subject);
     const known = await this.companion.inputOrPosition(key, input);
     const from = startOf(known);
-    if (stream !== 'true') return json(response, (await this.found(key, input, request, from)).answer());
+    if (stream !== 'true') return json(response, (await this.reads.found(key, input, request, from)).answer());
     // An input the companion knows was accepted is a response; one it does not know (yet), or knows refused, is looked for in the events (404 when none is there).
-    if ('unseenUpTo' in known || known.state === 'rejected') await this.found(key, input, request, from);
+    if ('unseenUpTo' in known || known.state === 'rejected') await this.reads.found(key, input, request, from);
     const fold = new ResponseFold(key, input, request);
-    const follow = this.streamTo(response, fold, { position: from, tokenOffset: null }, subject, starting_after === undefined ? null : Number(starting_after));
+    const follow = this.streams.streamTo(response, fold, { position: from, tokenOffset: null }, subject, starting_after === undefined ? null : Number(starting_after));
     await follow.start();
   }
 
@@ -155,28 +144,27 @@ export class ResponsesHandler {
    * a stop does.
    */
   async cancel({ subject, id, response }: Omit<RetrieveRequest, 'query'>): Promise<void> {
-    const { key, input, request } = await this.readable(id, subject);
+    const { key, input, request } = await this.reads.readable(id, subject);
     await this.access.mayWrite(key, subject);
-    const from = await this.before(key, input);
-    let fold = await this.found(key, input, request, from);
+    const from = await this.reads.before(key, input);
+    let fold = await this.reads.found(key, input, request, from);
     if (fold.queued) {
       // Refused (409) when its turn started meanwhile: then that turn is stopped below.
-      await this.retracts.retract({ key, subject, target: { id: input } }).catch((error: unknown) => {
+      await this.inputs.retract({ key, subject, target: { id: input } }).catch((error: unknown) => {
         if (!(error instanceof GatewayError && error.code === 'conflict')) throw error;
       });
-      fold = await this.read(key, input, request, from);
+      fold = await this.reads.read(key, input, request, from);
     }
     const turn = fold.turnId;
-    if (!fold.ended && turn !== null) await this.stops.stop({ key, subject, body: { turn } });
-    const ended = this.collect(new ResponseFold(key, input, request), { position: from, tokenOffset: null }, subject);
+    if (!fold.ended && turn !== null) await this.inputs.stop({ key, subject, body: { turn } });
+    const ended = this.streams.collect(new ResponseFold(key, input, request), { position: from, tokenOffset: null }, subject);
     await ended.start();
     json(response, await ended.answer);
   }
 
   private async submit(input: InputOf<'chat'> | InputOf<'steer'>, idFromClient: boolean): Promise<void> {
     try {
-      if (input.type === 'steer') await this.writes.submit(input, { ...this.steers.write(idFromClient), late: () => new Undecided() });
-      else await this.writes.submit(input, { ...this.chat.write(idFromClient), late: () => new Undecided() });
+      await this.inputs.message(input, idFromClient, () => new Undecided());
     } catch (error) {
       if (error instanceof Undecided) return;
       throw notToBeRetried(protocolRefusal(error));
@@ -211,153 +199,10 @@ export class ResponsesHandler {
     const derivedFrom = clientId ?? randomUUID();
     return { key: derivedConversationKey(subject, derivedFrom), previous: null, derivedFrom };
   }
-
-  /** The conversation and input of a response `subject` may read: 404 for an id that names none, 403 for another's. */
-  /**
-   * The response `id` names, when `subject` may read its conversation; and the request it is read
-   * as: its model is the conversation's agent (its events are read from its input on, after the
-   * conversation's opening that names the agent).
-   */
-  private async readable(id: string, subject: string): Promise<{ key: string; input: string; request: ResponseRequest }> {
-    const parsed = parseResponseId(id);
-    const missing = () => new ProtocolError('not_found', 'not_found', `response ${id} not found`);
-    if (parsed === null) throw missing();
-    const status = await this.access.readable(parsed.key, subject).catch((error: unknown) => {
-      throw error instanceof GatewayError && error.code === 'not_found' ? missing() : error;
-    });
-    return { ...parsed, request: { model: status.agent ?? '' } };
-  }
-
-  /**
-   * Where a response's events begin: right before its input's acceptance, which the companion
-   * knows by its id; where the companion's view was without it when it does not (yet). So
-   * reading a response costs what comes after its input, not the conversation's length before
-   * it, for an id that names no input too.
-   */
-  private async before(key: string, input: string): Promise<number> {
-    return startOf(await this.companion.inputOrPosition(key, input));
-  }
-
-  private async found(key: string, input: string, request: ResponseRequest, from: number): Promise<ResponseFold> {
-    const fold = await this.read(key, input, request, from);
-    if (fold.unseen) throw new ProtocolError('not_found', 'not_found', `response ${fold.id} not found`);
-    return fold;
-  }
-
-  /**
-   * The response folded from the conversation's stored events, as far as this gateway has seen
-   * them at least (its writes, and what its streams carried: a retrieve after a stream ended
-   * reads the end the stream sent).
-   */
-  private async read(key: string, input: string, request: ResponseRequest, from: number): Promise<ResponseFold> {
-    const fold = new ResponseFold(key, input, request);
-    for await (const page of this.companion.eventPages(key, from, this.live.latestPosition(key) ?? 0)) {
-      for (const event of page) fold.see(event);
-      if (fold.ended) break;
-    }
-    return fold;
-  }
-
-  /**
-   * The response's stream on the HTTP response: the protocol's events (their SSE event names
-   * the protocol's types, keep-alives comment lines), from `response.created` to its one
-   * terminal event, then the response ends. `startingAfter`: the events up to it are not sent.
-   */
-  private streamTo(response: ServerResponse, fold: ResponseFold, after: StreamCursor, subject: string, startingAfter: number | null) {
-    const sink = responseSink(response, this.buffers.capOf(fold.key));
-    const ending: StreamSink = {
-      open: sink.open,
-      drained: sink.drained,
-      end: sink.end,
-      write: (chunk) => {
-        sink.write(chunk);
-        if (fold.ended) sink.end();
-      },
-    };
-    const write = (events: ProtocolEvent[]) =>
-      events
-        .filter((event) => startingAfter === null || event.sequence_number > startingAfter)
-        .map(sseOf)
-        .join('');
-    const follow = this.events.follow({
-      key: fold.key,
-      subject,
-      after,
-      sink: ending,
-      format: {
-        event: (event) => {
-          if (fold.ended) return '';
-          const chunk = write(fold.see(event));
-          // Its end sent before (`starting_after` past it): nothing to write, and the stream ends all the same.
-          if (fold.ended && chunk === '') sink.end();
-          return chunk;
-        },
-        token: () => '',
-      },
-    });
-    response.on('close', follow.close);
-    return follow;
-  }
-
-  /** A non-streaming create: the response once it ended (or as it stands after `DEFAULT_RESPONSE_WAIT_MS`). */
-  private collect(fold: ResponseFold, after: StreamCursor, subject: string): Collecting {
-    let done: (answer: ResponseAnswer) => void = () => undefined;
-    const answer = new Promise<ResponseAnswer>((resolve) => (done = resolve));
-    const follow = this.events.follow({
-      key: fold.key,
-      subject,
-      after,
-      sink: { open: () => undefined, write: () => undefined, end: () => done(fold.answer()) },
-      format: {
-        event: (event) => {
-          if (!fold.ended) fold.see(event);
-          if (fold.ended) done(fold.answer());
-          return '';
-        },
-        token: () => '',
-      },
-    });
-    const timer = setTimeout(() => done(fold.answer()), DEFAULT_RESPONSE_WAIT_MS);
-    void answer.finally(() => {
-      clearTimeout(timer);
-      follow.close();
-    });
-    return { ...follow, answer };
-  }
 }
-
-type Collecting = FollowedStream & { answer: Promise<ResponseAnswer> };
 
 function json(response: ServerResponse, body: ResponseAnswer): void {
   response.statusCode = 200;
   response.setHeader('content-type', 'application/json; charset=utf-8');
   response.end(JSON.stringify(body));
 }
-
-/** The worker's refusals of a create, in the protocol's words where it has its own. */
-function protocolRefusal(error: unknown): unknown {
-  if (!(error instanceof GatewayError)) return error;
-  if (error.code === 'precondition_failed') {
-    return new ProtocolError(
-      'conflict',
-      'conversation_fork_not_supported',
-      'previous_response_id is not the latest response of its conversation: a conversation does not fork; continue from its latest response',
-      'previous_response_id',
-    );
-  }
-  // The door never sends onBusy reject: a busy refusal is `ifSteerable`'s.
-  if (error.code === 'conflict') {
-    return new ProtocolError(
-      'conflict',
-      'conversation_locked',
-      'the response is still running and its agent takes no steers, so it is not wound down for a follow-up: send it once the response has ended',
-      'previous_response_id',
-    );
-  }
-  if (error.code === 'unknown_agent') return new ProtocolError('unknown_agent', 'model_not_found', error.message, 'model');
-  return error;
-}
-
-/** Where the events of a response begin: right before its input's acceptance, or where the companion's view was without it. */
-const startOf = (known: { position?: number } | { unseenUpTo: number }): number =>
-  'unseenUpTo' in known ? known.unseenUpTo : known.position === undefined ? 0 : Math.max(0, known.position - 1);

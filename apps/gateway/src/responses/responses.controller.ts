@@ -2,8 +2,9 @@ import type { ServerResponse } from 'node:http';
 import { Body, Controller, Headers, Inject, Param, Query, Res, UseGuards } from '@nestjs/common';
 import { AuthGuard, Subject } from '../auth/auth.guard';
 import { InputRateGuard } from '../limits/input-rate.guard';
-import { Route } from '../routes';
+import { Route } from '../http/route';
 import { ResponsesHandler } from './responses-handler';
+import { RESPONSES_ROUTES } from './responses.routes';
 
 /** The OpenAI Responses protocol's door (docs/responses.md): its answers and errors in the protocol's shapes. */
 @Controller()
@@ -12,7 +13,7 @@ export class ResponsesController {
   constructor(@Inject(ResponsesHandler) private readonly handler: ResponsesHandler) {}
 
   /** A response: JSON once its turn ended, or its stream (`stream: true`), or at once (`background: true`). */
-  @Route('createResponse')
+  @Route(RESPONSES_ROUTES.createResponse)
   @UseGuards(InputRateGuard)
   create(
     @Body() body: unknown,
@@ -24,13 +25,13 @@ export class ResponsesController {
   }
 
   /** Stops the response's turn (or takes back its waiting input); answers the response once it ended. */
-  @Route('cancelResponse')
+  @Route(RESPONSES_ROUTES.cancelResponse)
   @UseGuards(InputRateGuard)
   cancel(@Param('id') id: string, @Subject() subject: string, @Res() response: ServerResponse): Promise<void> {
     return this.handler.cancel({ subject, id, response });
   }
 
-  @Route('retrieveResponse')
+  @Route(RESPONSES_ROUTES.retrieveResponse)
   retrieve(@Param('id') id: string, @Query() query: unknown, @Subject() subject: string, @Res() response: ServerResponse): Promise<void> {
     return this.handler.retrieve({ subject, id, query, response });
   }

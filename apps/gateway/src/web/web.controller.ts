@@ -1,7 +1,8 @@
 import { Controller, Header, Inject } from '@nestjs/common';
-import { Route } from '../routes';
+import { Route } from '../http/route';
 import { Authenticator } from '../auth/authenticator';
 import { webAppScript, webPage } from './web-app';
+import { WEB_ROUTES } from './web.routes';
 
 /** Its script and its API calls from this origin only; nothing from anywhere else. */
 const CSP = "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'";
@@ -15,14 +16,14 @@ const CSP = "default-src 'none'; script-src 'self'; connect-src 'self'; style-sr
 export class WebController {
   constructor(@Inject(Authenticator) private readonly authenticator: Authenticator) {}
 
-  @Route('webChat')
+  @Route(WEB_ROUTES.webChat)
   @Header('content-type', 'text/html; charset=utf-8')
   @Header('content-security-policy', CSP)
   page(): string {
     return webPage(!this.authenticator.open);
   }
 
-  @Route('webChatScript')
+  @Route(WEB_ROUTES.webChatScript)
   @Header('content-type', 'text/javascript; charset=utf-8')
   @Header('content-security-policy', CSP)
   script(): Promise<string> {

@@ -2,9 +2,9 @@ import { Inject, Injectable } from '@nestjs/common';
 import type { InputKind } from '@rudder/contracts';
 import { hop } from '@rudder/runtime';
 import { receiptIdsOf, receiptOf, type InputOf, type Outcome, type ReceiptAnswers, type ReceiptRefusals } from '@rudder/conversation';
-import { Decisions } from '../decisions';
+import { Decisions } from './decisions';
 import { GatewayError } from '../errors/gateway-error';
-import { InputsPublisher } from '../inputs-publisher';
+import { InputsPublisher } from './inputs-publisher';
 
 /**
  * How the gateway answers one kind of input, beside its receipt (`RECEIPTS` in
@@ -71,10 +71,13 @@ export class Writes {
   }
 }
 
+/** Who sends an input, under which id, to which conversation. */
+export type Sender = { id: string; key: string; subject: string };
+
 /** An input record as the gateway sends it: version 1, sent now. */
 export const inputRecord = <K extends InputKind>(
   type: K,
-  sender: { id: string; key: string; subject: string },
+  sender: Sender,
   fields: Omit<InputOf<K>, 'v' | 'type' | 'id' | 'conversation' | 'subject' | 'sentAt'>,
 ): InputOf<K> =>
   ({ v: 1, type, id: sender.id, conversation: sender.key, subject: sender.subject, ...fields, sentAt: new Date().toISOString() }) as InputOf<K>;
