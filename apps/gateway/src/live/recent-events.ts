@@ -1,5 +1,4 @@
-import type { ConversationEvent } from '@rudder/contracts';
-import { receiptIds } from '@rudder/conversation';
+import { inputIdsOf, type ConversationEvent } from '@rudder/contracts';
 import { ByteBudget } from './byte-budget';
 
 /** How long events seen live are kept for replays: far longer than the companion takes to store one. */
@@ -121,13 +120,9 @@ export class RecentEvents {
 const namedKey = (conversation: string, id: string) => `${conversation}\u0000${id}`;
 
 /**
- * The ids of requests an event answers: the input it decides or delivers (`input`, a turn's
- * `prompt`), and every input it is a receipt of (`receiptIds`: the retract, stop, grant or
- * promote it is the decision on). A decision the gateway waits for names the id of what it sent.
+ * The ids of requests an event is about or answers, as the contract declares them
+ * (`inputIdsOf`): the input it decides or delivers, and every input it is a receipt of (the
+ * retract, stop, grant or promote it is the decision on). A decision the gateway waits for
+ * names the id of what it sent.
  */
-export function idsNamedBy(event: ConversationEvent): string[] {
-  const data = event.data as { input?: { id?: unknown }; prompt?: { id?: unknown } };
-  const ids = [data.input?.id, data.prompt?.id].filter((id): id is string => typeof id === 'string');
-  for (const id of receiptIds(event)) if (!ids.includes(id)) ids.push(id);
-  return ids;
-}
+export const idsNamedBy = (event: ConversationEvent): string[] => inputIdsOf(event);

@@ -1,13 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ChatBody, type ChatAccepted } from '@rudder/contracts';
-import type { InputOf, Outcome } from '@rudder/conversation';
+import { sameInput, type InputOf, type Outcome } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../../companion/conversation-access';
 import { CompanionClient, type CompanionInput, type CompanionStatus } from '../../companion/companion-client';
 import { GatewayError } from '../../errors/gateway-error';
 import { CONFIG } from '../../tokens';
 import { Decisions } from '../../writes/decisions';
-import { sameMessages } from '../../writes/same-input';
 import { inputRecord, Writes, type Write } from '../../writes/submit';
 import { admitMessage, messageAnswers, type MessageBody, type MessageRequest } from '../message';
 
@@ -68,7 +67,7 @@ export class ChatHandler {
   /** A chat id the companion knows: the same answer as the first time (202, or its refusal), nothing produced. */
   private async again(input: InputOf<'chat'>, earlier: CompanionInput | null): Promise<Outcome<'chat'> | 'sent' | undefined> {
     if (earlier === null) return undefined;
-    if (!sameMessages(earlier, input.messages)) throw reused(earlier.id);
+    if (!sameInput(earlier, input)) throw reused(earlier.id);
     if (earlier.state !== 'rejected') return { answer: { ahead: positionOf(earlier.id, await this.access.status(input.conversation)) } };
     return earlier.rejection ? { refusal: { code: earlier.rejection.code, message: earlier.rejection.message } } : 'sent';
   }

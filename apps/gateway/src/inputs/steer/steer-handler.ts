@@ -1,13 +1,12 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { SteerBody, type SteerAnswer } from '@rudder/contracts';
-import type { Outcome } from '@rudder/conversation';
+import { sameInput, type Outcome } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../../companion/conversation-access';
 import { CompanionClient, type CompanionInput } from '../../companion/companion-client';
 import { GatewayError } from '../../errors/gateway-error';
 import { CONFIG } from '../../tokens';
 import { Decisions } from '../../writes/decisions';
-import { isSameSteer } from '../../writes/same-input';
 import { inputRecord, Writes, type Write } from '../../writes/submit';
 import { admitMessage, messageAnswers, type MessageBody, type MessageRequest } from '../message';
 
@@ -50,7 +49,7 @@ export class SteerHandler {
       known: async (input) => {
         const earlier = idFromClient ? await this.companion.input(input.conversation, input.id) : null;
         if (earlier === null) return undefined;
-        if (!isSameSteer(earlier, input.text)) throw reused(input.id, earlier.kind);
+        if (!sameInput(earlier, input)) throw reused(input.id, earlier.kind);
         // The same steer again: the worker has it, so nothing is produced; its decision is
         // stored, or on its way.
         return known(earlier);
