@@ -18,7 +18,7 @@ const event = (conversation: string, position: number): ConversationEvent => ({
 });
 
 describe('publishing events', () => {
-  it('after a send whose answers were lost, the next send is neither lost nor wedged (#9 hole 9)', async () => {
+  it('after a send whose answers were lost, the next send is neither lost nor wedged', async () => {
     const brokers = inject('kafkaBrokers');
     const topics = topicNames(`publishing-${randomUUID().slice(0, 8)}.`);
     await ensureTopics(createKafka(brokers, 'publishing-spec-admin'), topics, 1);
@@ -43,7 +43,7 @@ describe('publishing events', () => {
     }
   });
 
-  it('a re-routed input goes to its conversation\'s partition unchanged, saying where it came from (#9 hole 10)', async () => {
+  it('a re-routed input goes to its conversation\'s partition unchanged, saying where it came from', async () => {
     const brokers = inject('kafkaBrokers');
     const topics = topicNames(`publishing-${randomUUID().slice(0, 8)}.`);
     await ensureTopics(createKafka(brokers, 'publishing-spec-admin'), topics, 2);

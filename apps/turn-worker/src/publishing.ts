@@ -46,7 +46,7 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
      * one: kafkajs' idempotent producer does not advance its sequence for a send whose retries
      * ran out, yet the broker may have written it, so the next send through the same producer
      * could be acknowledged as that duplicate and lost, or refused for good with
-     * OUT_OF_ORDER_SEQUENCE_NUMBER (#9 hole 9). A new producer has a new producer id and
+     * OUT_OF_ORDER_SEQUENCE_NUMBER. A new producer has a new producer id and
      * sequence; what the failed send may have written is published again by the relay, and
      * consumers deduplicate by event id.
      */
@@ -108,8 +108,8 @@ export async function connectPublishing(kafka: Kafka, topics: TopicNames) {
     /**
      * Starts sending the tokens still held back, without waiting for the broker: the runner calls
      * it right before it stores a reply, so a step's tokens are on their way before the events
-     * that store the step, and the step does not wait a produce round trip for them (issue 36:
-     * 2–7 ms of every answering step). Tokens are best effort and two topics have no order between
+     * that store the step, and the step does not wait a produce round trip for them (2–7 ms of
+     * every answering step). Tokens are best effort and two topics have no order between
      * them, so a reader may see them after the step's events, as it always could.
      */
     flushTokens(): void {

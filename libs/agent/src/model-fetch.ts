@@ -6,7 +6,7 @@ import { Agent, interceptors, request, type Dispatcher } from 'undici';
  * runs the whole Fetch standard for every request (a `Request` built and cloned, its body
  * extracted into a web stream, the fetch controller's steps); measured on the anchors' model,
  * 16 requests at a time, that cost the calling process 0.9 ms of CPU more per streamed reply
- * (docs/performance.md, "This round (session 9)"). Redirects are followed (up to 3), as fetch
+ * (docs/performance.md, "Measured choices in the code"). Redirects are followed (up to 3), as fetch
  * would. A body other than a string or bytes (a form, a stream: no chat request sends one) goes
  * through the global `fetch`, unchanged.
  */

@@ -11,7 +11,7 @@ import type { StreamRules } from './writes';
 import { useEventStoreDatabase } from './testing';
 
 /**
- * What a write stores, announced on a channel as it commits (issue 36), on both of its ways — the
+ * What a write stores, announced on a channel as it commits, on both of its ways — the
  * one statement and the transaction — by the write's own statement: one `Announcement` per
  * conversation, with the position of its last event before the write; a conversation's part too
  * large for a notification announces nothing (its readers have the outbox).

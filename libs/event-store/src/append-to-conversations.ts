@@ -15,7 +15,7 @@ import { AlreadyStoredError, byKeyBytes, type Seen, type StreamRules, type Writt
  * A conversation stays on the partition where it was first seen, for good: one owner writes
  * it. A conversation already stored on another partition is not written here (its owner is
  * whoever holds that partition, and this writer's epoch says nothing about it); it is returned
- * in `elsewhere` with its partition, for the caller to send its records there (#9 hole 10).
+ * in `elsewhere` with its partition, for the caller to send its records there.
  *
  * `before` gives, for each conversation written here, the position of its last event before
  * this write (0: none), so a caller that holds a conversation as of exactly that position can

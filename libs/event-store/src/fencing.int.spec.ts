@@ -57,7 +57,7 @@ describe('fencing by partition epochs', () => {
     expect((await takeover).get(2)).toBe(epochs.get(2)! + 1);
   });
 
-  it('a partition kept across a rebalance keeps its epoch: the writes in flight under it still commit (#9 hole 11)', async () => {
+  it('a partition kept across a rebalance keeps its epoch: the writes in flight under it still commit', async () => {
     const before = await takePartitions(db.pool(), [10, 11], 'worker-a');
     await appendToConversations(db.pool(), plainRules, 10, before, [{ conversation: 'kept', probe: [] }], () => [chat('k1')]);
     // A rebalance: worker-a keeps 10, loses 11, gains 12.
@@ -82,7 +82,7 @@ describe('fencing by partition epochs', () => {
     expect((await takePartitions(db.pool(), [13], 'worker-a', stale)).get(13)).toBe(again.get(13)! + 1);
   });
 
-  it('a zombie paused inside its commit (holding the share lock) fails; its successor gets the epoch (#9 hole 4)', async () => {
+  it('a zombie paused inside its commit (holding the share lock) fails; its successor gets the epoch', async () => {
     const zombieEpochs = await takePartitions(db.pool(), [20], 'zombie');
     await appendToConversations(db.pool(), plainRules, 20, zombieEpochs, [{ conversation: 'z', probe: [] }], () => [chat('z1')]);
     // The zombie's next commit stops (a SIGSTOP, a GC pause, a cut-off network) after it took

@@ -33,7 +33,7 @@ export const singleWrites =
 export const WRITES_PER_STATEMENT = 32;
 
 /**
- * Group commit of one-statement writes (a worker's turns' steps, #13): the writes handed over
+ * Group commit of one-statement writes (a worker's turns' steps): the writes handed over
  * while a statement is in flight go together into the next one, one statement and one commit
  * for all of them (`grouped`: the first after a quiet spell waits one turn of the event loop,
  * no timer). That statement writes all or nothing: when any one conversation is not where its

@@ -13,7 +13,7 @@ import { useEventStoreDatabase } from './testing';
  * order by the column's collation and one by JavaScript's sort disagree (`lock-a` / `lock-B`:
  * en-US puts lower case first, bytes put upper case first; `｡` / `😀`: UTF-16 code units put the
  * emoji's surrogates first, bytes put it last), and two writers taking the same rows in
- * opposite orders deadlock (#31 item 5).
+ * opposite orders deadlock.
  */
 const db = useEventStoreDatabase({ icuLocale: 'en-US' });
 

@@ -82,7 +82,7 @@ describe('the outbox relay', () => {
     await relay.stop();
   });
 
-  it('publishes a conversation in log order, every event, whatever order commits are enqueued in, or if one never is (#9 hole 3)', async () => {
+  it('publishes a conversation in log order, every event, whatever order commits are enqueued in, or if one never is', async () => {
     const epochs = await takePartitions(db.pool(), [2], 'relay-test');
     const published: string[] = [];
     const relay = createOutboxRelay({

@@ -16,7 +16,7 @@ import { alreadyStored, type StreamRules } from './writes';
  * the session (SQLSTATE 25P03). A write's statements follow each other at once (`decide` is
  * synchronous), so only a paused or cut-off writer — a zombie — gets there: it holds the share
  * lock on its partition's owner row, and the successor's epoch update must not wait on it for
- * longer than this. The zombie's commit then fails; it wrote nothing (#9 hole 4).
+ * longer than this. The zombie's commit then fails; it wrote nothing.
  */
 export const WRITE_IDLE_TIMEOUT_MS = 5000;
 

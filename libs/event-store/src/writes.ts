@@ -41,7 +41,7 @@ export type StreamRules<S> = {
  * the database. Not the column's collation (an ICU or libc locale orders `a` before `B`, bytes
  * the other way round), nor JavaScript's default order (UTF-16 code units, which put a
  * character above U+FFFF before U+E000–U+FFFF): two writers locking the same rows in two orders
- * can deadlock (#31 item 5). Every statement that locks several conversations sorts them
+ * can deadlock. Every statement that locks several conversations sorts them
  * `COLLATE "C"`; an array handed to one is sorted by this.
  */
 export const byKeyBytes = (a: string, b: string): number => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));

@@ -170,7 +170,7 @@ export class KafkaBatchServer extends Server implements CustomTransportStrategy 
   /**
    * Stops consuming: the slices in hand end (no other starts), then what was handled is
    * committed, then the consumer leaves. The commit must come before kafkajs' `stop()`, which
-   * drops the consumer's group, after which a commit only fails (#31: with `commitEveryMs`,
+   * drops the consumer's group, after which a commit only fails (with `commitEveryMs`,
    * close() committed nothing, and up to that much was read again).
    */
   async close(): Promise<void> {

@@ -2,14 +2,14 @@ import { createRequire } from 'node:module';
 
 /**
  * Mends kafkajs 2.2.4's request queue, which checks for pending requests every millisecond for
- * as long as a connection lives (tulios/kafkajs#1556, #1704; the fix, #1667, was never
- * released). Each response calls `checkPendingRequests`, which schedules the next check with
+ * as long as a connection lives (upstream kafkajs issues tulios/kafkajs#1556 and
+ * tulios/kafkajs#1704; upstream's fix, tulios/kafkajs#1667, was never released). Each response calls `checkPendingRequests`, which schedules the next check with
  * `setTimeout(throttledUntil - Date.now())`: not throttled, that is a negative delay, so 1 ms,
  * and the check schedules itself again, with nothing pending, forever. Every broker connection
  * of every client spins such a timer: measured on an idle `npm start`, the gateway used 4 % of a
  * core with it and 1.4 % without, the companion 2.6 % and 1.5 % (docs/performance.md).
  *
- * Mended as #1667 does: a check is scheduled only while requests are pending (throttled, or
+ * Mended as upstream's tulios/kafkajs#1667 does: a check is scheduled only while requests are pending (throttled, or
  * over the in-flight limit). Nothing else calls for one: `push` schedules a check when it
  * enqueues a request, and each response and each timeout checks at once.
  *

@@ -77,7 +77,7 @@ const RETRIED_BY_KAFKAJS = [
 /**
  * kafkajs warns that an idempotent producer with bounded retries "may invalidate EoS
  * guarantees". Bounded on purpose: a send that gives up makes the outbox relay publish the
- * rows again from the table through a new producer (#9 hole 9, `connectPublishing`), and every
+ * rows again from the table through a new producer (`connectPublishing`), and every
  * reader deduplicates by event id; Kafka's exactly-once is not what Rudder relies on. Debug.
  */
 const UNDERSTOOD_WARNINGS = ['Limiting retries for the idempotent producer may invalidate EoS guarantees'];

@@ -10,7 +10,7 @@ export type PoolClient = pg.PoolClient;
  * are a few fixed shapes whose plan does not depend on their values (index lookups by key, the
  * rows to write as arrays), yet PostgreSQL re-planned each execution of its writes, their custom
  * plan estimated cheaper than the generic one: 0.7 of the 1.2 ms the one-statement append took
- * on the server (pg_stat_statements, docs/performance.md "This round (session 21)").
+ * on the server (pg_stat_statements, docs/performance.md, "Measured choices in the code").
  */
 export function createPool(databaseUrl: string, max = 10): pg.Pool {
   const pool = new pg.Pool({ connectionString: databaseUrl, max, options: '-c plan_cache_mode=force_generic_plan' });

@@ -20,7 +20,7 @@ const POLL_MS = 50;
 const LEASE_MARGIN_MS = 5000;
 
 /**
- * Follow-up suggestions and recaps, made outside every turn (#33; docs/architecture.md, "Beside
+ * Follow-up suggestions and recaps, made outside every turn (docs/architecture.md, "Beside
  * the turn"). An ask reads the conversation's last `turn.ended` position, and answers what was
  * made from the transcript up to it: from the shared row when it is made already (any
  * companion's), else by one model request — one per conversation, kind and position across

@@ -55,7 +55,7 @@ ${body.length ? `<h4>Body${operation.requestBody?.required ? '' : ' (optional)'}
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${escape(document.info.title)}</title>
 <style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}pre{background:#f4f4f4;padding:.5rem;overflow:auto;max-height:30rem}
-section{border-top:1px solid #ddd;margin-top:1rem}.method{background:#234;color:#fff;padding:0 .4rem;border-radius:3px}</style></head>
+section{border-top:1px solid #ddd;margin-top:1rem}.method{background:rgb(34,51,68);color:#fff;padding:0 .4rem;border-radius:3px}</style></head>
 <body><h1>${escape(document.info.title)} v${escape(document.info.version)}</h1><p>${code(document.info.description ?? '')}</p>
 <p>The machine-readable document: <a href="/openapi.json">/openapi.json</a> (OpenAPI ${escape(document.openapi)}).</p>
 <h2>Routes</h2>${routes.join('\n')}<h2>Schemas</h2>${schemas.join('\n')}</body></html>`;

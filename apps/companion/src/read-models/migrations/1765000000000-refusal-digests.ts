@@ -1,8 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * A refused input keeps no text, only the SHA-256 of it (`input.rejected` version 2, #31 item
- * 10): a spammer whose inputs are refused for a full queue no longer grows the read models. The
+ * A refused input keeps no text, only the SHA-256 of it (`input.rejected` version 2): a spammer whose inputs are refused for a full queue no longer grows the read models. The
  * rejected inputs and the copies of their refusals folded before are rewritten so (the copies
  * as version 2 data, which is what a reader upcasts version 1 to).
  */

@@ -7,7 +7,7 @@ import { foldState, isKnownEvent } from '../../projection/conversation-state';
 const CONVERSATIONS_PER_STEP = 200;
 
 /**
- * A conversation's status is its state as the worker's `evolve` folds it (#32): the queue and
+ * A conversation's status is its state as the worker's `evolve` folds it: the queue and
  * steering rules live in libs/conversation only. `companion.conversations.state` holds it; the
  * columns the companion's own rules kept (owner, agent, grants, the last input, the running
  * turn; each input's `runs_next`) go.

@@ -1,7 +1,7 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /**
- * Follow-up suggestions and recaps (#33): made by the companion outside every turn, cached here
+ * Follow-up suggestions and recaps: made by the companion outside every turn, cached here
  * for every gateway and companion, one row per conversation and kind (`AffordanceRow`).
  */
 export class Affordances1765200000000 implements MigrationInterface {

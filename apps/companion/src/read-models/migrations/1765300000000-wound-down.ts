@@ -1,6 +1,6 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
-/** A turn asked to wind down (an interrupt, a graceful stop) says so (`turn.ended`'s `woundDown`, #34 item 7). */
+/** A turn asked to wind down (an interrupt, a graceful stop) says so (`turn.ended`'s `woundDown`). */
 export class WoundDown1765300000000 implements MigrationInterface {
   name = 'WoundDown1765300000000';
 
