@@ -173,7 +173,7 @@ describe("the gateway's live consumer", () => {
           { topic: own.topics.events, offsets: ['0'] },
           { topic: own.topics.tokens, offsets: ['0'] },
         ]);
-      }, { timeout: 5000, interval: 100 });
+      }, { timeout: 20_000, interval: 100 });
     } finally {
       await admin.disconnect();
       await own.stop();

@@ -83,12 +83,24 @@ export class LiveConsumer {
           off();
           positioned();
         });
-        // At its first fetch: before that (at the join, say) kafkajs drops a commit unsent.
+        // At its first fetch: before that (at the join, say) kafkajs drops a commit unsent. One
+        // that fails (a coordinator moving, a rebalance) is sent again at the next fetch, while
+        // nothing was handled yet (after that the periodic commits say where it is).
+        let committing = false;
         const fetching = consumer.on(consumer.events.FETCH_START, () => {
-          fetching();
           const offsets = startAt;
-          startAt = undefined;
-          if (offsets) void consumer.commitOffsets(offsets).catch((error: unknown) => this.log.warn("committing the live consumer's first offsets failed", { error: String(error) }));
+          if (!offsets || committing) return;
+          committing = true;
+          consumer.commitOffsets(offsets).then(
+            () => {
+              startAt = undefined;
+              fetching();
+            },
+            (error: unknown) => {
+              committing = false;
+              this.log.warn("committing the live consumer's first offsets failed; sent again at its next fetch", { error: String(error) });
+            },
+          );
         });
         await consumer.connect();
         await consumer.subscribe({ topics: [this.topics.events, this.topics.tokens], fromBeginning: false });
@@ -97,6 +109,7 @@ export class LiveConsumer {
         await consumer.run({
           autoCommit: false,
           eachMessage: async ({ topic, partition, message }) => {
+            startAt = undefined;
             dispatch(topic, message);
             commits.handled(topic, partition, message.offset);
             await commits.due();
