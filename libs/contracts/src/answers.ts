@@ -20,6 +20,8 @@ const Pending = z.object({ id: z.string(), text: z.string() });
  */
 export const SteeringItem = z.object({ id: z.string(), text: z.string() });
 export const QueueItem = SteeringItem.extend({ kind: MessageKind });
+/** A queue item's fields as the state holds them (before defaults: a state stored before a field was added lacks it). */
+export type QueueItemHeld = z.input<typeof QueueItem>;
 
 /**
  * A call waiting for a person's approval (`approval.requested`), as the status lists it:

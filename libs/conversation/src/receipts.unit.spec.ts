@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
-import { onceKey } from './once-keys';
+import { onceKey } from './event-rules';
 import { receiptIds, receiptIdsOf, receiptKeys, receiptOf, settlingTypes } from './receipts';
 import { agentsWith, base, deciderSpec, IDLE, RUNNING, type Given } from './testing/decider-spec';
 

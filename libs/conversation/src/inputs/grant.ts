@@ -23,4 +23,14 @@ export const grantRules: InputRules<'grant', GrantAnswer, EventDataOf<'grant.ref
     'access.granted': { settles: true, read: (data) => ({ answer: { subject: data.subject, access: data.access } }) },
     'grant.refused': { settles: true, read: (data) => ({ refusal: data.code }) },
   },
+  events: {
+    'access.granted': {
+      evolve: (state, data) => {
+        const { [data.subject]: _previous, ...others } = state.grants;
+        return { ...state, grants: data.access === null ? others : { ...others, [data.subject]: data.access } };
+      },
+      onceKey: (data) => receiptKey.grant(data.grant),
+    },
+    'grant.refused': { evolve: (state) => state, onceKey: (data) => receiptKey.grant(data.grant) },
+  },
 };

@@ -27,4 +27,7 @@ export const promoteRules: InputRules<'promote', PromoteAnswer, EventDataOf<'pro
     // The promoted follow-up's steer decision (or the one it had already, sent as a steer or promoted before).
     'steer.accepted': { of: (input) => input.target, settles: true, read: (data) => ({ answer: { turn: data.turn, landed: data.landed } }) },
   },
+  events: {
+    'promote.refused': { evolve: (state) => state, onceKey: (data) => receiptKey.promote(data.promote) },
+  },
 };
