@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { NO_CONTEXT } from '@rudder/contracts';
 import type { CompanionStatus } from '../../companion/companion-client';
-import { positionOf } from './chat-handler';
+import { positionOf } from './chat';
 
 const status = (running: boolean, queue: string[]): CompanionStatus => ({
   key: 'k',
