@@ -1,3 +1,5 @@
+import type { InputKind } from '@rudder/contracts';
+
 /**
  * The once keys an input's receipts are stored under, by the input id each names: each input
  * kind's receipt keys (`receiptKeys` of its rules in `inputs/`) and the once keys of the events
@@ -7,9 +9,7 @@ export const receiptKey = {
   input: (id: string) => `input:${id}`,
   rejected: (id: string) => `reject:${id}`,
   steerDecided: (id: string) => `steer-accepted:${id}`,
-  stop: (id: string) => `stop:${id}`,
-  retract: (id: string) => `retract:${id}`,
-  promote: (id: string) => `promote:${id}`,
-  grant: (id: string) => `grant:${id}`,
+  /** A control's decision, by its kind: `stop:<id>`, `retract:<id>`, `promote:<id>`, `grant:<id>`, … */
+  control: (kind: InputKind, id: string) => `${kind}:${id}`,
   approvalDecision: (id: string) => `approval-decision:${id}`,
 };

@@ -22,7 +22,7 @@ export const retractRules: InputRules<'retract', RetractAnswer, EventDataOf<'ret
     if (found) return [{ type: 'input.retracted', data: { input: pendingInput(found), retract: input.id } }];
     return [{ type: 'retract.refused', data: { retract: input.id, target: named, code: 'not_found' } }];
   },
-  receiptKeys: (input) => [receiptKey.retract(input.id)],
+  receiptKeys: (input) => [receiptKey.control('retract', input.id)],
   receipt: {
     'input.retracted': { settles: true, read: (data) => ({ answer: { id: data.input.id, text: data.input.text } }) },
     'retract.refused': { settles: true, read: (data) => ({ refusal: data.code }) },
@@ -30,9 +30,9 @@ export const retractRules: InputRules<'retract', RetractAnswer, EventDataOf<'ret
   events: {
     'input.retracted': {
       evolve: (state, data) => ({ ...state, queue: without(state.queue, data.input.id), steers: without(state.steers, data.input.id) }),
-      onceKey: (data) => receiptKey.retract(data.retract),
+      onceKey: (data) => receiptKey.control('retract', data.retract),
     },
-    'retract.refused': { evolve: (state) => state, onceKey: (data) => receiptKey.retract(data.retract) },
+    'retract.refused': { evolve: (state) => state, onceKey: (data) => receiptKey.control('retract', data.retract) },
   },
 };
 

@@ -26,7 +26,7 @@ export const stopRules: InputRules<'stop', StopAnswer, EventDataOf<'stop.refused
     }
     return events;
   },
-  receiptKeys: (input) => [receiptKey.stop(input.id)],
+  receiptKeys: (input) => [receiptKey.control('stop', input.id)],
   receipt: {
     'stop.requested': { settles: true, read: (data) => ({ answer: { turn: data.turn } }) },
     'stop.refused': { settles: true, read: (data) => ({ refusal: data.code }) },
@@ -40,9 +40,9 @@ export const stopRules: InputRules<'stop', StopAnswer, EventDataOf<'stop.refused
         const queue = asker ? [{ ...asker, seq: 0 }, ...without(state.queue, asker.id)] : state.queue;
         return { ...state, ending: strongerEnding(state.ending, data.mode), queue };
       },
-      onceKey: (data) => receiptKey.stop(data.stop),
+      onceKey: (data) => receiptKey.control('stop', data.stop),
     },
-    'stop.refused': { evolve: (state) => state, onceKey: (data) => receiptKey.stop(data.stop) },
+    'stop.refused': { evolve: (state) => state, onceKey: (data) => receiptKey.control('stop', data.stop) },
     'input.discarded': {
       evolve: (state, data) => ({ ...state, queue: without(state.queue, data.input.id), steers: without(state.steers, data.input.id) }),
       onceKey: (data) => `discard:${data.input.id}`,
