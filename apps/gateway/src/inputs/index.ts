@@ -1,3 +1,4 @@
+import type { InputKind } from '@rudder/contracts';
 import { joinParts, type GatewayPart } from '../http/route';
 import { APPROVAL } from './approval/approval';
 import { CHAT } from './chat/chat';
@@ -11,9 +12,18 @@ import { STOP } from './stop/stop';
 /**
  * The input kinds the gateway takes, one module each (`<kind>/<kind>.ts`, its tests beside it):
  * its route entries, its handler, which builds the kind's record and submits it through the one
- * write path (writes/), and its controller. A new kind is its module and a line here.
+ * write path (writes/), and its controller. A new kind is its module and its line here, which
+ * the compiler asks for (a table over the contract's kinds).
  */
-export const INPUT_KINDS: readonly GatewayPart[] = [CHAT, STEER, STOP, RETRACT, PROMOTE, GRANT, APPROVAL];
+export const INPUT_KINDS: { readonly [K in InputKind]: GatewayPart } = {
+  chat: CHAT,
+  steer: STEER,
+  stop: STOP,
+  retract: RETRACT,
+  promote: PROMOTE,
+  grant: GRANT,
+  approval: APPROVAL,
+};
 
 /** Every input kind, and the facade through which another door submits them (`Inputs`). */
-export const INPUTS: GatewayPart = joinParts([...INPUT_KINDS, { routes: {}, controllers: [], providers: [Inputs] }]);
+export const INPUTS: GatewayPart = joinParts([...Object.values(INPUT_KINDS), { routes: {}, controllers: [], providers: [Inputs] }]);
