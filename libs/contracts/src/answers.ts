@@ -18,7 +18,12 @@ const Pending = z.object({ id: z.string(), text: z.string() });
  * exactly these of it (`statusOf` in the companion parses it with them): a field added here is
  * shown once the state holds it.
  */
-export const SteeringItem = z.object({ id: z.string(), text: z.string() });
+export const SteeringItem = z.object({
+  id: z.string(),
+  text: z.string(),
+  /** How many times it was edited (`PATCH …/inputs/{id}`): 0 as sent. */
+  revision: z.number().int().nonnegative().default(0),
+});
 export const QueueItem = SteeringItem.extend({ kind: MessageKind });
 /** A queue item's fields as the state holds them (before defaults: a state stored before a field was added lacks it). */
 export type QueueItemHeld = z.input<typeof QueueItem>;

@@ -2,6 +2,7 @@ import type { InputKind } from '@rudder/contracts';
 import { joinParts, type GatewayPart } from '../http/route';
 import { APPROVAL } from './approval/approval';
 import { CHAT } from './chat/chat';
+import { EDIT } from './edit/edit';
 import { GRANT } from './grant/grant';
 import { Inputs } from './inputs';
 import { PROMOTE } from './promote/promote';
@@ -23,6 +24,7 @@ export const INPUT_KINDS: { readonly [K in InputKind]: GatewayPart } = {
   promote: PROMOTE,
   grant: GRANT,
   approval: APPROVAL,
+  edit: EDIT,
 };
 
 /** Every input kind, and the facade through which another door submits them (`Inputs`). */

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { joinEventContracts } from '../event-parts';
 import { APPROVAL } from './approval';
 import { CHAT } from './chat';
+import { EDIT } from './edit';
 import { GRANT } from './grant';
 import { PROMOTE } from './promote';
 import { RETRACT } from './retract';
@@ -10,6 +11,7 @@ import { STOP } from './stop';
 
 export * from './approval';
 export * from './chat';
+export * from './edit';
 export * from './grant';
 export * from './promote';
 export * from './retract';
@@ -30,6 +32,7 @@ export const INPUT_KIND_CONTRACTS = {
   promote: PROMOTE,
   grant: GRANT,
   approval: APPROVAL,
+  edit: EDIT,
 } as const;
 
 type Kinds = typeof INPUT_KIND_CONTRACTS;

@@ -2,6 +2,7 @@ import type { InputKind, InputRecord } from '@rudder/contracts';
 import type { ConversationState } from '../state';
 import { approvalRules } from './approval';
 import { chatRules } from './chat';
+import { editRules } from './edit';
 import { grantRules } from './grant';
 import { promoteRules } from './promote';
 import { retractRules } from './retract';
@@ -11,6 +12,7 @@ import { stopRules } from './stop';
 
 export type { ApprovalDecision } from './approval';
 export type { ChatAnswer } from './chat';
+export type { EditAnswer, EditRefusal } from './edit';
 export type { GrantAnswer } from './grant';
 export type { PromoteAnswer } from './promote';
 export type { RetractAnswer } from './retract';
@@ -27,6 +29,7 @@ const kinds = {
   promote: promoteRules,
   grant: grantRules,
   approval: approvalRules,
+  edit: editRules,
 } satisfies { readonly [K in InputKind]: InputRules<K> };
 
 type AnswerOf<R> = R extends InputRules<infer _K, infer Answer, infer _Refusal> ? Answer : never;
