@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { lastUserText, type ModelRequest } from '@rudder/scripted-model';
+import { lastUserText, userTexts, type ModelRequest } from '@rudder/scripted-model';
 import { readEvents } from './sse';
 import { answered, WAIT, heldAt, holding, startStack, type Stack } from './stack';
 import { gateName, requestsAbout, requestsWith, testScript } from './scripts';
@@ -50,10 +50,10 @@ describe('pending inputs', () => {
       expect([body.queue.length, body.steering.length]).toEqual([2, 1]);
       return body;
     }, WAIT);
-    expect(status.steering).toEqual([{ id: 's1', text: 'a steer' }]);
+    expect(status.steering).toEqual([{ id: 's1', text: 'a steer', revision: 0 }]);
     expect(status.queue).toEqual([
-      { id: 'c1', kind: 'chat', text: 'follow-up one' },
-      { id: 'c2', kind: 'chat', text: 'follow-up two' },
+      { id: 'c1', kind: 'chat', text: 'follow-up one', revision: 0 },
+      { id: 'c2', kind: 'chat', text: 'follow-up two', revision: 0 },
     ]);
     await client.retract(conversation, 'c2');
     const types = (await stream).map((m) => m.event);
@@ -150,6 +150,61 @@ describe('promote', () => {
     expect((await http.post(conversation, '/inputs/p/promote')).status).toBe(409);
     expect((await http.post(conversation, '/inputs/unknown/promote')).status).toBe(404);
     held.open();
+  });
+});
+
+describe('edit', () => {
+  it("gives a follow-up queued behind a running turn new text in its place, its revision one more; the model's request for its turn carries only the new text", async () => {
+    const { client, http, model } = stack;
+    const conversation = key('edit-follow-up');
+    const held = await holding(stack, conversation);
+    await client.chat(conversation, { text: 'book the day train', id: 'c1' });
+    await client.chat(conversation, { text: 'and a hotel', id: 'c2' });
+    const edited = await http.patch(conversation, '/inputs/c1', { text: 'book the night train', id: 'e1', ifRevision: 0 });
+    expect({ status: edited.status, body: edited.body }).toEqual({ status: 200, body: { id: 'c1', kind: 'chat', text: 'book the night train', revision: 1 } });
+    expect(Number(edited.headers.get('rudder-position'))).toBeGreaterThan(0);
+    // The same edit again answers the same; an edit of another revision is refused, saying which it is.
+    expect((await http.patch(conversation, '/inputs/c1', { text: 'book the night train' }, { 'idempotency-key': 'e1' })).body).toEqual(edited.body);
+    const stale = await http.patch(conversation, '/inputs/c1', { text: 'book a plane', id: 'e2', ifRevision: 0 });
+    expect({ status: stale.status, code: stale.body.error?.code, details: stale.body.error?.details }).toEqual({ status: 412, code: 'precondition_failed', details: { id: 'c1', revision: 1 } });
+    expect((await client.status(conversation)).queue).toEqual([
+      { id: 'c1', kind: 'chat', text: 'book the night train', revision: 1 },
+      { id: 'c2', kind: 'chat', text: 'and a hotel', revision: 0 },
+    ]);
+    held.open();
+    const turn = await answered(client, conversation, 'c1');
+    expect(turn.prompt).toEqual({ id: 'c1', text: 'book the night train' });
+    expect(requestsAbout(model.requests, 'book the night train')).toHaveLength(1);
+    expect(requestsWith(model.requests, 'book the day train')).toHaveLength(0);
+    await answered(client, conversation, 'c2');
+    const said = (await client.messages(conversation)).items.filter((m) => m.role === 'user').map((m) => [m.id, m.text]);
+    expect(said).toEqual([['p', held.text], ['c1', 'book the night train'], ['c2', 'and a hotel']]);
+    // Delivered: 409, saying so; unknown: 404.
+    const late = await http.patch(conversation, '/inputs/c1', { text: 'too late', id: 'e3' });
+    expect({ status: late.status, code: late.body.error?.code, state: late.body.error?.details?.state }).toEqual({ status: 409, code: 'conflict', state: 'delivered' });
+    expect((await http.patch(conversation, '/inputs/no-such-input', { text: 'x', id: 'e4' })).status).toBe(404);
+  });
+
+  it('gives a steer not taken yet new text: the next request carries the new text, once, and never the old', async () => {
+    const { client, http, model } = stack;
+    const conversation = key('edit-steer');
+    const first = gateName('edit-first');
+    const turn = await heldAt(stack, first, conversation, 'p', `wait 1 gate:${first}`);
+    expect(await client.steer(conversation, { text: 'answer in Celsius', id: 's' })).toEqual({ id: 's', turn: turn.id, landed: true });
+    expect(await client.edit(conversation, 's', 'answer in Kelvin')).toEqual({ id: 's', kind: 'steer', text: 'answer in Kelvin', revision: 1 });
+    expect((await client.status(conversation)).steering).toEqual([{ id: 's', text: 'answer in Kelvin', revision: 1 }]);
+    // A steer is one message: `messages` is not its shape.
+    const shape = await http.patch(conversation, '/inputs/s', { messages: ['a', 'b'], id: 'e-shape' });
+    expect({ status: shape.status, code: shape.body.error?.code }).toEqual({ status: 409, code: 'conflict' });
+    model.gate(first).open();
+    const ended = await answered(client, conversation, 'p');
+    expect(ended.steered).toEqual([{ id: 's', text: 'answer in Kelvin' }]);
+    const taking = requestsWith(model.requests, 'answer in Kelvin');
+    expect(taking.length).toBeGreaterThan(0);
+    expect(userTexts(taking[0]).filter((text) => text === 'answer in Kelvin')).toHaveLength(1);
+    expect(requestsWith(model.requests, 'answer in Celsius')).toHaveLength(0);
+    // Taken: no longer pending.
+    expect((await http.patch(conversation, '/inputs/s', { text: 'answer in Fahrenheit', id: 'e-late' })).status).toBe(409);
   });
 });
 

@@ -62,7 +62,7 @@ describe('read your writes', () => {
     const { turn } = await holding(stack, conversation);
     const steer = await stack.http.post(conversation, '/steer', { text: 'use Celsius', id: 's' });
     expect(steer.body).toMatchObject({ landed: true });
-    expect((await stack.http.get<ConversationStatus>(conversation)).body.steering).toEqual([{ id: 's', text: 'use Celsius' }]);
+    expect((await stack.http.get<ConversationStatus>(conversation)).body.steering).toEqual([{ id: 's', text: 'use Celsius', revision: 0 }]);
     const stop = await stack.http.post(conversation, '/stop', { turn: turn.id });
     expect(stop.body).toEqual({ turn: turn.id });
     expect(Number(stop.headers.get('rudder-position'))).toBeGreaterThan(Number(steer.headers.get('rudder-position')));

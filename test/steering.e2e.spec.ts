@@ -40,7 +40,7 @@ describe('a steered message', () => {
       expect(s.steering.length).toBeGreaterThan(0);
       return s;
     }, WAIT);
-    expect(status.steering).toEqual([{ id: 's', text: 'use Celsius' }]);
+    expect(status.steering).toEqual([{ id: 's', text: 'use Celsius', revision: 0 }]);
     model.gate(gate).open();
 
     const ended = await answered(client, conversation, 'p');
@@ -79,7 +79,7 @@ describe('a steered message', () => {
       expect(s.steering.length).toBeGreaterThan(0);
       return s;
     }, WAIT);
-    expect(status.steering).toEqual([{ id: 's', text: 'use Kelvin' }]);
+    expect(status.steering).toEqual([{ id: 's', text: 'use Kelvin', revision: 0 }]);
     model.gate(gate).open();
     const ended = await answered(client, conversation, 'p');
     expect(ended).toMatchObject({ status: 'completed', steered: [{ id: 's', text: 'use Kelvin' }], content: `waiting for ${text}\n\nanswer to use Kelvin` });

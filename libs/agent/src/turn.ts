@@ -1,4 +1,4 @@
-import type { DomainEvent, ToolCall, TurnStatus, Usage } from '@rudder/contracts';
+import { isEventOf, type DomainEvent, type EventType, type ToolCall, type TurnStatus, type Usage } from '@rudder/contracts';
 import { assistantMessage, toolMessage, userMessage, type ModelMessage } from './messages';
 import { emptyTodos, type TodoList } from './todos';
 
@@ -92,8 +92,16 @@ const addUsage = (sum: Usage | null, more: Usage | undefined): Usage | null =>
         totalTokens: (sum?.totalTokens ?? 0) + more.totalTokens,
       };
 
-/** Evolves a turn by one of its events; events of other turns and kinds leave it as it is. */
+/**
+ * The event types a turn folds: its steps (replies, results, the plan), the steers it takes,
+ * how it is asked to end and its calls' approvals. Every other type — an input's acceptance, a
+ * control's decision, a new input kind's events — leaves a turn as it is.
+ */
+export const TURN_EVENT_TYPES = ['model.replied', 'tool.ended', 'steer.taken', 'stop.requested', 'todos.updated', 'approval.requested', 'approval.decided'] as const satisfies readonly EventType[];
+
+/** Evolves a turn by one of its events (`TURN_EVENT_TYPES`); events of other turns and types leave it as it is. */
 export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
+  if (!isEventOf(event, TURN_EVENT_TYPES)) return turn;
   switch (event.type) {
     case 'model.replied': {
       if (event.data.turn !== turn.id) return turn;
@@ -145,25 +153,6 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
       const status = decision === 'approve' ? 'approved' : 'denied';
       return { ...turn, approvals: { ...turn.approvals, [callId]: { approval, status, arguments: event.data.arguments, reason, subject } } };
     }
-    case 'conversation.opened':
-    case 'input.accepted':
-    case 'steer.accepted':
-    case 'input.retracted':
-    case 'retract.refused':
-    case 'input.discarded':
-    case 'input.rejected':
-    case 'guard.failed':
-    case 'promote.refused':
-    case 'stop.refused':
-    case 'access.granted':
-    case 'grant.refused':
-    case 'input.delivered':
-    case 'turn.started':
-    case 'history.compacted':
-    case 'tool.started':
-    case 'approval.refused':
-    case 'turn.ended':
-      return turn;
     default: {
       const never: never = event;
       throw new Error(`unknown event ${JSON.stringify(never)}`);

@@ -3,6 +3,8 @@ import type {
   ChatAccepted,
   ChatBody,
   ConversationStatus,
+  EditAnswer,
+  EditBody,
   Followups,
   GrantAnswer,
   MessageKind,
@@ -78,6 +80,17 @@ export class RudderClient {
   retract(key: string, target: string | { latest: MessageKind }, options: WriteOptions = {}): Promise<RetractAnswer> {
     const rest = typeof target === 'string' ? `/inputs/${encodeURIComponent(target)}` : `/inputs?latest=${target.latest}`;
     return this.write(key, 'DELETE', rest, undefined, options);
+  }
+
+  /**
+   * Edits a pending input (a follow-up, or a steer not taken yet): `text` (a steer, or a chat of
+   * one message) or `messages` (a chat); `ifRevision` refuses it (412) unless the input is at that
+   * revision. Answers the input as edited (its revision one more). The edit gets an id when the
+   * caller gives none, so sending it again is safe.
+   */
+  edit(key: string, input: string, body: EditBody | string, options: WriteOptions = {}): Promise<EditAnswer> {
+    const edit = typeof body === 'string' ? { text: body } : body;
+    return this.write(key, 'PATCH', `/inputs/${encodeURIComponent(input)}`, { ...edit, id: edit.id ?? newId() }, options);
   }
 
   /** Turns a pending follow-up into a steer of the running turn. */

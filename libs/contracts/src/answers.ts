@@ -11,23 +11,22 @@ import { TodoItem, TurnStatus, Usage } from './events';
  */
 const Pending = z.object({ id: z.string(), text: z.string() });
 
-export const ChatAcceptedAnswer = z
-  .object({ id: z.string(), turn: z.null(), position: z.number().int().nonnegative() })
-  .meta({ id: 'ChatAccepted', description: 'The follow-up is accepted; `position` inputs are ahead of it (0: it starts now).' });
-
-export const SteerDecisionAnswer = z
-  .object({ id: z.string(), turn: z.string().nullable(), landed: z.boolean() })
-  .meta({ id: 'SteerAnswer', description: '`landed`: `turn` shows it to the model before it ends; otherwise it is answered as a turn of its own.' });
-
-export const StopDecisionAnswer = z
-  .object({ turn: z.string().nullable() })
-  .meta({ id: 'StopAnswer', description: 'The turn stopped; null when none ran, or the named turn no longer runs.' });
-
-export const RetractedAnswer = z.object({ id: z.string(), text: z.string() }).meta({ id: 'RetractAnswer', description: 'The pending input taken back.' });
-
-export const GrantDecisionAnswer = z
-  .object({ subject: z.string(), access: z.enum(['read', 'write']).nullable() })
-  .meta({ id: 'GrantAnswer', description: 'The access `subject` has now; null once revoked.' });
+/**
+ * A pending input as the status shows it: a steer waiting for the running turn (`steering`),
+ * and, with its kind, an input waiting to be a turn of its own (`queue`). The decider's state
+ * holds each pending input with at least these fields (its `PendingInput`), and the status shows
+ * exactly these of it (`statusOf` in the companion parses it with them): a field added here is
+ * shown once the state holds it.
+ */
+export const SteeringItem = z.object({
+  id: z.string(),
+  text: z.string(),
+  /** How many times it was edited (`PATCH …/inputs/{id}`): 0 as sent. */
+  revision: z.number().int().nonnegative().default(0),
+});
+export const QueueItem = SteeringItem.extend({ kind: MessageKind });
+/** A queue item's fields as the state holds them (before defaults: a state stored before a field was added lacks it). */
+export type QueueItemHeld = z.input<typeof QueueItem>;
 
 /**
  * A call waiting for a person's approval (`approval.requested`), as the status lists it:
@@ -45,22 +44,6 @@ export const AwaitingApproval = z
     expiresAt: z.string().nullable(),
   })
   .meta({ id: 'AwaitingApproval' });
-
-export const ApprovalDecisionAnswer = z
-  .object({
-    approvalId: z.string(),
-    turn: z.string(),
-    callId: z.string(),
-    tool: z.string(),
-    decision: z.enum(['approve', 'deny']),
-    reason: z.string().nullable(),
-    arguments: z.string().nullable().describe('The edited arguments the call runs with (JSON); null: as the model called it.'),
-    subject: z.string().nullable().describe('Who decided; null when its timeout did.'),
-  })
-  .meta({
-    id: 'ApprovalDecision',
-    description: 'The decision as stored: the same decision with the same arguments again answers it again; any other later decision is 409.',
-  });
 
 /**
  * A call's approval as a turn shows it: waiting (`awaiting`), decided (`approved`, `denied`:
@@ -98,8 +81,8 @@ export const NO_CONTEXT: ContextStatus = { carriedTokens: null, maxTokens: null,
 export const StatusFields = z.object({
   key: z.string(),
   running: z.object({ turn: z.string(), startedAt: z.string() }).nullable(),
-  steering: z.array(Pending),
-  queue: z.array(z.object({ id: z.string(), kind: MessageKind, text: z.string() })),
+  steering: z.array(SteeringItem),
+  queue: z.array(QueueItem),
   lastInputId: z.string().nullable(),
   agent: z.string().nullable(),
   context: ContextStatus,

@@ -18,8 +18,15 @@ describe('the input ids an event names', () => {
     expect(inputIdsOf(timedOut)).toEqual([]);
   });
 
+  it("an edit is about the input it edited and answers the edit; its refusal answers the edit, not its target", () => {
+    const edited = { type: 'input.edited', data: { edit: 'e1', input: { id: 'c1', kind: 'chat', text: 'new', messages: ['new'] }, revision: 1 } };
+    expect(inputIdsNamedBy(edited)).toEqual({ about: ['c1'], answers: ['e1'] });
+    const refused = { type: 'edit.refused', data: { edit: 'e2', target: 'c1', code: 'not_found', message: 'x', digest: '0'.repeat(64) } };
+    expect(inputIdsNamedBy(refused)).toEqual({ about: [], answers: ['e2'] });
+  });
+
   it('a type this contract does not know names nothing', () => {
-    expect(inputIdsNamedBy({ type: 'input.edited', data: { input: { id: 'x' } } })).toEqual({ about: [], answers: [] });
+    expect(inputIdsNamedBy({ type: 'input.renamed', data: { input: { id: 'x' } } })).toEqual({ about: [], answers: [] });
     expect(inputIdsNamedBy({ type: 'toString', data: {} })).toEqual({ about: [], answers: [] });
   });
 });

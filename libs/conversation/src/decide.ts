@@ -2,7 +2,8 @@ import type { DomainEvent, InputRecord } from '@rudder/contracts';
 import { endTurn, evolveTurn, ROLLED_BACK, STOPPED, SUPERSEDED, type TurnState } from '@rudder/agent/turn';
 import { rulesOf } from './inputs';
 import { receiptKeys } from './receipts';
-import { evolve, type ConversationState } from './state';
+import { evolve } from './event-rules';
+import type { ConversationState } from './state';
 
 /**
  * How an agent's turns take steered messages (`maxTaken` 0: they take none), and how much

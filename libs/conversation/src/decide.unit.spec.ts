@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
 import { endTurn, evolveTurn, nextAction, startTurn } from '@rudder/agent/turn';
-import { onceKey } from './once-keys';
+import { onceKey } from './event-rules';
 import { receiptKeys } from './receipts';
 import { chat, decisions, deciderSpec, IDLE, promote, retract, RUNNING, steer, stop } from './testing/decider-spec';
 

@@ -1,5 +1,6 @@
 export * from './decide';
 export * from './derived-keys';
+export * from './event-rules';
 export * from './inputs';
 export * from './once-keys';
 export * from './receipts';

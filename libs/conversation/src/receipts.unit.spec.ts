@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
-import { onceKey } from './once-keys';
+import { onceKey } from './event-rules';
 import { receiptIds, receiptIdsOf, receiptKeys, receiptOf, settlingTypes } from './receipts';
 import { agentsWith, base, deciderSpec, IDLE, RUNNING, type Given } from './testing/decider-spec';
 
@@ -24,6 +24,8 @@ const cases: { name: string; head: () => Given; before: InputRecord[]; input: In
   { name: 'a promotion refused', head: idle, before: [], input: { ...base, type: 'promote', id: 'p2', target: 'nobody' }, outcome: 'refusal' },
   { name: 'a grant', head: idle, before: [], input: { ...base, type: 'grant', id: 'g1', grantee: 'bob', access: 'read' }, outcome: 'answer' },
   { name: 'a grant refused', head: idle, before: [], input: { ...base, subject: 'bob', type: 'grant', id: 'g2', grantee: 'carol', access: 'read' }, outcome: 'refusal' },
+  { name: 'an edit', head: running, before: [chat('q1')], input: { ...base, type: 'edit', id: 'e1', target: 'q1', to: { text: 'new' } }, outcome: 'answer' },
+  { name: 'an edit refused', head: running, before: [], input: { ...base, type: 'edit', id: 'e2', target: 'nobody', to: { text: 'new' } }, outcome: 'refusal' },
 ];
 
 describe('receipts: what answers each input, and how', () => {

@@ -1,5 +1,5 @@
-import { onceKey } from './once-keys';
-import { evolve, hasOpenWork, parseState } from './state';
+import { evolve, onceKey } from './event-rules';
+import { hasOpenWork, parseState } from './state';
 
 /** The stream's rules as the event store needs them (`StreamRules`). */
 export const conversationRules = { parse: parseState, evolve, onceKey, hasOpenWork } as const;

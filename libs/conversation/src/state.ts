@@ -1,11 +1,12 @@
-import type { DomainEvent, TodoItem } from '@rudder/contracts';
-import { emptyTodos, strongerEnding, type Ending, type TodoList } from '@rudder/agent/turn';
+import type { QueueItemHeld, TodoItem } from '@rudder/contracts';
+import { emptyTodos, type Ending, type TodoList } from '@rudder/agent/turn';
 
-/** An input waiting to be answered. `seq` orders what waits: the acceptance order, with 0 for an input that asked to run next. */
-export type PendingInput = {
-  id: string;
-  kind: 'chat' | 'steer';
-  text: string;
+/**
+ * An input waiting to be answered: what the status shows of it (`QueueItem` of the contract, as
+ * the state holds it) and what the decisions need. `seq` orders what waits: the acceptance order,
+ * with 0 for an input that asked to run next.
+ */
+export type PendingInput = QueueItemHeld & {
   messages: string[];
   subject: string;
   seq: number;
@@ -31,7 +32,7 @@ export type { Ending };
 /**
  * A conversation as its decisions see it: who owns it and which agent answers it, the running
  * turn, what waits for it and what waits behind it. It is folded from the conversation's
- * events by `evolve`, the one fold of this stream on the write side: the store keeps it on
+ * events by `evolve` (`event-rules.ts`), the one fold of this stream on the write side: the store keeps it on
  * the conversation's row, updated in the same transaction as the events (so a decision under
  * the lock reads it with the lock, at no extra round trip), and the turn runner folds the
  * same events into the same state. It is bounded by the queue bounds, so it stays small.
@@ -99,126 +100,15 @@ export const initialState = (): ConversationState => ({
   dueAt: null,
 });
 
-const without = (inputs: PendingInput[], id: string) => inputs.filter((i) => i.id !== id);
+/** The inputs but the one with this id. */
+export const without = (inputs: PendingInput[], id: string) => inputs.filter((i) => i.id !== id);
+
 /** The state with these calls waiting, and when the first of them is due. */
-const withAwaiting = (state: ConversationState, awaiting: Awaiting[]): ConversationState => ({
+export const withAwaiting = (state: ConversationState, awaiting: Awaiting[]): ConversationState => ({
   ...state,
   awaiting,
   dueAt: awaiting.reduce<string | null>((due, a) => (a.expiresAt !== null && (due === null || a.expiresAt < due) ? a.expiresAt : due), null),
 });
-/** No call of a turn open or waiting: at a turn's start and end. */
-const noCalls = { openCalls: [], awaiting: [], dueAt: null };
-const inOrder = (inputs: PendingInput[]) => [...inputs].sort((a, b) => a.seq - b.seq);
-
-/** Evolves the state by one event, applied in log order. */
-export function evolve(state: ConversationState, event: DomainEvent): ConversationState {
-  switch (event.type) {
-    case 'conversation.opened':
-      return { ...state, owner: event.data.owner, agent: event.data.agent };
-    case 'access.granted': {
-      const { [event.data.subject]: _previous, ...others } = state.grants;
-      return { ...state, grants: event.data.access === null ? others : { ...others, [event.data.subject]: event.data.access } };
-    }
-    case 'input.accepted': {
-      const { id, kind, text, messages, subject } = event.data.input;
-      const accepted = state.accepted + 1;
-      const queued = state.runningTurn !== null || state.queue.length > 0;
-      const pending: PendingInput = { id, kind, text, messages, subject, seq: accepted, ...(queued ? { queued } : {}) };
-      // A steer joins the queue or the running turn when it is decided (next event, same transaction).
-      return kind === 'chat'
-        ? { ...state, lastInputId: id, accepted, queue: [...state.queue, pending] }
-        : { ...state, lastInputId: id, accepted, undecided: pending };
-    }
-    case 'steer.accepted': {
-      const { input, landed } = event.data;
-      const promoted = state.queue.find((i) => i.id === input.id); // a follow-up promoted to a steer
-      const decided = promoted ?? (state.undecided?.id === input.id ? state.undecided : null);
-      const steer: PendingInput = {
-        ...(decided ?? { id: input.id, text: input.text, messages: [input.text], subject: 'anonymous', seq: state.accepted }),
-        kind: 'steer',
-      };
-      const next = { ...state, undecided: null };
-      if (landed) return { ...next, queue: without(state.queue, input.id), steers: [...state.steers, steer], steersLanded: state.steersLanded + 1 };
-      return promoted ? next : { ...next, queue: inOrder([...state.queue, steer]) };
-    }
-    case 'steer.taken':
-      return { ...state, steers: without(state.steers, event.data.input.id) };
-    case 'turn.started':
-      return {
-        ...state,
-        runningTurn: event.data.turn,
-        ending: null,
-        steers: [],
-        steersLanded: 0,
-        queue: without(state.queue, event.data.prompt.id),
-        todosBeforeTurn: null,
-        ...noCalls,
-      };
-    case 'stop.requested': {
-      if (event.data.turn === null || event.data.turn !== state.runningTurn) return state;
-      // The input that asked to interrupt or roll back the turn runs next.
-      const asker = state.queue.find((i) => i.id === event.data.stop);
-      const queue = asker ? [{ ...asker, seq: 0 }, ...without(state.queue, asker.id)] : state.queue;
-      return { ...state, ending: strongerEnding(state.ending, event.data.mode), queue };
-    }
-    case 'turn.ended':
-      // Steers it did not take are answered as turns of their own, in the order they were sent.
-      return {
-        ...state,
-        runningTurn: null,
-        ending: null,
-        steers: [],
-        steersLanded: 0,
-        queue: inOrder([...state.queue, ...state.steers]),
-        todosBeforeTurn: null,
-        ...noCalls,
-      };
-    case 'todos.updated': {
-      const { items, next, callId } = event.data;
-      // A rolled-back turn's undoing (no call) leaves nothing to undo.
-      const before = callId === null ? null : (state.todosBeforeTurn ?? state.todos.items);
-      return { ...state, todos: { items, next }, todosBeforeTurn: before };
-    }
-    case 'input.retracted':
-    case 'input.discarded':
-      return { ...state, queue: without(state.queue, event.data.input.id), steers: without(state.steers, event.data.input.id) };
-    case 'model.replied': {
-      const replied = event.data.turn === state.runningTurn ? { ...state, openCalls: event.data.toolCalls.map((c) => c.id) } : state;
-      return event.data.carried ? { ...replied, carried: event.data.carried } : replied;
-    }
-    case 'tool.ended': {
-      if (event.data.turn !== state.runningTurn) return state;
-      const { step, callId } = event.data;
-      const closed = withAwaiting(state, state.awaiting.filter((a) => a.step !== step || a.callId !== callId));
-      return { ...closed, openCalls: state.openCalls.filter((id) => id !== callId) };
-    }
-    case 'approval.requested': {
-      const { turn, step, approval, call, requestedAt, expiresAt } = event.data;
-      if (turn !== state.runningTurn) return state;
-      return withAwaiting(state, [...state.awaiting, { approval, turn, step, callId: call.id, tool: call.name, arguments: call.arguments, requestedAt, expiresAt }]);
-    }
-    case 'approval.decided':
-      return withAwaiting(state, state.awaiting.filter((a) => a.approval !== event.data.approval));
-    case 'history.compacted': {
-      const { through, turns, tokens } = event.data;
-      return { ...state, compaction: { through: through.turn, turns, tokens } };
-    }
-    case 'input.rejected':
-    case 'guard.failed':
-    case 'retract.refused':
-    case 'promote.refused':
-    case 'stop.refused':
-    case 'grant.refused':
-    case 'input.delivered':
-    case 'tool.started':
-    case 'approval.refused':
-      return state;
-    default: {
-      const never: never = event;
-      throw new Error(`unknown event ${JSON.stringify(never)}`);
-    }
-  }
-}
 
 /** A state as stored (jsonb); fields missing in rows written by older code take their initial value. */
 export function parseState(stored: Partial<ConversationState> | null): ConversationState {

@@ -1,7 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NO_CONTEXT, type ConversationEvent, type TranscriptPage, type TurnView } from '@rudder/contracts';
+import type { z } from 'zod';
 import type { CompanionStatus, InputState, Rejection } from '../../../apps/gateway/src/companion/companion-client';
+
+/** A status as the companion sends it: fields with a default (a pending input's `revision`, …) may be left out. */
+type SentStatus = Partial<z.input<typeof CompanionStatus>>;
 
 type Input = {
   id: string;
@@ -40,7 +44,7 @@ export type CompanionStub = {
   url: string;
   requests: string[];
   /** Sets the owner (and optionally more) of a conversation's status. */
-  setStatus(key: string, status: Partial<CompanionStatus>): void;
+  setStatus(key: string, status: SentStatus): void;
   /** An input the worker decided on: a chat by default; a steer with `kind: 'steer'` and its `steer` decision. */
   addInput(key: string, input: StubInput): void;
   addEvents(key: string, events: ConversationEvent[]): void;
@@ -54,7 +58,7 @@ export type CompanionStub = {
 };
 
 export async function startCompanionStub(): Promise<CompanionStub> {
-  const statuses = new Map<string, Partial<CompanionStatus>>();
+  const statuses = new Map<string, SentStatus>();
   const inputs = new Map<string, Input>();
   const events = new Map<string, ConversationEvent[]>();
   const transcripts = new Map<string, TranscriptPage>();

@@ -136,7 +136,7 @@ describe('foldEvents', () => {
       key,
       running: null,
       steering: [],
-      queue: [{ id: 'i1', kind: 'chat', text: 'Plan a trip to Lisbon' }],
+      queue: [{ id: 'i1', kind: 'chat', text: 'Plan a trip to Lisbon', revision: 0 }],
       lastInputId: 'i1',
       agent: null,
       context: NO_CONTEXT,
@@ -634,7 +634,7 @@ describe('foldEvents', () => {
       key,
       running: { turn: 't1', startedAt: expect.any(String) },
       steering: [],
-      queue: [{ id: 'c2', kind: 'chat', text: 'second' }],
+      queue: [{ id: 'c2', kind: 'chat', text: 'second', revision: 0 }],
       lastInputId: 'c2',
       // The first input was refused: the owner is the subject of the first accepted one.
       agent: null,

@@ -67,8 +67,9 @@ export function rowsNeeded(events: readonly ConversationEvent[]): Needed {
 export function foldRows(before: Rows, events: readonly ConversationEvent[]): Changes {
   const rows = new RowSet(before);
   for (const event of events) {
+    const before = rows.conversations.get(event.conversation)?.state ?? initialState();
     const conversation = foldConversation(rows, event);
-    for (const part of PARTS) foldBy(part, event.type, rows, event, conversation);
+    for (const part of PARTS) foldBy(part, event.type, rows, event, conversation, before);
   }
   return rows.changes();
 }

@@ -1,3 +1,4 @@
+import type { ConversationState } from '@rudder/conversation';
 import { closeApprovals } from './fold-approvals';
 import { settle } from './fold-inputs';
 import type { Folds, Of, RowSet } from './row-set';
@@ -17,13 +18,13 @@ import type { Folds, Of, RowSet } from './row-set';
  * A repeated `turn.started` for a known turn changes nothing.
  */
 export const TURN_FOLDS: Folds = {
-  'turn.started': { reads: (data) => ({ turns: [data.turn] }), fold: (rows, event, conversation) => startTurn(rows, event, conversation.state.agent) },
+  'turn.started': { reads: (data) => ({ turns: [data.turn] }), fold: (rows, event, conversation, before) => startTurn(rows, event, conversation.state.agent, before) },
   'steer.taken': { reads: (data) => ({ turns: [data.turn] }), fold: takeSteer },
   'model.replied': { reads: (data) => ({ turns: [data.turn] }), fold: reply },
   'turn.ended': { reads: (data) => ({ turns: [data.turn], approvalsOf: [data.turn] }), fold: endTurn },
 };
 
-function startTurn(rows: RowSet, event: Of<'turn.started'>, agent: string | null): void {
+function startTurn(rows: RowSet, event: Of<'turn.started'>, agent: string | null, before: ConversationState): void {
   const c = event.conversation;
   const { turn, prompt } = event.data;
   if (rows.turn(c, turn)) return;
@@ -44,8 +45,10 @@ function startTurn(rows: RowSet, event: Of<'turn.started'>, agent: string | null
   });
   const input = rows.input(c, prompt.id);
   settle(rows, c, prompt.id, 'delivered');
-  // A prompt the companion never saw accepted (it came another way) is shown as its text.
-  const messages = input?.messages ?? [prompt.text];
+  // The prompt's messages as the state held them when the turn started: what the worker's fold
+  // gives the model (`evolveConversation`). A prompt the state did not hold is shown as its
+  // input's messages, or (it came another way) as its text.
+  const messages = before.queue.find((p) => p.id === prompt.id)?.messages ?? input?.messages ?? [prompt.text];
   messages.forEach((text, i) =>
     rows.addTranscript({
       conversation: c,

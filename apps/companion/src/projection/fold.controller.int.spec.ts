@@ -81,8 +81,8 @@ describe.skipIf(brokers === undefined)('the companion on agent.events', () => {
       return status;
     }, WAIT);
     expect(poisoned.queue).toEqual([
-      { id: 'nul', kind: 'chat', text: 'a\ufffdb' },
-      { id: 'fine', kind: 'chat', text: 'ok' },
+      { id: 'nul', kind: 'chat', text: 'a\ufffdb', revision: 0 },
+      { id: 'fine', kind: 'chat', text: 'ok', revision: 0 },
     ]);
     // Distinct records (partition and offset): a rebalance right after joining the group may fetch
     // the same records again (nothing was committed yet), and each time they are logged again.
@@ -122,7 +122,7 @@ describe.skipIf(brokers === undefined)('the companion on agent.events', () => {
         expect(view.lastInputId).toBe('i2');
         return view;
       }, WAIT);
-      expect(status.queue).toEqual([{ id: 'i2', kind: 'chat', text: 'And in June?' }]);
+      expect(status.queue).toEqual([{ id: 'i2', kind: 'chat', text: 'And in June?', revision: 0 }]);
       expect((await get(`/conversations/${encodeURIComponent(key)}/turns/t1`)).content).toBe(
         'Let me check the weather.\n\nLisbon is sunny: go in May.',
       );

@@ -1,5 +1,5 @@
 import type { ConversationEvent, EventDataOf, EventType } from '@rudder/contracts';
-import { parseState } from '@rudder/conversation';
+import { parseState, type ConversationState } from '@rudder/conversation';
 import type { ApprovalRow, ConversationRow, InputRow, TranscriptRow, TurnRow } from '../read-models/entities';
 
 /** The rows a batch may read or change, as they were before it. */
@@ -97,15 +97,16 @@ export class RowSet {
 export type Fold<T extends EventType> = {
   /** The turns whose row it reads (`turns`), and the turns whose every approval it reads (`approvalsOf`). */
   reads?(data: EventDataOf<T>): { turns?: string[]; approvalsOf?: string[] };
-  fold(rows: RowSet, event: Of<T>, conversation: ConversationRow): void;
+  /** `conversation`: its row with the event folded in; `before`: its state before the event. */
+  fold(rows: RowSet, event: Of<T>, conversation: ConversationRow, before: ConversationState): void;
 };
 
 /** A part of the fold: the event types it shows, each with its `Fold`. A type it does not list changes none of its rows. */
 export type Folds = { readonly [T in EventType]?: Fold<T> };
 
 /** Folds `event` by the part's fold of its type, if it has one. */
-export function foldBy<T extends EventType>(folds: Folds, type: T, rows: RowSet, event: Of<T>, conversation: ConversationRow): void {
-  folds[type]?.fold(rows, event, conversation);
+export function foldBy<T extends EventType>(folds: Folds, type: T, rows: RowSet, event: Of<T>, conversation: ConversationRow, before: ConversationState): void {
+  folds[type]?.fold(rows, event, conversation, before);
 }
 
 /** The rows the part's fold of the event's type reads, if it has one. */

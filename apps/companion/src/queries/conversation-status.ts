@@ -1,4 +1,4 @@
-import type { CompanionStatus } from '@rudder/contracts';
+import { QueueItem, SteeringItem, type CompanionStatus } from '@rudder/contracts';
 import { initialState, parseState, type ConversationState } from '@rudder/conversation';
 import type { DataSource } from 'typeorm';
 import { Conversations, Inputs, type ConversationRow, type InputRow } from '../read-models/entities';
@@ -45,8 +45,9 @@ export function statusOf(
   return {
     key,
     running: state.runningTurn !== null && rows.runningStartedAt ? { turn: state.runningTurn, startedAt: rows.runningStartedAt } : null,
-    steering: [...state.steers, ...(state.undecided ? [state.undecided] : [])].map(({ id, text }) => ({ id, text })),
-    queue: state.queue.map(({ id, kind, text }) => ({ id, kind: rows.decided.has(id) ? ('steer' as const) : kind, text })),
+    // What the status shows of a pending input is what the contract's items name (`SteeringItem`, `QueueItem`).
+    steering: [...state.steers, ...(state.undecided ? [state.undecided] : [])].map((pending) => SteeringItem.parse(pending)),
+    queue: state.queue.map((pending) => QueueItem.parse({ ...pending, kind: rows.decided.has(pending.id) ? 'steer' : pending.kind })),
     lastInputId: state.lastInputId,
     agent: state.agent,
     context: { carriedTokens: state.carried?.tokens ?? null, maxTokens: state.carried?.maxTokens ?? null, lastCompaction: state.compaction },

@@ -85,6 +85,7 @@ const routes: Route[] = [
   { method: 'POST', path: (k, id) => `/v1/conversations/${k}/inputs/${id}/promote` },
   { method: 'POST', path: (k) => `/v1/conversations/${k}/stream-tokens` },
   { method: 'DELETE', path: (k, id) => `/v1/conversations/${k}/inputs/${id}` },
+  { method: 'PATCH', path: (k, id) => `/v1/conversations/${k}/inputs/${id}` },
   { method: 'DELETE', path: (k) => `/v1/conversations/${k}/inputs?latest=chat` },
   { method: 'GET', path: (k) => `/v1/conversations/${k}` },
   { method: 'GET', path: (k) => `/v1/conversations/${k}/messages?limit=5` },
@@ -146,7 +147,7 @@ const wideShape = fc.oneof(
   fc.tuple(fc.integer({ min: 1, max: 32 }), fc.integer({ min: 1000, max: 100_000 })).map(([depth, count]) => nested(depth, repeated(count, '0'))),
   fc.integer({ min: 33, max: 200_000 }).map((depth) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth)),
 );
-const shapeRoute = fc.constantFrom(...routes.filter((route) => route.method === 'POST'));
+const shapeRoute = fc.constantFrom(...routes.filter((route) => route.method === 'POST' || route.method === 'PATCH'));
 
 describe('the gateway under bodies of hostile shape', () => {
   it('answers every one with a 4xx JSON error, with a token or without, and enqueues nothing', async () => {

@@ -99,6 +99,38 @@ describe('hostile input', () => {
     expect(produced).toEqual([]);
   });
 
+  it('an edit: NUL and lone surrogates, empty text, unknown fields, text and messages together, wrong types, a 300,000-element array, polluting keys', async () => {
+    const edit = '/v1/conversations/hostile/inputs/i-1';
+    const produced = await h.producedDuring(async () => {
+      const cases: [string, string, number][] = [
+        ['NUL in the text', '{"text":"a\\u0000b"}', 400],
+        ['a lone surrogate in a message', '{"messages":["ok","a\\ud800b"]}', 400],
+        ['empty text', '{"text":""}', 400],
+        ['blank text', '{"text":" \\n\\t "}', 400],
+        ['an empty message', '{"messages":["ok",""]}', 400],
+        ['an unknown field', '{"text":"hi","kind":"steer"}', 400],
+        ['text and messages', '{"text":"hi","messages":["hi"]}', 400],
+        ['neither', '{"id":"e-1"}', 400],
+        ['text of another type', '{"text":42}', 400],
+        ['a revision of another type', '{"text":"hi","ifRevision":"0"}', 400],
+        ['a revision that is no integer', '{"text":"hi","ifRevision":1.5}', 400],
+        ['33 messages', JSON.stringify({ messages: Array.from({ length: 33 }, () => 'm') }), 400],
+        ['a 300,000-element array', JSON.stringify({ messages: Array.from({ length: 300_000 }, () => 'm') }), 413],
+        ['__proto__', '{"text":"hi","__proto__":{"admin":true}}', 400],
+        ['an array', '[{"text":"hi"}]', 400],
+      ];
+      for (const [name, body, status] of cases) {
+        const answer = await send(edit, { method: 'PATCH', body, headers: json });
+        expect(answer.status, name).toBe(status);
+        await expectRefused(answer, status);
+      }
+      await expectRefused(await send(edit, { method: 'PATCH', body: '{"text":"hi"}', headers: { ...auth, 'content-type': 'text/plain' } }), 400);
+      await expectRefused(await send(edit, { method: 'PATCH', headers: auth }), 400);
+      expect(Object.prototype).not.toHaveProperty('admin');
+    });
+    expect(produced).toEqual([]);
+  });
+
   it('paths: over-long keys and ids, dot segments, encoded slashes around dots, NUL, bad percent-encoding, a huge URL', async () => {
     const produced = await h.producedDuring(async () => {
       const paths: [string, string, number][] = [
@@ -118,6 +150,8 @@ describe('hostile input', () => {
         ['DELETE', `/v1/conversations/k/inputs/${'i'.repeat(201)}`, 400],
         ['POST', '/v1/conversations/k/inputs/../promote', 400],
         ['POST', `/v1/conversations/k/inputs/${'i'.repeat(201)}/promote`, 400],
+        ['PATCH', '/v1/conversations/k/inputs/..', 400],
+        ['PATCH', `/v1/conversations/k/inputs/${'i'.repeat(201)}`, 400],
         ['POST', '/v1/conversations/k/approvals/..', 400],
         ['POST', '/v1/conversations/k/approvals/%2E%2E', 400],
         ['POST', `/v1/conversations/k/approvals/${'a'.repeat(201)}`, 400],

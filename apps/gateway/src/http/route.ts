@@ -3,7 +3,8 @@ import type { ZodOpenApiOperationObject } from 'zod-openapi';
 import type { ErrorShape } from '../errors/error-filter';
 import { ReadRateGuard } from '../limits/read-rate.guard';
 
-type Method = 'get' | 'post' | 'put' | 'delete';
+/** An HTTP method a route may have: any Nest routes (as OpenAPI spells it, lower case). */
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
 /**
  * One route: its method, its path (OpenAPI's `{param}` form) and its operation (params, body,
@@ -36,7 +37,7 @@ export const readsConversation = (spec: RouteSpec): boolean => spec.method === '
  * its subject's read rate, after the controller's `AuthGuard`.
  */
 export const Route = (spec: RouteSpec): MethodDecorator => {
-  const method = { get: RequestMethod.GET, post: RequestMethod.POST, put: RequestMethod.PUT, delete: RequestMethod.DELETE }[spec.method];
+  const method = RequestMethod[spec.method.toUpperCase() as Uppercase<Method>];
   return applyDecorators(
     RequestMapping({ method, path: spec.path.replace(/\{(\w+)\}/g, ':$1') }),
     HttpCode(successStatus(spec)),

@@ -3,10 +3,10 @@ import type { RetractAnswer, StopAnswer } from '@rudder/contracts';
 import type { InputOf } from '@rudder/conversation';
 import type { GatewayError } from '../errors/gateway-error';
 import { Writes } from '../writes/submit';
-import { ChatHandler } from './chat/chat-handler';
-import { RetractHandler, type RetractRequest } from './retract/retract-handler';
-import { SteerHandler } from './steer/steer-handler';
-import { StopHandler, type StopRequest } from './stop/stop-handler';
+import { ChatHandler } from './chat/chat';
+import { RetractHandler, type RetractRequest } from './retract/retract';
+import { SteerHandler } from './steer/steer';
+import { StopHandler, type StopRequest } from './stop/stop';
 
 /**
  * The input kinds as another door submits them (the Responses door): each by its kind's own

@@ -1,19 +1,25 @@
 import type { InputState, MessageKind } from '@rudder/contracts';
-import type { ReceiptRefusals } from '@rudder/conversation';
 import type { CompanionClient, CompanionInput } from '../companion/companion-client';
 import { GatewayError } from '../errors/gateway-error';
 
 /**
- * What a retraction and a promotion share: each names another input of the conversation, its
- * target, which must still be pending; each is refused by the worker for the same reasons, and
- * answered alike.
+ * What the kinds that name another input of the conversation share (a retraction, a
+ * promotion, …): their target must still be pending; each is refused by the worker for the
+ * same reasons, and answered alike. Each kind says how its answers speak of it (`TargetWords`).
  */
-export type TargetKind = 'retract' | 'promote';
+export type TargetWords = {
+  /** The kind, as a verb: `retract`. */
+  verb: string;
+  /** The request: `retraction`. */
+  request: string;
+  /** What a subject does with it: `retracts`. */
+  does: string;
+  /** What became of a target it took: `retracted`. */
+  done: string;
+};
 
-const WORDS = {
-  retract: { request: 'retraction', does: 'retracts', done: 'retracted' },
-  promote: { request: 'promotion', does: 'promotes', done: 'promoted' },
-} as const satisfies Record<TargetKind, { request: string; does: string; done: string }>;
+/** The worker's refusals every such kind shares: a subject that may not write, a target not pending (or unknown). */
+export type TargetRefusal = 'forbidden' | 'not_found' | 'delivered';
 
 const NO_LONGER_PENDING: Record<InputState, string> = {
   delivered: 'was already delivered: its turn started, or a running turn took it',
@@ -27,8 +33,8 @@ const NO_LONGER_PENDING: Record<InputState, string> = {
  * 409 `conflict` for a retraction or a promotion of an input that no longer waits, saying
  * what became of it (`state`: as the companion tells, or as the worker's refusal said).
  */
-export function notPending(kind: TargetKind, id: string, state: InputState): GatewayError {
-  return new GatewayError('conflict', `input ${id} cannot be ${WORDS[kind].done}: it ${NO_LONGER_PENDING[state]}`, { id, state });
+export function notPending(words: TargetWords, id: string, state: InputState): GatewayError {
+  return new GatewayError('conflict', `input ${id} cannot be ${words.done}: it ${NO_LONGER_PENDING[state]}`, { id, state });
 }
 
 /**
@@ -40,21 +46,20 @@ export function notPending(kind: TargetKind, id: string, state: InputState): Gat
  */
 export async function targetRefused(
   companion: CompanionClient,
-  kind: TargetKind,
+  words: TargetWords,
   key: string,
   target: string | { latest: MessageKind },
-  code: ReceiptRefusals[TargetKind],
+  code: TargetRefusal,
   otherwise?: (known: CompanionInput) => GatewayError | undefined,
 ): Promise<GatewayError> {
-  const words = WORDS[kind];
   if (code === 'forbidden') return new GatewayError('forbidden', `the worker refused the ${words.request}: only who may write to ${key} ${words.does} its inputs`);
   if (typeof target !== 'string') {
-    return new GatewayError('not_found', `conversation ${key} has no pending ${target.latest} to ${kind}`, { latest: target.latest });
+    return new GatewayError('not_found', `conversation ${key} has no pending ${target.latest} to ${words.verb}`, { latest: target.latest });
   }
   const known = await companion.input(key, target);
   const other = known === null ? undefined : otherwise?.(known);
   if (other !== undefined) return other;
-  if (known !== null) return notPending(kind, target, known.state);
-  if (code === 'delivered') return notPending(kind, target, 'delivered');
+  if (known !== null) return notPending(words, target, known.state);
+  if (code === 'delivered') return notPending(words, target, 'delivered');
   return new GatewayError('not_found', `conversation ${key} has no input ${target}`, { id: target });
 }

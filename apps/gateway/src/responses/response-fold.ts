@@ -1,10 +1,28 @@
-import type { ConversationEvent, EventDataOf, ResponseAnswer, Usage } from '@rudder/contracts';
+import { isEventOf, type ConversationEvent, type EventDataOf, type EventType, type ResponseAnswer, type Usage } from '@rudder/contracts';
 import { responseIdOf } from './response-id';
 
 /** One event of the protocol's stream, as sent: its `type` and `sequence_number` among its fields. */
 export type ProtocolEvent = { type: string; sequence_number: number } & Record<string, unknown>;
 
 type Item = Record<string, unknown> & { type: string; id: string };
+
+/**
+ * The event types a response follows: its input accepted, decided as a steer, taken back or
+ * dropped, its turn's start, replies, results and end. (A call waiting for approval shows as
+ * its `mcp_call` once it has a result: no mcp_approval_request items yet.)
+ */
+const RESPONSE_EVENT_TYPES = [
+  'conversation.opened',
+  'input.accepted',
+  'steer.accepted',
+  'input.delivered',
+  'turn.started',
+  'input.retracted',
+  'input.discarded',
+  'model.replied',
+  'tool.ended',
+  'turn.ended',
+] as const satisfies readonly EventType[];
 
 /** Where a response is: not seen yet in the log, waiting behind a turn, its turn running, ended. */
 type Phase = 'unseen' | 'queued' | 'in_progress' | 'ended';
@@ -105,6 +123,8 @@ export class ResponseFold {
     const out: ProtocolEvent[] = [];
     const emit = (type: string, fields: Record<string, unknown>) => out.push({ type, sequence_number: this.sequence++, ...fields });
     const at = Date.parse(event.at) / 1000;
+    // Any other event (a refusal of a control, a step's start, another input kind's events) makes none.
+    if (!isEventOf(event, RESPONSE_EVENT_TYPES)) return out;
     switch (event.type) {
       case 'conversation.opened':
         this.model = event.data.agent;
@@ -149,22 +169,6 @@ export class ResponseFold {
           this.error = { code: 'server_error', message: event.data.outcome ?? `the turn ended ${event.data.status}` };
         }
         this.end(ENDED_AS[event.data.status], at, emit);
-        return out;
-      case 'input.rejected':
-      case 'steer.taken':
-      case 'stop.requested':
-      case 'retract.refused':
-      case 'guard.failed':
-      case 'promote.refused':
-      case 'stop.refused':
-      case 'access.granted':
-      case 'grant.refused':
-      case 'tool.started':
-      case 'todos.updated':
-      case 'history.compacted':
-      case 'approval.requested': // a call waiting for approval shows as its `mcp_call` once it has a result (no mcp_approval_request items yet)
-      case 'approval.decided':
-      case 'approval.refused':
         return out;
       default: {
         const never: never = event;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
-import type { ChatInput } from '@rudder/contracts';
+import type { ChatInput, InputRecord } from '@rudder/contracts';
 import { readConversation, takePartitions, type Epochs } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
 import { InputIngest, type GuardFailure, type IngestAgents } from './ingest-inputs';
@@ -13,7 +13,7 @@ const ingest = (epochs: Epochs, withAgents: IngestAgents = agents, guardFailed?:
   new InputIngest({ pool: db.pool(), epochs: () => epochs, agents: withAgents, guardFailed });
 
 let offset = 0;
-const record = (input: ChatInput): KafkaMessage =>
+const record = (input: InputRecord): KafkaMessage =>
   ({ key: Buffer.from(input.conversation), value: Buffer.from(JSON.stringify(input)), offset: String(offset++), headers: {} }) as KafkaMessage;
 const chat = (conversation: string, id: string, text: string): ChatInput => ({
   v: 1, type: 'chat', id, conversation, subject: 'someone', messages: [text], onBusy: 'enqueue', sentAt: '2026-12-01T00:00:00.000Z',
@@ -98,6 +98,31 @@ describe('ingesting a batch', () => {
       e.type === 'input.accepted' ? [[e.conversation, 'accepted']] : e.type === 'input.rejected' ? [[e.conversation, e.data.code]] : [],
     );
     expect(decisions).toEqual([['g-alice', 'refused'], ['g-bob', 'accepted']]);
+  });
+
+  it("the guard checks an edit's new text as a message of the edited input's kind: what it refuses changes nothing", async () => {
+    const epochs = await takePartitions(db.pool(), [8], 'worker-a');
+    const seen: [string, string][] = [];
+    const guarding: IngestAgents = {
+      ...agents,
+      anyGuard: () => true,
+      get: () => ({
+        name: 'default',
+        guardTimeoutMs: 1000,
+        guard: async ({ kind, text }) => {
+          seen.push([kind, text]);
+          return text.includes('card 4111') ? { refuse: 'no card numbers' } : null;
+        },
+      }),
+    };
+    // The first chat starts a turn; the second waits behind it.
+    await ingest(epochs, guarding).batch(8, [record(chat('ge', 'ge-1', 'first')), record(chat('ge', 'ge-2', 'second'))]);
+    const edit = (id: string, text: string): InputRecord => ({ v: 1, type: 'edit', id, conversation: 'ge', subject: 'someone', target: 'ge-2', to: { text }, sentAt: '2026-12-01T00:00:00.000Z' });
+    const { stored } = await ingest(epochs, guarding).batch(8, [record(edit('ed-1', 'my card 4111 1111 1111 1111')), record(edit('ed-2', 'second, edited'))]);
+    expect(seen.slice(2)).toEqual([['chat', 'my card 4111 1111 1111 1111'], ['chat', 'second, edited']]);
+    expect(stored.map((e) => (e.type === 'edit.refused' ? [e.type, e.data.code] : [e.type]))).toEqual([['edit.refused', 'refused'], ['input.edited']]);
+    const { rows } = await db.pool().query(`SELECT head->'queue' AS queue FROM event_store.conversations WHERE key = 'ge'`);
+    expect(rows[0].queue).toMatchObject([{ id: 'ge-2', text: 'second, edited', revision: 1 }]);
   });
 
   it('a guard that throws or hangs past its budget decides nothing for its input (guard.failed), the rest of the batch is decided, and the same id sent again is guarded again', async () => {

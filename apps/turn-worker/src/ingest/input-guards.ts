@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { inputText, type InputRecord } from '@rudder/contracts';
-import { conversationRules, type GuardOutcome } from '@rudder/conversation';
+import type { InputRecord } from '@rudder/contracts';
+import { conversationRules, guardedOf, initialState, INPUT_KINDS, type GuardOutcome } from '@rudder/conversation';
 import { readStates } from '@rudder/event-store';
 import type { Pool } from '@rudder/runtime';
 import type { GuardInput } from '../agents/agent-definition';
@@ -15,11 +15,12 @@ export type GuardFailure = { conversation: string; input: string; agent: string;
 export const inputKey = (input: Pick<InputRecord, 'conversation' | 'id'>) => JSON.stringify([input.conversation, input.id]);
 
 /**
- * Runs the input guards of the chats and steers of a batch, each with the agent that will
- * answer it: the conversation's (it never changes once chosen), else the one its chat names,
- * else the default. Reads the conversations' agents only when some agent has a guard.
- * Answers what they said by `inputKey`; an id that comes twice in a conversation's batch is
- * guarded once (the decider answers its second record by the first's decision).
+ * Runs the input guards of a batch's inputs of the kinds that are guarded (a kind's `guarded`
+ * in @rudder/conversation: chats and steers), each on the text its kind gives, with the agent
+ * that will answer it: the conversation's (it never changes once chosen), else the one its
+ * chat names, else the default. Reads the conversations' states only when some agent has a
+ * guard. Answers what they said by `inputKey`; an id that comes twice in a conversation's batch
+ * is guarded once (the decider answers its second record by the first's decision).
  */
 export async function runGuards(
   pool: Pool,
@@ -28,7 +29,7 @@ export async function runGuards(
   guardFailed: (failure: GuardFailure) => void,
 ): Promise<Map<string, GuardOutcome>> {
   const outcomes = new Map<string, GuardOutcome>();
-  const guarded = inputs.filter((i) => i.type === 'chat' || i.type === 'steer');
+  const guarded = inputs.filter((i) => INPUT_KINDS[i.type].guarded !== undefined);
   if (guarded.length === 0 || !agents.anyGuard()) return outcomes;
   const states = await readStates(pool, conversationRules, [...new Set(guarded.map((i) => i.conversation))]);
   const chosen = new Map([...states].map(([key, state]) => [key, state.agent]));
@@ -36,12 +37,12 @@ export async function runGuards(
   for (const input of guarded) if (!firsts.has(inputKey(input))) firsts.set(inputKey(input), input);
   await Promise.all(
     [...firsts].map(async ([key, input]) => {
-      const named = input.type === 'chat' ? input.agent : undefined;
-      const agent = agents.get(chosen.get(input.conversation) ?? named ?? null);
+      const checked = guardedOf(states.get(input.conversation) ?? initialState(), input);
+      if (checked === null) return;
+      const agent = agents.get(chosen.get(input.conversation) ?? checked.agent ?? null);
       if (!agent) return;
       if (!chosen.get(input.conversation)) chosen.set(input.conversation, agent.name);
-      const text = input.type === 'chat' ? inputText(input.messages) : input.text;
-      const verdict = await withinBudget(agent, { conversation: input.conversation, kind: input.type, text, subject: input.subject });
+      const verdict = await withinBudget(agent, { conversation: input.conversation, kind: checked.kind, text: checked.text, subject: input.subject });
       if ('failed' in verdict) {
         guardFailed({ conversation: input.conversation, input: input.id, agent: agent.name, reason: verdict.failed, error: verdict.error });
         const why = verdict.failed === 'timeout' ? `did not answer within ${agent.guardTimeoutMs} ms` : 'failed';

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram } from 'prom-client';
-import type { ConversationEvent } from '@rudder/contracts';
+import { inputIdsNamedBy, isKindEvent, KIND_OF_EVENT, type ConversationEvent, type KindEventType } from '@rudder/contracts';
 import type { ModelClient } from '@rudder/agent';
 import { consumerLag, createMetricsRegistry, type Pool } from '@rudder/runtime';
 
@@ -18,7 +18,7 @@ export class WorkerMetrics {
   readonly registry = createMetricsRegistry('turn-worker');
   private readonly inputs = new Counter({
     name: 'rudder_inputs_total',
-    help: 'Inputs decided by the worker, by kind (chat, steer, stop, retract, promote, grant) and decision (accepted, or the refusal code)',
+    help: 'Inputs decided by the worker, by kind (chat, steer, stop, retract, promote, grant, approval, …) and decision (accepted, or the refusal code)',
     labelNames: ['kind', 'decision'],
     registers: [this.registry],
   });
@@ -208,6 +208,7 @@ export class WorkerMetrics {
   }
 
   private count(event: ConversationEvent): void {
+    if (isKindEvent(event)) return this.countDecision(event);
     switch (event.type) {
       case 'input.accepted':
         return this.inputs.inc({ kind: event.data.input.kind, decision: 'accepted' });
@@ -219,25 +220,6 @@ export class WorkerMetrics {
         return this.steers.inc({ landed: String(event.data.landed) });
       case 'steer.taken':
         return this.steersTaken.inc();
-      case 'stop.requested':
-        return this.inputs.inc({ kind: 'stop', decision: 'accepted' });
-      case 'stop.refused':
-        return this.inputs.inc({ kind: 'stop', decision: event.data.code });
-      case 'input.retracted':
-        return this.inputs.inc({ kind: 'retract', decision: 'accepted' });
-      case 'retract.refused':
-        return this.inputs.inc({ kind: 'retract', decision: event.data.code });
-      case 'promote.refused':
-        return this.inputs.inc({ kind: 'promote', decision: event.data.code });
-      case 'access.granted':
-        return this.inputs.inc({ kind: 'grant', decision: 'accepted' });
-      case 'grant.refused':
-        return this.inputs.inc({ kind: 'grant', decision: event.data.code });
-      case 'approval.decided':
-        // A decision by a timeout is no input.
-        return event.data.input === null ? undefined : this.inputs.inc({ kind: 'approval', decision: 'accepted' });
-      case 'approval.refused':
-        return this.inputs.inc({ kind: 'approval', decision: event.data.code });
       case 'turn.started':
         remember(this.startedAt, event.data.turn, REMEMBERED_TURNS, Date.parse(event.at));
         return;
@@ -249,7 +231,6 @@ export class WorkerMetrics {
       }
       // Neither an input's decision nor a turn's start or end: not counted (model requests are, as they are made).
       case 'conversation.opened':
-      case 'input.discarded':
       case 'input.delivered':
       case 'model.replied':
       case 'history.compacted':
@@ -259,12 +240,23 @@ export class WorkerMetrics {
       case 'todos.updated':
         return;
       default: {
-        // Every type is named above (the compiler says which is not). One this code does not know
+        // Every type but the input kinds' own (`countDecision`) is named above (the compiler says which is not). One this code does not know
         // at run time — a newer worker's, which this one's relay publishes — is not counted.
         const _unknown: never = event;
         return;
       }
     }
+  }
+
+  /**
+   * An input kind's event (`inputs/<kind>.ts` of @rudder/contracts) that answers an input is
+   * the worker's decision on it: counted by that kind, `accepted` or its refusal's code. One
+   * that answers none (a call denied by its timeout, an input a stop dropped) is not counted.
+   */
+  private countDecision(event: Extract<ConversationEvent, { type: KindEventType }>): void {
+    if (inputIdsNamedBy(event).answers.length === 0) return;
+    const code = (event.data as { code?: unknown }).code;
+    this.inputs.inc({ kind: KIND_OF_EVENT[event.type], decision: typeof code === 'string' ? code : 'accepted' });
   }
 }
 

@@ -1,4 +1,4 @@
-import type { DomainEvent } from '@rudder/contracts';
+import { isEventOf, type DomainEvent, type EventType } from '@rudder/contracts';
 import { assistantMessage, evolveTurn, knownContentTokens, knownTokens, MESSAGE_FRAMING_TOKENS, startTurn, type EarlierTurn, type ModelMessage, type TurnState } from '@rudder/agent';
 import { evolve, initialState, type ConversationState } from '@rudder/conversation';
 
@@ -84,6 +84,9 @@ export function recentHistory(conversation: Conversation, turns: number): Histor
   return lastTurns(conversation.history, Math.max(0, turns));
 }
 
+/** The event types that start, end or shorten what the model sees of the conversation (its running turn, its history). */
+const HISTORY_EVENT_TYPES = ['turn.started', 'turn.ended', 'history.compacted'] as const satisfies readonly EventType[];
+
 /**
  * Folds one event in. `position`, given by every reader of the log, places the ends of turns,
  * so a summary (`history.compacted`) lets go of exactly the turns it covers.
@@ -91,7 +94,9 @@ export function recentHistory(conversation: Conversation, turns: number): Histor
 export function evolveConversation(conversation: Conversation, event: DomainEvent & { position?: number }): Conversation {
   const { state, running, history, historyKept } = conversation;
   const next = evolve(state, event);
-  // `history` and `historyKept` go on unchanged but at the end of a turn.
+  // `history` and `historyKept` go on unchanged but at the end of a turn; any other event is
+  // folded into the state and the running turn.
+  if (!isEventOf(event, HISTORY_EVENT_TYPES)) return { ...conversation, state: next, running: running ? evolveTurn(running, event) : null };
   switch (event.type) {
     case 'turn.started': {
       const waiting = state.queue.find((p) => p.id === event.data.prompt.id);
@@ -121,29 +126,6 @@ export function evolveConversation(conversation: Conversation, event: DomainEven
         history: history.filter((t) => t.end > through.position),
       };
     }
-    case 'conversation.opened':
-    case 'input.accepted':
-    case 'steer.accepted':
-    case 'steer.taken':
-    case 'stop.requested':
-    case 'input.retracted':
-    case 'retract.refused':
-    case 'input.discarded':
-    case 'input.rejected':
-    case 'guard.failed':
-    case 'promote.refused':
-    case 'stop.refused':
-    case 'access.granted':
-    case 'grant.refused':
-    case 'input.delivered':
-    case 'model.replied':
-    case 'tool.started':
-    case 'approval.requested':
-    case 'approval.decided':
-    case 'approval.refused':
-    case 'tool.ended':
-    case 'todos.updated':
-      return { ...conversation, state: next, running: running ? evolveTurn(running, event) : null };
     default: {
       const never: never = event;
       throw new Error(`unknown event ${JSON.stringify(never)}`);

@@ -2,6 +2,7 @@ import type { DomainEvent, EventDataOf } from '@rudder/contracts';
 import { receiptKey } from '../once-keys';
 import type { InputRules } from './rules';
 import { writeRefusal } from './shared';
+import { withAwaiting } from '../state';
 
 /** A call's approval as decided (`approval.decided`, less the input that decided it). */
 export type ApprovalDecision = Omit<EventDataOf<'approval.decided'>, 'input'>;
@@ -38,5 +39,13 @@ export const approvalRules: InputRules<'approval', ApprovalDecision, Pick<EventD
     // A decision by a timeout names no input: it is no receipt of any.
     'approval.decided': { settles: true, read: ({ input: _input, ...decision }) => ({ answer: decision }) },
     'approval.refused': { settles: true, read: ({ code, message }) => ({ refusal: { code, message } }) },
+  },
+  events: {
+    'approval.decided': {
+      evolve: (state, data) => withAwaiting(state, state.awaiting.filter((a) => a.approval !== data.approval)),
+      // The state makes a call decided once (it leaves `awaiting`); a person's decision is its input's receipt.
+      onceKey: (data) => (data.input === null ? `approval-decided:${data.approval}` : receiptKey.approvalDecision(data.input)),
+    },
+    'approval.refused': { evolve: (state) => state, onceKey: (data) => receiptKey.approvalDecision(data.input) },
   },
 };

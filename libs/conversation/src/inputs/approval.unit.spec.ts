@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
 import type { Agents } from '../decide';
-import { onceKey } from '../once-keys';
+import { onceKey } from '../event-rules';
 import { receiptKeys } from '../receipts';
 import { hasOpenWork, parked } from '../state';
 import { agentsWith, base, deciderSpec, policy, RUNNING, sentAt, stop, type Given } from '../testing/decider-spec';

@@ -38,6 +38,8 @@ export const chatRules: InputRules<'chat', ChatAnswer, Rejection> = {
     'input.rejected': rejected(),
     'guard.failed': guardFailed('chat'),
   },
+  events: {},
+  guarded: (_state, input) => ({ kind: 'chat', text: inputText(input.messages), agent: input.agent }),
 };
 
 /**

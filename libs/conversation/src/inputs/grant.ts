@@ -18,9 +18,19 @@ export const grantRules: InputRules<'grant', GrantAnswer, EventDataOf<'grant.ref
     if (input.grantee === state.owner) return refused('owner');
     return [{ type: 'access.granted', data: { grant: input.id, subject: input.grantee, access: input.access } }];
   },
-  receiptKeys: (input) => [receiptKey.grant(input.id)],
+  receiptKeys: (input) => [receiptKey.control('grant', input.id)],
   receipt: {
     'access.granted': { settles: true, read: (data) => ({ answer: { subject: data.subject, access: data.access } }) },
     'grant.refused': { settles: true, read: (data) => ({ refusal: data.code }) },
+  },
+  events: {
+    'access.granted': {
+      evolve: (state, data) => {
+        const { [data.subject]: _previous, ...others } = state.grants;
+        return { ...state, grants: data.access === null ? others : { ...others, [data.subject]: data.access } };
+      },
+      onceKey: (data) => receiptKey.control('grant', data.grant),
+    },
+    'grant.refused': { evolve: (state) => state, onceKey: (data) => receiptKey.control('grant', data.grant) },
   },
 };

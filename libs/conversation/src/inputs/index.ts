@@ -1,19 +1,22 @@
-import type { InputKind } from '@rudder/contracts';
+import type { InputKind, InputRecord } from '@rudder/contracts';
+import type { ConversationState } from '../state';
 import { approvalRules } from './approval';
 import { chatRules } from './chat';
+import { editRules } from './edit';
 import { grantRules } from './grant';
 import { promoteRules } from './promote';
 import { retractRules } from './retract';
-import type { InputRules } from './rules';
+import type { Guarded, InputRules } from './rules';
 import { steerRules } from './steer';
 import { stopRules } from './stop';
 
 export type { ApprovalDecision } from './approval';
 export type { ChatAnswer } from './chat';
+export type { EditAnswer, EditRefusal } from './edit';
 export type { GrantAnswer } from './grant';
 export type { PromoteAnswer } from './promote';
 export type { RetractAnswer } from './retract';
-export type { DecisionContext, InputOf, InputRules, OutcomeOf, Reading, Receipt } from './rules';
+export type { DecisionContext, Guarded, InputOf, InputRules, OutcomeOf, Reading, Receipt } from './rules';
 export type { SteerAnswer } from './steer';
 export type { StopAnswer } from './stop';
 
@@ -26,6 +29,7 @@ const kinds = {
   promote: promoteRules,
   grant: grantRules,
   approval: approvalRules,
+  edit: editRules,
 } satisfies { readonly [K in InputKind]: InputRules<K> };
 
 type AnswerOf<R> = R extends InputRules<infer _K, infer Answer, infer _Refusal> ? Answer : never;
@@ -39,11 +43,18 @@ export type ReceiptRefusals = { [K in InputKind]: RefusalOf<(typeof kinds)[K]> }
 
 /**
  * The input kinds, one module of `inputs/` each: what `decideInputs` decides, what the once
- * keys (`receiptKeys`) and the receipts (`receiptOf`) read, dispatched by the input's kind. A
- * new kind is its record in the contract (`InputRecord`), its module here, and its line in
- * this table.
+ * keys (`receiptKeys`), the receipts (`receiptOf`), the rules of the kinds' events (`evolve`,
+ * `onceKey`: `EVENT_RULES`) and the input guard read, dispatched by the input's kind. A new
+ * kind is its contract (`inputs/<kind>.ts` of @rudder/contracts), its module here, and its line
+ * in this table.
  */
 export const INPUT_KINDS: { readonly [K in InputKind]: InputRules<K, ReceiptAnswers[K], ReceiptRefusals[K]> } = kinds;
 
 /** The rules of one kind, for code generic over kinds. */
 export const rulesOf = <K extends InputKind>(kind: K): InputRules<K, ReceiptAnswers[K], ReceiptRefusals[K]> => INPUT_KINDS[kind];
+
+/** What the agent's input guard checks of `input` (its kind's `guarded`), on the state the batch found; null: it is not guarded. */
+export function guardedOf(state: ConversationState, input: InputRecord): Guarded | null {
+  const rules = rulesOf(input.type) as InputRules<InputKind>;
+  return rules.guarded?.(state, input) ?? null;
+}

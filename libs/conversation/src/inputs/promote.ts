@@ -21,10 +21,13 @@ export const promoteRules: InputRules<'promote', PromoteAnswer, EventDataOf<'pro
     return [{ type: 'steer.accepted', data: { input: { id: target.id, text: target.text }, turn: landed ? state.runningTurn : null, landed } }];
   },
   // The follow-up is decided as a steer once: a promotion of one decided before is answered by that decision.
-  receiptKeys: (input) => [receiptKey.promote(input.id), receiptKey.steerDecided(input.target)],
+  receiptKeys: (input) => [receiptKey.control('promote', input.id), receiptKey.steerDecided(input.target)],
   receipt: {
     'promote.refused': { settles: true, read: (data) => ({ refusal: data.code }) },
     // The promoted follow-up's steer decision (or the one it had already, sent as a steer or promoted before).
     'steer.accepted': { of: (input) => input.target, settles: true, read: (data) => ({ answer: { turn: data.turn, landed: data.landed } }) },
+  },
+  events: {
+    'promote.refused': { evolve: (state) => state, onceKey: (data) => receiptKey.control('promote', data.promote) },
   },
 };

@@ -1,6 +1,6 @@
 import type { EventDataOf } from '@rudder/contracts';
 import { receiptKey } from '../once-keys';
-import type { PendingInput } from '../state';
+import { without, type PendingInput } from '../state';
 import type { InputRules } from './rules';
 import { pendingInput, writeRefusal } from './shared';
 
@@ -22,10 +22,17 @@ export const retractRules: InputRules<'retract', RetractAnswer, EventDataOf<'ret
     if (found) return [{ type: 'input.retracted', data: { input: pendingInput(found), retract: input.id } }];
     return [{ type: 'retract.refused', data: { retract: input.id, target: named, code: 'not_found' } }];
   },
-  receiptKeys: (input) => [receiptKey.retract(input.id)],
+  receiptKeys: (input) => [receiptKey.control('retract', input.id)],
   receipt: {
     'input.retracted': { settles: true, read: (data) => ({ answer: { id: data.input.id, text: data.input.text } }) },
     'retract.refused': { settles: true, read: (data) => ({ refusal: data.code }) },
+  },
+  events: {
+    'input.retracted': {
+      evolve: (state, data) => ({ ...state, queue: without(state.queue, data.input.id), steers: without(state.steers, data.input.id) }),
+      onceKey: (data) => receiptKey.control('retract', data.retract),
+    },
+    'retract.refused': { evolve: (state) => state, onceKey: (data) => receiptKey.control('retract', data.retract) },
   },
 };
 

@@ -1,5 +1,6 @@
-import type { DomainEvent, EventDataOf, EventType, InputKind, InputRecord } from '@rudder/contracts';
+import type { DomainEvent, EventDataOf, EventType, InputKind, InputRecord, KindEventType, MessageKind } from '@rudder/contracts';
 import type { Agents, GuardOutcome } from '../decide';
+import type { EventRulesTable } from '../event-rules';
 import type { ConversationState } from '../state';
 
 /** An input of one kind. */
@@ -41,8 +42,16 @@ export type Receipt<K extends InputKind, Answer, Refusal> = { readonly [T in Eve
 export type DecisionContext = { agents: Agents; guarded: GuardOutcome | undefined };
 
 /**
+ * What an agent's input guard is asked of an input before its decision: its text, as a message
+ * of `kind` (a chat's or a steer's), and the agent a chat names (the conversation's own agent,
+ * once chosen, answers instead).
+ */
+export type Guarded = { kind: MessageKind; text: string; agent?: string | undefined };
+
+/**
  * Everything an input kind is to the conversation's decider, in one module of `inputs/` per
- * kind: its decision under the lock, the once keys that say it was handled, and its receipt.
+ * kind: its decision under the lock, the once keys that say it was handled, its receipt, the
+ * rules of the events its contract declares (`events`), and what its agent's guard checks.
  * `Answer` and `Refusal` are what its receipt reads from the events that answer it.
  */
 export type InputRules<K extends InputKind, Answer = unknown, Refusal = unknown> = {
@@ -54,4 +63,12 @@ export type InputRules<K extends InputKind, Answer = unknown, Refusal = unknown>
   /** The once keys of the events that settle it (`receiptKey`): any one of them stored means it was handled before, and it adds nothing. */
   receiptKeys(input: InputOf<K>): string[];
   receipt: Receipt<K, Answer, Refusal>;
+  /** How each event type its contract declares (`inputs/<kind>.ts` of @rudder/contracts) evolves the state, and its once key. */
+  events: EventRulesTable<KindEventType<K>>;
+  /**
+   * The text the agent's input guard checks, before the lock, on the conversation's state as
+   * the batch found it; null: none. Absent: the kind is never guarded. What the guard said is
+   * the decision's `context.guarded`.
+   */
+  guarded?(state: ConversationState, input: InputOf<K>): Guarded | null;
 };

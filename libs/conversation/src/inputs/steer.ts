@@ -37,4 +37,6 @@ export const steerRules: InputRules<'steer', SteerAnswer, Rejection> = {
     'input.rejected': rejected(),
     'guard.failed': guardFailed('steer'),
   },
+  events: {},
+  guarded: (_state, input) => ({ kind: 'steer', text: input.text }),
 };

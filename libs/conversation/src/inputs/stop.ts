@@ -2,6 +2,8 @@ import type { DomainEvent, EventDataOf } from '@rudder/contracts';
 import { receiptKey } from '../once-keys';
 import type { InputRules } from './rules';
 import { pendingInput, writeRefusal } from './shared';
+import { strongerEnding } from '@rudder/agent/turn';
+import { without } from '../state';
 
 /** The turn a stop stopped (null when none ran, or the one it names no longer runs). */
 export type StopAnswer = { turn: string | null };
@@ -24,9 +26,26 @@ export const stopRules: InputRules<'stop', StopAnswer, EventDataOf<'stop.refused
     }
     return events;
   },
-  receiptKeys: (input) => [receiptKey.stop(input.id)],
+  receiptKeys: (input) => [receiptKey.control('stop', input.id)],
   receipt: {
     'stop.requested': { settles: true, read: (data) => ({ answer: { turn: data.turn } }) },
     'stop.refused': { settles: true, read: (data) => ({ refusal: data.code }) },
+  },
+  events: {
+    'stop.requested': {
+      evolve: (state, data) => {
+        if (data.turn === null || data.turn !== state.runningTurn) return state;
+        // The input that asked to interrupt or roll back the turn runs next.
+        const asker = state.queue.find((i) => i.id === data.stop);
+        const queue = asker ? [{ ...asker, seq: 0 }, ...without(state.queue, asker.id)] : state.queue;
+        return { ...state, ending: strongerEnding(state.ending, data.mode), queue };
+      },
+      onceKey: (data) => receiptKey.control('stop', data.stop),
+    },
+    'stop.refused': { evolve: (state) => state, onceKey: (data) => receiptKey.control('stop', data.stop) },
+    'input.discarded': {
+      evolve: (state, data) => ({ ...state, queue: without(state.queue, data.input.id), steers: without(state.steers, data.input.id) }),
+      onceKey: (data) => `discard:${data.input.id}`,
+    },
   },
 };

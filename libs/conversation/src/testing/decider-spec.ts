@@ -3,9 +3,9 @@ import type { DomainEvent, InputRecord } from '@rudder/contracts';
 import type { TurnState } from '@rudder/agent/turn';
 import { decideInputs, decideTimeouts, decideTurnCommit, startNextTurn, type Agents, type InputPolicy } from '../decide';
 import type { InputOf } from '../inputs';
-import { onceKey } from '../once-keys';
+import { evolve, onceKey } from '../event-rules';
 import { receiptOf } from '../receipts';
-import { evolve, initialState, type ConversationState } from '../state';
+import { initialState, type ConversationState } from '../state';
 
 /**
  * The decider's specs, given / when / then (the shape of emmett's `DeciderSpecification`):

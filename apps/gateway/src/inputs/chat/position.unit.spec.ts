@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { NO_CONTEXT } from '@rudder/contracts';
 import type { CompanionStatus } from '../../companion/companion-client';
-import { positionOf } from './chat-handler';
+import { positionOf } from './chat';
 
 const status = (running: boolean, queue: string[]): CompanionStatus => ({
   key: 'k',
   running: running ? { turn: 't', startedAt: '2026-01-01T00:00:00.000Z' } : null,
   steering: [],
-  queue: queue.map((id) => ({ id, kind: 'chat', text: id })),
+  queue: queue.map((id) => ({ id, kind: 'chat', text: id, revision: 0 })),
   lastInputId: queue.at(-1) ?? null,
   context: NO_CONTEXT,
   agent: 'default',

@@ -1,10 +1,28 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
-import { StopBody, type StopAnswer } from '@rudder/contracts';
+import { Body, Controller, Inject, Injectable, Param, UseGuards } from '@nestjs/common';
+import { type StopAnswer, StopBody, StopDecisionAnswer } from '@rudder/contracts';
+import { AuthGuard, Subject } from '../../auth/auth.guard';
 import { ConversationAccess } from '../../companion/conversation-access';
-import { parseEdge } from '../../http/edge';
 import { GatewayError } from '../../errors/gateway-error';
-import { inputRecord, Writes, type Write } from '../../writes/submit';
+import { conversationKeyOf, parseEdge } from '../../http/edge';
+import { conversation, json, write } from '../../http/openapi';
+import { type GatewayPart, route, Route, type Routes } from '../../http/route';
+import { InputRateGuard } from '../../limits/input-rate.guard';
+import { inputRecord, type Write, Writes } from '../../writes/submit';
+
+/**
+ * The stop input kind as the gateway takes it, in one module: its route entries (`STOP_ROUTES`:
+ * they route the controller and write the OpenAPI document), its handler (it builds the
+ * record and submits it through the one write path, `Writes.submit`, with how its receipt is
+ * answered), its controller, and the three as one part of the gateway (`STOP`).
+ */
+export const STOP_ROUTES = {
+  stop: route('post', '/v1/conversations/{key}/stop', 'Stop the running turn (that turn only, when `turn` is named); `graceful: true` asks it to wind down', {
+    requestParams: { path: conversation },
+    requestBody: { required: false, ...json(StopBody.meta({ id: 'StopBody' })) },
+    responses: write(202, 'the worker decided', StopDecisionAnswer, []),
+  }),
+} satisfies Routes;
 
 export type StopRequest = {
   /** Already validated (`ConversationKey`). */
@@ -39,11 +57,11 @@ export class StopHandler {
       ...(body.turn === undefined ? {} : { turn: body.turn }),
       ...(body.graceful ? { graceful: true } : {}),
     });
-    return this.writes.submit(input, STOP);
+    return this.writes.submit(input, STOP_WRITE);
   }
 }
 
-const STOP: Write<'stop', StopAnswer> = {
+const STOP_WRITE: Write<'stop', StopAnswer> = {
   answered: ({ turn }) => ({ turn }),
   refused: (_code, input) => new GatewayError('forbidden', `${input.subject} may not stop turns of conversation ${input.conversation}`),
   // Whether it stopped a turn shows in the status.
@@ -52,3 +70,18 @@ const STOP: Write<'stop', StopAnswer> = {
       stop: input.id,
     }),
 };
+
+@Controller()
+@UseGuards(AuthGuard, InputRateGuard)
+export class StopController {
+  constructor(@Inject(StopHandler) private readonly handler: StopHandler) {}
+
+  /** 202 `{turn}`: the turn the worker stopped (null when none ran, or the named one no longer runs). */
+  @Route(STOP_ROUTES.stop)
+  stop(@Param('key') key: string, @Body() body: unknown, @Subject() subject: string): Promise<StopAnswer> {
+    return this.handler.stop({ key: conversationKeyOf(key), subject, body });
+  }
+}
+
+/** The stop input kind: its routes, controller and handler, as one part of the gateway. */
+export const STOP: GatewayPart = { routes: STOP_ROUTES, controllers: [StopController], providers: [StopHandler] };

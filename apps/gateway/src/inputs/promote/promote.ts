@@ -1,14 +1,35 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
-import type { SteerAnswer } from '@rudder/contracts';
+import { Body, Controller, Inject, Injectable, Param, UseGuards } from '@nestjs/common';
+import { InputId, type SteerAnswer, SteerDecisionAnswer } from '@rudder/contracts';
 import type { InputOf, Outcome, ReceiptRefusals } from '@rudder/conversation';
 import { z } from 'zod';
-import { ConversationAccess } from '../../companion/conversation-access';
+import { AuthGuard, Subject } from '../../auth/auth.guard';
 import { CompanionClient, type InputState } from '../../companion/companion-client';
-import { parseEdge } from '../../http/edge';
+import { ConversationAccess } from '../../companion/conversation-access';
 import { GatewayError } from '../../errors/gateway-error';
-import { inputRecord, Writes, type Write } from '../../writes/submit';
-import { notPending, targetRefused } from '../target';
+import { conversationKeyOf, parseEdge } from '../../http/edge';
+import { key, noBody, write } from '../../http/openapi';
+import { type GatewayPart, route, Route, type Routes } from '../../http/route';
+import { InputRateGuard } from '../../limits/input-rate.guard';
+import { inputRecord, type Write, Writes } from '../../writes/submit';
+import { notPending, targetRefused, type TargetWords } from '../target';
+
+/**
+ * The promote input kind as the gateway takes it, in one module: its route entries (`PROMOTE_ROUTES`:
+ * they route the controller and write the OpenAPI document), its handler (it builds the
+ * record and submits it through the one write path, `Writes.submit`, with how its receipt is
+ * answered), its controller, and the three as one part of the gateway (`PROMOTE`).
+ */
+export const PROMOTE_ROUTES = {
+  promote: route('post', '/v1/conversations/{key}/inputs/{id}/promote', 'Turn a pending follow-up into a steer', {
+    requestParams: { path: z.object({ key, id: InputId }) },
+    requestBody: noBody,
+    responses: write(200, 'the steer decision', SteerDecisionAnswer, ['conflict', 'not_found']),
+  }),
+} satisfies Routes;
+
+/** How its answers speak of it (`target.ts`). */
+const PROMOTION: TargetWords = { verb: 'promote', request: 'promotion', does: 'promotes', done: 'promoted' };
 
 /** The promotion takes nothing but the path: `{}` or no body at all. */
 const PromoteBody = z.object({}).strict();
@@ -73,16 +94,33 @@ export class PromoteHandler {
       if (known.state !== 'pending') throw isSteer(target, known.state);
       return 'sent';
     }
-    if (known.state !== 'pending') throw notPending('promote', target, known.state);
+    if (known.state !== 'pending') throw notPending(PROMOTION, target, known.state);
     return undefined;
   }
 
   /** As a retraction's (`targetRefused`), but a target that was sent as a steer is 409 saying so. */
   private refusal({ conversation: key, target }: InputOf<'promote'>, code: ReceiptRefusals['promote']): Promise<GatewayError> {
-    return targetRefused(this.companion, 'promote', key, target, code, (known) => (known.kind === 'steer' ? isSteer(target, known.state) : undefined));
+    return targetRefused(this.companion, PROMOTION, key, target, code, (known) => (known.kind === 'steer' ? isSteer(target, known.state) : undefined));
   }
 }
 
 /** 409: only a follow-up can be promoted; a steer was answered (or refused) as one already. */
 const isSteer = (id: string, state: InputState) =>
   new GatewayError('conflict', `input ${id} was sent as a steer; only a pending follow-up (a chat) can be promoted`, { id, state, kind: 'steer' });
+
+@Controller()
+@UseGuards(AuthGuard, InputRateGuard)
+export class PromoteController {
+  constructor(@Inject(PromoteHandler) private readonly handler: PromoteHandler) {}
+
+  /** 200 `{id, turn, landed}` once the worker has made the follow-up a steer; 409 once delivered, 404 when unknown. */
+  @Route(PROMOTE_ROUTES.promote)
+  promote(@Param('key') rawKey: string, @Param('id') rawId: string, @Body() body: unknown, @Subject() subject: string): Promise<SteerAnswer> {
+    const key = conversationKeyOf(rawKey);
+    const target = parseEdge(InputId, rawId, 'input id');
+    return this.handler.promote({ key, subject, target, body });
+  }
+}
+
+/** The promote input kind: its routes, controller and handler, as one part of the gateway. */
+export const PROMOTE: GatewayPart = { routes: PROMOTE_ROUTES, controllers: [PromoteController], providers: [PromoteHandler] };

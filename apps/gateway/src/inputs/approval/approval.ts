@@ -1,13 +1,34 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable } from '@nestjs/common';
-import { APPROVAL_ARGUMENTS_MAX, ApprovalBody, ApprovalId, type ApprovalDecision, type CompanionApproval } from '@rudder/contracts';
+import { Body, Controller, Inject, Injectable, Param, UseGuards } from '@nestjs/common';
+import { APPROVAL_ARGUMENTS_MAX, ApprovalBody, type ApprovalDecision, ApprovalDecisionAnswer, ApprovalId, type CompanionApproval } from '@rudder/contracts';
 import type { InputOf, ReceiptAnswers, ReceiptRefusals } from '@rudder/conversation';
-import { ConversationAccess } from '../../companion/conversation-access';
+import { z } from 'zod';
+import { AuthGuard, Subject } from '../../auth/auth.guard';
 import { CompanionClient } from '../../companion/companion-client';
-import { isDotSegment } from '../../hostile-input/request-checks';
-import { parseEdge } from '../../http/edge';
+import { ConversationAccess } from '../../companion/conversation-access';
 import { GatewayError } from '../../errors/gateway-error';
-import { inputRecord, Writes, type Write } from '../../writes/submit';
+import { isDotSegment } from '../../hostile-input/request-checks';
+import { conversationKeyOf, parseEdge, requireJsonBody } from '../../http/edge';
+import { json, key, write } from '../../http/openapi';
+import { type GatewayPart, route, Route, type Routes } from '../../http/route';
+import { InputRateGuard } from '../../limits/input-rate.guard';
+import { inputRecord, type Write, Writes } from '../../writes/submit';
+
+/**
+ * The approval input kind as the gateway takes it, in one module: its route entries (`APPROVAL_ROUTES`:
+ * they route the controller and write the OpenAPI document), its handler (it builds the
+ * record and submits it through the one write path, `Writes.submit`, with how its receipt is
+ * answered), its controller, and the three as one part of the gateway (`APPROVAL`).
+ */
+export const APPROVAL_ROUTES = {
+  decideApproval: route('post', '/v1/conversations/{key}/approvals/{approvalId}', 'Approve or deny a tool call waiting for approval', {
+    description:
+      "A call whose tool needs approval waits (its `approval.requested` event, the status's `awaiting`) and its turn parks until it is decided. `approve` runs it — with `arguments` (a JSON object its tool's schema must accept, else 422 `invalid_arguments`) when given, and its result tells the model so; `deny` gives it a result the model reads (`denied by the user: <reason>`). Needs write access. Final: the same decision (with the same arguments) again answers the same, any other 409; a call closed unrun by its turn's end is 409; an unknown approval 404.",
+    requestParams: { path: z.object({ key, approvalId: ApprovalId }) },
+    requestBody: { required: true, ...json(ApprovalBody.meta({ id: 'ApprovalBody' })) },
+    responses: write(200, 'decided', ApprovalDecisionAnswer, ['conflict', 'not_found', 'invalid_arguments', 'text_too_long']),
+  }),
+} satisfies Routes;
 
 export type ApprovalRequest = {
   /** Already validated (`ConversationKey`). */
@@ -129,3 +150,19 @@ export function canonicalJson(value: unknown): string {
   };
   return JSON.stringify(sorted(value));
 }
+
+@Controller()
+@UseGuards(AuthGuard, InputRateGuard)
+export class ApprovalController {
+  constructor(@Inject(ApprovalHandler) private readonly handler: ApprovalHandler) {}
+
+  /** 200: the decision as the worker stored it. */
+  @Route(APPROVAL_ROUTES.decideApproval)
+  decide(@Param('key') key: string, @Param('approvalId') approvalId: string, @Body() body: unknown, @Subject() subject: string): Promise<ApprovalDecision> {
+    requireJsonBody(body);
+    return this.handler.decide({ key: conversationKeyOf(key), subject, approvalId, body });
+  }
+}
+
+/** The approval input kind: its routes, controller and handler, as one part of the gateway. */
+export const APPROVAL: GatewayPart = { routes: APPROVAL_ROUTES, controllers: [ApprovalController], providers: [ApprovalHandler] };

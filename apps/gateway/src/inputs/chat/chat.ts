@@ -1,14 +1,43 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { ChatBody, type ChatAccepted } from '@rudder/contracts';
-import { sameInput, type InputOf, type Outcome } from '@rudder/conversation';
+import { Body, Controller, Headers, Inject, Injectable, Param, UseGuards } from '@nestjs/common';
+import { type ChatAccepted, ChatAcceptedAnswer, ChatBody } from '@rudder/contracts';
+import { type InputOf, type Outcome, sameInput } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
-import { ConversationAccess } from '../../companion/conversation-access';
+import { AuthGuard, Subject } from '../../auth/auth.guard';
 import { CompanionClient, type CompanionInput, type CompanionStatus } from '../../companion/companion-client';
+import { ConversationAccess } from '../../companion/conversation-access';
 import { GatewayError } from '../../errors/gateway-error';
+import { conversationKeyOf } from '../../http/edge';
+import { conversation, idempotencyHeaders, json, write } from '../../http/openapi';
+import { type GatewayPart, route, Route, type Routes } from '../../http/route';
+import { InputRateGuard } from '../../limits/input-rate.guard';
 import { CONFIG } from '../../tokens';
 import { Decisions } from '../../writes/decisions';
-import { inputRecord, Writes, type Write } from '../../writes/submit';
+import { inputRecord, type Write, Writes } from '../../writes/submit';
 import { admitMessage, messageAnswers, type MessageBody, type MessageRequest } from '../message';
+
+/**
+ * The chat input kind as the gateway takes it, in one module: its route entries (`CHAT_ROUTES`:
+ * they route the controller and write the OpenAPI document), its handler (it builds the
+ * record and submits it through the one write path, `Writes.submit`, with how its receipt is
+ * answered), its controller, and the three as one part of the gateway (`CHAT`).
+ */
+export const CHAT_ROUTES = {
+  chat: route('post', '/v1/conversations/{key}/chat', 'Enqueue a follow-up (`text`, or `messages` answered by one reply)', {
+    requestParams: { path: conversation, header: idempotencyHeaders },
+    requestBody: { required: true, ...json(ChatBody.meta({ id: 'ChatBody' })) },
+    responses: write(202, 'accepted by the worker', ChatAcceptedAnswer, [
+      'unknown_agent',
+      'conflict',
+      'agent_mismatch',
+      'precondition_failed',
+      'text_too_long',
+      'id_reused',
+      'refused',
+      'queue_full',
+      'guard_failed',
+    ]),
+  }),
+} satisfies Routes;
 
 /** A chat's texts: `messages`, or `text` alone. */
 const CHAT_BODY: MessageBody<ChatBody> = {
@@ -84,3 +113,23 @@ export function positionOf(id: string, status: CompanionStatus | null): number {
   if (status === null || index < 0) return 0;
   return index + (status.running === null ? 0 : 1);
 }
+
+@Controller()
+@UseGuards(AuthGuard, InputRateGuard)
+export class ChatController {
+  constructor(@Inject(ChatHandler) private readonly handler: ChatHandler) {}
+
+  /** 202 `{id, turn: null, position}`: the input is on agent.inputs and will be answered in order. */
+  @Route(CHAT_ROUTES.chat)
+  chat(
+    @Param('key') key: string,
+    @Body() body: unknown,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Subject() subject: string,
+  ): Promise<ChatAccepted> {
+    return this.handler.accept({ key: conversationKeyOf(key), subject, body, idempotencyKey });
+  }
+}
+
+/** The chat input kind: its routes, controller and handler, as one part of the gateway. */
+export const CHAT: GatewayPart = { routes: CHAT_ROUTES, controllers: [ChatController], providers: [ChatHandler] };

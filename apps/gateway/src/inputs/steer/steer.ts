@@ -1,14 +1,40 @@
-import { Inject, Injectable } from '@nestjs/common';
-import { SteerBody, type SteerAnswer } from '@rudder/contracts';
-import { sameInput, type Outcome } from '@rudder/conversation';
+import { Body, Controller, Headers, Inject, Injectable, Param, UseGuards } from '@nestjs/common';
+import { type SteerAnswer, SteerBody, SteerDecisionAnswer } from '@rudder/contracts';
+import { type Outcome, sameInput } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
-import { ConversationAccess } from '../../companion/conversation-access';
+import { AuthGuard, Subject } from '../../auth/auth.guard';
 import { CompanionClient, type CompanionInput } from '../../companion/companion-client';
+import { ConversationAccess } from '../../companion/conversation-access';
 import { GatewayError } from '../../errors/gateway-error';
+import { conversationKeyOf } from '../../http/edge';
+import { conversation, idempotencyHeaders, json, write } from '../../http/openapi';
+import { type GatewayPart, route, Route, type Routes } from '../../http/route';
+import { InputRateGuard } from '../../limits/input-rate.guard';
 import { CONFIG } from '../../tokens';
 import { Decisions } from '../../writes/decisions';
-import { inputRecord, Writes, type Write } from '../../writes/submit';
+import { inputRecord, type Write, Writes } from '../../writes/submit';
 import { admitMessage, messageAnswers, type MessageBody, type MessageRequest } from '../message';
+
+/**
+ * The steer input kind as the gateway takes it, in one module: its route entries (`STEER_ROUTES`:
+ * they route the controller and write the OpenAPI document), its handler (it builds the
+ * record and submits it through the one write path, `Writes.submit`, with how its receipt is
+ * answered), its controller, and the three as one part of the gateway (`STEER`).
+ */
+export const STEER_ROUTES = {
+  steer: route('post', '/v1/conversations/{key}/steer', 'Steer the running turn', {
+    requestParams: { path: conversation, header: idempotencyHeaders },
+    requestBody: { required: true, ...json(SteerBody.meta({ id: 'SteerBody' })) },
+    responses: write(200, 'the worker decided where the message goes', SteerDecisionAnswer, [
+      'precondition_failed',
+      'text_too_long',
+      'id_reused',
+      'refused',
+      'queue_full',
+      'guard_failed',
+    ]),
+  }),
+} satisfies Routes;
 
 const STEER_BODY: MessageBody<SteerBody> = { schema: SteerBody, what: 'steer body', texts: (body) => [['text', body.text]] };
 
@@ -68,3 +94,23 @@ function known(earlier: CompanionInput): Outcome<'steer'> | 'sent' {
 }
 
 const reused = (id: string, kind?: string) => new GatewayError('id_reused', `input ${id} was sent before as another ${kind ?? 'input'} or with other text; use a new id`);
+
+@Controller()
+@UseGuards(AuthGuard, InputRateGuard)
+export class SteerController {
+  constructor(@Inject(SteerHandler) private readonly handler: SteerHandler) {}
+
+  /** 200 `{id, turn, landed}` once the worker has decided where the message goes. */
+  @Route(STEER_ROUTES.steer)
+  steer(
+    @Param('key') key: string,
+    @Body() body: unknown,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Subject() subject: string,
+  ): Promise<SteerAnswer> {
+    return this.handler.steer({ key: conversationKeyOf(key), subject, body, idempotencyKey });
+  }
+}
+
+/** The steer input kind: its routes, controller and handler, as one part of the gateway. */
+export const STEER: GatewayPart = { routes: STEER_ROUTES, controllers: [SteerController], providers: [SteerHandler] };

@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import { AgentName, InputId } from '../conversation-key';
+import { BodyText, envelope, inputKind, UserText } from './shared';
+
+/** A chat: one or more user messages, answered by a turn of their own after what waits before them. */
+export const ChatInputV1 = z.object({
+  ...envelope,
+  type: z.literal('chat'),
+  /** One or more user messages, answered by one reply. */
+  messages: z.array(UserText).min(1),
+  /** What it does to a busy conversation (a turn running); see OnBusy. */
+  onBusy: z.enum(['enqueue', 'reject', 'interrupt', 'rollback']).default('enqueue'),
+  /** Refused (`precondition_failed`) unless the conversation's last accepted input is this one. */
+  ifLastInputId: InputId.optional(),
+  /**
+   * Refused (`busy`) while a turn runs if the conversation's agent takes no steers: its running
+   * turn is not to be wound down for this input (the Responses door's follow-up on a running
+   * response: 409 `conversation_locked`). Absent: no such condition. A worker that does not
+   * know it leaves it out (the record's other fields are unchanged).
+   */
+  ifSteerable: z.literal(true).optional(),
+  /**
+   * The input this chat continues (the Responses door's `previous_response_id`): while a turn
+   * runs and that input no longer waits (its turn is the running one), the running turn winds
+   * down as for `onBusy: interrupt`; while that input still waits in the queue, this chat queues
+   * behind it and winds nothing down. Absent: `onBusy` alone says what it does to a busy conversation.
+   */
+  continues: InputId.optional(),
+  /**
+   * The nonce of a conversation key the Responses door derived for this chat's subject
+   * (`derivedConversationKey` in @rudder/conversation). A derived key's conversation is opened
+   * only by a chat whose subject and nonce derive it, and such a chat is refused (`forbidden`)
+   * by a conversation another subject opened.
+   */
+  derivedFrom: InputId.optional(),
+  /** The agent that answers the conversation, chosen by its first input (the default agent when absent); later inputs may only name the same. */
+  agent: AgentName.optional(),
+});
+export type ChatInput = z.infer<typeof ChatInputV1>;
+
+/** `POST /v1/conversations/{key}/chat`: `text`, or `messages` for several user messages answered by one reply. */
+export const ChatBody = z
+  .object({
+    text: BodyText.optional(),
+    messages: z.array(BodyText).min(1, 'messages must hold at least one message').max(32).optional(),
+    id: InputId.optional(),
+    onBusy: z.enum(['enqueue', 'reject', 'interrupt', 'rollback']).optional(),
+    ifLastInputId: InputId.optional(),
+    agent: AgentName.optional(),
+  })
+  .strict()
+  .refine((b) => (b.text === undefined) !== (b.messages === undefined), {
+    message: 'give either text or messages, not both and not neither',
+  });
+export type ChatBody = z.infer<typeof ChatBody>;
+
+export const ChatAcceptedAnswer = z
+  .object({ id: z.string(), turn: z.null(), position: z.number().int().nonnegative() })
+  .meta({ id: 'ChatAccepted', description: 'The follow-up is accepted; `position` inputs are ahead of it (0: it starts now).' });
+export type ChatAccepted = z.infer<typeof ChatAcceptedAnswer>;
+
+/** Its answers are the messages' events, which the conversation's own contract declares (`events.ts`: `input.accepted`, `input.rejected`, …). */
+export const CHAT = inputKind({ record: ChatInputV1, events: {} });

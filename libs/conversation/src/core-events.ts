@@ -1,0 +1,129 @@
+import type { CoreEventType } from '@rudder/contracts';
+import type { EventRulesTable } from './event-rules';
+import { receiptKey } from './once-keys';
+import { without, withAwaiting, type PendingInput } from './state';
+
+/** No call of a turn open or waiting: at a turn's start and end. */
+const noCalls = { openCalls: [], awaiting: [], dueAt: null };
+const inOrder = (inputs: PendingInput[]) => [...inputs].sort((a, b) => a.seq - b.seq);
+
+/**
+ * The rules of the conversation's and the turn's own events (`events.ts` of @rudder/contracts):
+ * how each evolves the state, and its once key. An input kind's events have theirs in its
+ * module (`inputs/<kind>.ts`).
+ */
+export const CORE_EVENT_RULES: EventRulesTable<CoreEventType> = {
+  'conversation.opened': {
+    evolve: (state, data) => ({ ...state, owner: data.owner, agent: data.agent }),
+    onceKey: () => 'opened',
+  },
+  'input.accepted': {
+    evolve: (state, data) => {
+      const { id, kind, text, messages, subject } = data.input;
+      const accepted = state.accepted + 1;
+      const queued = state.runningTurn !== null || state.queue.length > 0;
+      const pending: PendingInput = { id, kind, text, messages, subject, seq: accepted, ...(queued ? { queued } : {}) };
+      // A steer joins the queue or the running turn when it is decided (next event, same transaction).
+      return kind === 'chat'
+        ? { ...state, lastInputId: id, accepted, queue: [...state.queue, pending] }
+        : { ...state, lastInputId: id, accepted, undecided: pending };
+    },
+    onceKey: (data) => receiptKey.input(data.input.id),
+  },
+  'input.rejected': { evolve: (state) => state, onceKey: (data) => receiptKey.rejected(data.input.id) },
+  'guard.failed': {
+    evolve: (state) => state,
+    // One per try, and no receipt (see receiptKeys): the id stays open for the try after it.
+    onceKey: (data) => `guard-failed:${data.input.id}:${data.attempt}`,
+  },
+  'input.delivered': { evolve: (state) => state, onceKey: (data) => `delivered:${data.input.id}` },
+  'steer.accepted': {
+    evolve: (state, data) => {
+      const { input, landed } = data;
+      const promoted = state.queue.find((i) => i.id === input.id); // a follow-up promoted to a steer
+      const decided = promoted ?? (state.undecided?.id === input.id ? state.undecided : null);
+      const steer: PendingInput = {
+        ...(decided ?? { id: input.id, text: input.text, messages: [input.text], subject: 'anonymous', seq: state.accepted }),
+        kind: 'steer',
+      };
+      const next = { ...state, undecided: null };
+      if (landed) return { ...next, queue: without(state.queue, input.id), steers: [...state.steers, steer], steersLanded: state.steersLanded + 1 };
+      return promoted ? next : { ...next, queue: inOrder([...state.queue, steer]) };
+    },
+    onceKey: (data) => receiptKey.steerDecided(data.input.id),
+  },
+  'steer.taken': {
+    evolve: (state, data) => ({ ...state, steers: without(state.steers, data.input.id) }),
+    onceKey: (data) => `steer-taken:${data.input.id}`,
+  },
+  'turn.started': {
+    evolve: (state, data) => ({
+      ...state,
+      runningTurn: data.turn,
+      ending: null,
+      steers: [],
+      steersLanded: 0,
+      queue: without(state.queue, data.prompt.id),
+      todosBeforeTurn: null,
+      ...noCalls,
+    }),
+    onceKey: (data) => `turn-for:${data.prompt.id}`,
+  },
+  'turn.ended': {
+    // Steers it did not take are answered as turns of their own, in the order they were sent.
+    evolve: (state) => ({
+      ...state,
+      runningTurn: null,
+      ending: null,
+      steers: [],
+      steersLanded: 0,
+      queue: inOrder([...state.queue, ...state.steers]),
+      todosBeforeTurn: null,
+      ...noCalls,
+    }),
+    onceKey: (data) => `turn-ended:${data.turn}`,
+  },
+  'todos.updated': {
+    evolve: (state, data) => {
+      const { items, next, callId } = data;
+      // A rolled-back turn's undoing (no call) leaves nothing to undo.
+      const before = callId === null ? null : (state.todosBeforeTurn ?? state.todos.items);
+      return { ...state, todos: { items, next }, todosBeforeTurn: before };
+    },
+    // A call changes the plan once, with its result; a rolled-back turn's changes are undone once, with its end.
+    onceKey: (data) => (data.callId === null ? `todos-undone:${data.turn}` : `todos:${data.turn}:${data.step}:${data.callId}`),
+  },
+  'model.replied': {
+    evolve: (state, data) => {
+      const replied = data.turn === state.runningTurn ? { ...state, openCalls: data.toolCalls.map((c) => c.id) } : state;
+      return data.carried ? { ...replied, carried: data.carried } : replied;
+    },
+    onceKey: (data) => `reply:${data.turn}:${data.step}`,
+  },
+  'tool.started': { evolve: (state) => state, onceKey: (data) => `tool-started:${data.turn}:${data.step}:${data.call.id}` },
+  'tool.ended': {
+    evolve: (state, data) => {
+      if (data.turn !== state.runningTurn) return state;
+      const { step, callId } = data;
+      const closed = withAwaiting(state, state.awaiting.filter((a) => a.step !== step || a.callId !== callId));
+      return { ...closed, openCalls: state.openCalls.filter((id) => id !== callId) };
+    },
+    onceKey: (data) => `tool-ended:${data.turn}:${data.step}:${data.callId}`,
+  },
+  'approval.requested': {
+    evolve: (state, data) => {
+      const { turn, step, approval, call, requestedAt, expiresAt } = data;
+      if (turn !== state.runningTurn) return state;
+      return withAwaiting(state, [...state.awaiting, { approval, turn, step, callId: call.id, tool: call.name, arguments: call.arguments, requestedAt, expiresAt }]);
+    },
+    onceKey: (data) => `approval:${data.turn}:${data.step}:${data.call.id}`,
+  },
+  'history.compacted': {
+    evolve: (state, data) => {
+      const { through, turns, tokens } = data;
+      return { ...state, compaction: { through: through.turn, turns, tokens } };
+    },
+    // One summary through a turn: a compaction redone after a crash finds it stored.
+    onceKey: (data) => `compacted:${data.through.turn}`,
+  },
+};
