@@ -49,8 +49,9 @@ describe('the conversation state migration', () => {
       expect(await readConversationStatus(readModels, key)).toEqual({
         key,
         running: { turn: 't1', startedAt: events[1].at },
-        steering: [steer],
-        queue: [{ id: 'b', kind: 'chat', text: 'then this' }],
+        // A state folded before edits existed shows its items as sent (revision 0).
+        steering: [{ ...steer, revision: 0 }],
+        queue: [{ id: 'b', kind: 'chat', text: 'then this', revision: 0 }],
         lastInputId: 's1',
         agent: null,
         context: NO_CONTEXT,
