@@ -101,6 +101,7 @@ function show(record: StreamEvent) {
       break;
     }
     default:
+      // A display, not a fold: every other event (a newer server's too) shows nothing here.
       break;
   }
 }
