@@ -38,4 +38,5 @@ export function sameText(refused: { digest?: string | null; text?: string | null
   return refused.text === text;
 }
 
-const sameList = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((text, i) => text === b[i]);
+/** The same messages, in the same order. */
+export const sameList = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((text, i) => text === b[i]);

@@ -7,8 +7,8 @@ import { GatewayError } from '../errors/gateway-error';
 import { InputsPublisher } from './inputs-publisher';
 
 /**
- * How the gateway answers one kind of input, beside its receipt (`RECEIPTS` in
- * @rudder/conversation, which says what the worker's decision is): the HTTP answer to it, the
+ * How the gateway answers one kind of input, beside its receipt (its rules' `receipt` in
+ * @rudder/conversation's `INPUT_KINDS`, which says what the worker's decision is): the HTTP answer to it, the
  * error for its refusal, and the 503 when it does not come in time.
  */
 export type Write<K extends InputKind, A> = {

@@ -1,5 +1,6 @@
 import { editedMessages, inputDigest, inputText, type DomainEvent, type EventDataOf, type MessageKind } from '@rudder/contracts';
 import { receiptKey } from '../once-keys';
+import { sameList } from '../same-input';
 import { without, type ConversationState, type PendingInput } from '../state';
 import { REUSED, type InputOf, type InputRules } from './rules';
 import { boundsRefusal, writeRefusal } from './shared';
@@ -62,7 +63,7 @@ export const editRules: InputRules<'edit', EditAnswer, EditRefusal> = {
     'input.edited': {
       settles: true,
       read: ({ input: edited, revision }, input) =>
-        edited.id === input.target && sameMessages(edited.messages, editedMessages(input)) ? { answer: { id: edited.id, kind: edited.kind, text: edited.text, revision } } : REUSED,
+        edited.id === input.target && sameList(edited.messages, editedMessages(input)) ? { answer: { id: edited.id, kind: edited.kind, text: edited.text, revision } } : REUSED,
     },
     'edit.refused': {
       settles: true,
@@ -93,5 +94,3 @@ function shapeRefusal(pending: PendingInput, input: InputOf<'edit'>): string | n
   }
   return null;
 }
-
-const sameMessages = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((text, i) => text === b[i]);
