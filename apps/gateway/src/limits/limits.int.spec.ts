@@ -41,6 +41,8 @@ describe('limits per subject', () => {
       // Every kind of input counts against the same rate.
       expect((await h.call(path(key, '/steer'), { body: { text: 'steer', id: 'rate-5' }, headers: as('alice') })).status).toBe(429);
       expect((await h.call(path(key, '/stop'), { body: {}, headers: as('alice') })).status).toBe(429);
+      // An edit of a waiting input is an input too.
+      expect((await h.call(path(key, '/inputs/rate-1'), { method: 'PATCH', body: { text: 'edited', id: 'rate-edit' }, headers: as('alice') })).status).toBe(429);
       // Reads are not inputs (the companion's view shows alice's chats: she owns the conversation).
       h.companion.setStatus(key, { owner: 'alice' });
       expect((await h.call(path(key), { headers: as('alice') })).status).toBe(200);
