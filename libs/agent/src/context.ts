@@ -147,7 +147,7 @@ const fixedTokens = (parts: Pick<RequestParts, 'systemPrompt' | 'summary' | 'pla
 
 /** How a summary is sent: a user message that says what it is (it never outranks the instructions). */
 export const SUMMARY_HEADING = '[A summary of the earlier part of this conversation, which is not shown in full:]';
-const summaryMessage = (summary: string): ModelMessage => ({ role: 'user', content: `${SUMMARY_HEADING}\n${summary}` });
+export const summaryMessage = (summary: string): ModelMessage => ({ role: 'user', content: `${SUMMARY_HEADING}\n${summary}` });
 
 /**
  * What the request would carry with every earlier turn given and every result as its limit

@@ -9,3 +9,4 @@ export * from './tokens';
 export * from './todos';
 export * from './tools';
 export * from './turn';
+export * from './durable-turn';

@@ -37,6 +37,13 @@ export type StoredTurn = {
   parked?: boolean;
 };
 
+/**
+ * A loop the worker's runner drives — the loop seam: Rudder's own (`runTurn`, loop.ts), or a
+ * framework's, made by its adapter on a `DurableTurn` (durable-turn.ts). Either way it is given
+ * the same options and answers the turn as it ended, or as it parked.
+ */
+export type TurnLoop = (options: RunTurnOptions) => Promise<TurnState>;
+
 export type ConversationHistory = { summary: string | null; earlier: readonly EarlierTurn[] };
 
 export type RunTurnOptions = {

@@ -3,7 +3,7 @@ import type { DomainEvent, ToolCall } from '@rudder/contracts';
 import type { RunTurnOptions, StoredTurn } from './run-options';
 import { speculate, type Ahead } from './speculation';
 import { changeTodos, TODOS_TOOL } from './todos';
-import { needsApproval, runToolCall, type Tool, type ToolContext, type ToolResult } from './tools';
+import { needsApproval, runToolCall, type ToolContext, type ToolResult } from './tools';
 import { evolveTurn, type CallApproval, type TurnState } from './turn';
 
 /**
@@ -54,7 +54,7 @@ export async function runTools(turn: TurnState, { step, at }: { step: number; at
         return;
       }
       if (await needsApproval(options.agent.tools, call, context)) {
-        await store(() => [approvalRequested(turn, step, call, options.agent.tools, at)]);
+        await store(() => [approvalRequested(turn, step, call, options.agent.tools.find((t) => t.name === call.name)?.approvalTimeout, at)]);
         return;
       }
       const ran = await runToolCall(options.agent.tools, call, context);
@@ -70,11 +70,11 @@ export async function runTools(turn: TurnState, { step, at }: { step: number; at
 }
 
 /**
- * What a call with an approval answers: its run's result once approved (saying so when the
- * person edited its arguments), the denial's text once denied, a closing text when the turn is
- * asked to end early while it waits; null while it waits.
+ * What a call with an approval answers without running: the denial's text once denied, a closing
+ * text when the turn is asked to end early while it waits; `run` once approved (with the person's
+ * arguments when they edited them); null while it waits.
  */
-async function decidedCall(approval: CallApproval, call: ToolCall, turn: TurnState, options: RunTurnOptions, context: ToolContext): Promise<ToolResult | null> {
+export function approvalOutcome(approval: CallApproval, turn: TurnState): ToolResult | 'run' | null {
   switch (approval.status) {
     case 'awaiting':
       if (turn.ending === null) return null;
@@ -84,11 +84,8 @@ async function decidedCall(approval: CallApproval, call: ToolCall, turn: TurnSta
       };
     case 'denied':
       return { result: approval.subject === null ? `denied: ${approval.reason ?? 'nobody approved it in time'}` : `denied by the user: ${approval.reason ?? 'no reason given'}`, isError: true };
-    case 'approved': {
-      if (approval.arguments === null) return runToolCall(options.agent.tools, call, context);
-      const ran = await runToolCall(options.agent.tools, { ...call, arguments: approval.arguments }, context);
-      return { ...ran, result: `run with arguments edited by the user: ${approval.arguments}\n\n${ran.result}` };
-    }
+    case 'approved':
+      return 'run';
     default: {
       const never: never = approval.status;
       throw new Error(`unknown approval status ${JSON.stringify(never)}`);
@@ -96,12 +93,22 @@ async function decidedCall(approval: CallApproval, call: ToolCall, turn: TurnSta
   }
 }
 
+/** A result of a call run as approved: saying so when the person edited its arguments. */
+export const approvedResult = (approval: CallApproval, ran: ToolResult): ToolResult =>
+  approval.arguments === null ? ran : { ...ran, result: `run with arguments edited by the user: ${approval.arguments}\n\n${ran.result}` };
+
+/** What a call with an approval answers (`approvalOutcome`), run when approved; null while it waits. */
+async function decidedCall(approval: CallApproval, call: ToolCall, turn: TurnState, options: RunTurnOptions, context: ToolContext): Promise<ToolResult | null> {
+  const outcome = approvalOutcome(approval, turn);
+  if (outcome !== 'run') return outcome;
+  return approvedResult(approval, await runToolCall(options.agent.tools, { ...call, arguments: approval.arguments ?? call.arguments }, context));
+}
+
 /**
  * The request for a person's approval of `call`, at `at` (its step's time): a new approval id (the
- * call's once key keeps it one per call), and when its tool's timeout denies it.
+ * call's once key keeps it one per call), and when its tool's timeout (ms) denies it.
  */
-function approvalRequested(turn: TurnState, step: number, call: ToolCall, tools: readonly Tool[], at: Date): DomainEvent {
-  const timeout = tools.find((t) => t.name === call.name)?.approvalTimeout;
+export function approvalRequested(turn: TurnState, step: number, call: ToolCall, timeout: number | undefined, at: Date): DomainEvent {
   return {
     type: 'approval.requested',
     data: {

@@ -1,5 +1,5 @@
 import type { Type } from '@nestjs/common';
-import type { ModelClient, Tool } from '@rudder/agent';
+import type { ModelClient, Tool, TurnLoop } from '@rudder/agent';
 import type { AgentAffordances } from '@rudder/contracts';
 import type { McpServerDefinition } from './mcp/mcp-tools';
 
@@ -32,6 +32,13 @@ export type AgentDefinition = {
   name: string;
   /** The system prompt: a text, or a function of the conversation, asked at the start of each model request. */
   instructions: string | ((context: { conversation: string }) => string | Promise<string>);
+  /**
+   * The loop its turns run: Rudder's own when absent, or a framework's — an agent written with
+   * OpenAI Agents, the AI SDK, LangGraph or ADK, given by its adapter package (docs/frameworks.md).
+   * A framework's agent keeps its own instructions, model and tools; Rudder's steering, queues,
+   * guard, approvals and exactly-once apply to it all the same.
+   */
+  loop?: TurnLoop;
   /** OpenAI or any compatible server (settings), or a client of your own. Default: the environment's. */
   model?: ModelSettings | ModelClient;
   /**

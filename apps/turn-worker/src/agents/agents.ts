@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { AgentAffordances, AgentName } from '@rudder/contracts';
-import { argumentsError, defineTool, openAiModel, textTokens, TODOS_TOOL, type Agent, type ModelClient, type Tool } from '@rudder/agent';
+import { argumentsError, defineTool, openAiModel, runTurn, textTokens, TODOS_TOOL, type Agent, type ModelClient, type Tool, type TurnLoop } from '@rudder/agent';
 import type { Agents, InputPolicy } from '@rudder/conversation';
 import { createLog, type Config } from '@rudder/runtime';
 import { AGENT_TOOL, type AgentToolOptions } from './agent-tool.decorator';
@@ -20,6 +20,10 @@ export type RunnableAgent = {
   systemPrompt(conversation: string): Promise<string>;
   /** Its `tools` are read at each model request: an MCP server's come and go (connected, lost, changed). */
   loop: Omit<Agent, 'systemPrompt'>;
+  /** The loop its turns run: Rudder's own (`runTurn`), or a framework's adapter. */
+  run: TurnLoop;
+  /** Whether `run` is a framework's: its tools are the framework's own (their arguments are its to check). */
+  framework: boolean;
   model: ModelClient;
   policy: InputPolicy;
   /** How many earlier turns its model requests carry (`history.turns`). */
@@ -105,7 +109,10 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
 
   /** Why a person's edited arguments for a call of the agent's `tool` are refused (its schema's word), or null. */
   argumentsError(agent: string, tool: string, args: string): string | null {
-    const found = this.agents.get(agent)?.loop.tools.find((t) => t.name === tool);
+    const runnable = this.agents.get(agent);
+    // A framework's agent checks its tools' arguments itself, when the call runs.
+    if (runnable?.framework) return null;
+    const found = runnable?.loop.tools.find((t) => t.name === tool);
     return found ? argumentsError(found, args) : `the agent has no tool named ${tool} now`;
   }
 
@@ -148,6 +155,8 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
         context,
         todos,
       },
+      run: definition.loop ?? runTurn,
+      framework: definition.loop !== undefined,
       model: tracedModel(this.metrics.timed(isModelClient(definition.model) ? definition.model : modelOf(definition.model ?? {}, config)), definition.name),
       policy: {
         maxTaken: definition.steering?.maxTaken ?? config.STEERS_PER_TURN,

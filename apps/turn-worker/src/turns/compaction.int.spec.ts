@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
 import type { ChatInput, DomainEvent } from '@rudder/contracts';
-import { contextBudget, type ModelClient, type TurnState } from '@rudder/agent';
+import { contextBudget, runTurn, type ModelClient, type TurnState } from '@rudder/agent';
 import { conversationRules } from '@rudder/conversation';
 import { appendToConversations, readConversation, takePartitions, type OutboxRelay } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
@@ -40,6 +40,8 @@ describe('compaction reads from the log what the fold let go of', () => {
       systemPrompt: async () => 'be brief',
       // Never compacts at first: five turns go by, and the fold lets go of all but the last two.
       loop: { tools: [], maxSteps: 4, context: contextBudget({ maxTokens: 100_000, compactAt: null, summaryPrompt: 'Sum up.' }), todos: false },
+      run: runTurn,
+      framework: false,
       model,
       policy,
       historyTurns: 10,

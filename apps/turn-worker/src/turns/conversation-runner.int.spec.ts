@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { KafkaMessage } from 'kafkajs';
 import type { ChatInput } from '@rudder/contracts';
-import { contextBudget, type ModelClient } from '@rudder/agent';
+import { contextBudget, runTurn, type ModelClient } from '@rudder/agent';
 import { readConversation, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
 import { createLog, type Pool } from '@rudder/runtime';
@@ -39,6 +39,8 @@ function worker(epochs: () => Epochs, pool: Pool = db.pool()) {
     name: 'default',
     systemPrompt: async () => 'be brief',
     loop: { tools: [], maxSteps: 4, context: contextBudget({ maxTokens: 100_000 }), todos: false },
+    run: runTurn,
+    framework: false,
     model,
     policy,
     historyTurns: 10,

@@ -1,5 +1,5 @@
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
-import { runTurn, type StoredTurn, type TurnState } from '@rudder/agent';
+import type { StoredTurn, TurnState } from '@rudder/agent';
 import { decideTurnCommit, type ConversationState } from '@rudder/conversation';
 import { hop, inSpan, tracerOf } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
@@ -63,7 +63,7 @@ export class TurnRun {
     this.windingDown.abort(new Error('wind down'));
   }
 
-  /** Runs the loop with `agent`, from the conversation as it was folded when the run began (`current`); `released` ends it, storing nothing more. */
+  /** Runs the agent's loop (Rudder's own or a framework's, `agent.run`), from the conversation as it was folded when the run began (`current`); `released` ends it, storing nothing more. */
   async run(agent: RunnableAgent, current: Conversation, released: AbortSignal): Promise<void> {
     const { key, partition, fold } = this.runner;
     const { store, tokens, metrics } = this.services;
@@ -74,7 +74,7 @@ export class TurnRun {
     // A span of the prompt's trace (see tracing/input-traces.ts); its commits store its context with their rows.
     const about = { parent: inputTraceContext(turn.prompt.id), attributes: { 'rudder.conversation': key, 'rudder.turn': turn.id, 'rudder.input': turn.prompt.id } };
     await inSpan(tracer, 'turn', about, () =>
-      runTurn({
+      agent.run({
         conversation: key,
         // Read at each request, not copied: an MCP server's tools come and go while a turn runs.
         agent: {
