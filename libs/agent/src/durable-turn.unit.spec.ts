@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent, ToolCall } from '@rudder/contracts';
-import { contextBudget } from './context';
 import { DurableTurn, NO_RESULT, type ModelAsk } from './durable-turn';
 import type { ModelMessage } from './messages';
 import type { ModelReply } from './model';
-import type { Agent, StoredTurn } from './run-options';
-import { evolveTurn, startTurn, type TurnState } from './turn';
+import { logUpTo, memoryTurn, turnOf } from './testing';
+import { evolveTurn, type TurnState } from './turn';
 
 /**
  * The loop seam's framework side against a framework of the test's own: a loop with its own
@@ -13,40 +12,14 @@ import { evolveTurn, startTurn, type TurnState } from './turn';
  * through a `DurableTurn`, and a store that takes steers as the conversation's decider does (at
  * the commit that closes a step, or in place of a completed end).
  */
-const agent: Agent = { systemPrompt: '', tools: [], maxSteps: 8, context: contextBudget({ maxTokens: 100_000 }), todos: false };
-const prompt = { id: 'in-1', text: 'check the build', messages: ['check the build'], subject: 'alice' };
-
 type Step = (messages: readonly ModelMessage[]) => ModelReply;
 
 function harness(script: Step, options: { steers?: { id: string; text: string }[]; turn?: TurnState; approval?: (call: ToolCall) => boolean } = {}) {
-  const log: DomainEvent[] = [];
   const requests: ModelMessage[][] = [];
   const toolRuns: string[] = [];
-  const waiting = options.steers ?? [];
-  let turn = options.turn ?? startTurn('t1', prompt);
-  const commit = async (events: DomainEvent[]): Promise<StoredTurn> => {
-    const after = events.reduce(evolveTurn, turn);
-    const closesStep = events.some((e) => e.type === 'tool.ended') && after.openCalls.length === 0;
-    const completes = events.some((e) => e.type === 'turn.ended' && e.data.status === 'completed');
-    let stored = events;
-    if ((closesStep || completes) && waiting.length > 0) {
-      const taken = waiting.splice(0).map((input): DomainEvent => ({ type: 'steer.taken', data: { turn: 't1', step: after.steps, input } }));
-      stored = [...events.filter((e) => e.type !== 'turn.ended'), ...taken];
-    }
-    log.push(...stored);
-    turn = stored.reduce(evolveTurn, turn);
-    return { turn, ended: stored.some((e) => e.type === 'turn.ended') };
-  };
-  const durable = new DurableTurn({
-    conversation: 'c',
-    agent,
-    model: { reply: () => Promise.reject(new Error('the framework asks its own model')) },
-    history: () => ({ summary: null, earlier: [] }),
-    turn,
-    commit,
-    now: () => new Date('2026-12-01T00:00:00Z'),
-    signal: new AbortController().signal,
-  });
+  const memory = memoryTurn(options);
+  const { log } = memory;
+  const durable = new DurableTurn(memory.options);
   /** The test's framework: its own list of messages, a user item of its own for each steer, after the results it follows. */
   const framework = async (input: ModelMessage[]) => {
     const messages = [...input];
@@ -78,7 +51,7 @@ function harness(script: Step, options: { steers?: { id: string; text: string }[
       }
     }
   };
-  return { log, requests, toolRuns, durable, run: () => durable.run(framework), turn: () => turn };
+  return { log, requests, toolRuns, durable, run: () => durable.run(framework) };
 }
 
 const call = (id: string): ModelReply => ({ content: '', toolCalls: [{ id, name: 'build', arguments: '{}' }] });
@@ -99,9 +72,8 @@ describe('a framework run through a DurableTurn', () => {
     const first = harness((m) => (hasTool(m) ? { content: 'green', toolCalls: [] } : call('c1')), { steers: [{ id: 's1', text: 'only main' }] });
     await first.run();
     // The log as stored before the final reply: the worker died after the steer was taken.
-    const upToSteer = first.log.slice(0, first.log.findIndex((e) => e.type === 'steer.taken') + 1);
     const resumed = harness((m) => ({ content: `green (${m.filter((x) => x.role === 'user').length} user messages)`, toolCalls: [] }), {
-      turn: upToSteer.reduce(evolveTurn, startTurn('t1', prompt)),
+      turn: turnOf(logUpTo(first.log, 'steer.taken')),
     });
     const ended = await resumed.run();
     expect(resumed.toolRuns).toEqual([]);
