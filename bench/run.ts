@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { startInfrastructure } from '@rudder/dev-services';
 import { chatLatency } from './chat-latency';
+import { frameworks } from './frameworks';
 import { dbCost } from './db-cost';
 import { recovery, TOOL_MS, type RecoveryResult } from './recovery';
 import { longConversation, workerMemory } from './growth';
@@ -18,12 +19,12 @@ import { ms, table } from './stats';
 /**
  * `npm run bench [-- --quick]`: the real system (Kafka and PostgreSQL from dev-services, the
  * scripted model over HTTP, companion and gateway in this process, turn workers as child
- * processes), measured six ways; prints markdown tables and writes them to bench/results.md.
+ * processes), measured seven ways; prints markdown tables and writes them to bench/results.md.
  * The services' own log lines go to a file, not the terminal.
  */
 const USAGE = `npm run bench [-- --quick]
 
-  Runs the six benchmarks on the real system (Kafka and PostgreSQL: KAFKA_BROKERS / DATABASE_URL,
+  Runs the seven benchmarks on the real system (Kafka and PostgreSQL: KAFKA_BROKERS / DATABASE_URL,
   else started like npm start does), prints markdown tables and writes them to bench/results.md.
   --quick  every benchmark once, with few turns (a few minutes): checks the benchmarks run;
            the tables are printed, bench/results.md is left as it is
@@ -74,6 +75,7 @@ try {
   const load = await step(`5. throughput at saturation with ${size.load.workers.join(', ')} workers`, () => throughput(infra, size.load));
   const memory = await step(`6a. worker memory after ${size.memory.checkpoints.join(', ')} conversations`, () => workerMemory(infra, size.memory));
   const long = await step('6b. first turn after a restart in a long conversation', () => longConversation(infra, size.long));
+  const framed = await step('7. a framework\'s one-tool turn', () => frameworks(infra, { conversations: size.load.conversations, seconds: size.load.seconds }));
 
   const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}×`;
   const base = chat[0];
@@ -179,6 +181,13 @@ try {
     'A model request carries at most the last HISTORY_TURNS (100) earlier turns, and the fold keeps only those, so neither ' +
       'the next turn\'s request nor the snapshot the first one reads grows past them with the conversation\'s length: ' +
       `the long conversation's snapshot is ${long.snapshotKb.toFixed(0)} kB here.`,
+    `## 7. A framework's one-tool turn: one worker, ${size.load.conversations} conversations, \`wait 0\`, closed loop, ${size.load.seconds} s each`,
+    table(
+      ['the agent written with', 'turns', 'turns/s', 'p50 ms', 'worker CPU-ms / turn', 'vs own loop'],
+      framed.map(({ name, level }) => [name, level.turns, level.turnsPerSecond.toFixed(1), ms(level.p50), level.cpuMsPerTurn.workers.toFixed(1), ratio(level.cpuMsPerTurn.workers, framed[0].level.cpuMsPerTurn.workers)]),
+    ),
+    'The same turn (one `wait 0` call, then the answer) and the same agent settings; the framework runs its own loop through ' +
+      'its adapter (a durable model and durable tools on the loop seam), with its own model client talking to the scripted model.',
   ];
   const cpu = os.cpus();
   const header = [
@@ -210,11 +219,11 @@ process.exit(0);
 /**
  * The sections of bench/results.md this run does not write — the anchors beside the Restate
  * copy, the other scripts' (long-history, parked, slow-readers), and earlier runs' notes — kept
- * after its own, in their order: a run replaces its six tables and nothing else.
+ * after its own, in their order: a run replaces its seven sections and nothing else.
  */
 async function keptSections(): Promise<string> {
   const before = await readFile(RESULTS, 'utf8').catch(() => '');
   const sections = before.split(/\n(?=## )/).slice(1);
-  const kept = sections.filter((section) => !/^## [1-6]\. /.test(section));
+  const kept = sections.filter((section) => !/^## [1-7]\. /.test(section));
   return kept.length === 0 ? '' : `\n${kept.map((section) => section.trimEnd()).join('\n\n')}\n`;
 }

@@ -8,7 +8,8 @@ import { median } from './stats';
  * Benchmark 5: throughput at saturation, and how it grows with turn workers. 16 conversations
  * send one-tool turns (`wait 0`) in a closed loop for `seconds`, with 1, 2 and 3 worker
  * processes. CPU is read from /proc for each worker and for this process (gateway, companion,
- * scripted model and the load generator share it), per answered turn.
+ * scripted model and the load generator share it), per answered turn. `workerEntry`: a worker of
+ * another agent's (a framework's, benchmark 7).
  */
 export type ThroughputLevel = {
   workers: number;
@@ -27,10 +28,10 @@ function cpuMsOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_MS;
 }
 
-export async function throughput(infra: Infra, options: { workers: number[]; conversations: number; seconds: number }): Promise<ThroughputLevel[]> {
+export async function throughput(infra: Infra, options: { workers: number[]; conversations: number; seconds: number; workerEntry?: string }): Promise<ThroughputLevel[]> {
   const levels: ThroughputLevel[] = [];
   for (const workers of options.workers) {
-    const stack = await startBenchStack(infra, { workers });
+    const stack = await startBenchStack(infra, { workers, workerEntry: options.workerEntry });
     try {
       const keys = Array.from({ length: options.conversations }, (_, i) => `load/w${workers}-${i}`);
       const watches = await Promise.all(keys.map((key) => watchEvents(stack.client, key)));
