@@ -81,11 +81,16 @@ export class DurableTurn {
    * the turn's end when the rules end it here (its step limit, a graceful stop).
    */
   async model(ask: (request: ModelAsk) => Promise<ModelReply>, outputs: ReadonlyMap<string, string> = new Map()): Promise<ModelReply> {
-    const step = this.step++;
+    // The step is the framework's only once it is answered: a request the framework retries
+    // (its own retries of a failed model call) asks for the same step again.
+    const step = this.step;
     await this.commits;
     this.throwIfSettled();
     const stored = storedSteps(this.turn);
-    if (step < stored.replies.length) return stored.replies[step];
+    if (step < stored.replies.length) {
+      this.step++;
+      return stored.replies[step];
+    }
     const unanswered = this.turn.openCalls.filter((c) => !this.turn.approvals[c.id]);
     for (const call of unanswered) {
       const output = outputs.get(call.id);
@@ -120,6 +125,7 @@ export class DurableTurn {
         ? [replied, ...endTurn(evolveTurn(turn, replied), 'completed', null)]
         : [replied, ...toolCalls.map((call): DomainEvent => ({ type: 'tool.started', data: { turn: turn.id, step, call } }))],
     );
+    this.step++;
     // Winding down, a reply that calls tools again ends the turn, its calls not run.
     const after = nextAction(this.turn, this.options.agent);
     if (!this.stored.ended && after.type === 'end') await this.end(after.status, after.outcome);

@@ -192,6 +192,17 @@ describe('an AI SDK agent behind Rudder', () => {
     expect(ended.steered).toHaveLength(1);
   });
 
+  it('a model that fails for good ends the turn failed, saying why, after the retries the AI SDK makes', async () => {
+    server.setScript(() => reply.error(500, 'the model is down'));
+    const before = server.requests.length;
+    const memory = memoryTurn();
+    const ended = await runWith({ model: openai().chat('scripted'), maxRetries: 1 }, memory);
+    expect(server.requests.length - before).toBe(2);
+    expect(memory.log.map((e) => e.type)).toEqual(['turn.ended']);
+    expect(memory.log[0]).toMatchObject({ data: { status: 'failed', outcome: expect.stringContaining('the model is down') } });
+    expect(ended.steps).toBe(0);
+  });
+
   it("streams the reply's tokens to the turn and stores the model's usage", async () => {
     server.setScript(() => reply.text('a warm week in Lisbon'));
     const memory = memoryTurn();
