@@ -40,6 +40,9 @@ export function adkAgent({ name, agent, ...settings }: { name: string; agent: Ll
  */
 export function adkLoop(agent: LlmAgent): TurnLoop {
   durableModelOf(agent);
+  // ADK's spans go to whatever tracer provider the process registered (Rudder's, when tracing is
+  // on); they carry no conversation text unless the team asks for it.
+  process.env.ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS ??= 'false';
   return (options) => {
     const durable = new DurableTurn(options);
     return durable.run((input) => runAdk(agent, durable, input, options.conversation));
@@ -47,6 +50,8 @@ export function adkLoop(agent: LlmAgent): TurnLoop {
 }
 
 const APP = 'rudder';
+/** ADK's tool that hands the conversation to a sub-agent. */
+const TRANSFER = 'transfer_to_agent';
 
 async function runAdk(agent: LlmAgent, durable: DurableTurn, input: ModelMessage[], conversation: string): Promise<void> {
   const contents = inputContents(input, agent.name);
@@ -173,7 +178,10 @@ class DurablePlugin extends BasePlugin {
       return { result: 'waiting for approval' };
     }
     try {
-      return toolResponse(await result);
+      const text = await result;
+      // A transfer's effect is an action on the context, which a stored result does not carry: replayed, it hands over again.
+      if (tool.name === TRANSFER && typeof toolArgs.agentName === 'string') toolContext.actions.transferToAgent = toolArgs.agentName;
+      return toolResponse(text);
     } catch (error) {
       if (error instanceof TurnOver || error instanceof TurnParked || this.durable.signal.aborted) return { result: 'not run: the turn is over' };
       return { error: error instanceof Error ? error.message : String(error) };

@@ -193,6 +193,31 @@ describe('an ADK agent run through the adapter', () => {
     });
   }
 
+  it('a reply that calls a tool needing approval and another runs the other, stores its result, then parks; the run after the decision reruns nothing stored', async () => {
+    script = (r) =>
+      toolResults(r).length > 0
+        ? reply.text(`done: ${toolResults(r).length} results`)
+        : reply.tools([
+            { name: 'book_hotel', arguments: { hotelId: 'lis-1' } },
+            { name: 'search_hotels', arguments: { city: 'Lisbon' } },
+          ]);
+    const runs: string[] = [];
+    const first = harness(tripAgent({ runs }));
+    const parked = await first.run;
+    expect(runs).toEqual(['search_hotels Lisbon']);
+    expect(types(first.log)).toEqual(['model.replied', 'tool.started', 'tool.started', 'approval.requested', 'tool.ended']);
+    const requested = first.log.find((e) => e.type === 'approval.requested');
+    if (requested?.type !== 'approval.requested') throw new Error('no approval requested');
+    const decided: DomainEvent = {
+      type: 'approval.decided',
+      data: { turn: 't1', step: 0, approval: requested.data.approval, callId: requested.data.call.id, tool: 'book_hotel', decision: 'approve', arguments: null, reason: null, subject: 'alice', input: null },
+    };
+    const resumed = harness(tripAgent({ runs }), { turn: evolveTurn(parked, decided) });
+    const ended = await resumed.run;
+    expect(runs).toEqual(['search_hotels Lisbon', 'book_hotel lis-1']);
+    expect(ended.answers).toEqual(['done: 2 results']);
+  });
+
   it('an agent used as a tool (AgentTool) gets no steer and stores nothing as the turn’s steps', async () => {
     const requestsBefore = server.requests.length;
     script = (r) => {
@@ -230,6 +255,20 @@ describe('an ADK agent run through the adapter', () => {
     expect(h.log.filter((e) => e.type === 'model.replied').map((e) => e.type === 'model.replied' && e.data.step)).toEqual([0, 1]);
     expect(ended.steered).toEqual([{ id: 's1', text: 'and a hotel' }]);
     expect(ended.answers).toEqual(['hotel too']);
+  });
+
+  it('a transfer to a sub-agent replayed from the log hands over to the sub-agent again, the agent not asked again', async () => {
+    script = (r) => (system(r).includes('You book flights.') ? reply.text('flight booked') : reply.tools([{ name: 'transfer_to_agent', arguments: { agentName: 'flights' } }]));
+    const subAgent = () => new LlmAgent({ name: 'flights', description: 'Books flights', instruction: 'You book flights.', model: new ChatCompletionsLlm({ baseURL: server.url, apiKey: 'test', model: 'scripted' }) });
+    const first = harness(tripAgent({ runs: [], subAgents: [subAgent()] }));
+    await first.run;
+    const upToTransfer = first.log.slice(0, first.log.findIndex((e) => e.type === 'tool.ended') + 1);
+    const requestsBefore = server.requests.length;
+    const resumed = harness(tripAgent({ runs: [], subAgents: [subAgent()] }), { turn: upToTransfer.reduce(evolveTurn, startTurn('t1', prompt)) });
+    await resumed.run;
+    const wire = server.requests.slice(requestsBefore);
+    expect(wire.map((r) => system(r).includes('You book flights.'))).toEqual([true]);
+    expect(types(resumed.log)).toEqual(['turn.ended']);
   });
 
   it("a stop aborts ADK's run and its tool in flight; nothing more is stored", async () => {
