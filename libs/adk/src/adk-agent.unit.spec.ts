@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgentTool, BaseLlm, FunctionTool, LlmAgent, type BaseLlmConnection, type LlmRequest, type LlmResponse } from '@google/adk';
+import { AgentTool, BaseLlm, FunctionTool, LlmAgent, Workflow, type BaseLlmConnection, type LlmRequest, type LlmResponse } from '@google/adk';
 import { z } from 'zod';
-import { contextBudget, evolveTurn, startTurn, type Agent, type StoredTurn, type TurnState } from '@rudder/agent';
+import { contextBudget, evolveTurn, startTurn, type Agent, type ModelMessage, type StoredTurn, type TurnState } from '@rudder/agent';
 import type { DomainEvent } from '@rudder/contracts';
 import { lastUserText, messageText, reply, startScriptedModel, toolResults, userTexts, type ModelRequest, type ScriptedModel, type ScriptedReply } from '@rudder/scripted-model';
 import { adkLoop } from './adk-agent';
@@ -67,7 +67,7 @@ function tripAgent(options: { runs: string[]; model?: BaseLlm; tools?: LlmAgent[
   });
 }
 
-function harness(agent: LlmAgent, options: { steers?: { id: string; text: string }[]; turn?: TurnState; signal?: AbortSignal } = {}) {
+function harness(agent: LlmAgent, options: { steers?: { id: string; text: string }[]; turn?: TurnState; signal?: AbortSignal; earlier?: ModelMessage[] } = {}) {
   const log: DomainEvent[] = [];
   const tokens: string[] = [];
   const waiting = options.steers ?? [];
@@ -89,7 +89,7 @@ function harness(agent: LlmAgent, options: { steers?: { id: string; text: string
     conversation: 'c1',
     agent: rudderAgent,
     model: { reply: () => Promise.reject(new Error('ADK asks its own model')) },
-    history: () => ({ summary: null, earlier: [] }),
+    history: () => ({ summary: null, earlier: options.earlier ? [{ messages: options.earlier }] : [] }),
     turn,
     commit,
     now: () => new Date('2026-12-01T00:00:00Z'),
@@ -124,6 +124,19 @@ describe('an ADK agent run through the adapter', () => {
     expect(h.log.filter((e) => e.type === 'steer.taken')).toHaveLength(1);
     expect(ended.answers).toEqual(['found for: a hotel in Lisbon / under 100 a night']);
     expect(h.tokens.join('')).toBe('found for: a hotel in Lisbon / under 100 a night');
+  });
+
+  it("earlier turns, their tool calls and results too, are ADK's session: the model is asked with them in order", async () => {
+    const requestsBefore = server.requests.length;
+    script = () => reply.text('again?');
+    const earlier: ModelMessage[] = [
+      { role: 'user', content: 'hotels in Porto' },
+      { role: 'assistant', content: 'Looking.', tool_calls: [{ id: 'old_1', type: 'function', function: { name: 'search_hotels', arguments: '{"city":"Porto"}' } }] },
+      { role: 'tool', tool_call_id: 'old_1', content: 'por-1: Ribeira Inn' },
+      { role: 'assistant', content: 'Ribeira Inn.' },
+    ];
+    await harness(tripAgent({ runs: [] }), { earlier }).run;
+    expect(server.requests.slice(requestsBefore)[0].body.messages.slice(1)).toEqual([...earlier, { role: 'user', content: 'a hotel in Lisbon' }]);
   });
 
   it('a steer that lands with the final answer takes one more step, from the turn so far', async () => {
@@ -238,6 +251,26 @@ describe('an ADK agent run through the adapter', () => {
     expect(ended.answers).toEqual(['weather: sunny']);
   });
 
+  it('a workflow used as a tool (a sub-graph) gets no steer and stores nothing as the turn’s steps', async () => {
+    const requestsBefore = server.requests.length;
+    script = (r) => {
+      if (system(r).includes('You pick a district.')) return reply.text('Alfama');
+      if (toolResults(r).length > 0) return reply.text(`district: ${toolResults(r)[0].content as string}`);
+      return reply.tools([{ name: 'districts', arguments: { request: 'Lisbon' } }]);
+    };
+    const picker = new LlmAgent({ name: 'picker', instruction: 'You pick a district.', model: new ChatCompletionsLlm({ baseURL: server.url, apiKey: 'test', model: 'scripted' }) });
+    const districts = new Workflow({ name: 'districts', description: 'Picks a district', inputSchema: z.object({ request: z.string() }), edges: [['START', picker]] });
+    const h = harness(tripAgent({ runs: [], tools: [districts] }), { steers: [{ id: 's1', text: 'near the river' }] });
+    const ended = await h.run;
+    const wire = server.requests.slice(requestsBefore);
+    const nested = wire.filter((r) => system(r).includes('You pick a district.'));
+    expect(nested).toHaveLength(1);
+    expect(userTexts(nested[0])).not.toContain('near the river');
+    expect(h.log.filter((e) => e.type === 'model.replied')).toHaveLength(2);
+    expect(lastUserText(wire.at(-1)!)).toBe('near the river');
+    expect(ended.answers).toEqual([expect.stringContaining('district: ')]);
+  });
+
   it("a sub-agent's model requests get no steer and are not the turn's steps; the steer is answered by the agent after it", async () => {
     const requestsBefore = server.requests.length;
     script = (r) => {
@@ -269,6 +302,31 @@ describe('an ADK agent run through the adapter', () => {
     const wire = server.requests.slice(requestsBefore);
     expect(wire.map((r) => system(r).includes('You book flights.'))).toEqual([true]);
     expect(types(resumed.log)).toEqual(['turn.ended']);
+  });
+
+  it('a tool that throws is stored as an error result, and ADK gives the model its error as it does', async () => {
+    const requestsBefore = server.requests.length;
+    script = (r) => (toolResults(r).length > 0 ? reply.text(`sorry: ${toolResults(r)[0].content as string}`) : reply.tools([{ name: 'search_hotels', arguments: { city: 'Atlantis' } }]));
+    const failing = new FunctionTool({
+      name: 'search_hotels',
+      description: 'Hotels in a city',
+      parameters: z.object({ city: z.string() }),
+      execute: ({ city }) => Promise.reject(new Error(`no city ${city}`)),
+    });
+    const h = harness(tripAgent({ runs: [], tools: [failing] }));
+    const ended = await h.run;
+    expect(h.log.find((e) => e.type === 'tool.ended')).toMatchObject({ data: { isError: true, result: "Error in tool 'search_hotels': no city Atlantis" } });
+    expect(toolResults(server.requests.slice(requestsBefore)[1])[0].content).toBe('{"error":"Error in tool \'search_hotels\': no city Atlantis"}');
+    expect(ended.answers).toHaveLength(1);
+  });
+
+  it('a model request that fails ends the turn failed, nothing of it stored as a step', async () => {
+    script = () => reply.error(500, 'the model is down');
+    const h = harness(tripAgent({ runs: [], model: new ChatCompletionsLlm({ baseURL: server.url, apiKey: 'test', model: 'scripted', maxRetries: 0 }) }));
+    const ended = await h.run;
+    expect(types(h.log)).toEqual(['turn.ended']);
+    expect(h.log[0]).toMatchObject({ data: { status: 'failed', outcome: expect.stringContaining('the model is down') } });
+    expect(ended.answers).toEqual([]);
   });
 
   it("a stop aborts ADK's run and its tool in flight; nothing more is stored", async () => {
