@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { lastUserText, reply, toolResults, userTexts, type ModelRequest, type Script } from '@rudder/scripted-model';
+import { readEvents, type SseMessage } from '../../../test/sse';
 import { answered, started, WAIT, startStack, type Stack } from '../../../test/stack';
 
 /**
@@ -84,6 +85,16 @@ describe('the ADK trips example', () => {
       { role: 'user', content: 'only under 100 EUR' },
     ]);
     expect(next[0].body.messages[0]).toMatchObject({ role: 'system', content: expect.stringContaining('You plan trips.') });
+  });
+
+  it("the tokens of ADK's streaming model reach the conversation's event stream", async () => {
+    const { client, http } = stack;
+    const conversation = key('tokens');
+    const stream = await http.events(conversation);
+    const tokenText = (read: SseMessage[]) => read.filter((m) => m.event === 'token').map((m) => (m.data as { text: string }).text).join('');
+    const reading = readEvents(stream, (_, read) => read.some((m) => m.event === 'turn.ended') && tokenText(read).includes('noted: say something'));
+    await client.chat(conversation, { text: 'say something', id: 't', agent: 'adk-trips' });
+    expect(tokenText(await reading)).toBe('noted: say something');
   });
 
   it('a steer sent after the turn ended is answered as a turn of its own, in order', async () => {
