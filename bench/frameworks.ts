@@ -10,6 +10,7 @@ import type { Infra } from './stack';
 export const FRAMEWORK_WORKERS: { name: string; entry?: string }[] = [
   { name: "Rudder's own loop" },
   { name: 'AI SDK (`ai` 6, ToolLoopAgent)', entry: 'bench/framework-workers/ai-sdk.ts' },
+  { name: 'Google ADK (`@google/adk` 2.0, LlmAgent)', entry: 'bench/framework-workers/adk.ts' },
 ];
 
 export type FrameworkLevel = { name: string; level: ThroughputLevel };
