@@ -232,6 +232,22 @@ describe('a LangGraph agent run through the adapter', () => {
   });
 });
 
+describe('a tool that throws', () => {
+  it('is stored as the call\'s error result, which the model reads as a ToolMessage; the run goes on', async () => {
+    const failing = tool(
+      async () => {
+        throw new Error('the rates service is down');
+      },
+      { name: 'search_hotels', description: 'Fails.', schema: z.object({ city: z.string() }) },
+    );
+    const h = harness({ tools: [failing] });
+    const ended = await h.run();
+    expect(h.log.find((e) => e.type === 'tool.ended')).toMatchObject({ data: { result: 'the rates service is down', isError: true } });
+    expect(toolResults(h.requests()[1]).map((r) => r.content)).toEqual(['the rates service is down']);
+    expect(ended.answers).toEqual(['Let me look.', 'done after the rates service is down']);
+  });
+});
+
 describe('a stop', () => {
   it("aborts the agent's run and the tool it holds: the tool sees LangGraph's abort signal, nothing more is asked or stored", async () => {
     const stop = new AbortController();
