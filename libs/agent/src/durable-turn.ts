@@ -100,7 +100,11 @@ export class DurableTurn {
     await this.options.beforeModelRequest?.();
     this.signal.throwIfAborted();
     const steers = storedSteps(this.turn).steers.filter((s) => s.step > this.carried && s.step <= step);
-    const reply = await ask({ step, steers, signal: this.signal, onToken: (text) => this.options.onToken?.(step, text) });
+    // A request that failed took no step: a framework that retries it (its own retry middleware) asks for the same step again.
+    const reply = await ask({ step, steers, signal: this.signal, onToken: (text) => this.options.onToken?.(step, text) }).catch((error: unknown) => {
+      this.step = step;
+      throw error;
+    });
     this.signal.throwIfAborted();
     const toolCalls = ownCallIds(reply.toolCalls, step);
     const turn = this.turn;
