@@ -1,7 +1,7 @@
 import { MessagesAnnotation, StateGraph } from '@langchain/langgraph';
 import type { StructuredToolInterface } from '@langchain/core/tools';
 import { ChatOpenAI } from '@langchain/openai';
-import { createAgent, createMiddleware, humanInTheLoopMiddleware, tool, trimMessages, type AgentMiddleware } from 'langchain';
+import { createAgent, createMiddleware, humanInTheLoopMiddleware, modelRetryMiddleware, tool, trimMessages, type AgentMiddleware } from 'langchain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { contextBudget, evolveTurn, startTurn, type Agent, type StoredTurn, type TurnState } from '@rudder/agent';
@@ -17,6 +17,7 @@ import { langGraphGraph } from './langgraph-graph';
  * step, or in place of a completed end), as durable-turn.unit.spec.ts does.
  */
 let server: ScriptedModel;
+let flaked = false;
 beforeAll(async () => {
   server = await startScriptedModel({
     script: (request) => {
@@ -30,6 +31,10 @@ beforeAll(async () => {
         return reply.text(`done after ${results.map((r) => r.content).join('; ')}`);
       }
       const asked = messageText(lastMessage(request));
+      if (asked === 'flaky' && !flaked) {
+        flaked = true;
+        return { status: 500, error: 'the model is down for a moment' };
+      }
       const city = /hotel in (\w+)/.exec(asked);
       if (city) return reply.tools([{ name: 'search_hotels', arguments: { city: city[1] } }], { content: 'Let me look.' });
       const book = /book (\S+)/.exec(asked);
@@ -245,6 +250,16 @@ describe('a tool that throws', () => {
     expect(h.log.find((e) => e.type === 'tool.ended')).toMatchObject({ data: { result: 'the rates service is down', isError: true } });
     expect(toolResults(h.requests()[1]).map((r) => r.content)).toEqual(['the rates service is down']);
     expect(ended.answers).toEqual(['Let me look.', 'done after the rates service is down']);
+  });
+});
+
+describe("the team's model retries (modelRetryMiddleware)", () => {
+  it('a request that failed and is asked again is the same step: its reply is stored once', async () => {
+    const h = harness({ text: 'flaky', middleware: [modelRetryMiddleware({ maxRetries: 2, initialDelayMs: 1 })] });
+    const ended = await h.run();
+    expect(h.requests()).toHaveLength(2);
+    expect(ended.answers).toEqual(['answer to flaky']);
+    expect(h.log.map((e) => e.type)).toEqual(['model.replied', 'turn.ended']);
   });
 });
 
