@@ -112,6 +112,23 @@ describe('a framework run through a DurableTurn', () => {
     expect(ended.answers).toEqual(['deployed']);
   });
 
+  it('a model request that failed and that the framework asks again (its own retry) is the same step: its reply is stored once', async () => {
+    const h = harness(() => ({ content: 'unused', toolCalls: [] }));
+    let asked = 0;
+    const framework = async () => {
+      const request = () =>
+        h.durable.model(async () => {
+          if (asked++ === 0) throw new Error('503 from the model');
+          return { content: 'fine', toolCalls: [] };
+        });
+      await request().catch(request);
+    };
+    const ended = await h.durable.run(framework);
+    expect(asked).toBe(2);
+    expect(h.log.map((e) => e.type)).toEqual(['model.replied', 'turn.ended']);
+    expect(ended.answers).toEqual(['fine']);
+  });
+
   it('a result the framework made itself is stored before the next step, and a call it gave none is closed', async () => {
     const h = harness(() => ({ content: 'unused', toolCalls: [] }));
     // A framework that answers `a` itself and forgets `b` (as a handoff filter may).
