@@ -1,0 +1,53 @@
+import { Runner, setTracingDisabled, type ModelProvider } from '@openai/agents';
+import { DurableTurn, type TurnLoop } from '@rudder/agent';
+import type { AgentDefinition } from '@rudder/turn-worker';
+import { durableAgents, type TeamAgent } from './durable-agents';
+import { toInputItems } from './items';
+
+export type OpenAiAgentsLoopOptions = {
+  /** The team's agent, as written: instructions, model, tools, handoffs, guardrails. */
+  agent: TeamAgent;
+  /** Resolves the agents whose model is a name (or unset). Default: the framework's `OpenAIProvider` (its API as `setOpenAIAPI` chose). */
+  modelProvider?: ModelProvider;
+  /** The run context the agent's tools and guardrails get, made for each run of a turn. Default: none. */
+  context?: (turn: { conversation: string; turn: string }) => unknown;
+};
+
+/**
+ * A turn loop that runs an OpenAI Agents SDK agent (`@openai/agents`) through a `DurableTurn`:
+ * its model requests are the turn's steps (steers taken at its own step, before its next request),
+ * its function tools the turn's durable calls, its approvals Rudder's parked approvals, and the
+ * worker's stop its run's abort signal.
+ */
+export function openAiAgentsLoop(options: OpenAiAgentsLoopOptions): TurnLoop {
+  // Nothing of a run may call out: the framework's tracing exports to OpenAI by default.
+  setTracingDisabled(true);
+  return (run) => {
+    const durable = new DurableTurn(run);
+    const known = new Map<string, string>();
+    const runner = new Runner({ tracingDisabled: true });
+    let current: TeamAgent | undefined;
+    return durable.run(async (input) => {
+      current ??= await durableAgents(options.agent, durable, known, options.modelProvider);
+      // Its input guardrails judged the prompt when the turn began: a resumed run or a
+      // continuation (the turn so far, steered messages included) is not judged again.
+      const agent = durable.turn.steps > 0 ? current.clone({ inputGuardrails: [] }) : current;
+      const result = await runner.run(agent, toInputItems(input), {
+        signal: durable.signal,
+        // Rudder's own step limit (`maxSteps`) ends the turn first.
+        maxTurns: run.agent.maxSteps + 1,
+        context: options.context?.({ conversation: run.conversation, turn: run.turn.id }),
+      });
+      // A continuation answers from the agent that gave the final answer (after a handoff, the new one).
+      current = result.lastAgent ?? current;
+    });
+  };
+}
+
+export type OpenAiAgentsAgentOptions = OpenAiAgentsLoopOptions &
+  Pick<AgentDefinition, 'name' | 'steering' | 'bounds' | 'guard' | 'guardTimeoutMs' | 'history' | 'maxSteps' | 'affordances'>;
+
+/** An OpenAI Agents SDK agent as a Rudder agent: list it in `TurnWorkerModule.forRoot({ agents })`. */
+export function openAiAgentsAgent({ agent, modelProvider, context, ...settings }: OpenAiAgentsAgentOptions): AgentDefinition {
+  return { ...settings, instructions: '', loop: openAiAgentsLoop({ agent, modelProvider, context }) };
+}
