@@ -1,16 +1,16 @@
-import { Runner, setTracingDisabled, type ModelProvider } from '@openai/agents';
+import { Runner, setTracingDisabled, type Agent, type AgentOutputType, type ModelProvider } from '@openai/agents';
 import { DurableTurn, type TurnLoop } from '@rudder/agent';
 import type { AgentDefinition } from '@rudder/turn-worker';
 import { durableAgents, type TeamAgent } from './durable-agents';
 import { toInputItems } from './items';
 
-export type OpenAiAgentsLoopOptions = {
+export type OpenAiAgentsLoopOptions<TContext = unknown, TOutput extends AgentOutputType = AgentOutputType> = {
   /** The team's agent, as written: instructions, model, tools, handoffs, guardrails. */
-  agent: TeamAgent;
+  agent: Agent<TContext, TOutput>;
   /** Resolves the agents whose model is a name (or unset). Default: the framework's `OpenAIProvider` (its API as `setOpenAIAPI` chose). */
   modelProvider?: ModelProvider;
   /** The run context the agent's tools and guardrails get, made for each run of a turn. Default: none. */
-  context?: (turn: { conversation: string; turn: string }) => unknown;
+  context?: (turn: { conversation: string; turn: string }) => TContext;
 };
 
 /**
@@ -19,7 +19,9 @@ export type OpenAiAgentsLoopOptions = {
  * its function tools the turn's durable calls, its approvals Rudder's parked approvals, and the
  * worker's stop its run's abort signal.
  */
-export function openAiAgentsLoop(options: OpenAiAgentsLoopOptions): TurnLoop {
+export function openAiAgentsLoop<TContext, TOutput extends AgentOutputType>(options: OpenAiAgentsLoopOptions<TContext, TOutput>): TurnLoop {
+  // The adapter reads no context and no output of the agent's: one type for every agent.
+  const team = options.agent as unknown as TeamAgent;
   // Nothing of a run may call out: the framework's tracing exports to OpenAI by default.
   setTracingDisabled(true);
   return (run) => {
@@ -28,7 +30,7 @@ export function openAiAgentsLoop(options: OpenAiAgentsLoopOptions): TurnLoop {
     const runner = new Runner({ tracingDisabled: true });
     let current: TeamAgent | undefined;
     return durable.run(async (input) => {
-      current ??= await durableAgents(options.agent, durable, known, options.modelProvider);
+      current ??= await durableAgents(team, durable, known, options.modelProvider);
       // Its input guardrails judged the prompt when the turn began: a resumed run or a
       // continuation (the turn so far, steered messages included) is not judged again.
       const agent = durable.turn.steps > 0 ? current.clone({ inputGuardrails: [] }) : current;
@@ -44,10 +46,10 @@ export function openAiAgentsLoop(options: OpenAiAgentsLoopOptions): TurnLoop {
   };
 }
 
-export type OpenAiAgentsAgentOptions = OpenAiAgentsLoopOptions &
+export type OpenAiAgentsAgentOptions<TContext = unknown, TOutput extends AgentOutputType = AgentOutputType> = OpenAiAgentsLoopOptions<TContext, TOutput> &
   Pick<AgentDefinition, 'name' | 'steering' | 'bounds' | 'guard' | 'guardTimeoutMs' | 'history' | 'maxSteps' | 'affordances'>;
 
 /** An OpenAI Agents SDK agent as a Rudder agent: list it in `TurnWorkerModule.forRoot({ agents })`. */
-export function openAiAgentsAgent({ agent, modelProvider, context, ...settings }: OpenAiAgentsAgentOptions): AgentDefinition {
+export function openAiAgentsAgent<TContext, TOutput extends AgentOutputType>({ agent, modelProvider, context, ...settings }: OpenAiAgentsAgentOptions<TContext, TOutput>): AgentDefinition {
   return { ...settings, instructions: '', loop: openAiAgentsLoop({ agent, modelProvider, context }) };
 }
