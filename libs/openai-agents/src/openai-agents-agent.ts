@@ -40,6 +40,11 @@ export function openAiAgentsLoop<TContext, TOutput extends AgentOutputType>(opti
         maxTurns: run.agent.maxSteps + 1,
         context: options.context?.({ conversation: run.conversation, turn: run.turn.id }),
       });
+      // The turn's own tools never interrupt (Rudder parks them); a tool of an agent used as a
+      // tool runs in the framework's nested run, whose approvals Rudder cannot park.
+      if (result.interruptions.length > 0) {
+        throw new Error(`a nested agent's tool asked for approval, which Rudder cannot park: ${result.interruptions.map((i) => i.name ?? i.type).join(', ')}`);
+      }
       // A continuation answers from the agent that gave the final answer (after a handoff, the new one).
       current = result.lastAgent ?? current;
     });

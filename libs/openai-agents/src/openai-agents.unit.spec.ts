@@ -223,6 +223,21 @@ describe('an OpenAI Agents SDK agent through the adapter', () => {
     expect(ended.answers.at(-1)).toBe('planned with Alfama is quiet');
   });
 
+  it("a nested agent's tool that needs approval fails the turn with the reason: the framework's own interruption is not Rudder's to park", async () => {
+    script = (request) => {
+      const nested = String(messagesOf(request)[0].content).includes('You book');
+      if (nested) return reply.tools([{ name: 'book_hotel', arguments: { hotelId: 'lis-1' } }]);
+      return lastMessage(request)?.role === 'tool' ? reply.text('done') : reply.tools([{ name: 'booking_desk', arguments: { input: 'book lis-1' } }]);
+    };
+    const tools = tripTools();
+    const desk = new Agent({ name: 'desk', instructions: 'You book.', model: model(), tools: [tools.bookHotel] });
+    const h = harness(new Agent({ name: 'planner', instructions: 'You plan trips.', model: model(), tools: [desk.asTool({ toolName: 'booking_desk', toolDescription: 'Books' })] }));
+    await h.run();
+    expect(tools.runs).toEqual([]);
+    expect(h.ending()).toBe('failed');
+    expect(h.log.at(-1)).toMatchObject({ type: 'turn.ended', data: { outcome: expect.stringContaining('asked for approval, which Rudder cannot park: book_hotel') } });
+  });
+
   it("a handoff keeps the steered messages in place in the new agent's requests", async () => {
     script = (request) => {
       const system = String(messagesOf(request)[0].content);
