@@ -27,7 +27,8 @@ export function openAiAgentsLoop<TContext, TOutput extends AgentOutputType>(opti
   return (run) => {
     const durable = new DurableTurn(run);
     const known = new Map<string, string>();
-    const runner = new Runner({ tracingDisabled: true });
+    // An agent used as a tool with a model named by a string finds it where the team's agents do.
+    const runner = new Runner({ tracingDisabled: true, ...(options.modelProvider ? { modelProvider: options.modelProvider } : {}) });
     let current: TeamAgent | undefined;
     return durable.run(async (input) => {
       current ??= await durableAgents(team, durable, known, options.modelProvider);
