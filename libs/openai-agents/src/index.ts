@@ -1,0 +1,1 @@
+export { openAiAgentsAgent, openAiAgentsLoop, type OpenAiAgentsAgentOptions, type OpenAiAgentsLoopOptions } from './openai-agents-agent';
