@@ -14,7 +14,8 @@ import { answered, startStack, WAIT, workerProcess, type Stack } from './stack';
  * repository"): Rudder's packages built and packed as `npm run pack:packages` packs them,
  * installed from the tarballs by npm into an app in a temporary directory outside this
  * repository, with its own package.json and tsconfig.json (NodeNext; test/outside-app holds
- * its sources), compiled with its tsc and run with plain node against the suite's stack: its
+ * its sources), compiled with its tsc (which must read Rudder's declarations: see
+ * test/outside-app/src/declarations.ts) and run with plain node against the suite's stack: its
  * worker's tool runs while its client (`@rudder/client`, from its tarball too) steers the turn.
  */
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
