@@ -138,6 +138,11 @@ export function spawnWorker(env: Record<string, string>, entry = 'apps/turn-work
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  return workerProcess(child);
+}
+
+/** A turn worker started some other way (a team's app outside the repository, say), its stdout and stderr piped. */
+export function workerProcess(child: ChildProcess): WorkerProcess {
   let output = '';
   let onAssigned: (at: number) => void;
   let onFailed: (error: Error) => void;
