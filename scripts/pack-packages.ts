@@ -39,6 +39,10 @@ export const PACKAGES = [
   'libs/event-store',
   'libs/client',
   'apps/turn-worker',
+  'libs/ai-sdk',
+  'libs/openai-agents',
+  'libs/langgraph',
+  'libs/adk',
 ] as const;
 
 /** Exports that are the workspace's own test support (they load vitest and dev-services): never packed. */
@@ -96,7 +100,8 @@ export function packedManifest(manifest: Manifest, versions: Record<string, stri
     }),
   );
   const dependencies: Record<string, string> = {};
-  const peerDependencies: Record<string, string> = {};
+  // A package's own peers (an adapter's framework) stay the app's to install, at the app's version.
+  const peerDependencies: Record<string, string> = { ...manifest.peerDependencies };
   for (const [name, range] of Object.entries(manifest.dependencies ?? {})) {
     if (name.startsWith('@rudder/')) {
       if (!versions[name]) throw new Error(`${manifest.name} depends on ${name}, which is not packed: add it to PACKAGES (scripts/pack-packages.ts)`);

@@ -30,6 +30,11 @@ describe("a packed package's manifest", () => {
     expect(packed).not.toHaveProperty('devDependencies');
   });
 
+  it("keeps the package's own peers (an adapter's framework): the app installs the framework it has", () => {
+    const adapter: Manifest = { ...workspace, name: '@rudder/ai-sdk', dependencies: { '@rudder/contracts': '*' }, peerDependencies: { ai: '^6.0.0' } };
+    expect(packedManifest(adapter, versions, engines).peerDependencies).toEqual({ ai: '^6.0.0' });
+  });
+
   it('refuses a dependency on a workspace package that is not packed', () => {
     expect(() => packedManifest({ ...workspace, dependencies: { '@rudder/dev-services': '*' } }, versions, engines)).toThrow(/@rudder\/dev-services, which is not packed/);
   });

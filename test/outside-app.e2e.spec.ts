@@ -62,7 +62,7 @@ async function makeApp(dir: string): Promise<string> {
     scripts: { build: 'tsc', start: 'node dist/main.js' },
     dependencies: {
       ...Object.fromEntries(packed.map((p) => [p.name, `file:${p.tarball}`])),
-      ...pick('@nestjs/common', '@nestjs/core', 'reflect-metadata', 'zod'),
+      ...pick('@nestjs/common', '@nestjs/core', 'reflect-metadata', 'zod', 'ai', '@ai-sdk/openai'),
     },
     devDependencies: pick('typescript', '@types/node'),
   };
@@ -111,6 +111,40 @@ describe('an agent app in its own repository, on the packed packages', () => {
     ]);
     expect(withSteer[0].body.messages).toHaveLength(5);
     expect(ended.content).toBe(`waiting for ${text}\n\nanswer to use Celsius`);
+  });
+});
+
+describe('an AI SDK agent in an app of its own, on the packed packages', () => {
+  it("its ToolLoopAgent, registered unchanged through @rudder/ai-sdk, takes a steer sent while its tool runs in the very next request, after the tool's result", async () => {
+    const conversation = `outside/ai-sdk-${Math.random().toString(36).slice(2, 8)}`;
+    const gate = gateName('concierge');
+    const text = `ask the desk tool-gate:${gate}`;
+    const asking = caller(spawn(process.execPath, ['dist/ask.js', conversation, text, 'a room with a view', 'concierge'], {
+      cwd: app,
+      env: { PATH: process.env.PATH!, RUDDER_URL: stack.gatewayUrl },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }));
+    await stack.model.gate(gate).reached();
+    const { steer } = await vi.waitFor(() => {
+      const line = asking.lines().find((l) => 'steer' in l);
+      expect(line, asking.output()).toBeDefined();
+      return line as { steer: unknown };
+    }, WAIT);
+    expect(steer).toEqual({ id: 'steer', turn: expect.any(String), landed: true });
+    stack.model.gate(gate).open();
+    expect(await asking.exited, asking.output()).toBe(0);
+
+    const ended = await answered(stack.client, conversation, 'chat');
+    expect(ended).toMatchObject({ agent: 'concierge', status: 'completed', steered: [{ id: 'steer', text: 'a room with a view' }] });
+    const withSteer = requestsWith(stack.model.requests, 'a room with a view');
+    expect(withSteer).toHaveLength(1);
+    expect(withSteer[0].body.messages).toMatchObject([
+      { role: 'system', content: 'You are the concierge of a hotel. Ask the desk before you answer.' },
+      { role: 'user', content: text },
+      { role: 'assistant', tool_calls: [{ function: { name: 'hold' } }] },
+      { role: 'tool', content: `the front desk answered at ${gate}` },
+      { role: 'user', content: 'a room with a view' },
+    ]);
   });
 });
 

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Module } from '@nestjs/common';
 import { AgentTool, TurnWorkerModule, type AgentDefinition, type ToolContext } from '@rudder/turn-worker';
 import { z } from 'zod';
+import { concierge } from './concierge.js';
 
 /**
  * The front desk the agent's tool asks, a service of the app's own. Here the desk is a gate of
@@ -36,7 +37,7 @@ export const frontDesk: AgentDefinition = {
 };
 
 @Module({
-  imports: [TurnWorkerModule.forRoot({ agents: [frontDesk] })],
+  imports: [TurnWorkerModule.forRoot({ agents: [frontDesk, concierge] })],
   providers: [Desk, FrontDeskTools],
 })
 export class FrontDeskModule {}
