@@ -165,6 +165,8 @@ export class DurableTurn {
       await this.storeResult(open, { result: describe(error), isError: true });
       throw error;
     }
+    // A tool that answers after the run was stopped (one that caught its own abort) stores nothing.
+    this.signal.throwIfAborted();
     return this.storeResult(open, approval ? approvedResult(approval, ran) : ran);
   }
 

@@ -148,4 +148,19 @@ describe('a framework run through a DurableTurn', () => {
     ]);
     expect(ended.answers).toEqual(['done']);
   });
+
+  it('a tool that answers after a stop (it caught its own abort) stores nothing, and the run rejects', async () => {
+    const stop = new AbortController();
+    const memory = memoryTurn({ signal: stop.signal });
+    const durable = new DurableTurn(memory.options);
+    const framework = async () => {
+      const reply = await durable.model(async () => ({ content: '', toolCalls: [{ id: 'c1', name: 'build', arguments: '{}' }] }));
+      await durable.tool(reply.toolCalls[0], async () => {
+        stop.abort(new Error('stop requested'));
+        return 'finished anyway';
+      });
+    };
+    await expect(durable.run(framework)).rejects.toThrow('stop requested');
+    expect(memory.log.map((e) => e.type)).toEqual(['model.replied', 'tool.started']);
+  });
 });
