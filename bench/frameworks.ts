@@ -10,6 +10,8 @@ import type { Infra } from './stack';
 export const FRAMEWORK_WORKERS: { name: string; entry?: string }[] = [
   { name: "Rudder's own loop" },
   { name: 'AI SDK (`ai` 6, ToolLoopAgent)', entry: 'bench/framework-workers/ai-sdk.ts' },
+  { name: 'OpenAI Agents (`@openai/agents` 0.14, Agent)', entry: 'bench/framework-workers/openai-agents.ts' },
+  { name: 'LangGraph (`langchain` 1.5 createAgent)', entry: 'bench/framework-workers/langgraph.ts' },
   { name: 'Google ADK (`@google/adk` 2.0, LlmAgent)', entry: 'bench/framework-workers/adk.ts' },
 ];
 
