@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { ToolMessage } from '@langchain/core/messages';
 import { isCommand } from '@langchain/langgraph';
 import { createAgent, createMiddleware, type AgentMiddleware, type InterruptOnConfig, type ReactAgent } from 'langchain';
@@ -43,9 +44,10 @@ export function langGraphAgent({ name, agent, interruptOn, approvalTimeout, ...s
 }
 
 /**
- * The loop: each run of a turn builds the team's agent again with Rudder's middlewares around
- * its own (a run's DurableTurn is theirs alone; nested agents, built by the team, have none),
- * and invokes it from the turn's input with the run's abort signal.
+ * The loop: the team's agent, made again once with Rudder's middlewares around its own, invoked
+ * by each run of a turn from the turn's input with the run's abort signal; the middlewares find
+ * that run's DurableTurn in the async context of its invoke (nested agents, made by the team,
+ * have no Rudder middleware).
  *
  * - `RudderTools` is the first middleware, so it wraps the team's own tool middleware (a retry,
  *   say) and stores what they make of the call: `durable.tool`, approvals from `interruptOn`.
@@ -55,48 +57,60 @@ export function langGraphAgent({ name, agent, interruptOn, approvalTimeout, ...s
  */
 export function durableTurnLoop(agent: ReactAgent, options: { interruptOn: InterruptOn; approvalTimeout?: number }): TurnLoop {
   const own = ((agent.options.middleware ?? []) as readonly AgentMiddleware[]).filter((m) => m.name !== HITL);
+  // The agent Rudder runs is made once (making one compiles its graph); each turn's run finds its
+  // DurableTurn and token sink in the async context the run's invoke is called in.
+  const turns = new AsyncLocalStorage<{ durable: DurableTurn; tokens: TokenSink }>();
+  const turn = () => {
+    const current = turns.getStore();
+    if (!current) throw new Error('a Rudder middleware ran outside a Rudder turn');
+    return current;
+  };
+  const model = createMiddleware({
+    name: 'RudderModel',
+    wrapModelCall: async (request, handler) => {
+      const { durable, tokens } = turn();
+      const reply = await durable.model(async (ask) => {
+        const messages = withSteers(request.messages, ask.steers);
+        const answer = await tokens.during(ask.onToken, async () => handler({ ...request, messages }));
+        return toModelReply(answer);
+      }, resultsOf(request.state.messages));
+      return toAIMessage(reply);
+    },
+  });
+  const tools = createMiddleware({
+    name: 'RudderTools',
+    wrapToolCall: async (request, handler) => {
+      const { durable } = turn();
+      const { toolCall } = request;
+      const call = { id: toolCall.id ?? '', name: toolCall.name, arguments: JSON.stringify(toolCall.args) };
+      let made: Awaited<ReturnType<typeof handler>> | undefined;
+      try {
+        const result = await durable.tool(
+          call,
+          async (args) => {
+            made = await handler({ ...request, toolCall: { ...toolCall, args: parseArguments(args) } });
+            return resultText(made);
+          },
+          { needsApproval: await needsApproval(options.interruptOn[call.name], request), approvalTimeout: options.approvalTimeout },
+        );
+        // A Command (a state update of the tool's) goes back as it was made; a stored result as the text the log holds.
+        return made !== undefined && isCommand(made) ? made : new ToolMessage({ content: result, tool_call_id: call.id, name: call.name });
+      } catch (error) {
+        if (durable.signal.aborted) throw error;
+        // Stored as the call's error result: the model reads it, as LangGraph's ToolNode gives it without middleware.
+        return new ToolMessage({ content: error instanceof Error ? error.message : String(error), tool_call_id: call.id, name: call.name, status: 'error' });
+      }
+    },
+  });
+  const runnable = createAgent({ ...agent.options, middleware: [tools, ...own, model] } as Parameters<typeof createAgent>[0]);
   return (runOptions) => {
     const durable = new DurableTurn(runOptions);
     const tokens = new TokenSink();
-    const model = createMiddleware({
-      name: 'RudderModel',
-      wrapModelCall: async (request, handler) => {
-        const reply = await durable.model(async (ask) => {
-          const messages = withSteers(request.messages, ask.steers);
-          const answer = await tokens.during(ask.onToken, async () => handler({ ...request, messages }));
-          return toModelReply(answer);
-        }, resultsOf(request.state.messages));
-        return toAIMessage(reply);
-      },
-    });
-    const tools = createMiddleware({
-      name: 'RudderTools',
-      wrapToolCall: async (request, handler) => {
-        const { toolCall } = request;
-        const call = { id: toolCall.id ?? '', name: toolCall.name, arguments: JSON.stringify(toolCall.args) };
-        let made: Awaited<ReturnType<typeof handler>> | undefined;
-        try {
-          const result = await durable.tool(
-            call,
-            async (args) => {
-              made = await handler({ ...request, toolCall: { ...toolCall, args: parseArguments(args) } });
-              return resultText(made);
-            },
-            { needsApproval: await needsApproval(options.interruptOn[call.name], request), approvalTimeout: options.approvalTimeout },
-          );
-          // A Command (a state update of the tool's) goes back as it was made; a stored result as the text the log holds.
-          return made !== undefined && isCommand(made) ? made : new ToolMessage({ content: result, tool_call_id: call.id, name: call.name });
-        } catch (error) {
-          if (durable.signal.aborted) throw error;
-          // Stored as the call's error result: the model reads it, as LangGraph's ToolNode gives it without middleware.
-          return new ToolMessage({ content: error instanceof Error ? error.message : String(error), tool_call_id: call.id, name: call.name, status: 'error' });
-        }
-      },
-    });
-    const runnable = createAgent({ ...agent.options, middleware: [tools, ...own, model] } as Parameters<typeof createAgent>[0]);
-    return durable.run(async (input) => {
-      await runnable.invoke({ messages: toLangChain(input) }, { signal: durable.signal, callbacks: [tokens], recursionLimit: RECURSION_LIMIT });
-    });
+    return turns.run({ durable, tokens }, () =>
+      durable.run(async (input) => {
+        await runnable.invoke({ messages: toLangChain(input) }, { signal: durable.signal, callbacks: [tokens], recursionLimit: RECURSION_LIMIT });
+      }),
+    );
   };
 }
 
