@@ -29,10 +29,11 @@ export function aiSdkAgent(definition: { name: string; agent: ToolLoopAgent<any,
   const { agent, ...rudder } = definition;
   const settings = settingsOf(agent);
   const { model } = settings;
-  if (typeof model === 'string' || model.specificationVersion !== 'v3') {
-    throw new Error(`aiSdkAgent ${definition.name}: give its model as an AI SDK 6 provider's model object (openai.chat('gpt-4o'), say), not a gateway id or an older provider's`);
+  // `v3`: the providers of `ai` 6; `v4`: those of `ai` 7, whose model calls have the same shape where the adapter reads them.
+  if (typeof model === 'string' || !['v3', 'v4'].includes(model.specificationVersion)) {
+    throw new Error(`aiSdkAgent ${definition.name}: give its model as an AI SDK 6 or 7 provider's model object (openai.chat('gpt-4o'), say), not a gateway id or an older provider's`);
   }
-  return { ...rudder, instructions: '', loop: (options) => runTurn(settings, model, options) };
+  return { ...rudder, instructions: '', loop: (options) => runTurn(settings, model as LanguageModelV3, options) };
 }
 
 /** One run of the turn: the agent's loop on a durable model and durable tools, from the turn's input (`DurableTurn.run`). */

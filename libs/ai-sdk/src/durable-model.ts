@@ -18,7 +18,8 @@ export function durableModel(model: LanguageModelV3, durable: DurableTurn): Lang
     return generateResult(reply);
   };
   return {
-    specificationVersion: 'v3',
+    // The team's model's own version (`ai` 7's are `v4`): the AI SDK that calls it calls this the same way.
+    specificationVersion: model.specificationVersion,
     provider: model.provider,
     modelId: model.modelId,
     supportedUrls: model.supportedUrls,
