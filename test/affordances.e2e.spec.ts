@@ -123,6 +123,20 @@ describe('follow-up suggestions and the recap', () => {
     expect(askedAbout(first, 'followups')).toHaveLength(2);
   });
 
+  it('made from a turn since rolled back, they are not served again: made anew from the transcript without it', async () => {
+    const { conversation, first } = await conversationWithATurn('rolled-back');
+    const later = `and the rolled-back hotels ${Math.random().toString(36).slice(2, 8)}`;
+    await alice.client.chat(conversation, { text: later, id: 'c2' });
+    await answered(alice.client, conversation, 'c2');
+    expect((await alice.client.followups(conversation)).suggestions[0]).toBe(`Tell me more about ${later}`);
+    expect((await alice.client.recap(conversation)).recap).toContain(later);
+    await alice.client.rollback(conversation, { turns: 1 });
+    expect((await alice.client.followups(conversation)).suggestions[0]).toBe(`Tell me more about ${first}`);
+    expect((await alice.client.recap(conversation)).recap).not.toContain(later);
+    const [, again] = askedAbout(first, 'followups');
+    expect(JSON.stringify(again.body.messages)).not.toContain(later);
+  });
+
   it('concurrent asks share one model request: in one companion, and across two companions', async () => {
     const { conversation, first } = await conversationWithATurn('concurrent');
     const gate = gateName('followups-held');

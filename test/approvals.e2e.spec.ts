@@ -251,6 +251,24 @@ describe('while a call waits', () => {
   });
 });
 
+describe('rolling back a parked turn', () => {
+  it('is 409 while the turn waits; stopRunning stops it (its waiting call closed unrun) and rolls it back: no later request has it', async () => {
+    const conversation = key('rollback');
+    const [waiting] = await parkedOn(conversation, 'a', email('r@example.com'));
+    const busy = await alice.http.post(conversation, '/rollback', { turns: 1, id: 'rb1' });
+    expect({ status: busy.status, details: busy.body.error?.details }).toEqual({ status: 409, details: { running: waiting.turn } });
+    expect(await alice.client.rollback(conversation, { turns: 1, stopRunning: true })).toEqual({ turns: [waiting.turn], stopped: waiting.turn });
+    expect(await answered(alice.client, conversation, 'a')).toMatchObject({ status: 'stopped', rolledBack: true, approvals: [{ state: 'closed' }] });
+    expect(await resultsIn(conversation)).toEqual([expect.stringMatching(/^not run: /)]);
+    expect((await alice.http.post(conversation, `/approvals/${waiting.approvalId}`, { decision: 'approve' })).status).toBe(409);
+    await alice.client.chat(conversation, { text: 'after the rollback of a parked turn', id: 'next' });
+    expect(await answered(alice.client, conversation, 'next')).toMatchObject({ status: 'completed' });
+    const [request] = requestsWith(stack.model.requests, 'after the rollback of a parked turn');
+    expect(request.body.messages.filter((m) => m.role !== 'system').map((m) => m.content)).toEqual(['after the rollback of a parked turn']);
+    expect(runsIn(conversation)).toEqual([]);
+  });
+});
+
 describe('a parked turn across workers and time', () => {
   it('the worker that parked it is killed; another worker takes the decision and runs the tool once', async () => {
     const conversation = key('kill');

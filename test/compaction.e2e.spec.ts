@@ -142,6 +142,27 @@ describe('compaction: a summary of the older turns stands in for them', () => {
     expect(items[0]).toMatchObject({ role: 'user', text: longPrompt(0, conversation, 8000) });
   }, 600_000);
 
+  it('a rollback of turns a summary covered drops the summary: no later request has it, nor the turns rolled back', async () => {
+    await stack.startWorker();
+    const conversation = key('rollback');
+    const { client } = stack;
+    await longTurns(conversation, 0, 6);
+    const { context } = await client.status(conversation);
+    const kept = await answered(client, conversation, 'm0');
+    // Compacted past m0: the summary covers a turn after it.
+    expect(context.lastCompaction).not.toBeNull();
+    expect(context.lastCompaction?.through).not.toBe(kept.id);
+    const rolled = await client.rollback(conversation, { toTurn: kept.id });
+    expect(rolled.turns).toHaveLength(5);
+    expect((await client.status(conversation)).context.lastCompaction).toBeNull();
+    await client.chat(conversation, { text: `after the rollback ${conversation}`, id: 'after' });
+    expect(await answered(client, conversation, 'after')).toMatchObject({ status: 'completed' });
+    const request = requestsOf(conversation).turns.find((r) => lastUserText(r) === `after the rollback ${conversation}`)!;
+    const texts = request.body.messages.map(messageText);
+    expect(texts.filter((t) => SUMMARY_HEADING.test(t) || t.includes('summary through'))).toEqual([]);
+    expect(texts.filter((t) => /^long [1-5] /.test(t) || /^noted [1-5]$/.test(t))).toEqual([]);
+  });
+
   it('a steer sent during the summary request waits for the step: the next request has it after the tool results, once, and the summary request never does', async () => {
     await stack.startWorker();
     const conversation = key('steer');

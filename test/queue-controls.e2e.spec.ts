@@ -411,6 +411,89 @@ describe('bounds (defaults: 4 steers, 4 follow-ups, 8,000 characters)', () => {
   });
 });
 
+describe('rollback', () => {
+  /** Every text of a request's messages: what the model was sent. */
+  const sent = (request: ModelRequest) => request.body.messages.map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
+
+  it('rolls back the last ended turns: no later request has them or the steered messages they took; the transcript shows them only when asked, marked', async () => {
+    const { client, http, model } = stack;
+    const conversation = key('rollback-turns');
+    await client.chat(conversation, { text: 'keep this', id: 'a' });
+    const kept = await answered(client, conversation, 'a');
+    const gate = gateName('rollback-steered');
+    const turn = await heldAt(stack, gate, conversation, 'b', `wait 1 gate:${gate}`);
+    expect(await client.steer(conversation, { text: 'a steered aside', id: 's' })).toEqual({ id: 's', turn: turn.id, landed: true });
+    model.gate(gate).open();
+    const steered = await answered(client, conversation, 'b');
+    expect(steered.steered).toEqual([{ id: 's', text: 'a steered aside' }]);
+
+    const rolled = await client.rollback(conversation, { turns: 1, ifLastTurn: steered.id, id: 'rb1' });
+    expect(rolled).toEqual({ turns: [steered.id], stopped: null });
+    // Sent again (its id as the header), it answers the same and rolls nothing more back.
+    const again = await http.post(conversation, '/rollback', { turns: 1, ifLastTurn: steered.id }, { 'idempotency-key': 'rb1' });
+    expect({ status: again.status, body: again.body }).toEqual({ status: 200, body: rolled });
+    // The same id asking another rollback is another input.
+    expect((await http.post(conversation, '/rollback', { turns: 2, id: 'rb1' })).status).toBe(422);
+
+    await client.chat(conversation, { text: 'after the rollback', id: 'c' });
+    const after = await answered(client, conversation, 'c');
+    const [request] = requestsAbout(model.requests, 'after the rollback');
+    expect(sent(request)).toEqual(expect.arrayContaining(['keep this', 'answer to keep this']));
+    expect(sent(request).filter((text) => text.includes('gate:') || text.includes('a steered aside') || text.includes('waited'))).toEqual([]);
+
+    const shown = (await client.messages(conversation)).items.map((m) => m.id);
+    expect(shown).toEqual(['a', `${kept.id}/0`, 'c', `${after.id}/0`]);
+    const all = (await client.messages(conversation, { include: 'rolledBack' })).items;
+    expect(all.filter((m) => m.rolledBack).map((m) => m.id)).toEqual(['b', `${steered.id}/0`, 's', `${steered.id}/1`]);
+    expect(all.filter((m) => !m.rolledBack).map((m) => m.id)).toEqual(shown);
+    expect((await client.turn(conversation, steered.id)).rolledBack).toBe(true);
+    expect((await client.turn(conversation, kept.id)).rolledBack).toBe(false);
+
+    // ifLastTurn names a turn that is no longer the last: 412, naming the last; an unknown toTurn: 404; more turns than there are: 409.
+    const stale = await http.post(conversation, '/rollback', { turns: 1, ifLastTurn: kept.id, id: 'rb2' });
+    expect({ status: stale.status, code: stale.body.error?.code, details: stale.body.error?.details }).toEqual({ status: 412, code: 'precondition_failed', details: { lastTurn: after.id } });
+    expect((await http.post(conversation, '/rollback', { toTurn: 'no-such-turn', id: 'rb3' })).status).toBe(404);
+    expect((await http.post(conversation, '/rollback', { toTurn: steered.id, id: 'rb4' })).status).toBe(404);
+    const far = await http.post(conversation, '/rollback', { turns: 3, id: 'rb5' });
+    expect({ status: far.status, details: far.body.error?.details }).toEqual({ status: 409, details: { available: 2 } });
+    // toTurn keeps the turn it names as the last one.
+    expect(await client.rollback(conversation, { toTurn: kept.id })).toEqual({ turns: [after.id], stopped: null });
+    expect((await client.messages(conversation)).items.map((m) => m.id)).toEqual(['a', `${kept.id}/0`]);
+  });
+
+  it('refuses hostile bodies with 400 and produces nothing', async () => {
+    const { client, http } = stack;
+    const conversation = key('rollback-bad');
+    await client.chat(conversation, { text: 'one', id: 'a' });
+    const one = await answered(client, conversation, 'a');
+    for (const body of [{}, { turns: 1, toTurn: one.id }, { turns: 0 }, { turns: 17 }, { turns: '1' }, { turns: 1.5 }, { turns: 1, extra: true }, { toTurn: '' }, { turns: 1, stopRunning: 'yes' }]) {
+      const answer = await http.post(conversation, '/rollback', body);
+      expect({ body, status: answer.status, code: answer.body.error?.code }).toEqual({ body, status: 400, code: 'bad_request' });
+    }
+    expect((await client.turn(conversation, one.id)).rolledBack).toBe(false);
+  });
+
+  it('409 while a turn runs; stopRunning stops it first (its waiting call closed) and rolls it back with the turns before it', async () => {
+    const { client, http, model } = stack;
+    const conversation = key('rollback-running');
+    await client.chat(conversation, { text: 'first ask', id: 'a' });
+    const first = await answered(client, conversation, 'a');
+    const held = await holding(stack, conversation);
+    const busy = await http.post(conversation, '/rollback', { turns: 1, id: 'rb1' });
+    expect({ status: busy.status, code: busy.body.error?.code, details: busy.body.error?.details }).toEqual({ status: 409, code: 'conflict', details: { running: held.turn.id } });
+    const rolled = await client.rollback(conversation, { turns: 2, stopRunning: true });
+    expect(rolled).toEqual({ turns: [first.id, held.turn.id], stopped: held.turn.id });
+    const stopped = await answered(client, conversation, 'p');
+    expect({ status: stopped.status, rolledBack: stopped.rolledBack }).toEqual({ status: 'stopped', rolledBack: true });
+    held.open();
+    await client.chat(conversation, { text: 'fresh start', id: 'f' });
+    const fresh = await answered(client, conversation, 'f');
+    const [request] = requestsAbout(model.requests, 'fresh start');
+    expect(request.body.messages.slice(1)).toEqual([{ role: 'user', content: 'fresh start' }]);
+    expect((await client.messages(conversation)).items.map((m) => m.id)).toEqual(['f', `${fresh.id}/0`]);
+  });
+});
+
 describe('through a worker crash', () => {
   it('a retract and a promote stored by a worker that dies before committing its offsets are answered once, and hold', async () => {
     const { client, http } = stack;
@@ -441,6 +524,33 @@ describe('through a worker crash', () => {
     const ended = await answered(client, conversation, 'p', 60_000);
     expect(ended.steered).toEqual([{ id: 'f2', text: 'promote me' }]);
     await neverAnswered(conversation, 'f1');
+  });
+
+  it('a rollback stored by a worker that dies before committing its offsets is answered once, and changes nothing twice', async () => {
+    const { client, http, model } = stack;
+    const conversation = key('crash-rollback');
+    await client.chat(conversation, { text: 'stays', id: 'a' });
+    await answered(client, conversation, 'a');
+    await client.chat(conversation, { text: 'goes', id: 'b' });
+    const gone = await answered(client, conversation, 'b');
+    await client.status(conversation);
+    for (const worker of [...stack.workers]) await worker.kill('SIGKILL');
+    stack.workers.length = 0;
+    const doomed = await stack.startWorker({ CRASH_AT: 'after-ingest' });
+    const rolling = http.post(conversation, '/rollback', { turns: 1, id: 'rb' });
+    await doomed.exited;
+    expect(doomed.output()).toContain('crashing at after-ingest');
+    await stack.startWorker();
+    const rolled = await rolling;
+    expect({ status: rolled.status, body: rolled.body }).toEqual({ status: 200, body: { turns: [gone.id], stopped: null } });
+    expect((await http.post(conversation, '/rollback', { turns: 1, id: 'rb' })).body).toEqual(rolled.body);
+    await client.chat(conversation, { text: 'and now', id: 'c' });
+    const third = await answered(client, conversation, 'c', 60_000);
+    const [request] = requestsAbout(model.requests, 'and now');
+    expect(userTexts(request)).toEqual(['stays', 'and now']);
+    // One rollback in the log, of one turn.
+    const events = await readEvents(await http.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended' && (m.data as { data: { turn: string } }).data.turn === third.id);
+    expect(events.filter((m) => m.event === 'turns.rolledBack').map((m) => (m.data as { data: { turns: string[] } }).data.turns)).toEqual([[gone.id]]);
   });
 });
 

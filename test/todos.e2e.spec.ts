@@ -186,6 +186,24 @@ describe("the agent's plan", () => {
     expect(planIn(next[0])).toEqual(['1. [pending] kept']);
   });
 
+  it('a rollback of ended turns undoes their changes to the plan: as before the first of them, numbers kept used; the next request has that plan', async () => {
+    await stack.startWorker();
+    const conversation = key('rollback-ended');
+    await alice.client.chat(conversation, { text: plan({ add: ['kept'] }), id: 'e1' });
+    const first = await answered(alice.client, conversation, 'e1');
+    await alice.client.chat(conversation, { text: plan({ add: ['dropped'], set: [{ n: 1, status: 'done' }] }), id: 'e2' });
+    await answered(alice.client, conversation, 'e2');
+    await alice.client.chat(conversation, { text: plan({ add: ['dropped too'] }), id: 'e3' });
+    await answered(alice.client, conversation, 'e3');
+    expect(shown((await alice.client.todos(conversation)).items)).toEqual(['1. [done] kept', '2. [pending] dropped', '3. [pending] dropped too']);
+    expect((await alice.client.rollback(conversation, { toTurn: first.id })).turns).toHaveLength(2);
+    expect(shown((await alice.client.todos(conversation)).items)).toEqual(['1. [pending] kept']);
+    await alice.client.chat(conversation, { text: plan({ add: ['after'] }), id: 'e4' });
+    await answered(alice.client, conversation, 'e4');
+    expect(shown((await alice.client.todos(conversation)).items)).toEqual(['1. [pending] kept', '4. [pending] after']);
+    expect(planIn(requestsOf(plan({ add: ['after'] }))[0])).toEqual(['1. [pending] kept']);
+  });
+
   it('reading it needs read: 404 for a key nobody owns, 403 for another subject, 200 once granted', async () => {
     await stack.startWorker();
     const conversation = key('access');

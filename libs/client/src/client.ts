@@ -10,6 +10,8 @@ import type {
   MessageKind,
   Recap,
   RetractAnswer,
+  RollbackAnswer,
+  RollbackBody,
   SteerAnswer,
   SteerBody,
   StopAnswer,
@@ -93,6 +95,16 @@ export class RudderClient {
     return this.write(key, 'PATCH', `/inputs/${encodeURIComponent(input)}`, { ...edit, id: edit.id ?? newId() }, options);
   }
 
+  /**
+   * Rolls back the last ended turns: `{turns: n}` or `{toTurn}` (the turn that stays the last
+   * one); `ifLastTurn` refuses it (412) when another turn ended since; `stopRunning` stops a
+   * running turn first (else 409), and rolls it back with them. Answers the turns rolled back.
+   * The rollback gets an id when the caller gives none, so sending it again is safe.
+   */
+  rollback(key: string, body: RollbackBody, options: WriteOptions = {}): Promise<RollbackAnswer> {
+    return this.write(key, 'POST', '/rollback', { ...body, id: body.id ?? newId() }, options);
+  }
+
   /** Turns a pending follow-up into a steer of the running turn. */
   promote(key: string, input: string, options: WriteOptions = {}): Promise<SteerAnswer> {
     return this.write(key, 'POST', `/inputs/${encodeURIComponent(input)}/promote`, {}, options);
@@ -126,11 +138,15 @@ export class RudderClient {
     return this.read(key, '', options);
   }
 
-  /** One page of the transcript, oldest first; pass `next` as `after` for the following one. */
-  messages(key: string, page: { after?: string; limit?: number } = {}, options: ReadOptions = {}): Promise<TranscriptPage> {
+  /**
+   * One page of the transcript, oldest first; pass `next` as `after` for the following one.
+   * `include: 'rolledBack'` shows the rows of rolled-back turns too (each `rolledBack: true`).
+   */
+  messages(key: string, page: { after?: string; limit?: number; include?: 'rolledBack' } = {}, options: ReadOptions = {}): Promise<TranscriptPage> {
     const query = new URLSearchParams();
     if (page.after !== undefined) query.set('after', page.after);
     if (page.limit !== undefined) query.set('limit', String(page.limit));
+    if (page.include !== undefined) query.set('include', page.include);
     const text = query.toString();
     return this.read(key, `/messages${text ? `?${text}` : ''}`, options);
   }

@@ -110,11 +110,16 @@ export const TranscriptAnswer = z
         turn: z.string().nullable(),
         steered: z.boolean(),
         at: z.string(),
+        /** Its turn was rolled back: shown only with `?include=rolledBack`. */
+        rolledBack: z.boolean().default(false),
       }),
     ),
     next: z.string().nullable(),
   })
-  .meta({ id: 'TranscriptPage', description: 'Oldest first; `next` is an opaque cursor for `?after=`, null at the end.' });
+  .meta({
+    id: 'TranscriptPage',
+    description: 'Oldest first; `next` is an opaque cursor for `?after=`, null at the end. The rows of rolled-back turns only with `?include=rolledBack`, marked `rolledBack`.',
+  });
 
 export const TurnAnswer = z
   .object({
@@ -128,6 +133,8 @@ export const TurnAnswer = z
     usage: Usage.nullable(),
     /** It was asked to wind down (an interrupt, a graceful stop) and ended at its next step. */
     woundDown: z.boolean(),
+    /** It was rolled back (`POST …/rollback`, or a chat's `onBusy: "rollback"`): no later model request has it. */
+    rolledBack: z.boolean().default(false),
     /** Its calls that needed a person's approval, and what became of each. */
     approvals: z.array(TurnApproval),
     startedAt: z.string(),

@@ -1,11 +1,13 @@
-import type { CoreEventType } from '@rudder/contracts';
+import { ROLLBACK_TURNS_MAX, type CoreEventType } from '@rudder/contracts';
 import type { EventRulesTable } from './event-rules';
 import { receiptKey } from './once-keys';
-import { without, withAwaiting, type PendingInput } from './state';
+import { without, withAwaiting, type ConversationState, type EndedTurn, type PendingInput } from './state';
 
 /** No call of a turn open or waiting: at a turn's start and end. */
 const noCalls = { openCalls: [], awaiting: [], dueAt: null };
 const inOrder = (inputs: PendingInput[]) => [...inputs].sort((a, b) => a.seq - b.seq);
+/** A turn ending now, as a rollback will need it: with the plan before its first change, when it changed it. */
+const endedTurn = (state: ConversationState, turn: string): EndedTurn => (state.todosBeforeTurn === null ? { turn } : { turn, todosBefore: state.todosBeforeTurn });
 
 /**
  * The rules of the conversation's and the turn's own events (`events.ts` of @rudder/contracts):
@@ -71,8 +73,9 @@ export const CORE_EVENT_RULES: EventRulesTable<CoreEventType> = {
   },
   'turn.ended': {
     // Steers it did not take are answered as turns of their own, in the order they were sent.
-    evolve: (state) => ({
+    evolve: (state, data) => ({
       ...state,
+      endedTurns: state.ending === 'rollback' ? state.endedTurns : [...state.endedTurns, endedTurn(state, data.turn)].slice(-ROLLBACK_TURNS_MAX),
       runningTurn: null,
       ending: null,
       steers: [],

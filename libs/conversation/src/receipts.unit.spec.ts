@@ -25,6 +25,8 @@ const cases: { name: string; head: () => Given; before: InputRecord[]; input: In
   { name: 'a grant', head: idle, before: [], input: { ...base, type: 'grant', id: 'g1', grantee: 'bob', access: 'read' }, outcome: 'answer' },
   { name: 'a grant refused', head: idle, before: [], input: { ...base, subject: 'bob', type: 'grant', id: 'g2', grantee: 'carol', access: 'read' }, outcome: 'refusal' },
   { name: 'an edit', head: running, before: [chat('q1')], input: { ...base, type: 'edit', id: 'e1', target: 'q1', to: { text: 'new' } }, outcome: 'answer' },
+  { name: 'a rollback (stopping the running turn)', head: running, before: [], input: { ...base, type: 'rollback', id: 'b1', asked: { turns: 1 }, stopRunning: true }, outcome: 'answer' },
+  { name: 'a rollback refused (busy)', head: running, before: [], input: { ...base, type: 'rollback', id: 'b2', asked: { turns: 1 } }, outcome: 'refusal' },
   { name: 'an edit refused', head: running, before: [], input: { ...base, type: 'edit', id: 'e2', target: 'nobody', to: { text: 'new' } }, outcome: 'refusal' },
 ];
 

@@ -26,6 +26,12 @@ export type Awaiting = {
   expiresAt: string | null;
 };
 
+/**
+ * A turn that ended and was not rolled back, as a rollback needs it: its id, and the plan's items
+ * before its first change when it changed the plan (a rollback of it puts them back).
+ */
+export type EndedTurn = { turn: string; todosBefore?: TodoItem[] };
+
 /** How the running turn was asked to end (`TurnState.ending`: one type for the state and the turn). */
 export type { Ending };
 
@@ -63,6 +69,12 @@ export type ConversationState = {
   todos: TodoList;
   /** The plan's items before the running turn first changed them (null: it has not): a rollback puts them back. */
   todosBeforeTurn: TodoItem[] | null;
+  /**
+   * The last turns that ended and were not rolled back, oldest first: the last
+   * `ROLLBACK_TURNS_MAX` of them, the turns a rollback can reach (empty in states stored
+   * before rollbacks existed).
+   */
+  endedTurns: EndedTurn[];
   /** What the conversation's latest model request carried, in tokens as its model counts them, and its agent's budget; null before one (or in logs from before it was recorded). */
   carried: { tokens: number; maxTokens: number } | null;
   /** The latest compaction of its history (`history.compacted`): the last turn its summary covers, how many turns it covers, its tokens; null before one. */
@@ -93,6 +105,7 @@ export const initialState = (): ConversationState => ({
   accepted: 0,
   todos: emptyTodos(),
   todosBeforeTurn: null,
+  endedTurns: [],
   carried: null,
   compaction: null,
   openCalls: [],

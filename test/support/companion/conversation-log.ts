@@ -59,6 +59,8 @@ export function conversationLog(conversation: string) {
     toolStarted: (turn: string, step: number, call: ToolCall) => event({ type: 'tool.started', data: { turn, step, call } }),
     toolEnded: (turn: string, step: number, callId: string, result: string) =>
       event({ type: 'tool.ended', data: { turn, step, callId, name: 'wait', result, isError: false } }),
+    rolledBack: (rollback: string, turns: string[], stopped: string | null = null) =>
+      event({ type: 'turns.rolledBack', data: { rollback, asked: { turns: turns.length }, turns, stopped } }),
     ended: (
       turn: string,
       content: string,

@@ -1,6 +1,6 @@
 import { AgentAffordances } from '@rudder/contracts';
 import type { DataSource } from 'typeorm';
-import { Transcript, type AffordanceRow } from '../read-models/entities';
+import { Transcript, Turns, type AffordanceRow } from '../read-models/entities';
 import { TRANSCRIPT_MESSAGES, type AffordanceKind, type Made, type TranscriptLine } from './model-requests';
 
 /** PostgreSQL's code for a table that does not exist (a worker of this version never started on this database). */
@@ -42,22 +42,26 @@ export class AffordanceStore {
     return parsed.success ? parsed.data : {};
   }
 
-  /** The position of the conversation's last `turn.ended` the companion folded; null before any turn ended. */
+  /**
+   * The position of the conversation's last `turn.ended` (or `turns.rolledBack`: what was made
+   * before it may speak of the turns it took back) the companion folded; null before any turn ended.
+   */
   async lastTurnEnded(key: string): Promise<number | null> {
     const rows = (await this.readModels.query(
-      `SELECT position FROM companion.events WHERE conversation = $1 AND type = 'turn.ended' ORDER BY position DESC LIMIT 1`,
+      `SELECT position FROM companion.events WHERE conversation = $1 AND type IN ('turn.ended', 'turns.rolledBack') ORDER BY position DESC LIMIT 1`,
       [key],
     )) as { position: string }[];
     return rows.length === 0 ? null : Number(rows[0].position);
   }
 
-  /** The transcript as of `position`: its last TRANSCRIPT_MESSAGES messages, oldest first. */
+  /** The transcript as of `position`, without the rolled-back turns: its last TRANSCRIPT_MESSAGES messages, oldest first. */
   async transcriptUpTo(key: string, position: number): Promise<TranscriptLine[]> {
     const rows = await this.readModels.manager
       .createQueryBuilder(Transcript, 'm')
       .select(['m.role', 'm.text', 'm.position', 'm.part'])
       .where('m.conversation = :key', { key })
       .andWhere('m.position <= CAST(:position AS bigint)', { position })
+      .andWhere((q) => `NOT EXISTS ${q.subQuery().select('1').from(Turns, 't').where('t.conversation = m.conversation AND t.id = m.turn AND t.rolledBack').getQuery()}`)
       .orderBy('m.position', 'DESC')
       .addOrderBy('m.part', 'DESC')
       .limit(TRANSCRIPT_MESSAGES)

@@ -110,6 +110,7 @@ describe('the companion HTTP API', () => {
       turn: 't1',
       steered: false,
       at: '2025-01-01T12:00:01.000Z',
+      rolledBack: false,
     });
     expect(typeof first.body.next).toBe('string');
     const second = await get(`${path('conversations', KEY, 'messages')}?limit=2&after=${encodeURIComponent(first.body.next)}`);
@@ -132,6 +133,7 @@ describe('the companion HTTP API', () => {
         agent: null,
         usage: null,
         woundDown: false,
+        rolledBack: false,
         approvals: [],
         endedAt: '2025-01-01T12:00:07.000Z',
       },

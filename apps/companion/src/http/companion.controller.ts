@@ -36,8 +36,8 @@ export class CompanionController {
   @Get('conversations/:key/messages')
   messages(@Param('key') key: string, @Query() query: unknown): Promise<TranscriptPage> {
     const conversation = conversationKey(key);
-    const { after, limit } = transcriptQuery(query);
-    return readTranscriptPage(this.readModels, conversation, { after: after ?? null, limit });
+    const { after, limit, include } = transcriptQuery(query);
+    return readTranscriptPage(this.readModels, conversation, { after: after ?? null, limit, rolledBack: include === 'rolledBack' });
   }
 
   @Get('conversations/:key/turns')

@@ -25,6 +25,8 @@ const TranscriptQuery = z.object({
     })
     .optional(),
   limit: wholeNumber('limit', 1, 200).default(50),
+  /** `rolledBack`: the rows of rolled-back turns too. */
+  include: z.literal('rolledBack', { error: 'include may only be rolledBack' }).optional(),
 });
 
 const EventsQuery = z.object({

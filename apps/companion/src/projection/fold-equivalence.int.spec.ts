@@ -29,7 +29,9 @@ import { readEventRecord } from './read-event-record';
  * end every turn, turn of an input, input, approval, transcript and event replay is what folding
  * the whole log at once in memory gives. A reply's first call may be of `send`, a tool that needs
  * a person's approval: it is requested, then decided (by a person, edited or not, or by its
- * timeout), refused, or closed unrun by the turn's end.
+ * timeout), refused, or closed unrun by the turn's end. A rollback takes back ended turns (and the
+ * running one, stopped first): the transcript shows their rows only when asked, and the worker's
+ * fold that wrote the log holds none of them.
  */
 
 let database: Awaited<ReturnType<typeof createFreshDatabase>>;
@@ -66,6 +68,7 @@ type Command =
   | { do: 'start' }
   | { do: 'step'; content: string; calls: number; send: boolean; usage: boolean }
   | { do: 'compact'; summary: string }
+  | { do: 'rollback'; id: number; turns: number; toTurn: number | null; stopRunning: boolean; ifLast: boolean; subject: number }
   | { do: 'decide'; which: number; decision: 'approve' | 'deny'; reason: string | null; edited: string | null; byOwner: boolean; timeout: boolean };
 
 /** True about once in `n` times. */
@@ -83,6 +86,18 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 4, arbitrary: fc.constant({ do: 'start' as const }) },
   { weight: 10, arbitrary: fc.record({ do: fc.constant('step' as const), content: text, calls: fc.nat(2), send: fc.boolean(), usage: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ do: fc.constant('compact' as const), summary: userText }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      do: fc.constant('rollback' as const),
+      id: fc.nat(3),
+      turns: fc.integer({ min: 1, max: 3 }),
+      toTurn: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.nat(6) }),
+      stopRunning: fc.boolean(),
+      ifLast: rarely,
+      subject: fc.nat(2),
+    }),
+  },
   {
     weight: 4,
     arbitrary: fc.record({
@@ -189,6 +204,17 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
         append(decideTurnCommit(conversation.state, turn, [compacted]));
         break;
       }
+      case 'rollback':
+        input({
+          ...envelope,
+          type: 'rollback',
+          id: `b-${controlIds[c.id]}`,
+          subject: subjects[c.subject],
+          asked: c.toTurn === null ? { turns: c.turns } : { toTurn: `t${c.toTurn}` },
+          ...(c.stopRunning ? { stopRunning: true } : {}),
+          ...(c.ifLast ? { ifLastTurn: conversation.state.endedTurns.at(-1)?.turn ?? 't0' } : {}),
+        });
+        break;
       case 'decide': {
         if (c.timeout) {
           // The worker's timer: every waiting call whose timeout passed is denied.
@@ -222,6 +248,10 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
       log.push({ v: 1, id: `${key}@${position}`, conversation: key, position, at: at(position), type: 'todo.added', data: { todo: 'pack' } } as never);
     }
   });
+  // The worker's fold holds no turn rolled back: no later request carries one.
+  const rolledBack = new Set(log.flatMap((e) => (e.type === 'turns.rolledBack' ? e.data.turns : [])));
+  expect(conversation.history.filter((t) => rolledBack.has(t.turn))).toEqual([]);
+  if (conversation.summary !== null) expect(rolledBack.has(conversation.summary.through)).toBe(false);
   return log;
 }
 
@@ -331,10 +361,13 @@ describe('the companion fold, as the decider folds', () => {
                 input ? { state: input.state, steer: input.steerLanded === null ? null : { turn: input.steerTurn, landed: input.steerLanded } } : null,
               );
             }
+            // The rows of rolled-back turns only when asked for, marked so.
+            const rolled = new Set(expected.turns.filter((t) => t.rolledBack).map((t) => t.id));
             const transcript = expected.transcript
               .sort((a, b) => a.position - b.position || a.part - b.part)
-              .map(({ id, role, text, turn, steered, at }) => ({ id, role, text, turn, steered, at }));
-            expect((await readTranscriptPage(readModels, key, { after: null, limit: 1000 })).items).toEqual(transcript);
+              .map(({ id, role, text, turn, steered, at }) => ({ id, role, text, turn, steered, at, rolledBack: turn !== null && rolled.has(turn) }));
+            expect((await readTranscriptPage(readModels, key, { after: null, limit: 1000 })).items).toEqual(transcript.filter((m) => !m.rolledBack));
+            expect((await readTranscriptPage(readModels, key, { after: null, limit: 1000, rolledBack: true })).items).toEqual(transcript);
             expect((await readEventsAfter(readModels, key, { after: null, limit: 1000 })).items).toEqual(known);
           }
         },

@@ -165,6 +165,7 @@ describe('foldEvents', () => {
       agent: null,
       usage: null,
       woundDown: false,
+      rolledBack: false,
       approvals: [],
       endedAt: null,
     });
@@ -180,9 +181,9 @@ describe('foldEvents', () => {
       endedAt: ended.at,
     });
     expect(await allMessages(key)).toEqual([
-      { id: 'i1', role: 'user', text: 'Plan a trip to Lisbon', turn: 't1', steered: false, at: accepted.at },
-      { id: 't1/0', role: 'assistant', text: 'Let me check the weather.', turn: 't1', steered: false, at: rest[0].at },
-      { id: 't1/1', role: 'assistant', text: 'Lisbon is sunny: go in May.', turn: 't1', steered: false, at: rest[3].at },
+      { id: 'i1', role: 'user', text: 'Plan a trip to Lisbon', turn: 't1', steered: false, rolledBack: false, at: accepted.at },
+      { id: 't1/0', role: 'assistant', text: 'Let me check the weather.', turn: 't1', steered: false, rolledBack: false, at: rest[0].at },
+      { id: 't1/1', role: 'assistant', text: 'Lisbon is sunny: go in May.', turn: 't1', steered: false, rolledBack: false, at: rest[3].at },
     ]);
     expect(await readInput(readModels, key, 'i1')).toEqual({
       id: 'i1',
@@ -404,10 +405,10 @@ describe('foldEvents', () => {
     });
     expect(await readTurnOfInput(readModels, key, 's1')).toMatchObject({ id: 't1' });
     expect(await allMessages(key)).toEqual([
-      { id: 'i1', role: 'user', text: 'Plan a trip to Lisbon', turn: 't1', steered: false, at: accepted.at },
-      { id: 't1/0', role: 'assistant', text: 'Let me check the weather.', turn: 't1', steered: false, at: reply.at },
-      { id: 's1', role: 'user', text: 'Make it Porto instead', turn: 't1', steered: true, at: steer.at },
-      { id: 't1/1', role: 'assistant', text: 'Porto is sunny: go in May.', turn: 't1', steered: false, at: finalReply.at },
+      { id: 'i1', role: 'user', text: 'Plan a trip to Lisbon', turn: 't1', steered: false, rolledBack: false, at: accepted.at },
+      { id: 't1/0', role: 'assistant', text: 'Let me check the weather.', turn: 't1', steered: false, rolledBack: false, at: reply.at },
+      { id: 's1', role: 'user', text: 'Make it Porto instead', turn: 't1', steered: true, rolledBack: false, at: steer.at },
+      { id: 't1/1', role: 'assistant', text: 'Porto is sunny: go in May.', turn: 't1', steered: false, rolledBack: false, at: finalReply.at },
     ]);
     expect(await readConversationStatus(readModels, key)).toMatchObject({ running: null, steering: [], queue: [{ id: 'c2' }] });
   });
@@ -713,6 +714,41 @@ describe('foldEvents', () => {
     expect(await readInput(readModels, key, 'now')).toMatchObject({ state: 'delivered' });
     expect((await readConversationStatus(readModels, key)).queue.map((q) => q.id)).toEqual(['undo', 'c2', 'c3', 'late']);
     expect(await readTurn(readModels, key, 't1')).toMatchObject({ status: 'superseded' });
+  });
+
+  it("hides the rows of rolled-back turns (a rollback's, a chat's onBusy rollback) from the transcript unless asked, marks them, and says so on the turn", async () => {
+    const key = 'rolled-back';
+    const log = conversationLog(key);
+    await foldEvents(readModels, [
+      log.accepted('a', 'keep'),
+      log.started('t1', { id: 'a', text: 'keep' }),
+      log.replied('t1', 0, 'kept'),
+      log.ended('t1', 'kept'),
+      log.accepted('b', 'drop'),
+      log.started('t2', { id: 'b', text: 'drop' }),
+      log.replied('t2', 0, 'dropped'),
+      log.ended('t2', 'dropped'),
+      log.rolledBack('rb', ['t2']),
+      log.accepted('c', 'half'),
+      log.started('t3', { id: 'c', text: 'half' }),
+      log.replied('t3', 0, 'half done'),
+      log.accepted('d', 'instead'),
+      log.stopRequested('d', 't3', 'rollback'),
+      log.ended('t3', 'half done', { status: 'stopped', outcome: 'rolled back' }),
+    ]);
+    expect((await allMessages(key)).map((m) => m.id)).toEqual(['a', 't1/0']);
+    const all = (await readTranscriptPage(readModels, key, { after: null, limit: 200, rolledBack: true })).items;
+    expect(all.map((m) => [m.id, m.rolledBack])).toEqual([
+      ['a', false],
+      ['t1/0', false],
+      ['b', true],
+      ['t2/0', true],
+      ['c', true],
+      ['t3/0', true],
+    ]);
+    expect((await readTurn(readModels, key, 't1'))?.rolledBack).toBe(false);
+    expect(await readTurn(readModels, key, 't2')).toMatchObject({ status: 'completed', rolledBack: true, content: 'dropped' });
+    expect(await readTurn(readModels, key, 't3')).toMatchObject({ status: 'stopped', rolledBack: true });
   });
 
   it('shows a promoted follow-up as a steer: landed, it moves to steering; not landed, it stays in the queue', async () => {

@@ -13,15 +13,19 @@ import type { Folds, Of, RowSet } from './row-set';
  *   the running turn's `steered` grows by it.
  * - `model.replied` with content: an assistant row `<turn>/<step>`; the running turn's content is
  *   its replies so far joined with a blank line.
- * - `turn.ended`: the turn's final status, outcome, content and steered messages, and whether
- *   it wound down; every approval of the turn still awaiting is closed unrun.
+ * - `turn.ended`: the turn's final status, outcome, content and steered messages, whether
+ *   it wound down, and whether it was rolled back (stopped as a rollback); every approval of the
+ *   turn still awaiting is closed unrun.
+ * - `turns.rolledBack`: each turn it names is rolled back (its transcript rows stay, hidden
+ *   from the transcript unless asked for).
  * A repeated `turn.started` for a known turn changes nothing.
  */
 export const TURN_FOLDS: Folds = {
   'turn.started': { reads: (data) => ({ turns: [data.turn] }), fold: (rows, event, conversation, before) => startTurn(rows, event, conversation.state.agent, before) },
   'steer.taken': { reads: (data) => ({ turns: [data.turn] }), fold: takeSteer },
   'model.replied': { reads: (data) => ({ turns: [data.turn] }), fold: reply },
-  'turn.ended': { reads: (data) => ({ turns: [data.turn], approvalsOf: [data.turn] }), fold: endTurn },
+  'turn.ended': { reads: (data) => ({ turns: [data.turn], approvalsOf: [data.turn] }), fold: (rows, event, _conversation, before) => endTurn(rows, event, before) },
+  'turns.rolledBack': { reads: (data) => ({ turns: data.turns }), fold: rollBack },
 };
 
 function startTurn(rows: RowSet, event: Of<'turn.started'>, agent: string | null, before: ConversationState): void {
@@ -40,6 +44,7 @@ function startTurn(rows: RowSet, event: Of<'turn.started'>, agent: string | null
     agent,
     usage: null,
     woundDown: false,
+    rolledBack: false,
     startedAt: event.at,
     endedAt: null,
   });
@@ -107,14 +112,27 @@ function reply(rows: RowSet, event: Of<'model.replied'>): void {
   }
 }
 
-function endTurn(rows: RowSet, event: Of<'turn.ended'>): void {
+function endTurn(rows: RowSet, event: Of<'turn.ended'>, before: ConversationState): void {
   const c = event.conversation;
   const { turn, status, outcome, content, steered, usage, woundDown = false } = event.data;
   const row = rows.turn(c, turn);
   if (row) {
-    Object.assign(row, { status, outcome, content, steered, usage: usage ?? row.usage, woundDown, endedAt: event.at });
+    // A turn stopped as a rollback (a chat's onBusy rollback, a rollback's stopRunning) ends rolled back.
+    const rolledBack = row.rolledBack || (before.runningTurn === turn && before.ending === 'rollback');
+    Object.assign(row, { status, outcome, content, steered, usage: usage ?? row.usage, woundDown, rolledBack, endedAt: event.at });
     rows.touchTurn(row);
   }
   for (const s of steered) settle(rows, c, s.id, 'delivered');
   closeApprovals(rows, c, turn, () => true);
+}
+
+/** The turns a rollback took back say so; their transcript rows stay, hidden unless asked for. */
+function rollBack(rows: RowSet, event: Of<'turns.rolledBack'>): void {
+  for (const turn of event.data.turns) {
+    const row = rows.turn(event.conversation, turn);
+    if (row && !row.rolledBack) {
+      row.rolledBack = true;
+      rows.touchTurn(row);
+    }
+  }
 }

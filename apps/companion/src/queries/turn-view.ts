@@ -30,6 +30,7 @@ export const toTurnView = (r: TurnRow, approvals: readonly ApprovalRow[]): TurnV
   agent: r.agent,
   usage: r.usage,
   woundDown: r.woundDown,
+  rolledBack: r.rolledBack,
   approvals: [...approvals].sort((a, b) => a.position - b.position).map(toTurnApproval),
   startedAt: r.startedAt,
   endedAt: r.endedAt,

@@ -8,6 +8,7 @@ import { ConversationState1765100000000 } from './migrations/1765100000000-conve
 import { Affordances1765200000000 } from './migrations/1765200000000-affordances';
 import { WoundDown1765300000000 } from './migrations/1765300000000-wound-down';
 import { Approvals1765400000000 } from './migrations/1765400000000-approvals';
+import { RolledBack1765500000000 } from './migrations/1765500000000-rolled-back';
 
 /** The PostgreSQL schema the companion owns; nothing else writes to it. */
 export const READ_MODELS_SCHEMA = 'companion';
@@ -21,6 +22,7 @@ export const readModelMigrations = [
   Affordances1765200000000,
   WoundDown1765300000000,
   Approvals1765400000000,
+  RolledBack1765500000000,
 ];
 
 /** The read models' DataSource, initialized, its migrations applied. `destroy()` closes it. */

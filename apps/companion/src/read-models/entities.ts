@@ -66,6 +66,8 @@ export type TurnRow = {
   usage: Usage | null;
   /** It was asked to wind down and ended at its next step (`turn.ended`'s `woundDown`). */
   woundDown: boolean;
+  /** It was rolled back (`turns.rolledBack`, or a chat's `onBusy: "rollback"`): the transcript hides its rows unless asked. */
+  rolledBack: boolean;
   startedAt: string;
   endedAt: string | null;
 };
@@ -102,8 +104,8 @@ export type ApprovalRow = {
   position: number;
 };
 
-/** A delivered message: the transcript's item, and where it sorts. */
-export type TranscriptRow = TranscriptItem & {
+/** A delivered message: the transcript's item (whether its turn was rolled back is its turn's row's to say), and where it sorts. */
+export type TranscriptRow = Omit<TranscriptItem, 'rolledBack'> & {
   conversation: string;
   /** Sort key and cursor: the position of the event that delivered the message, then its index within it. */
   position: number;
@@ -192,6 +194,7 @@ export const Turns = new EntitySchema<TurnRow>({
     agent: text(undefined, true),
     usage: json(true),
     woundDown: { type: 'boolean', name: 'wound_down', default: false },
+    rolledBack: { type: 'boolean', name: 'rolled_back', default: false },
     startedAt: time('started_at'),
     endedAt: time('ended_at', true),
   },

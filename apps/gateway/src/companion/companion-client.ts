@@ -93,7 +93,7 @@ export class CompanionClient {
   }
 
   /** A transcript page, as the companion answers it (`TranscriptPage`). */
-  messages(key: string, query: { after?: string; limit?: number }): Promise<unknown> {
+  messages(key: string, query: { after?: string; limit?: number; include?: 'rolledBack' }): Promise<unknown> {
     return this.get(`${conversationPath(key)}/messages${queryString(query)}`, key);
   }
 

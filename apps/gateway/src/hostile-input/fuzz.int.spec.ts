@@ -86,6 +86,7 @@ const routes: Route[] = [
   { method: 'POST', path: (k) => `/v1/conversations/${k}/stream-tokens` },
   { method: 'DELETE', path: (k, id) => `/v1/conversations/${k}/inputs/${id}` },
   { method: 'PATCH', path: (k, id) => `/v1/conversations/${k}/inputs/${id}` },
+  { method: 'POST', path: (k) => `/v1/conversations/${k}/rollback` },
   { method: 'DELETE', path: (k) => `/v1/conversations/${k}/inputs?latest=chat` },
   { method: 'GET', path: (k) => `/v1/conversations/${k}` },
   { method: 'GET', path: (k) => `/v1/conversations/${k}/messages?limit=5` },

@@ -131,6 +131,39 @@ describe('hostile input', () => {
     expect(produced).toEqual([]);
   });
 
+  it('a rollback: neither or both of turns and toTurn, turns out of range or of another type, NUL in a turn id, unknown fields, a huge array, polluting keys', async () => {
+    const rollback = '/v1/conversations/hostile/rollback';
+    const produced = await h.producedDuring(async () => {
+      const cases: [string, string, number][] = [
+        ['neither', '{"ifLastTurn":"t-1"}', 400],
+        ['both', '{"turns":1,"toTurn":"t-1"}', 400],
+        ['no turns', '{"turns":0}', 400],
+        ['too many turns', '{"turns":17}', 400],
+        ['negative turns', '{"turns":-1}', 400],
+        ['turns that are no integer', '{"turns":1.5}', 400],
+        ['turns of another type', '{"turns":"1"}', 400],
+        ['an empty toTurn', '{"toTurn":""}', 400],
+        ['NUL in toTurn', '{"toTurn":"a\\u0000b"}', 400],
+        ['a lone surrogate in ifLastTurn', '{"turns":1,"ifLastTurn":"a\\ud800b"}', 400],
+        ['a 201-character toTurn', JSON.stringify({ toTurn: 't'.repeat(201) }), 400],
+        ['stopRunning of another type', '{"turns":1,"stopRunning":1}', 400],
+        ['an unknown field', '{"turns":1,"discardPending":true}', 400],
+        ['a 300,000-element array', JSON.stringify({ turns: 1, toTurn: Array.from({ length: 300_000 }, () => 't') }), 413],
+        ['__proto__', '{"turns":1,"__proto__":{"admin":true}}', 400],
+        ['an array', '[{"turns":1}]', 400],
+      ];
+      for (const [name, body, status] of cases) {
+        const answer = await send(rollback, { method: 'POST', body, headers: json });
+        expect(answer.status, name).toBe(status);
+        await expectRefused(answer, status);
+      }
+      await expectRefused(await send(rollback, { method: 'POST', body: '{"turns":1}', headers: { ...auth, 'content-type': 'text/plain' } }), 400);
+      await expectRefused(await send(rollback, { method: 'POST', headers: auth }), 400);
+      expect(Object.prototype).not.toHaveProperty('admin');
+    });
+    expect(produced).toEqual([]);
+  });
+
   it('paths: over-long keys and ids, dot segments, encoded slashes around dots, NUL, bad percent-encoding, a huge URL', async () => {
     const produced = await h.producedDuring(async () => {
       const paths: [string, string, number][] = [

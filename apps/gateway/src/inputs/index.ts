@@ -7,6 +7,7 @@ import { GRANT } from './grant/grant';
 import { Inputs } from './inputs';
 import { PROMOTE } from './promote/promote';
 import { RETRACT } from './retract/retract';
+import { ROLLBACK } from './rollback/rollback';
 import { STEER } from './steer/steer';
 import { STOP } from './stop/stop';
 
@@ -25,6 +26,7 @@ export const INPUT_KINDS: { readonly [K in InputKind]: GatewayPart } = {
   grant: GRANT,
   approval: APPROVAL,
   edit: EDIT,
+  rollback: ROLLBACK,
 };
 
 /** Every input kind, and the facade through which another door submits them (`Inputs`). */

@@ -7,7 +7,7 @@ import { Route } from '../http/route';
 import { READ_ROUTES } from './reads.routes';
 import { conversationKeyOf, parseEdge } from '../http/edge';
 
-/** `after` is the opaque `next` cursor of the previous page; `limit` is 1-200 (the companion's bound and default). */
+/** `after` is the opaque `next` cursor of the previous page; `limit` is 1-200 (the companion's bound and default); `include=rolledBack` shows the rolled-back turns' rows. */
 const MessagesQuery = z.object({
   after: z.string().min(1).max(500).optional(),
   limit: z
@@ -16,6 +16,8 @@ const MessagesQuery = z.object({
     .transform(Number)
     .pipe(z.number().int().min(1, 'limit is at least 1').max(200, 'limit is at most 200'))
     .optional(),
+  /** `rolledBack`: the rows of rolled-back turns too, marked so. */
+  include: z.literal('rolledBack', { error: 'include may only be rolledBack' }).optional(),
 });
 
 @Controller()

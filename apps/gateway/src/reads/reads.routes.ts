@@ -12,7 +12,11 @@ export const READ_ROUTES = {
     requestParams: {
       path: conversation,
       header: readHeaders,
-      query: z.object({ after: z.string().optional().meta({ description: 'the `next` cursor of the previous page' }), limit: z.string().regex(/^\d+$/).optional().meta({ description: '1-200' }) }),
+      query: z.object({
+        after: z.string().optional().meta({ description: 'the `next` cursor of the previous page' }),
+        limit: z.string().regex(/^\d+$/).optional().meta({ description: '1-200' }),
+        include: z.literal('rolledBack').optional().meta({ description: 'the rows of rolled-back turns too, each `rolledBack: true` (hidden by default)' }),
+      }),
     },
     responses: read('one page', TranscriptAnswer, ['not_found']),
   }),

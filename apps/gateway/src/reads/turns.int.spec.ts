@@ -19,6 +19,7 @@ const turn: TurnView = {
   agent: 'default',
   usage: { promptTokens: 12, completionTokens: 3, totalTokens: 15 },
   woundDown: false,
+      rolledBack: false,
   approvals: [],
   startedAt: '2026-01-01T00:00:00.000Z',
   endedAt: '2026-01-01T00:00:01.000Z',

@@ -33,6 +33,8 @@ describe('the worker counts each decision on an input', () => {
         { type: 'approval.refused', data: { input: 'd', approval: 'a', code: 'not_awaiting', message: 'm' } },
         { type: 'input.edited', data: { edit: 'e', input: { id: 'q', kind: 'chat', text: 'y', messages: ['y'] }, revision: 1 } },
         { type: 'edit.refused', data: { edit: 'e2', target: 'q', code: 'precondition_failed', message: 'm', digest: '0'.repeat(64), revision: 1 } },
+        { type: 'turns.rolledBack', data: { rollback: 'b', asked: { turns: 1 }, turns: ['t'], stopped: null } },
+        { type: 'rollback.refused', data: { rollback: 'b2', asked: { turns: 1 }, code: 'busy', message: 'm', running: 't' } },
       ].map((event) => published(event as DomainEvent)),
     );
     expect(await inputsCounted(metrics)).toEqual({
@@ -46,6 +48,8 @@ describe('the worker counts each decision on an input', () => {
       'approval/not_awaiting': 1,
       'edit/accepted': 1,
       'edit/precondition_failed': 1,
+      'rollback/accepted': 1,
+      'rollback/busy': 1,
     });
   });
 });

@@ -1,4 +1,4 @@
-import { isEventOf, type DomainEvent, type EventType } from '@rudder/contracts';
+import { isEventOf, ROLLBACK_TURNS_MAX, type DomainEvent, type EventType } from '@rudder/contracts';
 import { assistantMessage, evolveTurn, knownContentTokens, knownTokens, MESSAGE_FRAMING_TOKENS, startTurn, type EarlierTurn, type ModelMessage, type TurnState } from '@rudder/agent';
 import { evolve, initialState, type ConversationState } from '@rudder/conversation';
 
@@ -29,6 +29,13 @@ export type Conversation = {
    * memory and stored as its snapshot, stays as small as a short one's.
    */
   historyKept: number | null;
+  /**
+   * The last turns that ended and were not rolled back, with the position of each one's
+   * `turn.ended` (the last `ROLLBACK_TURNS_MAX`: those a rollback can reach), so a rollback
+   * knows where the turns it takes back begin, also when the fold let go of them or a summary
+   * covers them.
+   */
+  ends: { turn: string; end: number }[];
 };
 
 /** An earlier turn as the fold keeps it: its messages and tokens (`EarlierTurn`), its id and the position of its `turn.ended` (0 when folded without positions). */
@@ -44,6 +51,7 @@ export const emptyConversation = (historyKept: number | null = null): Conversati
   summary: null,
   letGoThrough: 0,
   historyKept,
+  ends: [],
 });
 
 /**
@@ -73,7 +81,7 @@ function keptTurns(conversation: Conversation, history: HistoryTurn[], kept: num
  * (event_store.snapshots): raise it whenever either changes, and the snapshots folded by older
  * code are ignored (the log is read from the start).
  */
-export const CONVERSATION_FOLD_VERSION = 6;
+export const CONVERSATION_FOLD_VERSION = 7;
 
 /**
  * What a model request may carry of the earlier turns: the last `turns` of them (an agent's
@@ -85,7 +93,7 @@ export function recentHistory(conversation: Conversation, turns: number): Histor
 }
 
 /** The event types that start, end or shorten what the model sees of the conversation (its running turn, its history). */
-const HISTORY_EVENT_TYPES = ['turn.started', 'turn.ended', 'history.compacted'] as const satisfies readonly EventType[];
+const HISTORY_EVENT_TYPES = ['turn.started', 'turn.ended', 'history.compacted', 'turns.rolledBack'] as const satisfies readonly EventType[];
 
 /**
  * Folds one event in. `position`, given by every reader of the log, places the ends of turns,
@@ -113,8 +121,9 @@ export function evolveConversation(conversation: Conversation, event: DomainEven
       // A rolled-back turn leaves no trace in what later turns see.
       if (running.ending === 'rollback') return { ...conversation, state: next, running: null };
       const ended: HistoryTurn = { turn: running.id, end: event.position ?? 0, ...endedTurn(running) };
+      const ends = [...conversation.ends, { turn: running.id, end: ended.end }].slice(-ROLLBACK_TURNS_MAX);
       // Copies the list of earlier turns (at most `historyKept` + 1 references), never their messages.
-      return { ...conversation, state: next, running: null, ...keptTurns(conversation, [...history, ended], historyKept) };
+      return { ...conversation, state: next, running: null, ends, ...keptTurns(conversation, [...history, ended], historyKept) };
     }
     case 'history.compacted': {
       const { summary, through, turns } = event.data;
@@ -126,6 +135,8 @@ export function evolveConversation(conversation: Conversation, event: DomainEven
         history: history.filter((t) => t.end > through.position),
       };
     }
+    case 'turns.rolledBack':
+      return { ...rolledBack(conversation, event.data.turns), state: next, running: running ? evolveTurn(running, event) : null };
     default: {
       const never: never = event;
       throw new Error(`unknown event ${JSON.stringify(never)}`);
@@ -148,4 +159,24 @@ function endedTurn(running: TurnState): { messages: ModelMessage[]; tokens?: num
   for (const m of said) tokens += knownTokens(m) ?? NaN;
   for (const m of replies) tokens += MESSAGE_FRAMING_TOKENS + (knownContentTokens(m) ?? NaN);
   return Number.isNaN(tokens) ? { messages } : { messages, tokens };
+}
+
+/**
+ * The conversation without the turns a rollback took back (the last ended ones: every turn
+ * that ended from the first of them on, since the turns rolled back are always the latest): out
+ * of `history`; a summary that covered one is dropped, and the turns it covered before them are
+ * in the log only (`letGoThrough`), for the next compaction to summarise again; turns the fold
+ * let go of from the first of them on are never read back. (The running turn a rollback stops
+ * leaves no trace with its end: `ending` rollback.)
+ */
+function rolledBack(conversation: Conversation, turns: readonly string[]): Conversation {
+  const gone = conversation.ends.filter((e) => turns.includes(e.turn));
+  const ends = conversation.ends.filter((e) => !turns.includes(e.turn));
+  const history = conversation.history.filter((t) => !turns.includes(t.turn));
+  if (gone.length === 0) return { ...conversation, history, ends };
+  // Everything the log holds before the first turn rolled back's end, nothing from it on.
+  const before = Math.max(0, Math.min(...gone.map((e) => e.end)) - 1);
+  const { summary } = conversation;
+  if (summary !== null && summary.end > before) return { ...conversation, history, ends, summary: null, letGoThrough: before };
+  return { ...conversation, history, ends, letGoThrough: Math.min(conversation.letGoThrough, before) };
 }

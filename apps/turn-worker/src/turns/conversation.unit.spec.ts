@@ -296,3 +296,67 @@ describe('compaction in the fold (history.compacted)', () => {
     expect(withCounts.tokens).toBe(withCounts.messages.reduce((sum, m) => sum + countMessage(m), 0));
   });
 });
+
+describe('a rollback (turns.rolledBack) in the fold', () => {
+  /** `n` turns t0..t(n-1), each `chat <i>` answered `answer <i>`, at positions 1, 2, … */
+  const turnsOf = (n: number): DomainEvent[] =>
+    Array.from({ length: n }, (_, i): DomainEvent[] => [accepted(`a${i}`, `chat ${i}`), started(`t${i}`, `a${i}`, `chat ${i}`), replied(`t${i}`, 0, `answer ${i}`), ended(`t${i}`, `answer ${i}`)]).flat();
+  const rolledBack = (turns: string[], stopped: string | null = null): DomainEvent => ({
+    type: 'turns.rolledBack',
+    data: { rollback: 'r', asked: { turns: turns.length }, turns, stopped },
+  });
+  const positioned = (events: DomainEvent[], from: Conversation = emptyConversation(), first = 1) =>
+    events.reduce((c, e, i) => evolveConversation(c, { ...e, position: first + i }), from);
+  const prompts = (conversation: Conversation) => conversation.history.map((turn) => turn.messages[0].content);
+  /** The position of turn i's `turn.ended` in `turnsOf`. */
+  const endOf = (i: number) => 4 * i + 4;
+
+  it('leaves the rolled-back turns out of the history later requests carry, and out of what a later rollback reaches', () => {
+    const folded = positioned([...turnsOf(4), rolledBack(['t2', 't3'])]);
+    expect(prompts(folded)).toEqual(['chat 0', 'chat 1']);
+    expect(folded.ends.map((e) => e.turn)).toEqual(['t0', 't1']);
+    expect(folded.state.endedTurns.map((t) => t.turn)).toEqual(['t0', 't1']);
+    expect(folded.summary).toBeNull();
+    expect(folded.letGoThrough).toBe(0);
+  });
+
+  it('a summary that covered a rolled-back turn is dropped; the turns it covered before them are left to the log, for the next compaction', () => {
+    const compacted: DomainEvent = { type: 'history.compacted', data: { turn: 't4', step: 0, summary: 'the first three', through: { turn: 't2', position: endOf(2) }, turns: 3, tokens: 3 } };
+    const head = positioned([...turnsOf(4), compacted]);
+    expect(head.summary?.through).toBe('t2');
+    const dropped = positioned([rolledBack(['t2', 't3'])], head, 100);
+    expect(dropped.summary).toBeNull();
+    expect(dropped.history).toEqual([]);
+    // t0 and t1 are in the log before t2's end; nothing from it on is read back.
+    expect(dropped.letGoThrough).toBe(endOf(2) - 1);
+    // A rollback of turns after the summary keeps it.
+    const kept = positioned([rolledBack(['t3'])], head, 100);
+    expect(kept.summary?.through).toBe('t2');
+    expect(kept.history).toEqual([]);
+  });
+
+  it('turns the fold let go of are never read back from the log once rolled back', () => {
+    const head = positioned(turnsOf(5), emptyConversation(1));
+    expect(head.letGoThrough).toBe(endOf(3));
+    const folded = positioned([rolledBack(['t2', 't3', 't4'])], head, 100);
+    expect(folded.history).toEqual([]);
+    expect(folded.letGoThrough).toBe(endOf(2) - 1);
+  });
+
+  it('a running turn a rollback stops leaves no trace with its end', () => {
+    const events: DomainEvent[] = [
+      ...turnsOf(2),
+      accepted('b', 'more'),
+      started('t9', 'b', 'more'),
+      replied('t9', 0, 'half'),
+      { type: 'stop.requested', data: { stop: 'r', turn: 't9', mode: 'rollback' } },
+      rolledBack(['t1', 't9'], 't9'),
+      ended('t9', 'half', 'stopped'),
+    ];
+    const folded = positioned(events);
+    expect(prompts(folded)).toEqual(['chat 0']);
+    expect(folded.ends.map((e) => e.turn)).toEqual(['t0']);
+    // Folding from any point gives the same fold.
+    expect(positioned(events.slice(9), positioned(events.slice(0, 9)), 10)).toEqual(folded);
+  });
+});

@@ -6,6 +6,7 @@ import { EDIT } from './edit';
 import { GRANT } from './grant';
 import { PROMOTE } from './promote';
 import { RETRACT } from './retract';
+import { ROLLBACK } from './rollback';
 import { STEER } from './steer';
 import { STOP } from './stop';
 
@@ -15,6 +16,7 @@ export * from './edit';
 export * from './grant';
 export * from './promote';
 export * from './retract';
+export * from './rollback';
 export * from './steer';
 export * from './stop';
 
@@ -33,6 +35,7 @@ export const INPUT_KIND_CONTRACTS = {
   grant: GRANT,
   approval: APPROVAL,
   edit: EDIT,
+  rollback: ROLLBACK,
 } as const;
 
 type Kinds = typeof INPUT_KIND_CONTRACTS;

@@ -6,6 +6,7 @@ import { editRules } from './edit';
 import { grantRules } from './grant';
 import { promoteRules } from './promote';
 import { retractRules } from './retract';
+import { rollbackRules } from './rollback';
 import type { Guarded, InputRules } from './rules';
 import { steerRules } from './steer';
 import { stopRules } from './stop';
@@ -16,6 +17,8 @@ export type { EditAnswer, EditRefusal } from './edit';
 export type { GrantAnswer } from './grant';
 export type { PromoteAnswer } from './promote';
 export type { RetractAnswer } from './retract';
+export type { RollbackAnswer, RollbackRefusal } from './rollback';
+export { lastTurnOf } from './rollback';
 export type { DecisionContext, Guarded, InputOf, InputRules, OutcomeOf, Reading, Receipt } from './rules';
 export type { SteerAnswer } from './steer';
 export type { StopAnswer } from './stop';
@@ -30,6 +33,7 @@ const kinds = {
   grant: grantRules,
   approval: approvalRules,
   edit: editRules,
+  rollback: rollbackRules,
 } satisfies { readonly [K in InputKind]: InputRules<K> };
 
 type AnswerOf<R> = R extends InputRules<infer _K, infer Answer, infer _Refusal> ? Answer : never;
