@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentTool, BaseLlm, FunctionTool, LlmAgent, Workflow, type BaseLlmConnection, type LlmRequest, type LlmResponse } from '@google/adk';
 import { z } from 'zod';
-import { contextBudget, evolveTurn, startTurn, type Agent, type ModelMessage, type StoredTurn, type TurnState } from '@rudder/agent';
+import { contextBudget, evolveTurn, startTurn, type Agent, type ModelMessage, type TurnState } from '@rudder/agent';
+import { memoryTurn } from '@rudder/agent/testing';
 import type { DomainEvent } from '@rudder/contracts';
 import { lastUserText, messageText, reply, startScriptedModel, toolResults, userTexts, type ModelRequest, type ScriptedModel, type ScriptedReply } from '@rudder/scripted-model';
 import { adkLoop } from './adk-agent';
@@ -68,35 +69,9 @@ function tripAgent(options: { runs: string[]; model?: BaseLlm; tools?: LlmAgent[
 }
 
 function harness(agent: LlmAgent, options: { steers?: { id: string; text: string }[]; turn?: TurnState; signal?: AbortSignal; earlier?: ModelMessage[] } = {}) {
-  const log: DomainEvent[] = [];
-  const tokens: string[] = [];
-  const waiting = options.steers ?? [];
-  let turn = options.turn ?? startTurn('t1', prompt);
-  const commit = async (events: DomainEvent[]): Promise<StoredTurn> => {
-    const after = events.reduce(evolveTurn, turn);
-    const closesStep = events.some((e) => e.type === 'tool.ended') && after.openCalls.length === 0;
-    const completes = events.some((e) => e.type === 'turn.ended' && e.data.status === 'completed');
-    let stored = events;
-    if ((closesStep || completes) && waiting.length > 0) {
-      const taken = waiting.splice(0).map((input): DomainEvent => ({ type: 'steer.taken', data: { turn: 't1', step: after.steps, input } }));
-      stored = [...events.filter((e) => e.type !== 'turn.ended'), ...taken];
-    }
-    log.push(...stored);
-    turn = stored.reduce(evolveTurn, turn);
-    return { turn, ended: stored.some((e) => e.type === 'turn.ended') };
-  };
-  const run = adkLoop(agent)({
-    conversation: 'c1',
-    agent: rudderAgent,
-    model: { reply: () => Promise.reject(new Error('ADK asks its own model')) },
-    history: () => ({ summary: null, earlier: options.earlier ? [{ messages: options.earlier }] : [] }),
-    turn,
-    commit,
-    now: () => new Date('2026-12-01T00:00:00Z'),
-    signal: options.signal ?? new AbortController().signal,
-    onToken: (_step, text) => tokens.push(text),
-  });
-  return { log, tokens, run };
+  const memory = memoryTurn({ turn: options.turn ?? startTurn('t1', prompt), steers: options.steers, signal: options.signal, agent: rudderAgent, earlier: options.earlier ? [options.earlier] : [] });
+  const run = adkLoop(agent)(memory.options);
+  return { log: memory.log, tokens: memory.tokens, run };
 }
 
 const types = (log: DomainEvent[]) => log.map((e) => e.type);

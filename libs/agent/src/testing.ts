@@ -6,6 +6,7 @@
  */
 import type { DomainEvent } from '@rudder/contracts';
 import { contextBudget } from './context';
+import type { ModelMessage } from './messages';
 import type { Agent, RunTurnOptions, StoredTurn } from './run-options';
 import { evolveTurn, startTurn, type TurnState } from './turn';
 
@@ -21,10 +22,15 @@ export type MemoryTurn = {
   steers: { id: string; text: string }[];
   /** The turn as stored now. */
   turn(): TurnState;
+  /** The tokens streamed so far (`onToken`), in order. */
+  tokens: string[];
 };
 
-export function memoryTurn(settings: { turn?: TurnState; steers?: { id: string; text: string }[]; agent?: Agent; signal?: AbortSignal } = {}): MemoryTurn {
+export function memoryTurn(
+  settings: { turn?: TurnState; steers?: { id: string; text: string }[]; agent?: Agent; signal?: AbortSignal; earlier?: readonly ModelMessage[][] } = {},
+): MemoryTurn {
   const log: DomainEvent[] = [];
+  const tokens: string[] = [];
   const steers = settings.steers ?? [];
   let turn = settings.turn ?? startTurn('t1', TEST_PROMPT);
   const commit = async (events: DomainEvent[]): Promise<StoredTurn> => {
@@ -44,13 +50,14 @@ export function memoryTurn(settings: { turn?: TurnState; steers?: { id: string; 
     conversation: 'c',
     agent: settings.agent ?? testAgent(),
     model: { reply: () => Promise.reject(new Error('a framework asks its own model')) },
-    history: () => ({ summary: null, earlier: [] }),
+    history: () => ({ summary: null, earlier: (settings.earlier ?? []).map((messages) => ({ messages })) }),
     turn,
     commit,
+    onToken: (_step, text) => tokens.push(text),
     now: () => new Date('2026-12-01T00:00:00Z'),
     signal: settings.signal ?? new AbortController().signal,
   };
-  return { options, log, steers, turn: () => turn };
+  return { options, log, steers, turn: () => turn, tokens };
 }
 
 /** The log up to and including the first event of `type` (a worker that died right after storing it). */

@@ -4,7 +4,8 @@ import { ChatOpenAI } from '@langchain/openai';
 import { createAgent, createMiddleware, humanInTheLoopMiddleware, modelRetryMiddleware, tool, trimMessages, type AgentMiddleware } from 'langchain';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { contextBudget, evolveTurn, startTurn, type Agent, type StoredTurn, type TurnState } from '@rudder/agent';
+import { contextBudget, evolveTurn, startTurn, type Agent, type TurnState } from '@rudder/agent';
+import { memoryTurn } from '@rudder/agent/testing';
 import type { DomainEvent } from '@rudder/contracts';
 import { lastMessage, messageText, reply, startScriptedModel, toolResults, userTexts, type ModelRequest, type ScriptedModel } from '@rudder/scripted-model';
 import { durableTurnLoop, type InterruptOn } from './langgraph-agent';
@@ -55,23 +56,8 @@ type Options = { steers?: { id: string; text: string }[]; turn?: TurnState; text
 function harness(options: Options = {}) {
   const runs: string[] = [];
   const tokens: string[] = [];
-  const log: DomainEvent[] = [];
-  const waiting = [...(options.steers ?? [])];
   const prompt = { id: 'in-1', text: options.text ?? 'find a hotel in Lisbon', messages: [options.text ?? 'find a hotel in Lisbon'], subject: 'alice' };
-  let turn = options.turn ?? startTurn('t1', prompt);
-  const commit = async (events: DomainEvent[]): Promise<StoredTurn> => {
-    const after = events.reduce(evolveTurn, turn);
-    const closesStep = events.some((e) => e.type === 'tool.ended') && after.openCalls.length === 0;
-    const completes = events.some((e) => e.type === 'turn.ended' && e.data.status === 'completed');
-    let stored = events;
-    if ((closesStep || completes) && waiting.length > 0) {
-      const taken = waiting.splice(0).map((input): DomainEvent => ({ type: 'steer.taken', data: { turn: 't1', step: after.steps, input } }));
-      stored = [...events.filter((e) => e.type !== 'turn.ended'), ...taken];
-    }
-    log.push(...stored);
-    turn = stored.reduce(evolveTurn, turn);
-    return { turn, ended: stored.some((e) => e.type === 'turn.ended') };
-  };
+  const memory = memoryTurn({ turn: options.turn ?? startTurn('t1', prompt), steers: [...(options.steers ?? [])], signal: options.signal, agent: agentLimits });
   const searchHotels = tool(
     async ({ city }) => {
       runs.push(`search_hotels ${city}`);
@@ -95,19 +81,9 @@ function harness(options: Options = {}) {
   });
   const loop = durableTurnLoop(agent, { interruptOn });
   const before = server.requests.length;
-  const run = () =>
-    loop({
-      conversation: 'c',
-      agent: agentLimits,
-      model: { reply: () => Promise.reject(new Error('the framework asks its own model')) },
-      history: () => ({ summary: null, earlier: [] }),
-      turn,
-      commit,
-      now: () => new Date('2026-12-01T00:00:00Z'),
-      signal: options.signal ?? new AbortController().signal,
-      onToken: (step, text) => tokens.push(`${step}:${text}`),
-    });
-  return { run, runs, tokens, log, requests: () => server.requests.slice(before), turn: () => turn };
+  // Each run from the turn as stored then; tokens said with their step.
+  const run = () => loop({ ...memory.options, turn: memory.turn(), onToken: (step, text) => tokens.push(`${step}:${text}`) });
+  return { run, runs, tokens, log: memory.log, requests: () => server.requests.slice(before), turn: memory.turn };
 }
 
 const roles = (request: ModelRequest) => request.body.messages.map((m) => m.role);

@@ -2,7 +2,8 @@ import { Agent, OpenAIChatCompletionsModel, RunHandoffOutputItem, handoff, tool,
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { contextBudget, evolveTurn, startTurn, type Agent as RudderAgent, type ModelMessage, type StoredTurn, type TurnState } from '@rudder/agent';
+import { contextBudget, evolveTurn, startTurn, type Agent as RudderAgent, type ModelMessage, type TurnState } from '@rudder/agent';
+import { memoryTurn } from '@rudder/agent/testing';
 import type { DomainEvent } from '@rudder/contracts';
 import { lastMessage, lastUserText, messageText, reply, startScriptedModel, toolResults, toolSequenceProblem, userTexts, type ModelRequest, type ScriptedModel, type ScriptedReply } from '@rudder/scripted-model';
 import { openAiAgentsLoop } from './openai-agents-agent';
@@ -49,42 +50,16 @@ function tripTools() {
 }
 
 function harness(agent: Agent<any, any>, options: { steers?: { id: string; text: string }[]; turn?: TurnState; signal?: AbortSignal; earlier?: ModelMessage[] } = {}) {
-  const log: DomainEvent[] = [];
-  const tokens: string[] = [];
-  const waiting = options.steers ?? [];
-  let turn = options.turn ?? startTurn('t1', prompt);
-  const commit = async (events: DomainEvent[]): Promise<StoredTurn> => {
-    const after = events.reduce(evolveTurn, turn);
-    const closesStep = events.some((e) => e.type === 'tool.ended') && after.openCalls.length === 0;
-    const completes = events.some((e) => e.type === 'turn.ended' && e.data.status === 'completed');
-    let stored = events;
-    if ((closesStep || completes) && waiting.length > 0) {
-      const taken = waiting.splice(0).map((input): DomainEvent => ({ type: 'steer.taken', data: { turn: 't1', step: after.steps, input } }));
-      stored = [...events.filter((e) => e.type !== 'turn.ended'), ...taken];
-    }
-    log.push(...stored);
-    turn = stored.reduce(evolveTurn, turn);
-    return { turn, ended: stored.some((e) => e.type === 'turn.ended') };
-  };
+  const memory = memoryTurn({ turn: options.turn ?? startTurn('t1', prompt), steers: options.steers, signal: options.signal, agent: rudderAgent, earlier: options.earlier ? [options.earlier] : [] });
   const requestsBefore = server.requests.length;
-  const run = () =>
-    openAiAgentsLoop({ agent })({
-      conversation: 'c',
-      agent: rudderAgent,
-      model: { reply: () => Promise.reject(new Error('the framework asks its own model')) },
-      history: () => ({ summary: null, earlier: options.earlier ? [{ messages: options.earlier }] : [] }),
-      turn,
-      commit,
-      onToken: (_step, text) => tokens.push(text),
-      now: () => new Date('2026-12-01T00:00:00Z'),
-      signal: options.signal ?? new AbortController().signal,
-    });
+  // Each run from the turn as stored then (a run after a decision reads the decision).
+  const run = () => openAiAgentsLoop({ agent })({ ...memory.options, turn: memory.turn() });
   /** How the turn ended, as stored: null while it has not. */
   const ending = () => {
-    const ended = log.find((e) => e.type === 'turn.ended');
+    const ended = memory.log.find((e) => e.type === 'turn.ended');
     return ended?.type === 'turn.ended' ? ended.data.status : null;
   };
-  return { log, tokens, run, ending, turn: () => turn, requests: () => server.requests.slice(requestsBefore) };
+  return { log: memory.log, tokens: memory.tokens, run, ending, turn: memory.turn, requests: () => server.requests.slice(requestsBefore) };
 }
 
 const messagesOf = (request: ModelRequest) => request.body.messages;
