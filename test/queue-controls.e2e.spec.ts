@@ -208,6 +208,38 @@ describe('edit', () => {
   });
 });
 
+describe('move', () => {
+  it("puts a follow-up queued behind a running turn before another, or at the end; the turns start in the new order, and each model request reads them so", async () => {
+    const { client, http, model } = stack;
+    const conversation = key('move');
+    const held = await holding(stack, conversation);
+    for (const [id, text] of [['c1', 'fetch the list'], ['c2', 'migrate the fetchers'], ['c3', 'check the archived ones']]) await client.chat(conversation, { text, id });
+    await client.steer(conversation, { text: 'keep it short', id: 's' });
+    const first = await http.post(conversation, '/inputs/c3/move', { before: 'c1', id: 'm1' });
+    expect({ status: first.status, body: first.body }).toEqual({ status: 200, body: { id: 'c3', before: 'c1', position: 0 } });
+    expect(Number(first.headers.get('rudder-position'))).toBeGreaterThan(0);
+    // The same move again answers the same; the client's move to the end.
+    expect((await http.post(conversation, '/inputs/c3/move', { before: 'c1' }, { 'idempotency-key': 'm1' })).body).toEqual(first.body);
+    expect(await client.move(conversation, 'c1', null)).toEqual({ id: 'c1', before: null, position: 2 });
+    expect((await client.status(conversation)).queue.map((q) => q.id)).toEqual(['c3', 'c2', 'c1']);
+    // A steer waiting for the running turn is no follow-up: 409; unknown: 404; a before not in the queue: 409.
+    const steer = await http.post(conversation, '/inputs/s/move', { before: null, id: 'm-steer' });
+    expect({ status: steer.status, code: steer.body.error?.code, kind: steer.body.error?.details?.kind }).toEqual({ status: 409, code: 'conflict', kind: 'steer' });
+    expect((await http.post(conversation, '/inputs/no-such-input/move', { before: null, id: 'm-unknown' })).status).toBe(404);
+    const before = await http.post(conversation, '/inputs/c2/move', { before: 'p', id: 'm-before' });
+    expect({ status: before.status, code: before.body.error?.code, details: before.body.error?.details }).toEqual({ status: 409, code: 'conflict', details: { id: 'c2', before: 'p' } });
+    held.open();
+    await answered(client, conversation, 'c1');
+    const prompts = model.requests.map(lastUserText).filter((text) => ['fetch the list', 'migrate the fetchers', 'check the archived ones'].includes(text ?? ''));
+    expect([...new Set(prompts)]).toEqual(['check the archived ones', 'migrate the fetchers', 'fetch the list']);
+    const said = (await client.messages(conversation)).items.filter((m) => m.role === 'user' && !m.steered).map((m) => m.id);
+    expect(said).toEqual(['p', 'c3', 'c2', 'c1']);
+    // Delivered: 409, saying so.
+    const late = await http.post(conversation, '/inputs/c1/move', { before: null, id: 'm-late' });
+    expect({ status: late.status, code: late.body.error?.code, state: late.body.error?.details?.state }).toEqual({ status: 409, code: 'conflict', state: 'delivered' });
+  });
+});
+
 describe('stop', () => {
   it('answers turn: null when no turn runs, and stops nothing', async () => {
     const { client, http } = stack;

@@ -29,9 +29,10 @@ import { readEventRecord } from './read-event-record';
  * end every turn, turn of an input, input, approval, transcript and event replay is what folding
  * the whole log at once in memory gives. A reply's first call may be of `send`, a tool that needs
  * a person's approval: it is requested, then decided (by a person, edited or not, or by its
- * timeout), refused, or closed unrun by the turn's end. A rollback takes back ended turns (and the
- * running one, stopped first): the transcript shows their rows only when asked, and the worker's
- * fold that wrote the log holds none of them.
+ * timeout), refused, or closed unrun by the turn's end. A move puts a follow-up before another
+ * input waiting (or at the end), and the turns start in that order. A rollback takes back ended
+ * turns (and the running one, stopped first): the transcript shows their rows only when asked,
+ * and the worker's fold that wrote the log holds none of them.
  */
 
 let database: Awaited<ReturnType<typeof createFreshDatabase>>;
@@ -64,6 +65,7 @@ type Command =
   | { do: 'stop'; id: number; discardPending: boolean; namesTurn: boolean; graceful: boolean }
   | { do: 'retract'; id: number; target: number | 'chat' | 'steer'; subject: number }
   | { do: 'promote'; id: number; target: number }
+  | { do: 'move'; id: number; target: number; before: number | null; subject: number }
   | { do: 'grant'; id: number; grantee: number; access: 'read' | 'write' | null; subject: number }
   | { do: 'start' }
   | { do: 'step'; content: string; calls: number; send: boolean; usage: boolean }
@@ -82,6 +84,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ do: fc.constant('stop' as const), id: fc.nat(3), discardPending: fc.boolean(), namesTurn: fc.boolean(), graceful: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('retract' as const), id: fc.nat(3), target: fc.oneof(fc.nat(7), fc.constantFrom('chat' as const, 'steer' as const)), subject: fc.nat(2) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('promote' as const), id: fc.nat(3), target: fc.nat(7) }) },
+  { weight: 2, arbitrary: fc.record({ do: fc.constant('move' as const), id: fc.nat(3), target: fc.nat(7), before: fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 3, arbitrary: fc.nat(7) }), subject: fc.nat(2) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('grant' as const), id: fc.nat(3), grantee: fc.nat(2), access: fc.constantFrom('read' as const, 'write' as const, null), subject: fc.nat(2) }) },
   { weight: 4, arbitrary: fc.constant({ do: 'start' as const }) },
   { weight: 10, arbitrary: fc.record({ do: fc.constant('step' as const), content: text, calls: fc.nat(2), send: fc.boolean(), usage: fc.boolean() }) },
@@ -156,6 +159,9 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
         break;
       case 'promote':
         input({ ...envelope, type: 'promote', id: `p-${controlIds[c.id]}`, subject: 'alice', target: inputIds[c.target] });
+        break;
+      case 'move':
+        input({ ...envelope, type: 'move', id: `m-${controlIds[c.id]}`, subject: subjects[c.subject], target: inputIds[c.target], before: c.before === null ? null : inputIds[c.before] });
         break;
       case 'grant':
         input({ ...envelope, type: 'grant', id: `g-${controlIds[c.id]}`, subject: subjects[c.subject], grantee: subjects[c.grantee], access: c.access });
