@@ -240,6 +240,54 @@ describe('move', () => {
   });
 });
 
+describe('collapse (queue: latest, merge)', () => {
+  it('latest: 50 concurrent follow-ups while a turn runs the whole time leave one waiting, then exactly one turn; the other 49 are answered collapsed into it, once each', async () => {
+    const { client, http, model } = stack;
+    const conversation = key('latest');
+    const held = await holding(stack, conversation);
+    const stream = readEvents(await http.events(conversation, { 'last-event-id': '0' }), (_m, all) => all.filter((m) => m.event === 'inputs.collapsed').flatMap((m) => (m.data as { data: { from: string[] } }).data.from).length >= 49);
+    // Open development mode: no limit of inputs per second a subject (else 50 at once would pass the default 50/s with its burst).
+    const ids = Array.from({ length: 50 }, (_, i) => `l${i}`);
+    await Promise.all(ids.map((id) => client.chat(conversation, { text: `latest ${id}`, id, queue: 'latest' })));
+    const status = await client.status(conversation);
+    expect(status.queue).toHaveLength(1);
+    const survivor = status.queue[0].id;
+    const collapsed = (await stream).filter((m) => m.event === 'inputs.collapsed').map((m) => (m.data as { data: { into: string; from: string[]; policy: string } }).data);
+    const from = collapsed.flatMap((c) => c.from);
+    expect(new Set(from).size).toBe(49);
+    expect(from.sort()).toEqual(ids.filter((id) => id !== survivor).sort());
+    expect(collapsed.every((c) => c.policy === 'latest')).toBe(true);
+    held.open();
+    const turn = await answered(client, conversation, survivor);
+    // Exactly one turn after the held one: it read only the survivor; each collapsed input is answered by it.
+    expect(requestsWith(model.requests, `latest ${survivor}`).length).toBeGreaterThan(0);
+    for (const id of ids.filter((i) => i !== survivor)) expect(requestsWith(model.requests, `latest ${id}`)).toHaveLength(0);
+    for (const id of ['l0', 'l17', 'l49'].filter((i) => i !== survivor)) expect((await client.turnOf(conversation, id)).id).toBe(turn.id);
+    const prompts = (await client.messages(conversation)).items.filter((m) => m.role === 'user').map((m) => m.id);
+    expect(prompts).toEqual(['p', survivor]);
+    // A collapsed input is no longer pending: 409 saying so.
+    const late = await http.delete(conversation, `/inputs/${ids.find((i) => i !== survivor)}`);
+    expect({ status: late.status, state: late.body.error?.details?.state }).toEqual({ status: 409, state: 'collapsed' });
+  });
+
+  it('merge: the waiting follow-ups become one turn whose prompt is all of them, in order, as a chat of several messages', async () => {
+    const { client, model } = stack;
+    const conversation = key('merge');
+    const held = await holding(stack, conversation);
+    for (const [id, text] of [['m1', 'fetch the list'], ['m2', 'migrate the fetchers'], ['m3', 'check the archived ones']]) {
+      await client.chat(conversation, { text, id, queue: 'merge' });
+    }
+    expect((await client.status(conversation)).queue).toEqual([{ id: 'm1', kind: 'chat', text: 'fetch the list\n\nmigrate the fetchers\n\ncheck the archived ones', revision: 0 }]);
+    held.open();
+    const turn = await answered(client, conversation, 'm1');
+    const request = requestsWith(model.requests, 'check the archived ones')[0];
+    expect(userTexts(request).slice(-3)).toEqual(['fetch the list', 'migrate the fetchers', 'check the archived ones']);
+    expect(requestsWith(model.requests, 'migrate the fetchers').every((r) => userTexts(r).includes('fetch the list'))).toBe(true);
+    expect((await client.turnOf(conversation, 'm3')).id).toBe(turn.id);
+    expect((await client.turnOf(conversation, 'm2')).id).toBe(turn.id);
+  });
+});
+
 describe('stop', () => {
   it('answers turn: null when no turn runs, and stops nothing', async () => {
     const { client, http } = stack;

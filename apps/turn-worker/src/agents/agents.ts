@@ -165,6 +165,7 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
           chats: definition.bounds?.chats ?? config.MAX_PENDING_CHATS,
           chars: definition.bounds?.chars ?? config.MAX_PENDING_CHARS,
         },
+        ...(definition.queue === undefined ? {} : { queue: definition.queue }),
       },
       historyTurns,
       guard: async (input) => (definition.guard ? definition.guard(input) : null),
