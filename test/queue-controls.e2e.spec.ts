@@ -274,15 +274,15 @@ describe('collapse (queue: latest, merge)', () => {
     const { client, model } = stack;
     const conversation = key('merge');
     const held = await holding(stack, conversation);
-    for (const [id, text] of [['m1', 'fetch the list'], ['m2', 'migrate the fetchers'], ['m3', 'check the archived ones']]) {
+    for (const [id, text] of [['m1', 'pack the tent'], ['m2', 'book the ferry'], ['m3', 'find a campsite']]) {
       await client.chat(conversation, { text, id, queue: 'merge' });
     }
-    expect((await client.status(conversation)).queue).toEqual([{ id: 'm1', kind: 'chat', text: 'fetch the list\n\nmigrate the fetchers\n\ncheck the archived ones', revision: 0 }]);
+    expect((await client.status(conversation)).queue).toEqual([{ id: 'm1', kind: 'chat', text: 'pack the tent\n\nbook the ferry\n\nfind a campsite', revision: 0 }]);
     held.open();
     const turn = await answered(client, conversation, 'm1');
-    const request = requestsWith(model.requests, 'check the archived ones')[0];
-    expect(userTexts(request).slice(-3)).toEqual(['fetch the list', 'migrate the fetchers', 'check the archived ones']);
-    expect(requestsWith(model.requests, 'migrate the fetchers').every((r) => userTexts(r).includes('fetch the list'))).toBe(true);
+    const request = requestsWith(model.requests, 'find a campsite')[0];
+    expect(userTexts(request).slice(-3)).toEqual(['pack the tent', 'book the ferry', 'find a campsite']);
+    expect(requestsWith(model.requests, 'book the ferry').every((r) => userTexts(r).includes('pack the tent'))).toBe(true);
     expect((await client.turnOf(conversation, 'm3')).id).toBe(turn.id);
     expect((await client.turnOf(conversation, 'm2')).id).toBe(turn.id);
   });
