@@ -208,6 +208,86 @@ describe('edit', () => {
   });
 });
 
+describe('move', () => {
+  it("puts a follow-up queued behind a running turn before another, or at the end; the turns start in the new order, and each model request reads them so", async () => {
+    const { client, http, model } = stack;
+    const conversation = key('move');
+    const held = await holding(stack, conversation);
+    for (const [id, text] of [['c1', 'fetch the list'], ['c2', 'migrate the fetchers'], ['c3', 'check the archived ones']]) await client.chat(conversation, { text, id });
+    await client.steer(conversation, { text: 'keep it short', id: 's' });
+    const first = await http.post(conversation, '/inputs/c3/move', { before: 'c1', id: 'm1' });
+    expect({ status: first.status, body: first.body }).toEqual({ status: 200, body: { id: 'c3', before: 'c1', position: 0 } });
+    expect(Number(first.headers.get('rudder-position'))).toBeGreaterThan(0);
+    // The same move again answers the same; the client's move to the end.
+    expect((await http.post(conversation, '/inputs/c3/move', { before: 'c1' }, { 'idempotency-key': 'm1' })).body).toEqual(first.body);
+    expect(await client.move(conversation, 'c1', null)).toEqual({ id: 'c1', before: null, position: 2 });
+    expect((await client.status(conversation)).queue.map((q) => q.id)).toEqual(['c3', 'c2', 'c1']);
+    // A steer waiting for the running turn is no follow-up: 409; unknown: 404; a before not in the queue: 409.
+    const steer = await http.post(conversation, '/inputs/s/move', { before: null, id: 'm-steer' });
+    expect({ status: steer.status, code: steer.body.error?.code, kind: steer.body.error?.details?.kind }).toEqual({ status: 409, code: 'conflict', kind: 'steer' });
+    expect((await http.post(conversation, '/inputs/no-such-input/move', { before: null, id: 'm-unknown' })).status).toBe(404);
+    const before = await http.post(conversation, '/inputs/c2/move', { before: 'p', id: 'm-before' });
+    expect({ status: before.status, code: before.body.error?.code, details: before.body.error?.details }).toEqual({ status: 409, code: 'conflict', details: { id: 'c2', before: 'p' } });
+    held.open();
+    await answered(client, conversation, 'c1');
+    const prompts = model.requests.map(lastUserText).filter((text) => ['fetch the list', 'migrate the fetchers', 'check the archived ones'].includes(text ?? ''));
+    expect([...new Set(prompts)]).toEqual(['check the archived ones', 'migrate the fetchers', 'fetch the list']);
+    const said = (await client.messages(conversation)).items.filter((m) => m.role === 'user' && !m.steered).map((m) => m.id);
+    expect(said).toEqual(['p', 'c3', 'c2', 'c1']);
+    // Delivered: 409, saying so.
+    const late = await http.post(conversation, '/inputs/c1/move', { before: null, id: 'm-late' });
+    expect({ status: late.status, code: late.body.error?.code, state: late.body.error?.details?.state }).toEqual({ status: 409, code: 'conflict', state: 'delivered' });
+  });
+});
+
+describe('collapse (queue: latest, merge)', () => {
+  it('latest: 50 concurrent follow-ups while a turn runs the whole time leave one waiting, then exactly one turn; the other 49 are answered collapsed into it, once each', async () => {
+    const { client, http, model } = stack;
+    const conversation = key('latest');
+    const held = await holding(stack, conversation);
+    const stream = readEvents(await http.events(conversation, { 'last-event-id': '0' }), (_m, all) => all.filter((m) => m.event === 'inputs.collapsed').flatMap((m) => (m.data as { data: { from: string[] } }).data.from).length >= 49);
+    // Open development mode: no limit of inputs per second a subject (else 50 at once would pass the default 50/s with its burst).
+    const ids = Array.from({ length: 50 }, (_, i) => `l${i}`);
+    await Promise.all(ids.map((id) => client.chat(conversation, { text: `latest ${id}`, id, queue: 'latest' })));
+    const status = await client.status(conversation);
+    expect(status.queue).toHaveLength(1);
+    const survivor = status.queue[0].id;
+    const collapsed = (await stream).filter((m) => m.event === 'inputs.collapsed').map((m) => (m.data as { data: { into: string; from: string[]; policy: string } }).data);
+    const from = collapsed.flatMap((c) => c.from);
+    expect(new Set(from).size).toBe(49);
+    expect(from.sort()).toEqual(ids.filter((id) => id !== survivor).sort());
+    expect(collapsed.every((c) => c.policy === 'latest')).toBe(true);
+    held.open();
+    const turn = await answered(client, conversation, survivor);
+    // Exactly one turn after the held one: it read only the survivor; each collapsed input is answered by it.
+    expect(requestsWith(model.requests, `latest ${survivor}`).length).toBeGreaterThan(0);
+    for (const id of ids.filter((i) => i !== survivor)) expect(requestsWith(model.requests, `latest ${id}`)).toHaveLength(0);
+    for (const id of ['l0', 'l17', 'l49'].filter((i) => i !== survivor)) expect((await client.turnOf(conversation, id)).id).toBe(turn.id);
+    const prompts = (await client.messages(conversation)).items.filter((m) => m.role === 'user').map((m) => m.id);
+    expect(prompts).toEqual(['p', survivor]);
+    // A collapsed input is no longer pending: 409 saying so.
+    const late = await http.delete(conversation, `/inputs/${ids.find((i) => i !== survivor)}`);
+    expect({ status: late.status, state: late.body.error?.details?.state }).toEqual({ status: 409, state: 'collapsed' });
+  });
+
+  it('merge: the waiting follow-ups become one turn whose prompt is all of them, in order, as a chat of several messages', async () => {
+    const { client, model } = stack;
+    const conversation = key('merge');
+    const held = await holding(stack, conversation);
+    for (const [id, text] of [['m1', 'pack the tent'], ['m2', 'book the ferry'], ['m3', 'find a campsite']]) {
+      await client.chat(conversation, { text, id, queue: 'merge' });
+    }
+    expect((await client.status(conversation)).queue).toEqual([{ id: 'm1', kind: 'chat', text: 'pack the tent\n\nbook the ferry\n\nfind a campsite', revision: 0 }]);
+    held.open();
+    const turn = await answered(client, conversation, 'm1');
+    const request = requestsWith(model.requests, 'find a campsite')[0];
+    expect(userTexts(request).slice(-3)).toEqual(['pack the tent', 'book the ferry', 'find a campsite']);
+    expect(requestsWith(model.requests, 'book the ferry').every((r) => userTexts(r).includes('pack the tent'))).toBe(true);
+    expect((await client.turnOf(conversation, 'm3')).id).toBe(turn.id);
+    expect((await client.turnOf(conversation, 'm2')).id).toBe(turn.id);
+  });
+});
+
 describe('stop', () => {
   it('answers turn: null when no turn runs, and stops nothing', async () => {
     const { client, http } = stack;

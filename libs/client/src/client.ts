@@ -10,6 +10,7 @@ import type {
   MessageKind,
   Recap,
   RetractAnswer,
+  MoveAnswer,
   RollbackAnswer,
   RollbackBody,
   SteerAnswer,
@@ -103,6 +104,16 @@ export class RudderClient {
    */
   rollback(key: string, body: RollbackBody, options: WriteOptions = {}): Promise<RollbackAnswer> {
     return this.write(key, 'POST', '/rollback', { ...body, id: body.id ?? newId() }, options);
+  }
+
+  /**
+   * Moves a pending follow-up just before another input waiting in the queue (`before`), or to
+   * the end (`null`). Answers its place now. The move gets an id when the caller gives none, so
+   * sending it again is safe.
+   */
+  move(key: string, input: string, before: string | null, options: WriteOptions & { id?: string } = {}): Promise<MoveAnswer> {
+    const { id, ...rest } = options;
+    return this.write(key, 'POST', `/inputs/${encodeURIComponent(input)}/move`, { before, id: id ?? newId() }, rest);
   }
 
   /** Turns a pending follow-up into a steer of the running turn. */

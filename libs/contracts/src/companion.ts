@@ -30,8 +30,8 @@ export const CompanionStatus = StatusFields.extend({
 });
 export type CompanionStatus = z.infer<typeof CompanionStatus>;
 
-/** Where an input is: waiting, reached a turn, taken back, dropped by a stop, or refused. */
-export const InputState = z.enum(['pending', 'delivered', 'retracted', 'discarded', 'rejected']);
+/** Where an input is: waiting, reached a turn, taken back, dropped by a stop, refused, or answered by a later follow-up's turn (`inputs.collapsed`). */
+export const InputState = z.enum(['pending', 'delivered', 'retracted', 'discarded', 'rejected', 'collapsed']);
 export type InputState = z.infer<typeof InputState>;
 
 /** The worker's refusal of a chat or a steer (`input.rejected`). */

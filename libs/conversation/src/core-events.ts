@@ -5,7 +5,19 @@ import { without, withAwaiting, type ConversationState, type EndedTurn, type Pen
 
 /** No call of a turn open or waiting: at a turn's start and end. */
 const noCalls = { openCalls: [], awaiting: [], dueAt: null };
-const inOrder = (inputs: PendingInput[]) => [...inputs].sort((a, b) => a.seq - b.seq);
+/**
+ * The queue with `joining` merged in by `seq` (acceptance order): each goes just after the last
+ * input waiting that was sent before it, so it overtakes nothing sent earlier. What waits keeps
+ * its order, so a follow-up moved (`input.moved`) stays where it was put; a queue in `seq` order
+ * stays so.
+ */
+function mergeInOrder(queue: PendingInput[], joining: PendingInput[]): PendingInput[] {
+  const merged = [...queue];
+  for (const input of [...joining].sort((a, b) => a.seq - b.seq)) {
+    merged.splice(merged.findLastIndex((p) => p.seq <= input.seq) + 1, 0, input);
+  }
+  return merged;
+}
 /** A turn ending now, as a rollback will need it: with the plan before its first change, when it changed it. */
 const endedTurn = (state: ConversationState, turn: string): EndedTurn => (state.todosBeforeTurn === null ? { turn } : { turn, todosBefore: state.todosBeforeTurn });
 
@@ -50,7 +62,7 @@ export const CORE_EVENT_RULES: EventRulesTable<CoreEventType> = {
       };
       const next = { ...state, undecided: null };
       if (landed) return { ...next, queue: without(state.queue, input.id), steers: [...state.steers, steer], steersLanded: state.steersLanded + 1 };
-      return promoted ? next : { ...next, queue: inOrder([...state.queue, steer]) };
+      return promoted ? next : { ...next, queue: mergeInOrder(state.queue, [steer]) };
     },
     onceKey: (data) => receiptKey.steerDecided(data.input.id),
   },
@@ -80,7 +92,7 @@ export const CORE_EVENT_RULES: EventRulesTable<CoreEventType> = {
       ending: null,
       steers: [],
       steersLanded: 0,
-      queue: inOrder([...state.queue, ...state.steers]),
+      queue: mergeInOrder(state.queue, state.steers),
       todosBeforeTurn: null,
       ...noCalls,
     }),

@@ -1,4 +1,4 @@
-import type { DomainEvent, InputRecord } from '@rudder/contracts';
+import type { DomainEvent, InputRecord, QueuePolicy } from '@rudder/contracts';
 import { endTurn, evolveTurn, ROLLED_BACK, STOPPED, SUPERSEDED, type TurnState } from '@rudder/agent/turn';
 import { rulesOf } from './inputs';
 import { receiptKeys } from './receipts';
@@ -10,7 +10,12 @@ import type { ConversationState } from './state';
  * may wait in one of its conversations: steers for the running turn, inputs queued behind it,
  * and the characters of both together.
  */
-export type InputPolicy = { maxTaken: number; bounds: { steers: number; chats: number; chars: number } };
+export type InputPolicy = {
+  maxTaken: number;
+  bounds: { steers: number; chats: number; chars: number };
+  /** What a new follow-up does to those waiting before it (`QueuePolicy`); absent: `each`. */
+  queue?: QueuePolicy;
+};
 
 /**
  * The agents a deployment runs, as decisions need them: their names' policies, which one answers

@@ -28,6 +28,8 @@ const cases: { name: string; head: () => Given; before: InputRecord[]; input: In
   { name: 'a rollback (stopping the running turn)', head: running, before: [], input: { ...base, type: 'rollback', id: 'b1', asked: { turns: 1 }, stopRunning: true }, outcome: 'answer' },
   { name: 'a rollback refused (busy)', head: running, before: [], input: { ...base, type: 'rollback', id: 'b2', asked: { turns: 1 } }, outcome: 'refusal' },
   { name: 'an edit refused', head: running, before: [], input: { ...base, type: 'edit', id: 'e2', target: 'nobody', to: { text: 'new' } }, outcome: 'refusal' },
+  { name: 'a move', head: running, before: [chat('q1')], input: { ...base, type: 'move', id: 'm1', target: 'q1', before: null }, outcome: 'answer' },
+  { name: 'a move refused', head: running, before: [], input: { ...base, type: 'move', id: 'm2', target: 'nobody', before: null }, outcome: 'refusal' },
 ];
 
 describe('receipts: what answers each input, and how', () => {

@@ -29,9 +29,11 @@ import { readEventRecord } from './read-event-record';
  * end every turn, turn of an input, input, approval, transcript and event replay is what folding
  * the whole log at once in memory gives. A reply's first call may be of `send`, a tool that needs
  * a person's approval: it is requested, then decided (by a person, edited or not, or by its
- * timeout), refused, or closed unrun by the turn's end. A rollback takes back ended turns (and the
- * running one, stopped first): the transcript shows their rows only when asked, and the worker's
- * fold that wrote the log holds none of them.
+ * timeout), refused, or closed unrun by the turn's end. A move puts a follow-up before another
+ * input waiting (or at the end), and the turns start in that order. A chat's `queue` (latest,
+ * merge) collapses the follow-ups waiting: each is answered by the turn it was collapsed into.
+ * A rollback takes back ended turns (and the running one, stopped first): the transcript shows
+ * their rows only when asked, and the worker's fold that wrote the log holds none of them.
  */
 
 let database: Awaited<ReturnType<typeof createFreshDatabase>>;
@@ -59,11 +61,12 @@ const controlIds = ['x0', 'x1', 'x2', 'x3'];
 
 /** What happens next in a conversation: an input arrives, the next turn starts, or the running turn goes one step. */
 type Command =
-  | { do: 'chat'; id: number; texts: string[]; subject: number; onBusy: 'enqueue' | 'reject' | 'interrupt' | 'rollback'; ifLast: boolean }
+  | { do: 'chat'; id: number; texts: string[]; subject: number; onBusy: 'enqueue' | 'reject' | 'interrupt' | 'rollback'; ifLast: boolean; queue: 'each' | 'latest' | 'merge' | null }
   | { do: 'steer'; id: number; text: string; subject: number; ifLast: boolean }
   | { do: 'stop'; id: number; discardPending: boolean; namesTurn: boolean; graceful: boolean }
   | { do: 'retract'; id: number; target: number | 'chat' | 'steer'; subject: number }
   | { do: 'promote'; id: number; target: number }
+  | { do: 'move'; id: number; target: number; before: number | null; subject: number }
   | { do: 'grant'; id: number; grantee: number; access: 'read' | 'write' | null; subject: number }
   | { do: 'start' }
   | { do: 'step'; content: string; calls: number; send: boolean; usage: boolean }
@@ -77,11 +80,12 @@ const rarely = rare(6);
 const text = fc.constantFrom('go', 'Lisbon', 'also Porto', 'hotels?', '', ' ', 'a much longer message about the trip');
 const userText = text.filter((t) => t.length > 0);
 const command: fc.Arbitrary<Command> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ do: fc.constant('chat' as const), id: fc.nat(7), texts: fc.array(userText, { minLength: 1, maxLength: 2 }), subject: fc.nat(2), onBusy: fc.constantFrom('enqueue' as const, 'enqueue' as const, 'reject' as const, 'interrupt' as const, 'rollback' as const), ifLast: rarely }) },
+  { weight: 4, arbitrary: fc.record({ do: fc.constant('chat' as const), id: fc.nat(7), texts: fc.array(userText, { minLength: 1, maxLength: 2 }), subject: fc.nat(2), onBusy: fc.constantFrom('enqueue' as const, 'enqueue' as const, 'reject' as const, 'interrupt' as const, 'rollback' as const), ifLast: rarely, queue: fc.constantFrom(null, null, 'each' as const, 'latest' as const, 'merge' as const) }) },
   { weight: 4, arbitrary: fc.record({ do: fc.constant('steer' as const), id: fc.nat(7), text: userText, subject: fc.nat(2), ifLast: fc.constant(false) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('stop' as const), id: fc.nat(3), discardPending: fc.boolean(), namesTurn: fc.boolean(), graceful: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('retract' as const), id: fc.nat(3), target: fc.oneof(fc.nat(7), fc.constantFrom('chat' as const, 'steer' as const)), subject: fc.nat(2) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('promote' as const), id: fc.nat(3), target: fc.nat(7) }) },
+  { weight: 2, arbitrary: fc.record({ do: fc.constant('move' as const), id: fc.nat(3), target: fc.nat(7), before: fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 3, arbitrary: fc.nat(7) }), subject: fc.nat(2) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('grant' as const), id: fc.nat(3), grantee: fc.nat(2), access: fc.constantFrom('read' as const, 'write' as const, null), subject: fc.nat(2) }) },
   { weight: 4, arbitrary: fc.constant({ do: 'start' as const }) },
   { weight: 10, arbitrary: fc.record({ do: fc.constant('step' as const), content: text, calls: fc.nat(2), send: fc.boolean(), usage: fc.boolean() }) },
@@ -135,7 +139,7 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
     const input = (record: InputRecord) => append(decideInputs(conversation.state, [record], stored, agents));
     switch (c.do) {
       case 'chat':
-        input({ ...envelope, type: 'chat', id: inputIds[c.id], subject: subjects[c.subject], messages: c.texts, onBusy: c.onBusy, ...(c.ifLast ? { ifLastInputId: conversation.state.lastInputId ?? 'none' } : {}) });
+        input({ ...envelope, type: 'chat', id: inputIds[c.id], subject: subjects[c.subject], messages: c.texts, onBusy: c.onBusy, ...(c.queue === null ? {} : { queue: c.queue }), ...(c.ifLast ? { ifLastInputId: conversation.state.lastInputId ?? 'none' } : {}) });
         break;
       case 'steer':
         input({ ...envelope, type: 'steer', id: inputIds[c.id], subject: subjects[c.subject], text: c.text, ...(c.ifLast ? { ifLastInputId: 'i0' } : {}) });
@@ -156,6 +160,9 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
         break;
       case 'promote':
         input({ ...envelope, type: 'promote', id: `p-${controlIds[c.id]}`, subject: 'alice', target: inputIds[c.target] });
+        break;
+      case 'move':
+        input({ ...envelope, type: 'move', id: `m-${controlIds[c.id]}`, subject: subjects[c.subject], target: inputIds[c.target], before: c.before === null ? null : inputIds[c.before] });
         break;
       case 'grant':
         input({ ...envelope, type: 'grant', id: `g-${controlIds[c.id]}`, subject: subjects[c.subject], grantee: subjects[c.grantee], access: c.access });
@@ -353,7 +360,10 @@ describe('the companion fold, as the decider folds', () => {
             for (const turn of expected.turns) expect(await readTurn(readModels, key, turn.id)).toEqual(viewOf(turn));
             for (const approval of expected.approvals) expect(await readApproval(readModels, key, approval.approval)).toEqual({ ...toTurnApproval(approval), step: approval.step });
             for (const id of inputIds) {
-              const prompted = expected.turns.find((t) => t.promptId === id) ?? expected.turns.find((t) => t.steered.some((s) => s.id === id));
+              // A follow-up collapsed into another is answered by that one's turn (followed to the last).
+              let answering = id;
+              for (let hop = expected.inputs.find((i) => i.id === answering); hop?.collapsedInto; hop = expected.inputs.find((i) => i.id === answering)) answering = hop.collapsedInto;
+              const prompted = expected.turns.find((t) => t.promptId === answering) ?? expected.turns.find((t) => t.steered.some((s) => s.id === answering));
               expect(await readTurnOfInput(readModels, key, id)).toEqual(prompted ? viewOf(prompted) : null);
               const input = expected.inputs.find((i) => i.id === id);
               const read = await readInput(readModels, key, id);

@@ -13,6 +13,8 @@ import type { Folds, Of, RowSet } from './row-set';
  * - `input.retracted`, `input.discarded`: a pending input taken back, or dropped by a stop with
  *   discardPending: it leaves status and is never answered.
  * - `input.delivered`: the input reached a turn (as `turn.started` / `steer.taken` already say).
+ * - `inputs.collapsed`: follow-ups answered by a later one's turn under its queue policy
+ *   (`latest`), or joined to the one waiting before them (`merge`): `collapsed`, never a turn of their own.
  * `guard.failed` gets no row (the guard failed, nothing was decided), so the same id sent again
  * is not answered from here but guarded again. An input accepted (or rejected) twice under other
  * event ids changes nothing.
@@ -24,9 +26,10 @@ export const INPUT_FOLDS: Folds = {
   'input.retracted': { fold: (rows, event) => settle(rows, event.conversation, event.data.input.id, 'retracted') },
   'input.discarded': { fold: (rows, event) => settle(rows, event.conversation, event.data.input.id, 'discarded') },
   'input.delivered': { fold: (rows, event) => settle(rows, event.conversation, event.data.input.id, 'delivered') },
+  'inputs.collapsed': { fold: collapse },
 };
 
-/** A pending input's final state: delivered, retracted or discarded; the first final state stands. */
+/** A pending input's final state: delivered, retracted, discarded or collapsed; the first final state stands. */
 export function settle(rows: RowSet, conversation: string, id: string, state: InputState): void {
   const row = rows.input(conversation, id);
   if (row && row.state === 'pending') {
@@ -53,6 +56,7 @@ function accept(rows: RowSet, event: Of<'input.accepted'>): void {
     rejectionMessage: null,
     steerTurn: null,
     steerLanded: null,
+    collapsedInto: null,
   });
 }
 
@@ -75,6 +79,7 @@ function reject(rows: RowSet, event: Of<'input.rejected'>): void {
     rejectionMessage: message,
     steerTurn: null,
     steerLanded: null,
+    collapsedInto: null,
   });
 }
 
@@ -86,4 +91,14 @@ function decideSteer(rows: RowSet, event: Of<'steer.accepted'>): void {
   row.steerTurn = turn;
   row.steerLanded = landed;
   rows.touchInput(row);
+}
+
+/** Follow-ups collapsed into another (`into`): `collapsed`, naming it; the first final state stands. */
+function collapse(rows: RowSet, event: Of<'inputs.collapsed'>): void {
+  for (const id of event.data.from) {
+    const row = rows.input(event.conversation, id);
+    if (!row || row.state !== 'pending') continue;
+    settle(rows, event.conversation, id, 'collapsed');
+    row.collapsedInto = event.data.into;
+  }
 }

@@ -1,18 +1,34 @@
 import type { TurnView } from '@rudder/contracts';
 import type { DataSource } from 'typeorm';
-import { Turns } from '../read-models/entities';
+import { Inputs, Turns } from '../read-models/entities';
 import { toTurnView, withApprovals } from './turn-view';
+
+/** How many collapses a lookup follows: a `latest` queue collapses each follow-up into the next, so one per follow-up sent while a turn ran. */
+const MAX_COLLAPSES_FOLLOWED = 1000;
 
 /**
  * The turn that answered an input (its prompt) or took it (one of its steered messages),
  * or null when none has yet. A prompt wins over a take; the first turn wins over later ones.
+ * A follow-up collapsed into another (`inputs.collapsed`) is answered by that one's turn.
  */
 export async function readTurnOfInput(readModels: DataSource, key: string, input: string): Promise<TurnView | null> {
+  const answering = await answeringInput(readModels, key, input);
   const row = await withApprovals(readModels.manager.createQueryBuilder(Turns, 't'))
     .where('t.conversation = :key', { key })
-    .andWhere("(t.promptId = :input OR t.steered @> jsonb_build_array(jsonb_build_object('id', CAST(:input AS text))))", { input })
+    .andWhere("(t.promptId = :input OR t.steered @> jsonb_build_array(jsonb_build_object('id', CAST(:input AS text))))", { input: answering })
     .orderBy('t.promptId = :input', 'DESC')
     .addOrderBy('t.startedAt', 'ASC')
     .getOne();
   return row ? toTurnView(row, row.approvals) : null;
+}
+
+/** The input whose turn answers `input`: itself, or the follow-up it was collapsed into, followed to the last one. */
+async function answeringInput(readModels: DataSource, key: string, input: string): Promise<string> {
+  let id = input;
+  for (let hops = 0; hops < MAX_COLLAPSES_FOLLOWED; hops++) {
+    const row = await readModels.manager.findOne(Inputs, { where: { conversation: key, id }, select: { collapsedInto: true } });
+    if (row?.collapsedInto == null) return id;
+    id = row.collapsedInto;
+  }
+  return id;
 }

@@ -9,6 +9,7 @@ import { Affordances1765200000000 } from './migrations/1765200000000-affordances
 import { WoundDown1765300000000 } from './migrations/1765300000000-wound-down';
 import { Approvals1765400000000 } from './migrations/1765400000000-approvals';
 import { RolledBack1765500000000 } from './migrations/1765500000000-rolled-back';
+import { Collapsed1765600000000 } from './migrations/1765600000000-collapsed';
 
 /** The PostgreSQL schema the companion owns; nothing else writes to it. */
 export const READ_MODELS_SCHEMA = 'companion';
@@ -23,6 +24,7 @@ export const readModelMigrations = [
   WoundDown1765300000000,
   Approvals1765400000000,
   RolledBack1765500000000,
+  Collapsed1765600000000,
 ];
 
 /** The read models' DataSource, initialized, its migrations applied. `destroy()` closes it. */

@@ -49,6 +49,8 @@ export type InputRow = {
   /** The worker's decision on a steer (`steer.accepted`): null until it is made, and for chats. */
   steerTurn: string | null;
   steerLanded: boolean | null;
+  /** The follow-up it was collapsed into (`inputs.collapsed`): its turn answers this one; null unless `state` is `collapsed`. */
+  collapsedInto: string | null;
 };
 
 export type TurnRow = {
@@ -176,6 +178,7 @@ export const Inputs = new EntitySchema<InputRow>({
     rejectionMessage: text('rejection_message', true),
     steerTurn: text('steer_turn', true),
     steerLanded: { type: 'boolean', name: 'steer_landed', nullable: true },
+    collapsedInto: text('collapsed_into', true),
   },
 });
 

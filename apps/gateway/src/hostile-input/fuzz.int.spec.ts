@@ -87,6 +87,7 @@ const routes: Route[] = [
   { method: 'DELETE', path: (k, id) => `/v1/conversations/${k}/inputs/${id}` },
   { method: 'PATCH', path: (k, id) => `/v1/conversations/${k}/inputs/${id}` },
   { method: 'POST', path: (k) => `/v1/conversations/${k}/rollback` },
+  { method: 'POST', path: (k, id) => `/v1/conversations/${k}/inputs/${id}/move` },
   { method: 'DELETE', path: (k) => `/v1/conversations/${k}/inputs?latest=chat` },
   { method: 'GET', path: (k) => `/v1/conversations/${k}` },
   { method: 'GET', path: (k) => `/v1/conversations/${k}/messages?limit=5` },

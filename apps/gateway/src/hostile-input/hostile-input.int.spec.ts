@@ -164,6 +164,35 @@ describe('hostile input', () => {
     expect(produced).toEqual([]);
   });
 
+  it('a move: no before, before of another type or not an input id, NUL in it, before itself, unknown fields, a huge array, polluting keys', async () => {
+    const move = '/v1/conversations/hostile/inputs/q-1/move';
+    const produced = await h.producedDuring(async () => {
+      const cases: [string, string, number][] = [
+        ['no before', '{}', 400],
+        ['before of another type', '{"before":1}', 400],
+        ['an empty before', '{"before":""}', 400],
+        ['NUL in before', '{"before":"a\\u0000b"}', 400],
+        ['a lone surrogate in before', '{"before":"a\\ud800b"}', 400],
+        ['a dot segment as before', '{"before":".."}', 400],
+        ['a 201-character before', JSON.stringify({ before: 'q'.repeat(201) }), 400],
+        ['before itself', '{"before":"q-1"}', 400],
+        ['an unknown field', '{"before":null,"after":"q-2"}', 400],
+        ['a 300,000-element array', JSON.stringify({ before: Array.from({ length: 300_000 }, () => 'q') }), 413],
+        ['__proto__', '{"before":null,"__proto__":{"admin":true}}', 400],
+        ['an array', '[{"before":null}]', 400],
+      ];
+      for (const [name, body, status] of cases) {
+        const answer = await send(move, { method: 'POST', body, headers: json });
+        expect(answer.status, name).toBe(status);
+        await expectRefused(answer, status);
+      }
+      await expectRefused(await send(move, { method: 'POST', body: '{"before":null}', headers: { ...auth, 'content-type': 'text/plain' } }), 400);
+      await expectRefused(await send(move, { method: 'POST', headers: auth }), 400);
+      expect(Object.prototype).not.toHaveProperty('admin');
+    });
+    expect(produced).toEqual([]);
+  });
+
   it('paths: over-long keys and ids, dot segments, encoded slashes around dots, NUL, bad percent-encoding, a huge URL', async () => {
     const produced = await h.producedDuring(async () => {
       const paths: [string, string, number][] = [

@@ -5,6 +5,7 @@ import { CHAT } from './chat/chat';
 import { EDIT } from './edit/edit';
 import { GRANT } from './grant/grant';
 import { Inputs } from './inputs';
+import { MOVE } from './move/move';
 import { PROMOTE } from './promote/promote';
 import { RETRACT } from './retract/retract';
 import { ROLLBACK } from './rollback/rollback';
@@ -27,6 +28,7 @@ export const INPUT_KINDS: { readonly [K in InputKind]: GatewayPart } = {
   approval: APPROVAL,
   edit: EDIT,
   rollback: ROLLBACK,
+  move: MOVE,
 };
 
 /** Every input kind, and the facade through which another door submits them (`Inputs`). */

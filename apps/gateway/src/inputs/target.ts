@@ -26,6 +26,7 @@ const NO_LONGER_PENDING: Record<InputState, string> = {
   retracted: 'was already retracted',
   discarded: 'was discarded by a stop',
   rejected: 'was refused when it was sent, so it never waited',
+  collapsed: 'was collapsed into another follow-up by the queue policy (`inputs.collapsed`): that one’s turn answers it',
   pending: 'is no longer pending: it was delivered, retracted or discarded meanwhile',
 };
 

@@ -1,6 +1,6 @@
 import type { Type } from '@nestjs/common';
 import type { ModelClient, Tool, TurnLoop } from '@rudder/agent';
-import type { AgentAffordances } from '@rudder/contracts';
+import type { AgentAffordances, QueuePolicy } from '@rudder/contracts';
 import type { McpServerDefinition } from './mcp/mcp-tools';
 
 /** A model behind the Chat Completions API; what is not given comes from the environment (OPENAI_*). */
@@ -57,6 +57,13 @@ export type AgentDefinition = {
   steering?: { maxTaken?: number };
   /** What may wait in one of its conversations. Defaults MAX_PENDING_STEERS / _CHATS / _CHARS. */
   bounds?: { steers?: number; chats?: number; chars?: number };
+  /**
+   * What a new follow-up does to those waiting before it (a chat's own `queue` overrides it):
+   * `each` (default: every one is a turn of its own), `latest` (the waiting ones are answered as
+   * collapsed into the new one: `inputs.collapsed`), `merge` (the new one joins the last follow-up
+   * waiting: one turn whose prompt is all of them, in order, as a chat of several messages).
+   */
+  queue?: QueuePolicy;
   /**
    * Whether it keeps a plan per conversation (docs/agents.md, "The plan"): its model gets the
    * built-in `todos` tool (so no tool of its own may be named `todos`), and every model request

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import { AgentAffordances, AgentName } from '@rudder/contracts';
+import { AgentAffordances, AgentName, QueuePolicy } from '@rudder/contracts';
 import { argumentsError, defineTool, openAiModel, runTurn, textTokens, TODOS_TOOL, type Agent, type ModelClient, type Tool, type TurnLoop } from '@rudder/agent';
 import type { Agents, InputPolicy } from '@rudder/conversation';
 import { createLog, type Config } from '@rudder/runtime';
@@ -121,6 +121,9 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     const tools = (definition.tools ?? []).flatMap((tool) => (typeof tool === 'function' ? this.toolsOf(tool, definition.name) : [tool]));
     const historyTurns = definition.history?.turns ?? config.HISTORY_TURNS;
     if (!Number.isInteger(historyTurns) || historyTurns < 0) throw new Error(`TurnWorkerModule: agent ${definition.name}: history.turns must be a whole number, 0 or more`);
+    if (definition.queue !== undefined && !QueuePolicy.safeParse(definition.queue).success) {
+      throw new Error(`TurnWorkerModule: agent ${definition.name}: queue must be "each", "latest" or "merge" (not ${JSON.stringify(definition.queue)})`);
+    }
     const guardTimeoutMs = definition.guardTimeoutMs ?? GUARD_TIMEOUT_MS;
     if (!Number.isInteger(guardTimeoutMs) || guardTimeoutMs <= 0) throw new Error(`TurnWorkerModule: agent ${definition.name}: guardTimeoutMs must be a whole number of milliseconds, more than 0`);
     const names = tools.map((t) => t.name);
@@ -165,6 +168,7 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
           chats: definition.bounds?.chats ?? config.MAX_PENDING_CHATS,
           chars: definition.bounds?.chars ?? config.MAX_PENDING_CHARS,
         },
+        ...(definition.queue === undefined ? {} : { queue: definition.queue }),
       },
       historyTurns,
       guard: async (input) => (definition.guard ? definition.guard(input) : null),

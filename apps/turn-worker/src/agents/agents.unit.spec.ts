@@ -33,6 +33,15 @@ describe('an agent’s history.turns', () => {
   });
 });
 
+describe('an agent’s queue', () => {
+  it('is its input policy’s (absent: each, every follow-up a turn of its own); start-up refuses another', () => {
+    expect(registry([defaultAgent]).policyOf(defaultAgent.name)?.queue).toBeUndefined();
+    expect(registry([{ ...defaultAgent, queue: 'latest' }]).policyOf(defaultAgent.name)?.queue).toBe('latest');
+    expect(registry([{ ...defaultAgent, queue: 'merge' }]).policyOf(defaultAgent.name)?.queue).toBe('merge');
+    expect(() => registry([{ ...defaultAgent, queue: { debounceMs: 500 } as never }])).toThrow(/queue must be "each", "latest" or "merge"/);
+  });
+});
+
 describe('an agent’s context budget', () => {
   afterEach(() => vi.unstubAllEnvs());
   const context = (agent: AgentDefinition, env: Record<string, string> = {}) => registry([agent], env).get(null)!.loop.context;

@@ -35,6 +35,8 @@ describe('the worker counts each decision on an input', () => {
         { type: 'edit.refused', data: { edit: 'e2', target: 'q', code: 'precondition_failed', message: 'm', digest: '0'.repeat(64), revision: 1 } },
         { type: 'turns.rolledBack', data: { rollback: 'b', asked: { turns: 1 }, turns: ['t'], stopped: null } },
         { type: 'rollback.refused', data: { rollback: 'b2', asked: { turns: 1 }, code: 'busy', message: 'm', running: 't' } },
+        { type: 'input.moved', data: { move: 'm', input: 'q', before: null, position: 1 } },
+        { type: 'move.refused', data: { move: 'm2', target: 'q', before: 'r', code: 'before', message: 'm' } },
       ].map((event) => published(event as DomainEvent)),
     );
     expect(await inputsCounted(metrics)).toEqual({
@@ -50,6 +52,8 @@ describe('the worker counts each decision on an input', () => {
       'edit/precondition_failed': 1,
       'rollback/accepted': 1,
       'rollback/busy': 1,
+      'move/accepted': 1,
+      'move/before': 1,
     });
   });
 });

@@ -1,6 +1,16 @@
 import { z } from 'zod';
 import { AgentName, InputId } from '../conversation-key';
+import { eventContract, namesAbout } from '../event-parts';
 import { BodyText, envelope, inputKind, UserText } from './shared';
+
+/**
+ * What a new follow-up does to the follow-ups waiting before it (an agent's `queue`, or a chat's
+ * own): `each` (every one is a turn of its own), `latest` (the waiting ones are answered as
+ * collapsed into the new one, which alone is answered by a turn), `merge` (the new one joins the
+ * last follow-up waiting: one turn whose prompt is all their messages, in order).
+ */
+export const QueuePolicy = z.enum(['each', 'latest', 'merge']);
+export type QueuePolicy = z.infer<typeof QueuePolicy>;
 
 /** A chat: one or more user messages, answered by a turn of their own after what waits before them. */
 export const ChatInputV1 = z.object({
@@ -35,6 +45,8 @@ export const ChatInputV1 = z.object({
   derivedFrom: InputId.optional(),
   /** The agent that answers the conversation, chosen by its first input (the default agent when absent); later inputs may only name the same. */
   agent: AgentName.optional(),
+  /** What it does to the follow-ups waiting before it, instead of its agent's `queue`; absent: the agent's. */
+  queue: QueuePolicy.optional(),
 });
 export type ChatInput = z.infer<typeof ChatInputV1>;
 
@@ -47,6 +59,7 @@ export const ChatBody = z
     onBusy: z.enum(['enqueue', 'reject', 'interrupt', 'rollback']).optional(),
     ifLastInputId: InputId.optional(),
     agent: AgentName.optional(),
+    queue: QueuePolicy.optional(),
   })
   .strict()
   .refine((b) => (b.text === undefined) !== (b.messages === undefined), {
@@ -60,4 +73,18 @@ export const ChatAcceptedAnswer = z
 export type ChatAccepted = z.infer<typeof ChatAcceptedAnswer>;
 
 /** Its answers are the messages' events, which the conversation's own contract declares (`events.ts`: `input.accepted`, `input.rejected`, …). */
-export const CHAT = inputKind({ record: ChatInputV1, events: {} });
+export const CHAT = inputKind({
+  record: ChatInputV1,
+  events: {
+    /**
+     * Follow-ups waiting (`from`, in the order they were sent) were answered by the chat `into`,
+     * accepted just before, under its `queue` policy: `latest` — they are answered by its turn and
+     * never are turns of their own; `merge` — `into` is the last of them waiting and the new
+     * chat joins it (`from` is the new chat): one turn whose prompt is all their messages, in order.
+     */
+    'inputs.collapsed': eventContract(
+      z.object({ into: InputId, from: z.array(InputId).min(1), policy: z.enum(['latest', 'merge']) }),
+      (data) => namesAbout(...data.from),
+    ),
+  },
+});

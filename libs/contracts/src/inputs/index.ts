@@ -4,6 +4,7 @@ import { APPROVAL } from './approval';
 import { CHAT } from './chat';
 import { EDIT } from './edit';
 import { GRANT } from './grant';
+import { MOVE } from './move';
 import { PROMOTE } from './promote';
 import { RETRACT } from './retract';
 import { ROLLBACK } from './rollback';
@@ -14,6 +15,7 @@ export * from './approval';
 export * from './chat';
 export * from './edit';
 export * from './grant';
+export * from './move';
 export * from './promote';
 export * from './retract';
 export * from './rollback';
@@ -36,6 +38,7 @@ export const INPUT_KIND_CONTRACTS = {
   approval: APPROVAL,
   edit: EDIT,
   rollback: ROLLBACK,
+  move: MOVE,
 } as const;
 
 type Kinds = typeof INPUT_KIND_CONTRACTS;

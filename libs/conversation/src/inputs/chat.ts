@@ -1,7 +1,7 @@
-import { inputText, type DomainEvent, type Rejection } from '@rudder/contracts';
+import { inputText, type DomainEvent, type EventDataOf, type Rejection } from '@rudder/contracts';
 import type { InputPolicy } from '../decide';
 import { sameInput } from '../same-input';
-import type { ConversationState } from '../state';
+import { without, type ConversationState, type PendingInput } from '../state';
 import { acceptance, decideMessage, guardFailed, messageReceiptKeys, rejected } from './message';
 import { REUSED, type InputOf, type InputRules } from './rules';
 import type { Refusal } from './shared';
@@ -22,12 +22,16 @@ export const chatRules: InputRules<'chat', ChatAnswer, Rejection> = {
       named: input.agent,
       derivedFrom: input.derivedFrom,
       refuse: (policy) => busyRefusal(state, input, policy),
-      accept: () => {
-        // Its place: the follow-ups waiting (steers that missed their turn among them) and the running turn.
-        const ahead = state.queue.length + (state.runningTurn ? 1 : 0);
+      accept: (policy) => {
+        const collapse = collapsing(state, input, policy);
+        // Its place: the follow-ups waiting (steers that missed their turn among them) and the running turn;
+        // those it collapses are no longer ahead of it, and one it merges into is where it waits.
+        const waiting = collapse === null ? state.queue.length : collapse.policy === 'latest' ? state.queue.length - collapse.from.length : state.queue.length - 1;
+        const ahead = waiting + (state.runningTurn ? 1 : 0);
         const mode = windDownMode(state, input);
         const windDown: DomainEvent[] = mode === null ? [] : [{ type: 'stop.requested', data: { stop: input.id, turn: state.runningTurn, mode } }];
-        return [acceptance(input, text, input.messages, ahead), ...windDown];
+        const collapsed: DomainEvent[] = collapse === null ? [] : [{ type: 'inputs.collapsed', data: collapse }];
+        return [acceptance(input, text, input.messages, ahead), ...windDown, ...collapsed];
       },
     });
   },
@@ -38,9 +42,40 @@ export const chatRules: InputRules<'chat', ChatAnswer, Rejection> = {
     'input.rejected': rejected(),
     'guard.failed': guardFailed('chat'),
   },
-  events: {},
+  events: {
+    'inputs.collapsed': {
+      evolve: (state, { into, from, policy }) => {
+        const rest = from.reduce(without, state.queue);
+        if (policy === 'latest') return { ...state, queue: rest };
+        // Merged: the follow-up waiting takes the new one's messages after its own, as one chat of several messages.
+        const joined = state.queue.filter((p) => from.includes(p.id)).flatMap((p) => p.messages);
+        const merged = (p: PendingInput): PendingInput => (p.id === into ? { ...p, messages: [...p.messages, ...joined], text: inputText([...p.messages, ...joined]) } : p);
+        return { ...state, queue: rest.map(merged) };
+      },
+      // An input is collapsed once: by the chat accepted with its collapse (one per chat accepted).
+      onceKey: (data) => `collapsed:${data.into}:${data.from.join(',')}`,
+    },
+  },
   guarded: (_state, input) => ({ kind: 'chat', text: inputText(input.messages), agent: input.agent }),
 };
+
+/**
+ * What a chat accepted now collapses, by its `queue` policy (its own, else its agent's; `each`
+ * collapses nothing): `latest` — every follow-up waiting (chats; a steer that did not land
+ * keeps its turn) is answered as collapsed into it; `merge` — it joins the last input waiting
+ * when that is a follow-up, so they are one turn. A chat that winds the running turn down or
+ * continues another input keeps its own turn.
+ */
+function collapsing(state: ConversationState, input: InputOf<'chat'>, policy: InputPolicy): EventDataOf<'inputs.collapsed'> | null {
+  const queue = input.queue ?? policy.queue ?? 'each';
+  if (queue === 'each' || input.onBusy !== 'enqueue' || input.continues !== undefined) return null;
+  if (queue === 'latest') {
+    const from = state.queue.filter((p) => p.kind === 'chat').map((p) => p.id);
+    return from.length === 0 ? null : { into: input.id, from, policy: 'latest' };
+  }
+  const last = state.queue.at(-1);
+  return last?.kind === 'chat' ? { into: last.id, from: [input.id], policy: 'merge' } : null;
+}
 
 /**
  * A chat refused as busy: `onBusy` reject while a turn runs, or `ifSteerable` where it would

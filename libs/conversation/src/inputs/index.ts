@@ -4,6 +4,7 @@ import { approvalRules } from './approval';
 import { chatRules } from './chat';
 import { editRules } from './edit';
 import { grantRules } from './grant';
+import { moveRules } from './move';
 import { promoteRules } from './promote';
 import { retractRules } from './retract';
 import { rollbackRules } from './rollback';
@@ -15,6 +16,7 @@ export type { ApprovalDecision } from './approval';
 export type { ChatAnswer } from './chat';
 export type { EditAnswer, EditRefusal } from './edit';
 export type { GrantAnswer } from './grant';
+export type { MoveAnswer, MoveRefusal } from './move';
 export type { PromoteAnswer } from './promote';
 export type { RetractAnswer } from './retract';
 export type { RollbackAnswer, RollbackRefusal } from './rollback';
@@ -34,6 +36,7 @@ const kinds = {
   approval: approvalRules,
   edit: editRules,
   rollback: rollbackRules,
+  move: moveRules,
 } satisfies { readonly [K in InputKind]: InputRules<K> };
 
 type AnswerOf<R> = R extends InputRules<infer _K, infer Answer, infer _Refusal> ? Answer : never;

@@ -72,6 +72,7 @@ export class ChatHandler {
       onBusy: body.onBusy ?? 'enqueue',
       ...(body.ifLastInputId === undefined ? {} : { ifLastInputId: body.ifLastInputId }),
       ...(body.agent === undefined ? {} : { agent: body.agent }),
+      ...(body.queue === undefined ? {} : { queue: body.queue }),
     });
     return this.writes.submit(input, this.write(idFromClient));
   }
