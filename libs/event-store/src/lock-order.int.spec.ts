@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
 import { appendToConversations } from './append-to-conversations';
-import type { StreamRules } from './writes';
+import { byKeyBytes, type StreamRules } from './writes';
 import { takePartitions } from './fencing';
 import { readConversation } from './read';
 import { useEventStoreDatabase } from './testing';
@@ -30,6 +30,12 @@ const decidedOn = (count: number, label: string): DomainEvent[] => [
 
 async function waitingForLocks(): Promise<number> {
   const { rows } = await db.pool().query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`);
+  return rows[0].n;
+}
+
+/** How many sessions wait for a lock the session `pid` holds. */
+async function blockedBy(pid: number): Promise<number> {
+  const { rows } = await db.pool().query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, [pid]);
   return rows[0].n;
 }
 
@@ -74,7 +80,16 @@ describe('lock order on a database whose collation is ICU en-US', () => {
           (c) => ({ position: last.get(c)!, state: 1 }),
         );
         await expect.poll(waitingForLocks).toBe(2);
-        for (const holder of holders) await holder.query('COMMIT');
+        // Released one at a time, the row the byte order locks second first: a writer that took
+        // the other order has it now and waits for the other row, which the other writer
+        // waited for first (so a deadlock is certain, not a race between the two releases);
+        // writers in the byte order both still wait for that row.
+        const second = keys.indexOf([...keys].sort(byKeyBytes)[1]);
+        const pid = (await holders[second].query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+        await holders[second].query('COMMIT');
+        await expect.poll(() => blockedBy(pid)).toBe(0);
+        await expect.poll(waitingForLocks).toBe(2);
+        await holders[1 - second].query('COMMIT');
         const outcomes = await Promise.allSettled([ingest, held]);
         expect(outcomes.map((o) => (o.status === 'rejected' ? String(o.reason) : 'stored'))).toEqual(['stored', 'stored']);
       } finally {
