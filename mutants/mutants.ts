@@ -220,6 +220,35 @@ export const MUTANTS: Mutant[] = [
     only: 'nobody owns',
   },
   {
+    name: 'read-grant-writes',
+    area: 'access',
+    breaks: 'a subject granted read reads and may not write: its chat and steer are refused forbidden',
+    edits: [
+      {
+        file: 'libs/conversation/src/state.ts',
+        search: "  return granted === 'write' || (granted === 'read' && access === 'read');",
+        replace: '  return granted !== undefined;',
+      },
+    ],
+    tests: ['libs/conversation/src/inputs/message.unit.spec.ts'],
+    only: 'who may write',
+  },
+  {
+    name: 'refusal-keeps-its-text',
+    area: 'exactly once',
+    breaks: "a refused input keeps the SHA-256 of its text, not the text: a flood of refusals does not grow the log with what was refused",
+    fixedBy: '6a49be8',
+    edits: [
+      {
+        file: 'libs/conversation/src/inputs/message.ts',
+        search: 'data: { input: { id: input.id, kind: input.type, digest: inputDigest(how.text) }, ...refusal }',
+        replace: 'data: { input: { id: input.id, kind: input.type, digest: inputDigest(how.text), text: how.text }, ...refusal }',
+      },
+    ],
+    tests: ['libs/conversation/src/inputs/message.unit.spec.ts'],
+    only: 'a refusal',
+  },
+  {
     name: 'derived-key-opened-by-another',
     area: 'responses',
     breaks: 'a derived Responses conversation key is opened only by a chat of the subject and nonce that derive it',
@@ -280,19 +309,19 @@ export const MUTANTS: Mutant[] = [
     only: 'granted while the stream runs',
   },
   {
-    name: 'unowned-tokens-to-another',
-    area: 'access',
-    breaks: "tokens that came before another subject's opening of the conversation are dropped, never carried",
+    name: 'owner-loses-first-tokens',
+    area: 'read side',
+    breaks: "the owner's stream opened before the first write carries its first answer's tokens that came before the conversation's opening (two topics, no order)",
     fixedBy: '0c1489b',
     edits: [
       {
         file: 'apps/gateway/src/events/event-stream.ts',
-        search: "      if (reading === 'carry') for (const token of held) this.sendToken(token);",
-        replace: '      for (const token of held) this.sendToken(token);',
+        search: '      if (this.reader.unowned) this.unownedTokens = [...this.unownedTokens.slice(1 - MAX_UNOWNED_TOKENS), token];\n',
+        replace: '',
       },
     ],
     tests: ['apps/gateway/src/events/event-stream.unit.spec.ts'],
-    only: "another subject's opening",
+    only: "the first answer's tokens",
   },
 
   // Approvals

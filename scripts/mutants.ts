@@ -169,9 +169,13 @@ function classify(report: string, code: number | null, output: string): { verdic
   return { verdict: 'survived', detail: `${result.numPassedTests} tests passed` };
 }
 
-/** An assertion's failure: chai's AssertionError (expect, assert, vi.waitFor's last expect) — not a TypeError, a timeout or a refused connection. */
+/** An assertion's failure: chai's AssertionError (expect, assert, expect.poll, vi.waitFor's last expect) — not a TypeError, a timeout or a refused connection. */
 function isAssertion(message: string): boolean {
-  return /^\s*AssertionError\b/.test(message) || /^\s*Error: expect\(/.test(message);
+  return (
+    /^\s*AssertionError\b/.test(message) ||
+    // expect(…).rejects / .resolves: an AssertionError whose stack vitest takes from a plain Error, so it reads "Error:".
+    /^\s*Error: promise (resolved|rejected) .* instead of (rejecting|resolving)/.test(message)
+  );
 }
 
 function firstLine(message: string): string {
