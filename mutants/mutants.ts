@@ -249,6 +249,21 @@ export const MUTANTS: Mutant[] = [
     only: 'a refusal',
   },
   {
+    name: 'edit-escapes-the-input-rate',
+    area: 'access',
+    breaks: "every input counts against its subject's input rate: an edit past it is 429 rate_limited",
+    fixedBy: '4148dea',
+    edits: [
+      {
+        file: 'apps/gateway/src/inputs/edit/edit.ts',
+        search: '@UseGuards(AuthGuard, InputRateGuard)\nexport class EditController',
+        replace: '@UseGuards(AuthGuard)\nexport class EditController',
+      },
+    ],
+    tests: ['apps/gateway/src/limits/limits.int.spec.ts'],
+    only: 'past its inputs per second',
+  },
+  {
     name: 'derived-key-opened-by-another',
     area: 'responses',
     breaks: 'a derived Responses conversation key is opened only by a chat of the subject and nonce that derive it',
@@ -324,7 +339,51 @@ export const MUTANTS: Mutant[] = [
     only: "the first answer's tokens",
   },
 
+  {
+    name: 'refused-write-names-a-position',
+    area: 'read side',
+    breaks: 'Rudder-Position names where a write is reflected: a refused write names none, even when the view it read had one',
+    fixedBy: 'dfbcd27',
+    edits: [
+      {
+        file: 'apps/gateway/src/consistency/positions.ts',
+        search: '      if (key === undefined || this.statusCode < 200 || this.statusCode >= 300) return;',
+        replace: '      if (key === undefined) return;',
+      },
+    ],
+    tests: ['apps/gateway/src/inputs/chat/chat.int.spec.ts'],
+    only: 'no Rudder-Position',
+  },
+  {
+    name: 'companion-folds-a-redelivery',
+    area: 'read side',
+    breaks: 'the read models fold each event once: an event Kafka redelivers, or the relay publishes twice, changes nothing',
+    edits: [
+      {
+        file: 'apps/companion/src/projection/fold-events.ts',
+        search: '      .filter((e) => fresh.has(e.id))\n',
+        replace: '      .filter(() => true)\n',
+      },
+    ],
+    tests: ['apps/companion/src/projection/fold-events.int.spec.ts'],
+    only: 'comes again in a later batch',
+  },
+
   // Approvals
+  {
+    name: 'denied-call-runs',
+    area: 'approvals',
+    breaks: 'a call a person denied never runs: its result gives the reason, and the model reads it',
+    edits: [
+      {
+        file: 'libs/agent/src/tool-step.ts',
+        search: "    case 'denied':\n",
+        replace: "    case 'denied':\n      return 'run';\n",
+      },
+    ],
+    tests: ['libs/agent/src/loop.unit.spec.ts'],
+    only: 'denied, the call never runs',
+  },
   {
     name: 'approval-decided-twice',
     area: 'approvals',
