@@ -442,6 +442,21 @@ export const MUTANTS: Mutant[] = [
     only: 'with a compaction at a step',
   },
 
+  {
+    name: 'compaction-never-due',
+    area: 'compaction',
+    breaks: 'when what a request would carry passes compactAt, the older earlier turns are summarised at the step, and the request carries the summary',
+    edits: [
+      {
+        file: 'libs/agent/src/context.ts',
+        search: '  if (budget.compactAt === null || carriedTokens(parts, budget) <= budget.compactAt) return null;',
+        replace: '  return null;',
+      },
+    ],
+    tests: ['libs/agent/src/loop.unit.spec.ts'],
+    only: 'compacts at a step',
+  },
+
   // The Responses door
   {
     name: 'continuation-jumps-the-queue',

@@ -29,7 +29,8 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ENTRY_TIMEOUT_MS = 8 * 60_000;
 
 type Verdict = 'caught' | 'survived' | 'broken';
-type Outcome = { mutant: Mutant; verdict: Verdict; detail: string; seconds: number };
+/** `test`: the test that decided the verdict (the failing one), when one did; `detail`: its first failing line, or why the run is broken. */
+type Outcome = { mutant: Mutant; verdict: Verdict; test: string; detail: string; seconds: number };
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -60,7 +61,7 @@ try {
     log(`${i + 1}/${chosen.length} ${mutant.name}: ${mutant.tests.join(' ')}${mutant.only ? ` -t "${mutant.only}"` : ''}`);
     const outcome = await runOne(scratch, mutant, env);
     outcomes.push(outcome);
-    log(`${mutant.name}: ${outcome.verdict} in ${outcome.seconds} s — ${outcome.detail}`);
+    log(`${mutant.name}: ${outcome.verdict} in ${outcome.seconds} s — ${outcome.test ? `${outcome.test}: ` : ''}${outcome.detail}`);
   }
 } finally {
   await infrastructure?.stop().catch((error: unknown) => log(`stopping the infrastructure: ${String(error)}`));
@@ -138,7 +139,7 @@ async function runOne(dir: string, mutant: Mutant, env: NodeJS.ProcessEnv): Prom
     if (mutant.only) args.push('-t', mutant.only);
     const { code, output, timedOut } = await run(process.execPath, args, dir, env, ENTRY_TIMEOUT_MS);
     const seconds = Math.round((Date.now() - began) / 1000);
-    if (timedOut) return { mutant, verdict: 'broken', detail: `the run took over ${ENTRY_TIMEOUT_MS / 60_000} minutes`, seconds };
+    if (timedOut) return { mutant, verdict: 'broken', test: '', detail: `the run took over ${ENTRY_TIMEOUT_MS / 60_000} minutes`, seconds };
     return { mutant, seconds, ...classify(report, code, output) };
   } finally {
     for (const [path, text] of originals) writeFileSync(path, text);
@@ -148,25 +149,25 @@ async function runOne(dir: string, mutant: Mutant, env: NodeJS.ProcessEnv): Prom
 type VitestReport = {
   numTotalTests: number;
   numPassedTests: number;
-  testResults: { name: string; status: string; message?: string; assertionResults: { fullName: string; status: string; failureMessages: string[] }[] }[];
+  testResults: { name: string; status: string; message?: string; assertionResults: { title: string; status: string; failureMessages: string[] }[] }[];
 };
 
 /** Caught: a test failed on an assertion. Survived: every test passed. Broken: anything else. */
-function classify(report: string, code: number | null, output: string): { verdict: Verdict; detail: string } {
-  if (!existsSync(report)) return { verdict: 'broken', detail: `vitest wrote no report (exit ${code}): ${lastLines(output)}` };
+function classify(report: string, code: number | null, output: string): { verdict: Verdict; test: string; detail: string } {
+  if (!existsSync(report)) return { verdict: 'broken', test: '', detail: `vitest wrote no report (exit ${code}): ${lastLines(output)}` };
   const result = JSON.parse(readFileSync(report, 'utf8')) as VitestReport;
   const failures = result.testResults.flatMap((file) =>
-    file.assertionResults.filter((a) => a.status === 'failed').map((a) => ({ test: a.fullName, message: a.failureMessages.join('\n') })),
+    file.assertionResults.filter((a) => a.status === 'failed').map((a) => ({ test: a.title, message: a.failureMessages.join('\n') })),
   );
   const assertion = failures.find((f) => isAssertion(f.message));
-  if (assertion) return { verdict: 'caught', detail: `${assertion.test}: ${firstLine(assertion.message)}` };
-  if (failures.length > 0) return { verdict: 'broken', detail: `${failures[0].test}: ${firstLine(failures[0].message)}` };
+  if (assertion) return { verdict: 'caught', test: assertion.test, detail: firstLine(assertion.message) };
+  if (failures.length > 0) return { verdict: 'broken', test: failures[0].test, detail: firstLine(failures[0].message) };
   const fileFailure = result.testResults.find((file) => file.status === 'failed');
-  if (fileFailure) return { verdict: 'broken', detail: `${fileFailure.name}: ${firstLine(fileFailure.message ?? 'failed')}` };
-  if (result.numPassedTests === 0) return { verdict: 'broken', detail: 'no test ran (does -t name one?)' };
+  if (fileFailure) return { verdict: 'broken', test: '', detail: `${fileFailure.name}: ${firstLine(fileFailure.message ?? 'failed')}` };
+  if (result.numPassedTests === 0) return { verdict: 'broken', test: '', detail: 'no test ran (does -t name one?)' };
   // Every test passed; an exit code other than 0 is an error outside the tests (unhandled).
-  if (code !== 0) return { verdict: 'broken', detail: `every test passed, but vitest exited ${code}: ${lastLines(output)}` };
-  return { verdict: 'survived', detail: `${result.numPassedTests} tests passed` };
+  if (code !== 0) return { verdict: 'broken', test: '', detail: `every test passed, but vitest exited ${code}: ${lastLines(output)}` };
+  return { verdict: 'survived', test: '', detail: `${result.numPassedTests} tests passed` };
 }
 
 /** An assertion's failure: chai's AssertionError (expect, assert, expect.poll, vi.waitFor's last expect) — not a TypeError, a timeout or a refused connection. */
@@ -210,7 +211,16 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
 }
 
 function table(rows: Outcome[]): string {
-  const header = ['mutant', 'area', 'verdict', 's', 'the failing assertion'];
-  const lines = rows.map((o) => [o.mutant.name, o.mutant.area, o.verdict, String(o.seconds), o.detail.replace(/\|/g, '\\|')]);
+  const header = ['mutant', 'area', 'verdict', 's', 'spec file', 'the test that failed', 'its failing assertion'];
+  const cell = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text).replace(/\|/g, '\\|');
+  const lines = rows.map((o) => [
+    o.mutant.name,
+    o.mutant.area,
+    o.verdict,
+    String(o.seconds),
+    o.mutant.tests.map((t) => `\`${t.split('/').at(-1)}\``).join(', '),
+    cell(o.test, 90),
+    cell(o.detail, 110),
+  ]);
   return ['', `| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...lines.map((l) => `| ${l.join(' | ')} |`), ''].join('\n');
 }
