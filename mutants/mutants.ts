@@ -504,6 +504,22 @@ export const MUTANTS: Mutant[] = [
     only: 'reads from right before its input',
   },
 
+  {
+    name: 'door-forgets-if-steerable',
+    area: 'responses',
+    breaks: 'a create on the running response of an agent that takes no steers is 409 conversation_locked, nothing of it run: the door sends its follow-up with ifSteerable',
+    fixedBy: '0db6f87',
+    edits: [
+      {
+        file: 'apps/gateway/src/responses/responses-handler.ts',
+        search: '{ continues: previous, ifLastInputId: previous, ifSteerable: true }',
+        replace: '{ continues: previous, ifLastInputId: previous }',
+      },
+    ],
+    tests: ['test/responses.e2e.spec.ts'],
+    only: 'conversation_locked',
+  },
+
   // MCP
   {
     name: 'mcp-call-without-call-id',
