@@ -52,6 +52,20 @@ if (values.list) {
 const started = Date.now();
 const scratch = makeScratch();
 let infrastructure: Infrastructure | undefined;
+/** The vitest run in progress: its process group, ended with the runner's. */
+let running: number | undefined;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    log(`${signal}: stopping`);
+    if (running !== undefined) process.kill(-running, 'SIGKILL');
+    void (infrastructure?.stop() ?? Promise.resolve())
+      .catch(() => undefined)
+      .finally(() => {
+        if (!values.keep) removeScratch(scratch);
+        process.exit(130);
+      });
+  });
+}
 const outcomes: Outcome[] = [];
 try {
   checkEntries(scratch, chosen);
@@ -191,6 +205,7 @@ function lastLines(output: string): string {
 function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv, timeoutMs: number) {
   return new Promise<{ code: number | null; output: string; timedOut: boolean }>((resolve) => {
     const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    running = child.pid;
     let output = '';
     const keep = (chunk: Buffer) => {
       output = (output + chunk.toString()).slice(-20_000);
@@ -204,6 +219,7 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
       if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
     }, timeoutMs);
     child.on('exit', (code) => {
+      running = undefined;
       clearTimeout(timer);
       resolve({ code, output, timedOut });
     });
