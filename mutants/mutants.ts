@@ -144,6 +144,21 @@ export const MUTANTS: Mutant[] = [
     only: 'a tool that answers after a stop',
   },
   {
+    name: 'stopped-reply-stored-as-whole',
+    area: 'exactly once',
+    breaks: 'a stop while the model streams its reply stores nothing of it: a reply cut off by the abort is not stored as the whole reply',
+    fixedBy: '8b22636',
+    edits: [
+      {
+        file: 'libs/agent/src/model-step.ts',
+        search: '  // an aborted stream as if it were complete; an agent\'s own client may do the same).\n  signal.throwIfAborted();\n',
+        replace: '  // an aborted stream as if it were complete; an agent\'s own client may do the same).\n',
+      },
+    ],
+    tests: ['libs/agent/src/loop.unit.spec.ts'],
+    only: 'aborted while the model replies',
+  },
+  {
     name: 'paused-worker-calls-model',
     area: 'exactly once',
     breaks: 'a worker paused past its session whose partition moved asks the model nothing: it checks its epoch first',

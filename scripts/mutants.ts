@@ -227,11 +227,12 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
 }
 
 function table(rows: Outcome[]): string {
-  const header = ['mutant', 'area', 'verdict', 's', 'spec file', 'the test that failed', 'its failing assertion'];
+  const header = ['mutant', 'area', 'fixed by', 'verdict', 's', 'spec file', 'the test that failed', 'its failing assertion'];
   const cell = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text).replace(/\|/g, '\\|');
   const lines = rows.map((o) => [
     o.mutant.name,
     o.mutant.area,
+    o.mutant.fixedBy ?? '',
     o.verdict,
     String(o.seconds),
     o.mutant.tests.map((t) => `\`${t.split('/').at(-1)}\``).join(', '),
