@@ -218,6 +218,38 @@ export const MUTANTS: Mutant[] = [
     tests: ['libs/event-store/src/outbox-relay.int.spec.ts'],
   },
 
+  {
+    name: 'snapshot-lacking-turns-used',
+    area: 'exactly once',
+    breaks: 'reading a conversation again from its snapshot, the history is whole: a snapshot kept with fewer earlier turns than now wanted is read past (the log in full)',
+    fixedBy: '8d7ba74',
+    edits: [
+      {
+        file: 'apps/turn-worker/src/turns/conversation.ts',
+        search: '  if (mayLackTurns) return null;\n',
+        replace: '',
+      },
+    ],
+    tests: ['apps/turn-worker/src/turns/conversation.unit.spec.ts'],
+    only: 'a snapshot kept with fewer turns',
+  },
+
+  {
+    name: 'failed-send-keeps-its-producer',
+    area: 'exactly once',
+    breaks: "no error loses an accepted input: after a send whose answers were lost, the gateway's next input is written, not acknowledged as a duplicate",
+    fixedBy: '6e53d74',
+    edits: [
+      {
+        file: 'apps/gateway/src/writes/inputs-publisher.ts',
+        search: '          const failed = this.producer;\n          this.producer = this.newProducer();\n          this.connected = null;\n          void failed.disconnect().catch(() => undefined);\n',
+        replace: '',
+      },
+    ],
+    tests: ['apps/gateway/src/writes/inputs-publisher.int.spec.ts'],
+    only: 'answers were lost',
+  },
+
   // Access
   {
     name: 'unowned-conversation-readable',
