@@ -45,7 +45,7 @@ if (unknown.length > 0) {
   process.exit(2);
 }
 if (values.list) {
-  for (const m of MUTANTS) process.stdout.write(`${m.name.padEnd(40)} ${m.area.padEnd(14)} ${m.tests.join(' ')}\n`);
+  for (const m of MUTANTS) process.stdout.write(`${m.name.padEnd(42)} ${m.area.padEnd(13)} ${m.tests.join(' ')}${m.only ? ` -t "${m.only}"` : ''}\n`);
   process.exit(0);
 }
 
