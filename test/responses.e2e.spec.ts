@@ -282,7 +282,9 @@ describe('an agent that takes no steers', () => {
     const running = await openai().responses.create({ model: 'quiet', input: `hold gate:${gate}`, background: true });
     await stack.model.gate(gate).reached();
     const text = unique('not now');
-    const locked = await openai().responses.create({ model: 'quiet', input: text, previous_response_id: running.id }).catch((e: unknown) => e);
+    // In the background: answered once the worker decided, so a follow-up it took (winding the
+    // running response down) is answered at once, not after a turn the gate holds.
+    const locked = await openai().responses.create({ model: 'quiet', input: text, previous_response_id: running.id, background: true }).catch((e: unknown) => e);
     expect(locked).toBeInstanceOf(OpenAI.ConflictError);
     expect(locked).toMatchObject({ status: 409, code: 'conversation_locked', param: 'previous_response_id' });
     expect((locked as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBe('false');

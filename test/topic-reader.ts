@@ -1,4 +1,4 @@
-import { vi } from 'vitest';
+import { expect, vi } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
 import { createKafka } from '@rudder/runtime';
@@ -23,8 +23,9 @@ export async function readTopic(brokers: string, topic: string, key: string, unt
         if (message.key?.toString() === key) seen.push(toRecord(partition, message));
       },
     });
+    // An assertion: records that never come are what the test is about, not a failure of the test.
     return await vi.waitFor(() => {
-      if (!until(seen)) throw new Error(`waiting for records of ${key} on ${topic}: ${seen.length} so far`);
+      expect(until(seen), `the records of ${key} on ${topic} wanted (${seen.length} so far)`).toBe(true);
       return [...seen];
     }, { ...WAIT, timeout: timeoutMs });
   } finally {

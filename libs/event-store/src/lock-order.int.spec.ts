@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
 import { appendToConversations } from './append-to-conversations';
-import type { StreamRules } from './writes';
+import { byKeyBytes, type StreamRules } from './writes';
 import { takePartitions } from './fencing';
 import { readConversation } from './read';
 import { useEventStoreDatabase } from './testing';
@@ -33,6 +33,20 @@ async function waitingForLocks(): Promise<number> {
   return rows[0].n;
 }
 
+/**
+ * The sessions waiting for a lock, and how many of them are not settled in that wait: woken
+ * (nobody blocks them any more) or still blocked by the session `released`.
+ */
+async function waitingFor(released: number): Promise<{ waiting: number; unsettled: number }> {
+  const { rows } = await db.pool().query<{ waiting: number; unsettled: number }>(
+    `SELECT count(*)::int AS waiting,
+            count(*) FILTER (WHERE cardinality(pg_blocking_pids(pid)) = 0 OR $1 = ANY(pg_blocking_pids(pid)))::int AS unsettled
+       FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`,
+    [released],
+  );
+  return rows[0];
+}
+
 describe('lock order on a database whose collation is ICU en-US', () => {
   it('the database really compares these keys otherwise than by bytes (so the test below means something)', async () => {
     const { rows } = await db.pool().query<{ collated: string[]; bytes: string[] }>(
@@ -55,8 +69,8 @@ describe('lock order on a database whose collation is ICU en-US', () => {
       const last = new Map(created.stored.map((e) => [e.conversation, e.position]));
 
       // Two other sessions hold one row each, so that each writer is made to wait for its first
-      // lock, whichever row that is; released together, each writer takes the row it waited for
-      // and goes on to the other one. Taken in one order, the second waits for the first to commit.
+      // lock, whichever row that is. Taken in one order, the second writer waits for the first
+      // to commit.
       const holders = await Promise.all(keys.map(() => db.pool().connect()));
       try {
         for (const [i, holder] of holders.entries()) {
@@ -74,7 +88,17 @@ describe('lock order on a database whose collation is ICU en-US', () => {
           (c) => ({ position: last.get(c)!, state: 1 }),
         );
         await expect.poll(waitingForLocks).toBe(2);
-        for (const holder of holders) await holder.query('COMMIT');
+        // Released one at a time, the row the byte order locks second first: a writer that took
+        // the other order has it now and waits for the other row, which the other writer
+        // waited for first (so a deadlock is certain, not a race between the two releases);
+        // writers in the byte order both still wait for that row.
+        const later = keys.indexOf([...keys].sort(byKeyBytes)[1]);
+        const pid = (await holders[later].query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+        await holders[later].query('COMMIT');
+        // Each writer waits again, for a session that holds what it waits for: a writer that
+        // was woken and has not asked again (its lock no one's) does not count.
+        await expect.poll(() => waitingFor(pid)).toEqual({ waiting: 2, unsettled: 0 });
+        await holders[1 - later].query('COMMIT');
         const outcomes = await Promise.allSettled([ingest, held]);
         expect(outcomes.map((o) => (o.status === 'rejected' ? String(o.reason) : 'stored'))).toEqual(['stored', 'stored']);
       } finally {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { InputRecord } from '@rudder/contracts';
+import { inputDigest, type InputRecord } from '@rudder/contracts';
 import { derivedConversationKey } from '../derived-keys';
 import { base, chat, deciderSpec, IDLE, rejections, RUNNING, steer, types } from '../testing/decider-spec';
 
@@ -41,6 +41,33 @@ describe('who may write, decided with the input', () => {
       ['s', 'forbidden'],
     ]);
     expect(types(events)).toEqual(['input.rejected', 'input.rejected', 'input.accepted']);
+  });
+
+  it('a subject granted read may not write: its chat and steer are refused forbidden; one granted write writes', () => {
+    const granted = given([
+      ...IDLE,
+      { type: 'access.granted', data: { grant: 'g1', subject: 'bob', access: 'read' } },
+      { type: 'access.granted', data: { grant: 'g2', subject: 'carol', access: 'write' } },
+    ]);
+    const { events } = granted.when(chat('b', { subject: 'bob' }), steer('s', { subject: 'bob' }), chat('c', { subject: 'carol' }));
+    expect(rejections(events)).toEqual([
+      ['b', 'forbidden'],
+      ['s', 'forbidden'],
+    ]);
+    expect(types(events)).toEqual(['input.rejected', 'input.rejected', 'input.accepted']);
+  });
+});
+
+describe('a refusal', () => {
+  it('keeps the SHA-256 of the text it refused, never the text', () => {
+    const { events } = given(IDLE).when(chat('b', { subject: 'bob', messages: ['my card is 4111 1111 1111 1111'] }));
+    expect(events).toEqual([
+      {
+        type: 'input.rejected',
+        data: { input: { id: 'b', kind: 'chat', digest: inputDigest('my card is 4111 1111 1111 1111') }, code: 'forbidden', message: 'bob may not write to this conversation' },
+      },
+    ]);
+    expect(JSON.stringify(events)).not.toContain('4111');
   });
 });
 
