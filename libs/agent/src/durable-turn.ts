@@ -39,6 +39,8 @@ export class DurableTurn {
   private carried = 0;
   private readonly halt = new AbortController();
   private commits: Promise<StoredTurn>;
+  /** Why a commit failed, once one did: the run then rejects with it, and the turn resumes from what was stored. */
+  private storeFailed: { error: unknown } | null = null;
   /** Aborted when the run is stopped, or the turn ends or parks: the framework's run (its model request, its tools) should end. */
   readonly signal: AbortSignal;
 
@@ -188,6 +190,7 @@ export class DurableTurn {
       } catch (error) {
         if (this.options.signal.aborted) throw error;
         await this.commits.catch(() => undefined);
+        if (this.storeFailed) throw this.storeFailed.error;
         if (this.settled) return this.turn;
         await this.end('failed', `the agent's framework failed: ${describe(error)}`).catch(() => undefined);
         return this.turn;
@@ -233,7 +236,14 @@ export class DurableTurn {
   private commit(events: () => DomainEvent[]): Promise<StoredTurn> {
     this.commits = this.commits.then(async (before) => {
       if (before.ended) return before;
-      this.stored = await this.options.commit(events());
+      try {
+        this.stored = await this.options.commit(events());
+      } catch (error) {
+        // Nothing more is stored in this run (every later commit waits on this one): it ends, rejecting.
+        this.storeFailed ??= { error };
+        this.halt.abort(error);
+        throw error;
+      }
       const settled = this.settled;
       if (settled) this.halt.abort(settled === 'parked' ? new TurnParked() : new TurnOver());
       return this.stored;

@@ -163,4 +163,27 @@ describe('a framework run through a DurableTurn', () => {
     await expect(durable.run(framework)).rejects.toThrow('stop requested');
     expect(memory.log.map((e) => e.type)).toEqual(['model.replied', 'tool.started']);
   });
+
+  it("a commit the store refuses (the worker no longer owns the conversation) ends the run rejecting, storing nothing more: the turn resumes from the log", async () => {
+    const memory = memoryTurn();
+    const store = memory.options.commit;
+    let refused = false;
+    memory.options.commit = async (events) => {
+      if (events.some((e) => e.type === 'tool.ended')) {
+        refused = true;
+        throw new Error('fenced: another worker owns the partition');
+      }
+      return store(events);
+    };
+    const durable = new DurableTurn(memory.options);
+    const framework = async () => {
+      const reply = await durable.model(async () => ({ content: '', toolCalls: [{ id: 'c1', name: 'build', arguments: '{}' }] }));
+      // The framework makes a tool's failure a result of its own, and asks the model again.
+      await durable.tool(reply.toolCalls[0], async () => 'built').catch(() => 'error');
+      await durable.model(async () => ({ content: 'done', toolCalls: [] }));
+    };
+    await expect(durable.run(framework)).rejects.toThrow('fenced');
+    expect(refused).toBe(true);
+    expect(memory.log.map((e) => e.type)).toEqual(['model.replied', 'tool.started']);
+  });
 });
