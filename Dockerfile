@@ -15,7 +15,16 @@ COPY libs/dev-services/package.json libs/dev-services/
 COPY libs/event-store/package.json libs/event-store/
 COPY libs/runtime/package.json libs/runtime/
 COPY libs/scripted-model/package.json libs/scripted-model/
+COPY libs/client/package.json libs/client/
+COPY libs/ai-sdk/package.json libs/ai-sdk/
+COPY libs/openai-agents/package.json libs/openai-agents/
+COPY libs/langgraph/package.json libs/langgraph/
+COPY libs/adk/package.json libs/adk/
 COPY examples/trip-planner/package.json examples/trip-planner/
+COPY examples/ai-sdk-trips/package.json examples/ai-sdk-trips/
+COPY examples/openai-agents-trips/package.json examples/openai-agents-trips/
+COPY examples/langgraph-trips/package.json examples/langgraph-trips/
+COPY examples/adk-trips/package.json examples/adk-trips/
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY . .
 RUN npm run build
