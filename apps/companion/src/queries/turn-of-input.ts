@@ -1,6 +1,6 @@
 import type { TurnView } from '@rudder/contracts';
 import type { DataSource } from 'typeorm';
-import { Inputs, Turns } from '../read-models/entities';
+import { Turns } from '../read-models/entities';
 import { toTurnView, withApprovals } from './turn-view';
 
 /** How many collapses a lookup follows: a `latest` queue collapses each follow-up into the next, so one per follow-up sent while a turn ran. */
@@ -22,13 +22,20 @@ export async function readTurnOfInput(readModels: DataSource, key: string, input
   return row ? toTurnView(row, row.approvals) : null;
 }
 
-/** The input whose turn answers `input`: itself, or the follow-up it was collapsed into, followed to the last one. */
+/**
+ * The input whose turn answers `input`: itself, or the follow-up it was collapsed into, followed
+ * to the last one — in one query however long the chain a `latest` queue made.
+ */
 async function answeringInput(readModels: DataSource, key: string, input: string): Promise<string> {
-  let id = input;
-  for (let hops = 0; hops < MAX_COLLAPSES_FOLLOWED; hops++) {
-    const row = await readModels.manager.findOne(Inputs, { where: { conversation: key, id }, select: { collapsedInto: true } });
-    if (row?.collapsedInto == null) return id;
-    id = row.collapsedInto;
-  }
-  return id;
+  const rows: { id: string }[] = await readModels.query(
+    `WITH RECURSIVE chain (id, next, hops) AS (
+       SELECT id, collapsed_into, 0 FROM companion.inputs WHERE conversation = $1 AND id = $2
+       UNION ALL
+       SELECT i.id, i.collapsed_into, chain.hops + 1 FROM companion.inputs i JOIN chain ON i.conversation = $1 AND i.id = chain.next
+       WHERE chain.hops < $3
+     )
+     SELECT id FROM chain ORDER BY hops DESC LIMIT 1`,
+    [key, input, MAX_COLLAPSES_FOLLOWED],
+  );
+  return rows[0]?.id ?? input;
 }
