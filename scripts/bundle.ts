@@ -30,8 +30,18 @@ const thirdPartyExternal: Plugin = {
  * bundle as `RUDDER_WEB_APP` (apps/gateway/src/web/web-app.ts); undefined elsewhere.
  */
 export const bundleOptions = (dir: BundleDir, webApp: string): BuildOptions & { metafile: true } => ({
+  ...nodeBundle,
   entryPoints: [ENTRIES[dir]],
   outfile: `${dir}/dist/main.js`,
+  define: { RUDDER_WEB_APP: dir === 'apps/gateway' ? JSON.stringify(webApp) : 'undefined' },
+  metafile: true,
+});
+
+/**
+ * How any Node program of the workspace is bundled: an ES module for Node 20, the workspace's
+ * sources compiled in, every other package an import. The build's and the tests' (test/bundles.ts).
+ */
+export const nodeBundle = {
   bundle: true,
   platform: 'node',
   format: 'esm',
@@ -41,10 +51,8 @@ export const bundleOptions = (dir: BundleDir, webApp: string): BuildOptions & { 
   // Nest names providers and log contexts after classes: keep `.name` as written.
   keepNames: true,
   plugins: [thirdPartyExternal],
-  define: { RUDDER_WEB_APP: dir === 'apps/gateway' ? JSON.stringify(webApp) : 'undefined' },
   logLevel: 'warning',
-  metafile: true,
-});
+} satisfies BuildOptions;
 
 /** The package a bare import names: `@scope/name` or `name`; a built-in as `node:name` (`fs/promises` is `node:fs`). */
 export function packageOf(path: string): string {

@@ -52,9 +52,7 @@ beforeAll(async () => {
 });
 afterAll(() => stack?.stop());
 // Each test starts the workers it needs.
-afterEach(async () => {
-  for (const worker of stack.workers.splice(0)) await worker.kill('SIGKILL');
-});
+afterEach(() => stack.stopWorkers());
 
 const key = (name: string) => `compaction/${name}-${Math.random().toString(36).slice(2, 8)}`;
 

@@ -1,23 +1,29 @@
 import type { TestProject } from 'vitest/node';
 import { startInfrastructure } from '@rudder/dev-services';
 import { ensureBrowser } from '../scripts/setup-browser';
+import { buildBundles, type Bundles } from './bundles';
 
 /**
  * One Kafka and one PostgreSQL for the whole run of the system tiers, decided like `npm
  * start` decides (environment, then Docker, then local processes). Spec files isolate
  * themselves with a fresh database and a topic namespace of their own. The web chat's spec
- * drives Debian's chromium, installed here when it is missing (scripts/setup-browser.ts).
+ * drives Debian's chromium, installed here when it is missing (scripts/setup-browser.ts). The
+ * programs specs start as processes are bundled once for the run (test/bundles.ts).
  */
 export default async function setup(project: TestProject) {
   const shared = (globalThis as { [SHARED]?: Shared })[SHARED] ??= { users: 0, infrastructure: start() };
   shared.users += 1;
-  const { chromiumPath, infrastructure } = await shared.infrastructure;
+  const { chromiumPath, infrastructure, bundles } = await shared.infrastructure;
   project.provide('chromiumPath', chromiumPath);
   project.provide('kafkaBrokers', infrastructure.kafkaBrokers);
   project.provide('databaseUrl', infrastructure.databaseUrl);
+  project.provide('bundles', bundles.bundles);
   return async () => {
     shared.users -= 1;
-    if (shared.users === 0) await infrastructure.stop();
+    if (shared.users === 0) {
+      bundles.remove();
+      await infrastructure.stop();
+    }
   };
 }
 
@@ -31,8 +37,8 @@ type Shared = { users: number; infrastructure: ReturnType<typeof start> };
 
 async function start() {
   const chromiumPath = ensureBrowser();
-  const infrastructure = await startInfrastructure({ log: (line) => process.stderr.write(`[infra] ${line}\n`) });
-  return { chromiumPath, infrastructure };
+  const [infrastructure, bundles] = await Promise.all([startInfrastructure({ log: (line) => process.stderr.write(`[infra] ${line}\n`) }), buildBundles()]);
+  return { chromiumPath, infrastructure, bundles };
 }
 
 declare module 'vitest' {
@@ -40,5 +46,6 @@ declare module 'vitest' {
     kafkaBrokers: string;
     databaseUrl: string;
     chromiumPath: string;
+    bundles: Bundles;
   }
 }

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
+import { inject } from 'vitest';
 import { isAlive, startLocalKafka, startLocalPostgres, type LocalKafka, type LocalPostgres } from '@rudder/dev-services';
 import { startSystem, type Stack, type StackOptions } from './system';
 
@@ -72,4 +73,4 @@ async function postmasterPid(serverUrl: string): Promise<number> {
  * a child process the test can SIGKILL and start again.
  */
 export const startStackOn = (infrastructure: { kafkaBrokers: string; databaseServerUrl: string }, options: StackOptions = {}): Promise<Stack> =>
-  startSystem({ kafkaBrokers: infrastructure.kafkaBrokers, databaseUrl: infrastructure.databaseServerUrl }, options);
+  startSystem({ kafkaBrokers: infrastructure.kafkaBrokers, databaseUrl: infrastructure.databaseServerUrl, bundles: inject('bundles') }, options);

@@ -8,7 +8,7 @@ export { answered, started } from './turns';
 
 /** The whole system (see system.ts) on the test run's Kafka and PostgreSQL (test/global-setup.ts). */
 export const startStack = (options: StackOptions = {}): Promise<Stack> =>
-  startSystem({ kafkaBrokers: inject('kafkaBrokers'), databaseUrl: inject('databaseUrl') }, options);
+  startSystem({ kafkaBrokers: inject('kafkaBrokers'), databaseUrl: inject('databaseUrl'), bundles: inject('bundles') }, options);
 
 /** Sends a chat whose model reply is held at `gate` (its text names it), and resolves with its turn once the reply is held there. */
 export async function heldAt(stack: Stack, gate: string, conversation: string, id: string, text: string) {

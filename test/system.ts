@@ -9,6 +9,7 @@ import { startGateway } from '@rudder/gateway';
 import { createKafka, ensureTopics, readConfig, topicNames } from '@rudder/runtime';
 import { startScriptedModel, type Script, type ScriptedModel } from '@rudder/scripted-model';
 import { RudderClient } from '@rudder/client';
+import { nodeArgs, type Bundles } from './bundles';
 import { createHttp, type Http } from './http';
 
 /** A turn worker in its own process, so tests can SIGKILL and SIGSTOP it for real. */
@@ -21,8 +22,11 @@ export type WorkerProcess = {
   kill(signal?: NodeJS.Signals): Promise<number | null>;
 };
 
-/** Where Kafka and PostgreSQL are: one of each for a whole test run, benchmark or soak. */
-export type Infra = { kafkaBrokers: string; databaseUrl: string };
+/**
+ * Where Kafka and PostgreSQL are: one of each for a whole test run, benchmark or soak; and
+ * the run's bundles of the programs it starts as processes, when it made them (test/bundles.ts).
+ */
+export type Infra = { kafkaBrokers: string; databaseUrl: string; bundles?: Bundles };
 
 export type Stack = {
   env: Record<string, string>;
@@ -40,6 +44,12 @@ export type Stack = {
   startWorker(extraEnv?: Record<string, string>): Promise<WorkerProcess>;
   /** A worker process, not waited for. */
   spawnWorker(extraEnv?: Record<string, string>): WorkerProcess;
+  /**
+   * Stops every worker as an operator does (SIGCONT, for one paused, then SIGTERM; SIGKILL after
+   * 10 s) and forgets them: a worker stopped so leaves its group at once, so the next one a test
+   * starts is assigned partitions without waiting out the session of one killed.
+   */
+  stopWorkers(): Promise<void>;
   stop(): Promise<void>;
 };
 
@@ -80,7 +90,7 @@ export async function startSystem(infra: Infra, options: StackOptions = {}): Pro
   let companionUrl: string;
   let ownCompanion: CompanionProcess | undefined;
   if (options.companion === 'process') {
-    ownCompanion = companionProcess(env, await freePort());
+    ownCompanion = companionProcess(env, await freePort(), infra.bundles);
     await ownCompanion.start();
     companionUrl = ownCompanion.url;
     stopCompanion = () => ownCompanion!.kill('SIGKILL');
@@ -93,7 +103,7 @@ export async function startSystem(infra: Infra, options: StackOptions = {}): Pro
 
   const workers: WorkerProcess[] = [];
   const spawnOne = (extraEnv: Record<string, string> = {}) => {
-    const worker = spawnWorker({ ...env, ...extraEnv }, options.workerEntry);
+    const worker = spawnWorker({ ...env, ...extraEnv }, options.workerEntry, infra.bundles);
     workers.push(worker);
     return worker;
   };
@@ -114,6 +124,9 @@ export async function startSystem(infra: Infra, options: StackOptions = {}): Pro
     workers,
     startWorker,
     spawnWorker: spawnOne,
+    async stopWorkers() {
+      await Promise.all(workers.splice(0).map(stopGracefully));
+    },
     async stop() {
       await Promise.all(workers.map((w) => w.kill('SIGKILL')));
       await gateway.stop();
@@ -124,6 +137,15 @@ export async function startSystem(infra: Infra, options: StackOptions = {}): Pro
   };
 }
 
+async function stopGracefully(worker: WorkerProcess): Promise<void> {
+  const { child } = worker;
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGCONT');
+  const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await worker.kill('SIGTERM');
+  clearTimeout(killer);
+}
+
 /** Who calls a gateway (with `token`, or none): `@rudder/client` as a team does, and the raw API (http.ts) for the SPEC's exact answers. */
 export const callerOf = (baseUrl: string, token?: string): { client: RudderClient; http: Http } => ({
   client: new RudderClient({ baseUrl, token }),
@@ -132,8 +154,8 @@ export const callerOf = (baseUrl: string, token?: string): { client: RudderClien
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-export function spawnWorker(env: Record<string, string>, entry = 'apps/turn-worker/src/main.ts'): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+export function spawnWorker(env: Record<string, string>, entry = 'apps/turn-worker/src/main.ts', bundles?: Bundles): WorkerProcess {
+  const child = spawn(process.execPath, nodeArgs(entry, bundles), {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -199,7 +221,7 @@ export type CompanionProcess = {
   kill(signal?: NodeJS.Signals): Promise<void>;
 };
 
-export function companionProcess(env: Record<string, string>, port: number): CompanionProcess {
+export function companionProcess(env: Record<string, string>, port: number, bundles?: Bundles): CompanionProcess {
   let child: ChildProcess | undefined;
   let output = '';
   const alive = () => child !== undefined && child.exitCode === null && child.signalCode === null;
@@ -210,7 +232,7 @@ export function companionProcess(env: Record<string, string>, port: number): Com
     async start() {
       if (alive()) throw new Error('the companion is already running');
       const started = output.length;
-      const launched = spawn(process.execPath, ['--import', 'tsx', 'apps/companion/src/main.ts'], {
+      const launched = spawn(process.execPath, nodeArgs('apps/companion/src/main.ts', bundles), {
         cwd: ROOT,
         env: { ...process.env, ...env, COMPANION_PORT: String(port) },
         stdio: ['ignore', 'pipe', 'pipe'],

@@ -24,9 +24,7 @@ beforeAll(async () => {
 });
 afterAll(() => stack?.stop());
 // Each test starts the workers it needs: one killed midway leaves none behind for the next.
-afterEach(async () => {
-  for (const worker of stack.workers.splice(0)) await worker.kill('SIGKILL');
-});
+afterEach(() => stack.stopWorkers());
 
 const key = (name: string) => `todos/${name}-${Math.random().toString(36).slice(2, 8)}`;
 const plan = (...steps: unknown[]) => `todos: ${steps.map((s) => (typeof s === 'string' ? s : JSON.stringify(s))).join(' ;; ')}`;

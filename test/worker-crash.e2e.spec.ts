@@ -32,9 +32,7 @@ beforeAll(async () => {
 });
 afterAll(() => stack?.stop());
 // Each test starts the workers it needs: one that failed midway leaves none behind for the next.
-afterEach(async () => {
-  for (const worker of stack.workers.splice(0)) await worker.kill('SIGKILL');
-});
+afterEach(() => stack.stopWorkers());
 
 /** Events of the conversation still in the outbox (not marked published). */
 async function unpublished(conversation: string): Promise<number> {
