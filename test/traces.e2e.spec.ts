@@ -38,6 +38,9 @@ beforeAll(async () => {
   stack = await startStack({ script: testScript });
 });
 afterAll(async () => {
+  // The spec files of a vitest worker share its process (vitest.config.ts): later ones must not export here.
+  delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  delete process.env.OTEL_BSP_SCHEDULE_DELAY;
   await stack?.stop();
   await new Promise((resolve) => receiver?.close(resolve));
 });
