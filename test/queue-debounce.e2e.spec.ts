@@ -85,18 +85,24 @@ describe('queue: {debounceMs}', () => {
   it('a worker SIGKILLed while a debounce waits: the turn still starts once, after another worker takes the partition', async () => {
     const { client } = stack;
     const conversation = key('crash');
-    await client.chat(conversation, { text: 'held through a crash', id: 'k1', queue: { debounceMs: 4000 } });
-    await client.chat(conversation, { text: 'and this too', id: 'k2', queue: { debounceMs: 4000 } });
-    // Accepted and held: nothing started yet.
-    expect((await client.status(conversation)).running).toBeNull();
+    // Longer than the takeover (the dead member's session must time out first, then the new
+    // worker starts): the next owner starts the turn from the stored due time, by its own timer.
+    await client.chat(conversation, { text: 'held through a crash', id: 'k1', queue: { debounceMs: 45_000 } });
+    await client.chat(conversation, { text: 'and this too', id: 'k2', queue: { debounceMs: 45_000 } });
+    const held = await eventsOf(conversation, (all) => all.filter((m) => m.event === 'queue.held').length === 2);
+    const until = Date.parse((held.filter((m) => m.event === 'queue.held').at(-1)!.data as { data: { until: string } }).data.until);
     const [doomed] = stack.workers.splice(0);
     await doomed!.kill('SIGKILL');
     await stack.startWorker();
-    const turn = await answered(client, conversation, 'k1', 60_000);
+    // The scenario's precondition, not a speed claim: the new owner took the partition while the hold still waited.
+    expect(Date.now()).toBeLessThan(until);
+    expect(await client.status(conversation)).toMatchObject({ running: null, queue: [{ id: 'k1' }] });
+    const turn = await answered(client, conversation, 'k1', 90_000);
     expect(turn).toMatchObject({ status: 'completed' });
     expect((await client.turnOf(conversation, 'k2')).id).toBe(turn.id);
     const events = await eventsOf(conversation, (all) => all.some((m) => m.event === 'turn.ended'));
     expect(events.filter((m) => m.event === 'turn.started')).toHaveLength(1);
     expect(requestsWith(stack.model.requests, 'and this too')).toHaveLength(1);
-  });
+    // The test waits out the 45 s hold itself: its time is the hold's, not a machine's speed.
+  }, 120_000);
 });
