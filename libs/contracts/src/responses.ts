@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { AgentName, ConversationKey } from './conversation-key';
+import { AgentName, ApprovalId, ConversationKey } from './conversation-key';
+import { APPROVAL_REASON_MAX } from './inputs/approval';
 import { StorableString } from './storable-text';
 
 /**
@@ -23,12 +24,39 @@ const InputMessage = z
   })
   .strict();
 
+/**
+ * A person's answer to an `mcp_approval_request` item of the response a create continues: the
+ * same decision as `POST …/approvals/{approval_request_id}` (`approve` true: approve, false: deny,
+ * with `reason` for the model).
+ */
+const ApprovalResponseItem = z
+  .object({
+    type: z.literal('mcp_approval_response'),
+    approval_request_id: ApprovalId,
+    approve: z.boolean(),
+    reason: StorableString.max(APPROVAL_REASON_MAX).nullish(),
+    id: z.string().max(200).nullish(),
+  })
+  .strict();
+export type ApprovalResponseItem = z.infer<typeof ApprovalResponseItem>;
+
+const isApprovalResponse = (item: InputMessage | ApprovalResponseItem): item is ApprovalResponseItem => item.type === 'mcp_approval_response';
+type InputMessage = z.infer<typeof InputMessage>;
+
 const Metadata = z.record(z.string().max(64), z.string().max(512)).refine((m) => Object.keys(m).length <= 16, 'metadata holds at most 16 keys');
 
 export const CreateResponseBody = z
   .object({
     model: AgentName.meta({ description: 'The agent that answers (a conversation keeps the agent of its first response).' }),
-    input: z.union([Text, z.array(InputMessage).min(1, 'input must hold at least one message').max(32)]),
+    input: z.union([
+      Text,
+      z
+        .array(z.union([InputMessage, ApprovalResponseItem]))
+        .min(1, 'input must hold at least one message')
+        .max(32)
+        // A create either says something (a turn) or answers approval requests (the turn they wait in): not both.
+        .refine((items) => items.every(isApprovalResponse) || !items.some(isApprovalResponse), 'input holds messages or mcp_approval_response items, not both'),
+    ]),
     previous_response_id: z.string().min(1).max(1000).nullish(),
     conversation: z.union([ConversationKey, z.object({ id: ConversationKey }).strict()]).nullish(),
     stream: z.boolean().nullish(),
@@ -64,7 +92,12 @@ export type CreateResponseBody = z.infer<typeof CreateResponseBody>;
 /** The user's texts of a create's `input`, one per message (parts of a message joined by a blank line). */
 export function inputTexts(input: CreateResponseBody['input']): string[] {
   if (typeof input === 'string') return [input];
-  return input.map((message) => (typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('\n\n')));
+  return input.flatMap((item) => (isApprovalResponse(item) ? [] : [typeof item.content === 'string' ? item.content : item.content.map((part) => part.text).join('\n\n')]));
+}
+
+/** The `mcp_approval_response` items of a create's `input`; null when it holds messages. */
+export function approvalResponses(input: CreateResponseBody['input']): ApprovalResponseItem[] | null {
+  return typeof input !== 'string' && input.every(isApprovalResponse) ? input : null;
 }
 
 const QueryIncludes = z.union([z.string().max(128), z.array(z.string().max(128)).max(16)]).optional();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CreateResponseBody } from './responses';
+import { approvalResponses, CreateResponseBody, inputTexts } from './responses';
 
 /** A create's body is a stranger's: every field it accepts, used or not, is bounded. */
 describe('a Responses create body', () => {
@@ -20,5 +20,18 @@ describe('a Responses create body', () => {
     expect(refused({ include: ['x'.repeat(129)] })).toBe(true);
     expect(refused({ conversation: 'a b' })).toBe(true);
     expect(refused({ conversation: { id: 'x'.repeat(201) } })).toBe(true);
+  });
+
+  it('takes mcp_approval_response items, bounded, and not mixed with messages', () => {
+    const item = { type: 'mcp_approval_response', approval_request_id: 'appr_1', approve: false, reason: 'no' };
+    const body = CreateResponseBody.parse({ ...ok, input: [item] });
+    expect(approvalResponses(body.input)).toEqual([item]);
+    expect(inputTexts(body.input)).toEqual([]);
+    expect(approvalResponses(CreateResponseBody.parse(ok).input)).toBeNull();
+    expect(refused({ input: [{ ...item, approve: 'yes' }] })).toBe(true);
+    expect(refused({ input: [{ ...item, approval_request_id: 'a b' }] })).toBe(true);
+    expect(refused({ input: [{ ...item, reason: 'x'.repeat(2001) }] })).toBe(true);
+    expect(refused({ input: [{ ...item, extra: 1 }] })).toBe(true);
+    expect(refused({ input: [item, { role: 'user', content: 'and this' }] })).toBe(true);
   });
 });

@@ -4,7 +4,7 @@ import { receiptKey } from './once-keys';
 import { without, withAwaiting, type ConversationState, type EndedTurn, type PendingInput } from './state';
 
 /** No call of a turn open or waiting: at a turn's start and end. */
-const noCalls = { openCalls: [], awaiting: [], dueAt: null };
+const noCalls = { openCalls: [], awaiting: [] };
 /**
  * The queue with `joining` merged in by `seq` (acceptance order): each goes just after the last
  * input waiting that was sent before it, so it overtakes nothing sent earlier. What waits keeps
@@ -79,6 +79,8 @@ export const CORE_EVENT_RULES: EventRulesTable<CoreEventType> = {
       steersLanded: 0,
       queue: without(state.queue, data.prompt.id),
       todosBeforeTurn: null,
+      // A turn starts from the queue only once its hold is over: the next hold is the next `queue.held`'s.
+      heldUntil: null,
       ...noCalls,
     }),
     onceKey: (data) => `turn-for:${data.prompt.id}`,

@@ -3,7 +3,7 @@ import { endTurn, evolveTurn, ROLLED_BACK, STOPPED, SUPERSEDED, type TurnState }
 import { rulesOf } from './inputs';
 import { receiptKeys } from './receipts';
 import { evolve } from './event-rules';
-import type { ConversationState } from './state';
+import { queueHeld, type ConversationState } from './state';
 
 /**
  * How an agent's turns take steered messages (`maxTaken` 0: they take none), and how much
@@ -51,6 +51,7 @@ export function decideInputs(
   inputs: readonly InputRecord[],
   stored: ReadonlySet<string>,
   agents: Agents,
+  now: Date,
   guarded: (input: InputRecord) => GuardOutcome | undefined = () => undefined,
 ): DomainEvent[] {
   const events: DomainEvent[] = [];
@@ -59,7 +60,7 @@ export function decideInputs(
   for (const input of inputs) {
     const keys = receiptKeys(input);
     if (keys.some((k) => handled.has(k)) || failed.has(input.id)) continue;
-    const decided = rulesOf(input.type).decide(state, input, { agents, guarded: guarded(input) });
+    const decided = rulesOf(input.type).decide(state, input, { agents, guarded: guarded(input), now });
     if (decided.some((e) => e.type === 'guard.failed')) failed.add(input.id);
     else for (const k of keys) handled.add(k);
     state = decided.reduce(evolve, state);
@@ -96,10 +97,10 @@ function undoPlan(state: ConversationState, turn: TurnState, events: DomainEvent
   return [{ type: 'todos.updated', data: { turn: turn.id, step: turn.steps, callId: null, items: after.todosBeforeTurn, next: after.todos.next } }];
 }
 
-/** Decides, under the conversation's lock, the next turn: the first input waiting, when no turn runs. */
-export function startNextTurn(state: ConversationState, turn: string): DomainEvent[] {
+/** Decides, under the conversation's lock, the next turn: the first input waiting, when no turn runs and the queue is not held at `now`. */
+export function startNextTurn(state: ConversationState, turn: string, now: Date): DomainEvent[] {
   const next = state.queue[0];
-  if (state.runningTurn !== null || !next) return [];
+  if (state.runningTurn !== null || !next || queueHeld(state, now)) return [];
   return [
     { type: 'turn.started', data: { turn, prompt: { id: next.id, text: next.text } } },
     { type: 'input.delivered', data: { input: { id: next.id, kind: next.kind }, turn } },

@@ -1,7 +1,7 @@
 import type { DomainEvent, EventDataOf, EventType } from '@rudder/contracts';
 import { CORE_EVENT_RULES } from './core-events';
 import { INPUT_KINDS } from './inputs';
-import type { ConversationState } from './state';
+import { dueOf, type ConversationState } from './state';
 
 /**
  * How one event type takes part in the conversation's stream: how it evolves the decider's
@@ -45,8 +45,11 @@ function rulesOf(event: DomainEvent): EventRules<EventType> {
   return rules;
 }
 
-/** Evolves the state by one event, applied in log order. */
-export const evolve = (state: ConversationState, event: DomainEvent): ConversationState => rulesOf(event).evolve(state, event.data);
+/** Evolves the state by one event, applied in log order; its `dueAt` follows what it is made of. */
+export const evolve = (state: ConversationState, event: DomainEvent): ConversationState => {
+  const next = rulesOf(event).evolve(state, event.data);
+  return { ...next, dueAt: dueOf(next) };
+};
 
 /** What makes `event` happen at most once in its conversation (its type's `onceKey`). */
 export const onceKey = (event: DomainEvent): string => rulesOf(event).onceKey(event.data);

@@ -84,9 +84,15 @@ export type ConversationState = {
   /** Its calls waiting for a person's approval, in the order they were asked for. */
   awaiting: Awaiting[];
   /**
-   * The earliest `expiresAt` of `awaiting` (ISO 8601, UTC): when something is due with no input
-   * to wake the conversation. The store indexes it, so a worker finds its due conversations
-   * without holding them (`conversationsDue` in @rudder/event-store). Null: nothing.
+   * No turn starts from the queue before this moment (ISO 8601, UTC): the latest `queue.held`
+   * (a chat under `queue: {debounceMs}`) since a turn last started; null: none.
+   */
+  heldUntil: string | null;
+  /**
+   * When something is due with no input to wake the conversation (ISO 8601, UTC): the earliest
+   * `expiresAt` of `awaiting`, and `heldUntil` while no turn runs and something waits in the
+   * queue (`dueOf`). The store indexes it, so a worker finds its due conversations without
+   * holding them (`conversationsDue` in @rudder/event-store). Null: nothing.
    */
   dueAt: string | null;
 };
@@ -110,18 +116,28 @@ export const initialState = (): ConversationState => ({
   compaction: null,
   openCalls: [],
   awaiting: [],
+  heldUntil: null,
   dueAt: null,
 });
 
 /** The inputs but the one with this id. */
 export const without = (inputs: PendingInput[], id: string) => inputs.filter((i) => i.id !== id);
 
-/** The state with these calls waiting, and when the first of them is due. */
-export const withAwaiting = (state: ConversationState, awaiting: Awaiting[]): ConversationState => ({
-  ...state,
-  awaiting,
-  dueAt: awaiting.reduce<string | null>((due, a) => (a.expiresAt !== null && (due === null || a.expiresAt < due) ? a.expiresAt : due), null),
-});
+/** The state with these calls waiting. */
+export const withAwaiting = (state: ConversationState, awaiting: Awaiting[]): ConversationState => ({ ...state, awaiting });
+
+/**
+ * When the state is next due (its `dueAt`): the earliest approval timeout, or the end of the
+ * queue's hold when the queue could otherwise start a turn (none runs, something waits).
+ * `evolve` sets it after every event, so it is never out of step with what it is made of.
+ */
+export function dueOf(state: ConversationState): string | null {
+  const held = state.runningTurn === null && state.queue.length > 0 ? state.heldUntil : null;
+  return [held, ...state.awaiting.map((a) => a.expiresAt)].reduce<string | null>((due, at) => (at !== null && (due === null || at < due) ? at : due), null);
+}
+
+/** The queue is held at `now`: no turn starts from it yet (a `{debounceMs}` queue not quiet long enough). */
+export const queueHeld = (state: ConversationState, now: Date): boolean => state.heldUntil !== null && Date.parse(state.heldUntil) > now.getTime();
 
 /** A state as stored (jsonb); fields missing in rows written by older code take their initial value. */
 export function parseState(stored: Partial<ConversationState> | null): ConversationState {

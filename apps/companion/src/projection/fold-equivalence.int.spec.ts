@@ -31,7 +31,8 @@ import { readEventRecord } from './read-event-record';
  * a person's approval: it is requested, then decided (by a person, edited or not, or by its
  * timeout), refused, or closed unrun by the turn's end. A move puts a follow-up before another
  * input waiting (or at the end), and the turns start in that order. A chat's `queue` (latest,
- * merge) collapses the follow-ups waiting: each is answered by the turn it was collapsed into.
+ * merge, debounce) collapses the follow-ups waiting: each is answered by the turn it was
+ * collapsed into; a debounced one holds the queue (`queue.held`), and a start before its end starts nothing.
  * A rollback takes back ended turns (and the running one, stopped first): the transcript shows
  * their rows only when asked, and the worker's fold that wrote the log holds none of them.
  */
@@ -61,14 +62,14 @@ const controlIds = ['x0', 'x1', 'x2', 'x3'];
 
 /** What happens next in a conversation: an input arrives, the next turn starts, or the running turn goes one step. */
 type Command =
-  | { do: 'chat'; id: number; texts: string[]; subject: number; onBusy: 'enqueue' | 'reject' | 'interrupt' | 'rollback'; ifLast: boolean; queue: 'each' | 'latest' | 'merge' | null }
+  | { do: 'chat'; id: number; texts: string[]; subject: number; onBusy: 'enqueue' | 'reject' | 'interrupt' | 'rollback'; ifLast: boolean; queue: 'each' | 'latest' | 'merge' | { debounceMs: number } | null }
   | { do: 'steer'; id: number; text: string; subject: number; ifLast: boolean }
   | { do: 'stop'; id: number; discardPending: boolean; namesTurn: boolean; graceful: boolean }
   | { do: 'retract'; id: number; target: number | 'chat' | 'steer'; subject: number }
   | { do: 'promote'; id: number; target: number }
   | { do: 'move'; id: number; target: number; before: number | null; subject: number }
   | { do: 'grant'; id: number; grantee: number; access: 'read' | 'write' | null; subject: number }
-  | { do: 'start' }
+  | { do: 'start'; late: boolean }
   | { do: 'step'; content: string; calls: number; send: boolean; usage: boolean }
   | { do: 'compact'; summary: string }
   | { do: 'rollback'; id: number; turns: number; toTurn: number | null; stopRunning: boolean; ifLast: boolean; subject: number }
@@ -80,14 +81,14 @@ const rarely = rare(6);
 const text = fc.constantFrom('go', 'Lisbon', 'also Porto', 'hotels?', '', ' ', 'a much longer message about the trip');
 const userText = text.filter((t) => t.length > 0);
 const command: fc.Arbitrary<Command> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ do: fc.constant('chat' as const), id: fc.nat(7), texts: fc.array(userText, { minLength: 1, maxLength: 2 }), subject: fc.nat(2), onBusy: fc.constantFrom('enqueue' as const, 'enqueue' as const, 'reject' as const, 'interrupt' as const, 'rollback' as const), ifLast: rarely, queue: fc.constantFrom(null, null, 'each' as const, 'latest' as const, 'merge' as const) }) },
+  { weight: 4, arbitrary: fc.record({ do: fc.constant('chat' as const), id: fc.nat(7), texts: fc.array(userText, { minLength: 1, maxLength: 2 }), subject: fc.nat(2), onBusy: fc.constantFrom('enqueue' as const, 'enqueue' as const, 'reject' as const, 'interrupt' as const, 'rollback' as const), ifLast: rarely, queue: fc.constantFrom(null, null, 'each' as const, 'latest' as const, 'merge' as const, { debounceMs: 1000 }) }) },
   { weight: 4, arbitrary: fc.record({ do: fc.constant('steer' as const), id: fc.nat(7), text: userText, subject: fc.nat(2), ifLast: fc.constant(false) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('stop' as const), id: fc.nat(3), discardPending: fc.boolean(), namesTurn: fc.boolean(), graceful: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('retract' as const), id: fc.nat(3), target: fc.oneof(fc.nat(7), fc.constantFrom('chat' as const, 'steer' as const)), subject: fc.nat(2) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('promote' as const), id: fc.nat(3), target: fc.nat(7) }) },
   { weight: 2, arbitrary: fc.record({ do: fc.constant('move' as const), id: fc.nat(3), target: fc.nat(7), before: fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 3, arbitrary: fc.nat(7) }), subject: fc.nat(2) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('grant' as const), id: fc.nat(3), grantee: fc.nat(2), access: fc.constantFrom('read' as const, 'write' as const, null), subject: fc.nat(2) }) },
-  { weight: 4, arbitrary: fc.constant({ do: 'start' as const }) },
+  { weight: 4, arbitrary: fc.record({ do: fc.constant('start' as const), late: fc.boolean() }) },
   { weight: 10, arbitrary: fc.record({ do: fc.constant('step' as const), content: text, calls: fc.nat(2), send: fc.boolean(), usage: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ do: fc.constant('compact' as const), summary: userText }) },
   {
@@ -136,7 +137,7 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
   };
   commands.forEach((c, i) => {
     const envelope = { v: 1 as const, conversation: key, sentAt: '2025-01-01T11:59:59.000Z' };
-    const input = (record: InputRecord) => append(decideInputs(conversation.state, [record], stored, agents));
+    const input = (record: InputRecord) => append(decideInputs(conversation.state, [record], stored, agents, new Date(envelope.sentAt)));
     switch (c.do) {
       case 'chat':
         input({ ...envelope, type: 'chat', id: inputIds[c.id], subject: subjects[c.subject], messages: c.texts, onBusy: c.onBusy, ...(c.queue === null ? {} : { queue: c.queue }), ...(c.ifLast ? { ifLastInputId: conversation.state.lastInputId ?? 'none' } : {}) });
@@ -168,7 +169,8 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
         input({ ...envelope, type: 'grant', id: `g-${controlIds[c.id]}`, subject: subjects[c.subject], grantee: subjects[c.grantee], access: c.access });
         break;
       case 'start':
-        append(startNextTurn(conversation.state, `t${turns + 1}`));
+        // Before or after a `{debounceMs}` chat's hold (every chat is sent at the same moment): a held queue starts nothing.
+        append(startNextTurn(conversation.state, `t${turns + 1}`, new Date(Date.parse(envelope.sentAt) + (c.late ? 60_000 : 500))));
         if (conversation.state.runningTurn === `t${turns + 1}`) turns += 1;
         break;
       case 'step': {

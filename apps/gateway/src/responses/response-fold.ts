@@ -8,8 +8,7 @@ type Item = Record<string, unknown> & { type: string; id: string };
 
 /**
  * The event types a response follows: its input accepted, decided as a steer, taken back or
- * dropped, its turn's start, replies, results and end. (A call waiting for approval shows as
- * its `mcp_call` once it has a result: no mcp_approval_request items yet.)
+ * dropped, its turn's start, replies, the calls waiting for approval and their decisions, results and end.
  */
 const RESPONSE_EVENT_TYPES = [
   'conversation.opened',
@@ -21,6 +20,8 @@ const RESPONSE_EVENT_TYPES = [
   'input.discarded',
   'model.replied',
   'tool.ended',
+  'approval.requested',
+  'approval.decided',
   'turn.ended',
 ] as const satisfies readonly EventType[];
 
@@ -82,6 +83,11 @@ export class ResponseFold {
   private model: string;
   private readonly output: Item[] = [];
   private readonly calls = new Map<string, number>();
+  /** The open calls waiting for a person's decision: call id → approval id (its `mcp_approval_request` item's id). */
+  private readonly awaiting = new Map<string, string>();
+  /** Every approval asked for in this response, and those decided. */
+  private readonly requested = new Set<string>();
+  private readonly decided = new Set<string>();
   private usage: ResponseAnswer['usage'] = null;
   private metadata: Record<string, string>;
   private error: ResponseAnswer['error'] = null;
@@ -116,6 +122,20 @@ export class ResponseFold {
   /** The turn that answers it, once one has it. */
   get turnId(): string | null {
     return this.turn;
+  }
+
+  /** Whether `approval` is one of the `mcp_approval_request` items of this response. */
+  asked(approval: string): boolean {
+    return this.requested.has(approval);
+  }
+
+  /**
+   * Its turn is parked: every call of its last reply without a result waits for a person's
+   * decision (nothing will happen until one comes), and `decisions` were seen first: a create
+   * answers the response here, `in_progress`, its output holding the `mcp_approval_request` items.
+   */
+  waitsForApproval(decisions: readonly string[] = []): boolean {
+    return this.phase === 'in_progress' && this.awaiting.size > 0 && this.awaiting.size === this.calls.size && decisions.every((d) => this.decided.has(d));
   }
 
   /** The protocol's events that `event` makes, in order (none for an event of another input or turn). */
@@ -161,6 +181,15 @@ export class ResponseFold {
       case 'tool.ended':
         if (event.data.turn !== this.turn || this.phase !== 'in_progress') return out;
         this.toolEnded(event.data, emit);
+        return out;
+      case 'approval.requested':
+        if (event.data.turn !== this.turn || this.phase !== 'in_progress') return out;
+        this.approvalRequested(event.data, emit);
+        return out;
+      case 'approval.decided':
+        if (event.data.turn !== this.turn || this.phase !== 'in_progress') return out;
+        this.awaiting.delete(event.data.callId);
+        this.decided.add(event.data.approval);
         return out;
       case 'turn.ended':
         if (event.data.turn !== this.turn || this.phase !== 'in_progress') return out;
@@ -248,10 +277,29 @@ export class ResponseFold {
     }
   }
 
+  /**
+   * A call that waits for a person's approval: an `mcp_approval_request` item (its id the
+   * approval's, which an `mcp_approval_response` names); its `mcp_call` item says which request
+   * it waits for (`approval_request_id`) and ends with its result (or denial) as any call's.
+   */
+  private approvalRequested({ approval, call }: EventDataOf<'approval.requested'>, emit: Emit): void {
+    const callIndex = this.calls.get(call.id);
+    if (callIndex === undefined) return;
+    this.output[callIndex]!.approval_request_id = approval;
+    this.awaiting.set(call.id, approval);
+    this.requested.add(approval);
+    const index = this.output.length;
+    const item: Item = { type: 'mcp_approval_request', id: approval, server_label: TOOL_SERVER_LABEL, name: call.name, arguments: call.arguments };
+    this.output.push(item);
+    emit('response.output_item.added', { output_index: index, item: structuredClone(item) });
+    emit('response.output_item.done', { output_index: index, item: structuredClone(item) });
+  }
+
   private toolEnded(result: EventDataOf<'tool.ended'>, emit: Emit): void {
     const index = this.calls.get(result.callId);
     if (index === undefined) return;
     this.calls.delete(result.callId);
+    this.awaiting.delete(result.callId);
     const item = this.output[index]!;
     Object.assign(item, result.isError ? { status: 'failed', error: result.result } : { status: 'completed', output: result.result });
     emit(result.isError ? 'response.mcp_call.failed' : 'response.mcp_call.completed', { item_id: item.id, output_index: index });
@@ -266,6 +314,7 @@ export class ResponseFold {
       emit('response.output_item.done', { output_index: index, item: structuredClone(item) });
     }
     this.calls.clear();
+    this.awaiting.clear();
     this.phase = 'ended';
     this.status = status;
     this.completedAt = status === 'completed' ? Math.floor(at) : null;

@@ -21,12 +21,55 @@ const ended = (turn: string, status: 'completed' | 'superseded' | 'stopped' | 'f
     data: { turn, status, outcome, content: '', steered: [], usage: { promptTokens: 7, completionTokens: 3, totalTokens: 10 } },
   });
 
+const requested = (turn: string, approval: string, callId: string) =>
+  stored({
+    type: 'approval.requested',
+    data: { turn, step: 0, approval, call: { id: callId, name: 'send_email', arguments: '{"to":"b@x"}' }, requestedAt: '2026-12-04T20:00:00.000Z', expiresAt: null },
+  });
+const decided = (turn: string, approval: string, callId: string) =>
+  stored({
+    type: 'approval.decided',
+    data: { turn, step: 0, approval, callId, tool: 'send_email', decision: 'approve', reason: null, arguments: null, subject: 'alice', input: 'd-1' },
+  });
+
 const fold = (input: string, events: ConversationEvent[]) => {
   const response = new ResponseFold(KEY, input, { model: 'default' });
   return { response, events: events.flatMap((event) => response.see(event)) };
 };
 
 describe('ResponseFold', () => {
+  it('given a call that waits for approval, then an mcp_approval_request item; the response waits for approval (in progress) only while every open call waits, and past the decisions asked for', () => {
+    const { response, events } = fold('in-1', [
+      accepted('in-1'),
+      started('t1', 'in-1'),
+      replied('t1', 0, '', [
+        { id: 'call-1', name: 'send_email' },
+        { id: 'call-2', name: 'wait' },
+      ]),
+      requested('t1', 'appr_1', 'call-1'),
+    ]);
+    expect(events.slice(-2).map((e) => [e.type, (e.item as { type: string }).type])).toEqual([
+      ['response.output_item.added', 'mcp_approval_request'],
+      ['response.output_item.done', 'mcp_approval_request'],
+    ]);
+    // call-2 runs: the turn is not parked until its result is stored.
+    expect(response.waitsForApproval()).toBe(false);
+    response.see(toolEnded('t1', 'call-2', 'waited'));
+    expect(response.waitsForApproval()).toBe(true);
+    expect(response.waitsForApproval(['appr_1'])).toBe(false);
+    expect(response.answer()).toMatchObject({ status: 'in_progress' });
+    expect(response.answer().output).toEqual([
+      expect.objectContaining({ type: 'mcp_call', id: 'mcp_call-1', approval_request_id: 'appr_1', status: 'in_progress' }),
+      expect.objectContaining({ type: 'mcp_call', id: 'mcp_call-2', status: 'completed' }),
+      { type: 'mcp_approval_request', id: 'appr_1', server_label: 'rudder', name: 'send_email', arguments: '{"to":"b@x"}' },
+    ]);
+    expect(response.asked('appr_1')).toBe(true);
+    expect(response.asked('appr_2')).toBe(false);
+    response.see(decided('t1', 'appr_1', 'call-1'));
+    expect(response.waitsForApproval()).toBe(false);
+    expect(response.waitsForApproval(['appr_1'])).toBe(false);
+  });
+
   it("given a turn with a tool call, when folded, then the protocol's events in order, numbered from 0, the tool as an mcp_call item, and the usage", () => {
     const { response, events } = fold('in-1', [
       accepted('other'),

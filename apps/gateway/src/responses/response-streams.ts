@@ -10,6 +10,10 @@ export const DEFAULT_RESPONSE_WAIT_MS = 5 * 60_000;
 /** A non-streaming response followed until it ends: `answer` resolves with it. */
 export type Collecting = FollowedStream & { answer: Promise<ResponseAnswer> };
 
+/** Where a followed response is answered: by default its end; a create's also where it waits for approval (`ResponseFold.waitsForApproval`). */
+export type Until = (fold: ResponseFold) => boolean;
+const ended: Until = (fold) => fold.ended;
+
 /**
  * A response followed through the conversation's event stream (`EventsHandler.follow`: replay,
  * live tail, read access at each event), folded into the protocol's events as they come: to
@@ -22,9 +26,10 @@ export class ResponseStreams {
   /**
    * The response's stream on the HTTP response: the protocol's events (their SSE event names
    * the protocol's types, keep-alives comment lines), from `response.created` to its one
-   * terminal event, then the response ends. `startingAfter`: the events up to it are not sent.
+   * terminal event, then the response ends (or at `until`: a create's stream ends where its
+   * response waits for approval, with no terminal event). `startingAfter`: the events up to it are not sent.
    */
-  streamTo(response: ServerResponse, fold: ResponseFold, after: StreamCursor, subject: string, startingAfter: number | null): FollowedStream {
+  streamTo(response: ServerResponse, fold: ResponseFold, after: StreamCursor, subject: string, startingAfter: number | null, until = ended): FollowedStream {
     const sink = this.events.sinkOn(response, fold.key);
     const write = (events: ProtocolEvent[]) =>
       events
@@ -41,15 +46,15 @@ export class ResponseStreams {
         end: sink.end,
         write: (chunk) => {
           sink.write(chunk);
-          if (fold.ended) sink.end();
+          if (until(fold)) sink.end();
         },
       },
       format: {
         event: (event) => {
-          if (fold.ended) return '';
+          if (until(fold)) return '';
           const chunk = write(fold.see(event));
           // Its end sent before (`starting_after` past it): nothing to write, and the stream ends all the same.
-          if (fold.ended && chunk === '') sink.end();
+          if (until(fold) && chunk === '') sink.end();
           return chunk;
         },
         token: () => '',
@@ -59,8 +64,8 @@ export class ResponseStreams {
     return follow;
   }
 
-  /** A non-streaming create: the response once it ended (or as it stands after `DEFAULT_RESPONSE_WAIT_MS`). */
-  collect(fold: ResponseFold, after: StreamCursor, subject: string): Collecting {
+  /** A non-streaming create: the response once it ended, or at `until` (or as it stands after `DEFAULT_RESPONSE_WAIT_MS`). */
+  collect(fold: ResponseFold, after: StreamCursor, subject: string, until = ended): Collecting {
     let done: (answer: ResponseAnswer) => void = () => undefined;
     const answer = new Promise<ResponseAnswer>((resolve) => (done = resolve));
     const follow = this.events.follow({
@@ -70,8 +75,8 @@ export class ResponseStreams {
       sink: { open: () => undefined, write: () => undefined, end: () => done(fold.answer()) },
       format: {
         event: (event) => {
-          if (!fold.ended) fold.see(event);
-          if (fold.ended) done(fold.answer());
+          if (!until(fold)) fold.see(event);
+          if (until(fold)) done(fold.answer());
           return '';
         },
         token: () => '',

@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { Inject, Injectable } from '@nestjs/common';
-import { CreateResponseBody, inputTexts, RetrieveResponseQuery, type ResponseAnswer, type StreamCursor } from '@rudder/contracts';
+import {
+  approvalResponses,
+  CreateResponseBody,
+  inputTexts,
+  RetrieveResponseQuery,
+  type ApprovalResponseItem,
+  type ResponseAnswer,
+  type StreamCursor,
+} from '@rudder/contracts';
 import { derivedConversationKey, type InputOf } from '@rudder/conversation';
 import type { Config } from '@rudder/runtime';
 import { ConversationAccess } from '../companion/conversation-access';
@@ -9,6 +17,7 @@ import { CompanionClient } from '../companion/companion-client';
 import { GatewayError } from '../errors/gateway-error';
 import type { FollowedStream } from '../events/events-handler';
 import { checkTextLength, clientIdOf, conversationKeyOf, parseEdge, requireJsonBody } from '../http/edge';
+import { ApprovalHandler } from '../inputs/approval/approval';
 import { Inputs } from '../inputs/inputs';
 import { LiveEvents } from '../live/live-events';
 import { CONFIG } from '../tokens';
@@ -17,7 +26,7 @@ import { notToBeRetried, ProtocolError, protocolRefusal } from './protocol-error
 import { ResponseFold, STEER_KEY, type ResponseRequest } from './response-fold';
 import { parseResponseId } from './response-id';
 import { ResponseReads, startOf } from './response-reads';
-import { ResponseStreams } from './response-streams';
+import { ResponseStreams, type Until } from './response-streams';
 
 export type CreateRequest = { subject: string; body: unknown; idempotencyKey: string | undefined; response: ServerResponse };
 export type RetrieveRequest = { subject: string; id: string; query: unknown; response: ServerResponse };
@@ -28,6 +37,12 @@ class Undecided extends GatewayError {
     super('unavailable', 'the worker has not decided on the input yet');
   }
 }
+
+/** A create is answered once its response ended, or where it waits for a person's approval (after `decisions`, the create's own). */
+const answerable =
+  (decisions: readonly string[] = []): Until =>
+  (fold) =>
+    fold.ended || fold.waitsForApproval(decisions);
 
 /**
  * `/v1/responses`: the OpenAI Responses protocol as a translation of Rudder's API (see
@@ -46,6 +61,7 @@ export class ResponsesHandler {
     @Inject(ResponseReads) private readonly reads: ResponseReads,
     @Inject(ResponseStreams) private readonly streams: ResponseStreams,
     @Inject(LiveEvents) private readonly live: LiveEvents,
+    @Inject(ApprovalHandler) private readonly approvals: ApprovalHandler,
     @Inject(CONFIG) private readonly config: Config,
   ) {}
 
@@ -57,6 +73,8 @@ export class ResponsesHandler {
   async create({ subject, body: raw, idempotencyKey, response }: CreateRequest): Promise<void> {
     requireJsonBody(raw);
     const body = parseEdge(CreateResponseBody, raw, 'create body');
+    const decisions = approvalResponses(body.input);
+    if (decisions !== null) return this.decide(body, decisions, subject, response);
     const messages = inputTexts(body.input);
     messages.forEach((text, index) => checkTextLength(text, typeof body.input === 'string' ? 'input' : `input.${index}`, this.config.MAX_TEXT_CHARS));
     const clientId = clientIdOf(undefined, idempotencyKey);
@@ -96,17 +114,59 @@ export class ResponsesHandler {
     const after: StreamCursor = { position: clientId === undefined ? (this.live.latestPosition(key) ?? 0) : await this.reads.before(key, input.id), tokenOffset: null };
     const fold = new ResponseFold(key, input.id, request);
     // A streamed create streams, in the background too (the turn runs on when the client goes).
-    if (body.stream) return this.submitAndFollow(input, clientId !== undefined, this.streams.streamTo(response, fold, after, subject, null));
+    if (body.stream) return this.submitAndFollow(input, clientId !== undefined, this.streams.streamTo(response, fold, after, subject, null, answerable()));
     if (body.background) {
       await this.submit(input, clientId !== undefined);
       // Produced: answered as it stands, or as queued when the read side cannot say (never a retryable 503).
       const found = await this.reads.read(key, input.id, request, after.position).catch(() => fold);
       return json(response, found.unseen ? fold.answer() : found.answer());
     }
-    const collecting = this.streams.collect(fold, after, subject);
+    const collecting = this.streams.collect(fold, after, subject, answerable());
     // A client gone before the answer: nothing is followed for it any more (the input stays produced).
     response.on('close', collecting.close);
     await this.submitAndFollow(input, clientId !== undefined, collecting);
+    json(response, await collecting.answer);
+  }
+
+  /**
+   * A create whose `input` is `mcp_approval_response` items: each decides one `mcp_approval_request`
+   * of the response it continues (`previous_response_id`), as `POST …/approvals/{id}` does — the
+   * same decision input, `write` access, a decision made before answered the same or 409. Nothing
+   * is produced for an item naming no request of that response (400). The answer is that
+   * response — the turn the calls wait in — once it ended or waits for approval again (or its
+   * stream, from its start).
+   */
+  private async decide(body: CreateResponseBody, decisions: ApprovalResponseItem[], subject: string, response: ServerResponse): Promise<void> {
+    if (body.previous_response_id == null) {
+      throw new ProtocolError('bad_request', 'invalid_request', 'an mcp_approval_response answers a request of a response: name that response as previous_response_id', 'previous_response_id');
+    }
+    const previousId = body.previous_response_id;
+    const { key, input, request } = await this.reads.readable(previousId, subject).catch((error: unknown) => {
+      if (error instanceof GatewayError && error.code === 'not_found') {
+        throw new ProtocolError('bad_request', 'previous_response_not_found', `previous response ${previousId} not found`, 'previous_response_id');
+      }
+      throw error;
+    });
+    const from = await this.reads.before(key, input);
+    const current = await this.reads.read(key, input, request, from);
+    decisions.forEach(({ approval_request_id: approval }, index) => {
+      if (!current.asked(approval)) {
+        throw new ProtocolError('bad_request', 'invalid_request', `response ${previousId} has no mcp_approval_request ${approval}`, `input.${index}.approval_request_id`);
+      }
+    });
+    await this.access.mayWrite(key, subject);
+    for (const { approval_request_id: approvalId, approve, reason } of decisions) {
+      await this.approvals.decide({ key, subject, approvalId, body: { decision: approve ? 'approve' : 'deny', ...(reason == null ? {} : { reason }) } });
+    }
+    const answered = { ...request, background: body.background ?? false };
+    const fold = new ResponseFold(key, input, answered);
+    const after: StreamCursor = { position: from, tokenOffset: null };
+    const until = answerable(decisions.map((d) => d.approval_request_id));
+    if (body.stream) return this.streams.streamTo(response, fold, after, subject, null, until).start();
+    if (body.background) return json(response, (await this.reads.read(key, input, answered, from)).answer());
+    const collecting = this.streams.collect(fold, after, subject, until);
+    response.on('close', collecting.close);
+    await collecting.start();
     json(response, await collecting.answer);
   }
 

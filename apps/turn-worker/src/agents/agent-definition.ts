@@ -61,7 +61,9 @@ export type AgentDefinition = {
    * What a new follow-up does to those waiting before it (a chat's own `queue` overrides it):
    * `each` (default: every one is a turn of its own), `latest` (the waiting ones are answered as
    * collapsed into the new one: `inputs.collapsed`), `merge` (the new one joins the last follow-up
-   * waiting: one turn whose prompt is all of them, in order, as a chat of several messages).
+   * waiting: one turn whose prompt is all of them, in order, as a chat of several messages),
+   * `{debounceMs}` (it merges as `merge` does, and no turn starts from the queue until no new
+   * follow-up was sent for `debounceMs`; 0 < debounceMs ≤ 60000).
    */
   queue?: QueuePolicy;
   /**

@@ -1,6 +1,6 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import { AgentAffordances, AgentName, QueuePolicy } from '@rudder/contracts';
+import { AgentAffordances, AgentName, DEBOUNCE_MS_MAX, QueuePolicy } from '@rudder/contracts';
 import { argumentsError, defineTool, openAiModel, runTurn, textTokens, TODOS_TOOL, type Agent, type ModelClient, type Tool, type TurnLoop } from '@rudder/agent';
 import type { Agents, InputPolicy } from '@rudder/conversation';
 import { createLog, type Config } from '@rudder/runtime';
@@ -122,7 +122,9 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     const historyTurns = definition.history?.turns ?? config.HISTORY_TURNS;
     if (!Number.isInteger(historyTurns) || historyTurns < 0) throw new Error(`TurnWorkerModule: agent ${definition.name}: history.turns must be a whole number, 0 or more`);
     if (definition.queue !== undefined && !QueuePolicy.safeParse(definition.queue).success) {
-      throw new Error(`TurnWorkerModule: agent ${definition.name}: queue must be "each", "latest" or "merge" (not ${JSON.stringify(definition.queue)})`);
+      throw new Error(
+        `TurnWorkerModule: agent ${definition.name}: queue must be "each", "latest", "merge" or {debounceMs} with 0 < debounceMs ≤ ${DEBOUNCE_MS_MAX} (not ${JSON.stringify(definition.queue)})`,
+      );
     }
     const guardTimeoutMs = definition.guardTimeoutMs ?? GUARD_TIMEOUT_MS;
     if (!Number.isInteger(guardTimeoutMs) || guardTimeoutMs <= 0) throw new Error(`TurnWorkerModule: agent ${definition.name}: guardTimeoutMs must be a whole number of milliseconds, more than 0`);

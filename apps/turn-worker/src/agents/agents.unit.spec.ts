@@ -38,7 +38,10 @@ describe('an agent’s queue', () => {
     expect(registry([defaultAgent]).policyOf(defaultAgent.name)?.queue).toBeUndefined();
     expect(registry([{ ...defaultAgent, queue: 'latest' }]).policyOf(defaultAgent.name)?.queue).toBe('latest');
     expect(registry([{ ...defaultAgent, queue: 'merge' }]).policyOf(defaultAgent.name)?.queue).toBe('merge');
-    expect(() => registry([{ ...defaultAgent, queue: { debounceMs: 500 } as never }])).toThrow(/queue must be "each", "latest" or "merge"/);
+    expect(registry([{ ...defaultAgent, queue: { debounceMs: 500 } }]).policyOf(defaultAgent.name)?.queue).toEqual({ debounceMs: 500 });
+    for (const queue of ['sometimes', { debounceMs: 0 }, { debounceMs: 60_001 }, { debounceMs: 2.5 }]) {
+      expect(() => registry([{ ...defaultAgent, queue: queue as never }]), JSON.stringify(queue)).toThrow(/queue must be "each", "latest", "merge" or \{debounceMs\} with 0 < debounceMs ≤ 60000/);
+    }
   });
 });
 

@@ -119,9 +119,10 @@ export class InputIngest {
       epochs,
       [...byConversation].map(([conversation, of]) => ({ conversation, probe: of.flatMap(receiptKeys) })),
       (conversation, state, alreadyStored) => {
-        const decided = decideInputs(state, byConversation.get(conversation)!, alreadyStored, agents, (input) => guarded.get(inputKey(input)));
+        const now = new Date();
+        const decided = decideInputs(state, byConversation.get(conversation)!, alreadyStored, agents, now, (input) => guarded.get(inputKey(input)));
         // An idle conversation's next turn starts in the same transaction: one commit less per turn.
-        return [...decided, ...startNextTurn(decided.reduce(evolve, state), randomUUID())];
+        return [...decided, ...startNextTurn(decided.reduce(evolve, state), randomUUID(), now)];
       },
       seen,
       { announce },

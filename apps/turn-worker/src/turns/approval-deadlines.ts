@@ -5,11 +5,11 @@ import type { Log, Pool } from '@rudder/runtime';
 const LONGEST_WAIT_MS = 60 * 60 * 1000;
 
 /**
- * Wakes the conversations of the owned partitions whose approvals time out (their state's
- * `dueAt`), without holding any of them: one timer for the earliest deadline, found in the
+ * Wakes the conversations of the owned partitions when something is due (their state's `dueAt`:
+ * an approval timing out, or the end of a `{debounceMs}` queue's hold), without holding any of them: one timer for the earliest deadline, found in the
  * store (`nextDue`) after each assignment and each firing, and moved earlier when a write of
  * this worker stores an earlier one. A woken conversation's runner decides the timeouts under
- * its lock (`decideTimeouts`), so a deadline fires once however often it is woken, and one
+ * its lock (`decideTimeouts`; `startNextTurn` for a hold), so a deadline fires once however often it is woken, and one
  * missed while no worker owned its partition fires when the next owner takes it.
  */
 export function createApprovalDeadlines(deps: {
@@ -40,7 +40,7 @@ export function createApprovalDeadlines(deps: {
       if (next) arm(Math.max(next.getTime(), Date.now() + 50));
       else arm(Date.now() + LONGEST_WAIT_MS);
     } catch (error) {
-      deps.log.warn('reading the approvals due failed; retrying', { error: String(error) });
+      deps.log.warn('reading what is due failed; retrying', { error: String(error) });
       arm(Date.now() + 1000);
     }
   }

@@ -139,7 +139,7 @@ export class ConversationRunner implements TurnRunner {
       return true;
     }
     // The fold knows whether anything waits; the state under the lock decides what starts.
-    if (current.state.queue.length > 0 && (await this.append((state) => startNextTurn(state, randomUUID()))).stored.length > 0) return true;
+    if (current.state.queue.length > 0 && (await this.append((state) => startNextTurn(state, randomUUID(), new Date()))).stored.length > 0) return true;
     await this.fold.snapshotIfDue();
     return this.wanted || this.due;
   }

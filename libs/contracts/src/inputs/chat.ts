@@ -3,13 +3,29 @@ import { AgentName, InputId } from '../conversation-key';
 import { eventContract, namesAbout } from '../event-parts';
 import { BodyText, envelope, inputKind, UserText } from './shared';
 
+/** The longest quiet a `{debounceMs}` queue waits for (ms). */
+export const DEBOUNCE_MS_MAX = 60_000;
+
 /**
  * What a new follow-up does to the follow-ups waiting before it (an agent's `queue`, or a chat's
  * own): `each` (every one is a turn of its own), `latest` (the waiting ones are answered as
  * collapsed into the new one, which alone is answered by a turn), `merge` (the new one joins the
- * last follow-up waiting: one turn whose prompt is all their messages, in order).
+ * last follow-up waiting: one turn whose prompt is all their messages, in order), `{debounceMs}`
+ * (it merges as `merge` does, and no turn starts from the queue until it was quiet — no new
+ * follow-up sent — for `debounceMs`).
  */
-export const QueuePolicy = z.enum(['each', 'latest', 'merge']);
+export const QueuePolicy = z.union([
+  z.enum(['each', 'latest', 'merge']),
+  z
+    .object({
+      debounceMs: z
+        .number()
+        .int('debounceMs is a whole number of milliseconds')
+        .positive(`debounceMs must be more than 0 and at most ${DEBOUNCE_MS_MAX}`)
+        .max(DEBOUNCE_MS_MAX, `debounceMs must be more than 0 and at most ${DEBOUNCE_MS_MAX}`),
+    })
+    .strict(),
+]);
 export type QueuePolicy = z.infer<typeof QueuePolicy>;
 
 /** A chat: one or more user messages, answered by a turn of their own after what waits before them. */
@@ -86,5 +102,11 @@ export const CHAT = inputKind({
       z.object({ into: InputId, from: z.array(InputId).min(1), policy: z.enum(['latest', 'merge']) }),
       (data) => namesAbout(...data.from),
     ),
+    /**
+     * A chat accepted under `queue: {debounceMs}`: no turn starts from the queue before `until`
+     * (when it was accepted, plus `debounceMs`; a later one moves it later). The worker owning the
+     * conversation starts the turn once it is due (the state's `dueAt`).
+     */
+    'queue.held': eventContract(z.object({ input: InputId, until: z.iso.datetime() }), (data) => namesAbout(data.input)),
   },
 });

@@ -1,4 +1,4 @@
-import { inputText, type DomainEvent, type EventDataOf, type Rejection } from '@rudder/contracts';
+import { inputText, type DomainEvent, type EventDataOf, type QueuePolicy, type Rejection } from '@rudder/contracts';
 import type { InputPolicy } from '../decide';
 import { sameInput } from '../same-input';
 import { without, type ConversationState, type PendingInput } from '../state';
@@ -31,7 +31,7 @@ export const chatRules: InputRules<'chat', ChatAnswer, Rejection> = {
         const mode = windDownMode(state, input);
         const windDown: DomainEvent[] = mode === null ? [] : [{ type: 'stop.requested', data: { stop: input.id, turn: state.runningTurn, mode } }];
         const collapsed: DomainEvent[] = collapse === null ? [] : [{ type: 'inputs.collapsed', data: collapse }];
-        return [acceptance(input, text, input.messages, ahead), ...windDown, ...collapsed];
+        return [acceptance(input, text, input.messages, ahead), ...windDown, ...collapsed, ...holding(input, policy, context.now)];
       },
     });
   },
@@ -43,6 +43,11 @@ export const chatRules: InputRules<'chat', ChatAnswer, Rejection> = {
     'guard.failed': guardFailed('chat'),
   },
   events: {
+    'queue.held': {
+      // Held the longer of the two: a worker whose clock is behind the one before it moves nothing earlier.
+      evolve: (state, { until }) => ({ ...state, heldUntil: state.heldUntil !== null && state.heldUntil > until ? state.heldUntil : until }),
+      onceKey: (data) => `held:${data.input}`,
+    },
     'inputs.collapsed': {
       evolve: (state, { into, from, policy }) => {
         const rest = from.reduce(without, state.queue);
@@ -62,19 +67,37 @@ export const chatRules: InputRules<'chat', ChatAnswer, Rejection> = {
 /**
  * What a chat accepted now collapses, by its `queue` policy (its own, else its agent's; `each`
  * collapses nothing): `latest` — every follow-up waiting (chats; a steer that did not land
- * keeps its turn) is answered as collapsed into it; `merge` — it joins the last input waiting
- * when that is a follow-up, so they are one turn. A chat that winds the running turn down or
- * continues another input keeps its own turn.
+ * keeps its turn) is answered as collapsed into it; `merge` and `{debounceMs}` — it joins the
+ * last input waiting when that is a follow-up, so they are one turn. A chat that winds the
+ * running turn down or continues another input keeps its own turn.
  */
 function collapsing(state: ConversationState, input: InputOf<'chat'>, policy: InputPolicy): EventDataOf<'inputs.collapsed'> | null {
-  const queue = input.queue ?? policy.queue ?? 'each';
-  if (queue === 'each' || input.onBusy !== 'enqueue' || input.continues !== undefined) return null;
+  const queue = queueOf(input, policy);
+  if (queue === 'each' || !collapses(input)) return null;
   if (queue === 'latest') {
     const from = state.queue.filter((p) => p.kind === 'chat').map((p) => p.id);
     return from.length === 0 ? null : { into: input.id, from, policy: 'latest' };
   }
   const last = state.queue.at(-1);
   return last?.kind === 'chat' ? { into: last.id, from: [input.id], policy: 'merge' } : null;
+}
+
+/** A chat's queue policy (its own, else its agent's; `each` when neither says). */
+const queueOf = (input: InputOf<'chat'>, policy: InputPolicy): QueuePolicy => input.queue ?? policy.queue ?? 'each';
+
+/** A chat that winds the running turn down or continues another input keeps its own turn: it collapses nothing, and holds nothing. */
+const collapses = (input: InputOf<'chat'>): boolean => input.onBusy === 'enqueue' && input.continues === undefined;
+
+/**
+ * A chat under `queue: {debounceMs}` holds the queue: no turn starts from it until `debounceMs`
+ * after the chat was accepted (`now`: `queue.held`). It merged into the follow-up waiting (as
+ * `merge`), so the follow-ups accepted less than `debounceMs` apart are one turn. Accepted, not
+ * sent: however long the record took to come, the queue is quiet that long after it.
+ */
+function holding(input: InputOf<'chat'>, policy: InputPolicy, now: Date): DomainEvent[] {
+  const queue = queueOf(input, policy);
+  if (typeof queue !== 'object' || !collapses(input)) return [];
+  return [{ type: 'queue.held', data: { input: input.id, until: new Date(now.getTime() + queue.debounceMs).toISOString() } }];
 }
 
 /**

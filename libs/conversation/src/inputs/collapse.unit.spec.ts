@@ -1,10 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
-import { agentsWith, chat, deciderSpec, IDLE, policy, RUNNING, steer } from '../testing/decider-spec';
+import { agentsWith, chat, deciderSpec, IDLE, policy, RUNNING, sentAt, steer } from '../testing/decider-spec';
+import { dueOf } from '../state';
 
 const latest = deciderSpec(agentsWith({ ...policy, queue: 'latest' }));
 const merge = deciderSpec(agentsWith({ ...policy, queue: 'merge' }));
 const each = deciderSpec();
+const debounced = deciderSpec(agentsWith({ ...policy, queue: { debounceMs: 1000 } }));
+
+/** `ms` after the specs' `sentAt`, as the record's time (`sentAt`) or the decider's (`now`). */
+const at = (ms: number) => new Date(Date.parse(sentAt) + ms);
+const sent = (ms: number) => ({ sentAt: at(ms).toISOString() });
+const held = (input: string, ms: number): DomainEvent => ({ type: 'queue.held', data: { input, until: at(ms).toISOString() } });
 
 const collapsed = (into: string, from: string[], how: 'latest' | 'merge'): DomainEvent => ({ type: 'inputs.collapsed', data: { into, from, policy: how } });
 /** The queue as [id, text]. */
@@ -68,5 +75,59 @@ describe("a follow-up under its agent's (or its own) queue policy", () => {
   it('each (the default) collapses nothing', () => {
     const head = each.given(RUNNING).and(chat('a'), chat('b'));
     expect(waiting(head.state)).toEqual([['a', 'a'], ['b', 'b']]);
+  });
+});
+
+describe('a follow-up under queue: {debounceMs}', () => {
+  // A spec's batch is decided when its last record was sent (`sent`): time is the records' data.
+  it('holds the queue until debounceMs after it was accepted: no turn starts before, one starts after; the state is due then', () => {
+    const decided = debounced.given(IDLE).when(chat('a'));
+    expect(decided.events.map((e) => e.type)).toEqual(['input.accepted', 'queue.held']);
+    expect(decided.events[1]).toEqual(held('a', 1000));
+    expect(decided.state.dueAt).toBe(at(1000).toISOString());
+    decided.after.whenTurnStarts('t1', at(999)).thenTypes();
+    const started = decided.after.whenTurnStarts('t1', at(1000));
+    expect(started.events[0]).toEqual({ type: 'turn.started', data: { turn: 't1', prompt: { id: 'a', text: 'a' } } });
+    // A turn runs: nothing is due any more (its end starts the next).
+    expect(started.state).toMatchObject({ heldUntil: null, dueAt: null });
+  });
+
+  it('follow-ups accepted less than debounceMs apart merge into one turn, in order, held until the last one was quiet long enough', () => {
+    const head = debounced.given(IDLE).and(chat('a')).and(chat('b', sent(100))).and(chat('c', sent(200)));
+    const merges = head.events.filter((e) => e.type === 'inputs.collapsed');
+    expect(merges).toEqual([collapsed('a', ['b'], 'merge'), collapsed('a', ['c'], 'merge')]);
+    expect(head.state.queue).toMatchObject([{ id: 'a', messages: ['a', 'b', 'c'] }]);
+    expect(head.state.dueAt).toBe(at(1200).toISOString());
+    head.whenTurnStarts('t1', at(1100)).thenTypes();
+    expect(head.whenTurnStarts('t1', at(1200)).events[0]).toEqual({ type: 'turn.started', data: { turn: 't1', prompt: { id: 'a', text: 'a\n\nb\n\nc' } } });
+  });
+
+  it('a follow-up after the turn started is a turn of its own, held again from its own acceptance', () => {
+    const head = debounced.given(IDLE).and(chat('a')).andTurnStarts('t1', at(1000)).and(chat('b', sent(1500)));
+    expect(head.events.filter((e) => e.type === 'inputs.collapsed')).toEqual([]);
+    expect(head.state.queue.map((p) => p.id)).toEqual(['b']);
+    // While the turn runs the hold is not due: its end is what looks at the queue again.
+    expect(head.state.dueAt).toBeNull();
+    const ended = head.andStored({ type: 'turn.ended', data: { turn: 't1', status: 'completed', outcome: null, content: 'ok', steered: [] } });
+    expect(ended.state.dueAt).toBe(at(2500).toISOString());
+    ended.whenTurnStarts('t2', at(2499)).thenTypes();
+    ended.whenTurnStarts('t2', at(2500)).thenTypes('turn.started', 'input.delivered');
+  });
+
+  it('a redelivered record holds nothing again, and moves no hold', () => {
+    const head = debounced.given(IDLE).and(chat('a'));
+    head.when(chat('a', sent(700))).thenTypes();
+  });
+
+  it("a chat's own {debounceMs} overrides its agent's queue; one that winds the running turn down holds nothing", () => {
+    expect(each.given(IDLE).when(chat('a', { queue: { debounceMs: 250 } })).events[1]).toEqual(held('a', 250));
+    debounced.given(RUNNING).when(chat('b', { onBusy: 'interrupt' })).thenTypes('input.accepted', 'stop.requested');
+  });
+
+  it('a queue emptied while held is due at nothing', () => {
+    const head = debounced.given(IDLE).and(chat('a'));
+    const retracted = head.when({ v: 1, conversation: 'c', subject: 'alice', sentAt, type: 'retract', id: 'x', target: { id: 'a' } });
+    expect(retracted.state.queue).toEqual([]);
+    expect(dueOf(retracted.state)).toBeNull();
   });
 });

@@ -4,7 +4,7 @@ import { evolveTurn, startTurn } from '@rudder/agent/turn';
 import { decideInputs } from '../decide';
 import { onceKey } from '../event-rules';
 import { receiptKeys, receiptOf } from '../receipts';
-import { agentsWith, base, chat, deciderSpec, IDLE, retract, RUNNING, steer, stop } from '../testing/decider-spec';
+import { agentsWith, base, chat, deciderSpec, IDLE, retract, RUNNING, sentAt, steer, stop } from '../testing/decider-spec';
 
 const { given } = deciderSpec();
 
@@ -106,9 +106,9 @@ describe('an edit under the conversation lock', () => {
   it("the agent's guard checks the new text: refused, nothing changes; a failed guard decides nothing, and the same edit is decided when sent again", () => {
     const head = given(RUNNING).and(chat('a'));
     const agents = agentsWith({ maxTaken: 16, bounds: { steers: 4, chats: 4, chars: 8000 } });
-    const refused = decideInputs(head.state, [edit('e1', 'a', 'rude')], new Set(), agents, () => ({ refuse: 'no rudeness' }));
+    const refused = decideInputs(head.state, [edit('e1', 'a', 'rude')], new Set(), agents, new Date(sentAt), () => ({ refuse: 'no rudeness' }));
     expect(refused).toEqual([{ type: 'edit.refused', data: { edit: 'e1', target: 'a', code: 'refused', message: 'no rudeness', digest: inputDigest('rude'), revision: 0 } }]);
-    const failed = decideInputs(head.state, [edit('e2', 'a', 'kind')], new Set(), agents, () => ({ failed: 'the guard timed out', attempt: 'try-1' }));
+    const failed = decideInputs(head.state, [edit('e2', 'a', 'kind')], new Set(), agents, new Date(sentAt), () => ({ failed: 'the guard timed out', attempt: 'try-1' }));
     expect(failed).toEqual([{ type: 'guard.failed', data: { input: { id: 'e2', kind: 'chat' }, attempt: 'try-1', message: 'the guard timed out' } }]);
     expect(receiptOf(edit('e2', 'a', 'kind'), failed[0])).toEqual({ guardFailed: 'the guard timed out' });
     expect(failed.some((e) => receiptKeys(edit('e2', 'a', 'kind')).includes(onceKey(e)))).toBe(false);

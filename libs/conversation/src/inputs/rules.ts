@@ -38,8 +38,13 @@ export type Reading<K extends InputKind, T extends EventType, Answer, Refusal> =
 /** An input kind's receipt: the events that answer it, and how each does. */
 export type Receipt<K extends InputKind, Answer, Refusal> = { readonly [T in EventType]?: Reading<K, T, Answer, Refusal> };
 
-/** What a decision on an input sees beside the conversation's state: the deployment's agents, and what the agent's input guard said of it. */
-export type DecisionContext = { agents: Agents; guarded: GuardOutcome | undefined };
+/** What a decision on an input sees beside the conversation's state: the deployment's agents, what the agent's input guard said of it, and when it is. */
+export type DecisionContext = {
+  agents: Agents;
+  guarded: GuardOutcome | undefined;
+  /** When it is decided (the worker's clock under the lock; a spec's, as data): a `{debounceMs}` queue is held from then. */
+  now: Date;
+};
 
 /**
  * What an agent's input guard is asked of an input before its decision: its text, as a message

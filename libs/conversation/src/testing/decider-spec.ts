@@ -20,11 +20,11 @@ export function deciderSpec(agents: Agents = agentsWith(policy)) {
     return {
       events,
       state,
-      and: (...inputs) => given([...events, ...decideInputs(state, inputs, storedKeys(events), agents)]),
-      andTurnStarts: (turn) => given([...events, ...startNextTurn(state, turn)]),
+      and: (...inputs) => given([...events, ...decideInputs(state, inputs, storedKeys(events), agents, decidedAt(inputs))]),
+      andTurnStarts: (turn, at = AFTER_EVERY_HOLD) => given([...events, ...startNextTurn(state, turn, at)]),
       andStored: (...stored) => given([...events, ...stored]),
-      when: (...inputs) => decided(decideInputs(state, inputs, storedKeys(events), agents), inputs),
-      whenTurnStarts: (turn) => decided(startNextTurn(state, turn)),
+      when: (...inputs) => decided(decideInputs(state, inputs, storedKeys(events), agents, decidedAt(inputs)), inputs),
+      whenTurnStarts: (turn, at = AFTER_EVERY_HOLD) => decided(startNextTurn(state, turn, at)),
       whenCommitting: (turn, committed) => decided(decideTurnCommit(state, turn, committed)),
       whenDue: (now) => decided(decideTimeouts(state, now)),
     };
@@ -32,20 +32,26 @@ export function deciderSpec(agents: Agents = agentsWith(policy)) {
   return { given };
 }
 
+/** When a spec's batch is decided: as the last of its records was sent (time is the records' data). */
+const decidedAt = (inputs: readonly InputRecord[]): Date => new Date(Math.max(...inputs.map((input) => Date.parse(input.sentAt))));
+
+/** A moment after any hold a spec's queue has (`queue.held`): the latest time a `Date` holds. */
+const AFTER_EVERY_HOLD = new Date(8.64e15);
+
 /** The log so far, and the state it folds to. */
 export type Given = {
   readonly events: readonly DomainEvent[];
   readonly state: ConversationState;
   /** And these inputs were decided (their events appended). */
   and(...inputs: InputRecord[]): Given;
-  /** And the next turn started (`startNextTurn`). */
-  andTurnStarts(turn: string): Given;
+  /** And the next turn started (`startNextTurn`) at `at` (absent: once every hold of the queue is over). */
+  andTurnStarts(turn: string, at?: Date): Given;
   /** And these events were stored (a turn's own: its replies, results, end). */
   andStored(...events: DomainEvent[]): Given;
   /** When these inputs come, in one batch (`decideInputs`). */
   when(...inputs: InputRecord[]): Decided;
-  /** When the next turn is to start (`startNextTurn`). */
-  whenTurnStarts(turn: string): Decided;
+  /** When the next turn is to start (`startNextTurn`) at `at` (absent: once every hold of the queue is over). */
+  whenTurnStarts(turn: string, at?: Date): Decided;
   /** When the running turn commits these events (`decideTurnCommit`). */
   whenCommitting(turn: TurnState, events: DomainEvent[]): Decided;
   /** When a worker's deadline timer fires at `now` (`decideTimeouts`). */
