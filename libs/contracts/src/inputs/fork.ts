@@ -18,6 +18,12 @@ export const ForkInputV1 = z.object({
   type: z.literal('fork'),
   from: ConversationKey,
   atTurn: TurnId.optional(),
+  /**
+   * The nonce of the conversation key the Responses door derived for this fork's subject (a
+   * `previous_response_id` that is not the latest forks): a derived key (`responses/…`) is
+   * opened only by an input whose subject and nonce derive it, as a chat's `derivedFrom`.
+   */
+  derivedFrom: InputId.optional(),
 });
 export type ForkInput = z.infer<typeof ForkInputV1>;
 
@@ -76,7 +82,8 @@ export const FORK = inputKind({
     ),
     /**
      * A fork made nothing: the source has no conversation, or the subject may not read it
-     * (`not_found`, `forbidden`); `into` is a conversation already (`conflict`); `atTurn` is
+     * (`not_found`, `forbidden`), or `into` is a key the Responses door derives that this fork
+     * may not open (`forbidden`); `into` is a conversation already (`conflict`); `atTurn` is
      * not a turn of the source that ended and was not rolled back (`not_found`) or is still
      * running (`busy`); the source has no turn that ended (`not_found`).
      */

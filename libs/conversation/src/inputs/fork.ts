@@ -1,4 +1,5 @@
 import type { DomainEvent, EventDataOf, TodoItem } from '@rudder/contracts';
+import { derivedKeyRefusal } from '../derived-keys';
 import { receiptKey } from '../once-keys';
 import { mayAccess, type ConversationState } from '../state';
 import { REUSED, type InputRules } from './rules';
@@ -36,6 +37,9 @@ export const forkRules: InputRules<'fork', ForkAnswer, ForkRefusal> = {
     const source = context.forkSource;
     if (source === undefined || source.state.owner === null) return refused('not_found', `no conversation ${input.from}`);
     if (!mayAccess(source.state, input.subject, 'read')) return refused('forbidden', `${input.subject} may not read conversation ${input.from}`);
+    // A key the Responses door derives is opened only for the subject it is derived for (its forks too).
+    const derived = derivedKeyRefusal(state.owner, { conversation: input.conversation, subject: input.subject, derivedFrom: input.derivedFrom });
+    if (derived !== null) return refused('forbidden', derived);
     if (opened(state)) return refused('conflict', `conversation ${input.conversation} exists; fork into a new key`);
     const { copy } = source;
     if ('refusal' in copy) return refused(copy.refusal, copy.message);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
+import { derivedConversationKey } from '../derived-keys';
 import { evolve } from '../event-rules';
 import { receiptKeys, receiptOf } from '../receipts';
 import { initialState } from '../state';
@@ -66,5 +67,14 @@ describe('a fork under the new conversation lock', () => {
   it("answers the source's refusal of the turn: unknown or rolled back (404), still running (409)", () => {
     spec(source({ copy: { refusal: 'not_found', message: 'no such turn' } })).given().when(fork('f1', { atTurn: 'zz' })).thenRefused('not_found');
     spec(source({ copy: { refusal: 'busy', message: 'running' } })).given().when(fork('f1', { atTurn: 't2' })).thenRefused('busy');
+  });
+
+  it('opens a key the Responses door derives only for the subject and nonce that derive it', () => {
+    const { given } = spec(source());
+    const derived = derivedConversationKey('alice', 'n1');
+    given().when(fork('f1', { conversation: derived })).thenRefused('forbidden');
+    given().when(fork('f1', { conversation: derived, derivedFrom: 'n2' })).thenRefused('forbidden');
+    given().when(fork('f1', { conversation: derivedConversationKey('carol', 'n1'), derivedFrom: 'n1' })).thenRefused('forbidden');
+    expect(given().when(fork('f1', { conversation: derived, derivedFrom: 'n1' })).events.map((e) => e.type)).toEqual(['conversation.opened', 'conversation.forked']);
   });
 });

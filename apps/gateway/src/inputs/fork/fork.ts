@@ -63,6 +63,11 @@ export class ForkHandler {
       from: request.key,
       ...(body.atTurn === undefined ? {} : { atTurn: body.atTurn }),
     });
+    return this.submit(input);
+  }
+
+  /** Submits a fork through the one write path and answers the worker's decision; other doors submit their forks with it (`Inputs.fork`). */
+  submit(input: InputOf<'fork'>): Promise<ForkAnswer> {
     return this.writes.submit(input, this.write);
   }
 }
