@@ -559,8 +559,8 @@ export const MUTANTS: Mutant[] = [
     edits: [
       {
         file: 'apps/gateway/src/responses/responses-handler.ts',
-        search: '{ continues: previous, ifLastInputId: previous, ifSteerable: true }',
-        replace: '{ continues: previous, ifLastInputId: previous }',
+        search: '{ continues: previous.input, ifLastInputId: previous.input, ifSteerable: true }',
+        replace: '{ continues: previous.input, ifLastInputId: previous.input }',
       },
     ],
     tests: ['test/responses.e2e.spec.ts'],

@@ -112,6 +112,10 @@ export const TranscriptAnswer = z
         at: z.string(),
         /** Its turn was rolled back: shown only with `?include=rolledBack`. */
         rolledBack: z.boolean().default(false),
+        forkedFrom: z
+          .object({ key: z.string(), turn: z.string() })
+          .optional()
+          .describe("A message of the source's turn `turn` of conversation `key`, copied when this conversation was forked from it (`turn` of the item is null: the turn is the source's)."),
       }),
     ),
     next: z.string().nullable(),

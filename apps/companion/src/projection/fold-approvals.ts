@@ -52,7 +52,7 @@ function decideApproval(rows: RowSet, event: Of<'approval.decided'>): void {
   if (!row || row.state !== 'awaiting') return;
   Object.assign(row, { state: decision === 'approve' ? 'approved' : 'denied', reason, editedArguments: edited, subject, decidedAt: event.at });
   rows.touchApproval(row);
-  rows.addTranscript({ conversation: c, position: event.position, part: 0, id: approval, role: 'approval', text: decisionText(row), turn, steered: false, at: event.at });
+  rows.addTranscript({ conversation: c, position: event.position, part: 0, id: approval, role: 'approval', text: decisionText(row), turn, steered: false, at: event.at, forkedFrom: null });
 }
 
 /** Closes, unrun, the approvals of `turn` that still await and match: nobody decided them before the turn closed their calls. */

@@ -15,6 +15,7 @@ import { readEventsAfter } from '../queries/event-replay';
 import { createFreshDatabase } from '../../../../test/support/companion/test-database';
 // The worker's fold of a conversation, with which this spec plays the worker.
 import { emptyConversation, evolveConversation, type Conversation } from '../../../turn-worker/src/turns/conversation';
+import { forkSourceOf } from '../../../turn-worker/src/ingest/fork-sources';
 import { foldEvents } from './fold-events';
 import { foldRows } from './fold-rows';
 import { readEventRecord } from './read-event-record';
@@ -34,7 +35,10 @@ import { readEventRecord } from './read-event-record';
  * merge, debounce) collapses the follow-ups waiting: each is answered by the turn it was
  * collapsed into; a debounced one holds the queue (`queue.held`), and a start before its end starts nothing.
  * A rollback takes back ended turns (and the running one, stopped first): the transcript shows
- * their rows only when asked, and the worker's fold that wrote the log holds none of them.
+ * their rows only when asked, and the worker's fold that wrote the log holds none of them. A
+ * conversation after the first may start as a fork of the one before it (as the worker reads
+ * that one's whole log), and a fork into a conversation that exists, or of a turn it does not
+ * have, is refused: the fork's transcript starts with the copied turns.
  */
 
 let database: Awaited<ReturnType<typeof createFreshDatabase>>;
@@ -73,14 +77,17 @@ type Command =
   | { do: 'step'; content: string; calls: number; send: boolean; usage: boolean }
   | { do: 'compact'; summary: string }
   | { do: 'rollback'; id: number; turns: number; toTurn: number | null; stopRunning: boolean; ifLast: boolean; subject: number }
-  | { do: 'decide'; which: number; decision: 'approve' | 'deny'; reason: string | null; edited: string | null; byOwner: boolean; timeout: boolean };
+  | { do: 'decide'; which: number; decision: 'approve' | 'deny'; reason: string | null; edited: string | null; byOwner: boolean; timeout: boolean }
+  | { do: 'fork'; id: number; atTurn: number | null; subject: number };
 
 /** True about once in `n` times. */
 const rare = (n: number) => fc.oneof({ weight: n - 1, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) });
 const rarely = rare(6);
 const text = fc.constantFrom('go', 'Lisbon', 'also Porto', 'hotels?', '', ' ', 'a much longer message about the trip');
 const userText = text.filter((t) => t.length > 0);
+const fork = fc.record({ do: fc.constant('fork' as const), id: fc.nat(3), atTurn: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.nat(6) }), subject: fc.nat(2) });
 const command: fc.Arbitrary<Command> = fc.oneof(
+  { weight: 1, arbitrary: fork },
   { weight: 4, arbitrary: fc.record({ do: fc.constant('chat' as const), id: fc.nat(7), texts: fc.array(userText, { minLength: 1, maxLength: 2 }), subject: fc.nat(2), onBusy: fc.constantFrom('enqueue' as const, 'enqueue' as const, 'reject' as const, 'interrupt' as const, 'rollback' as const), ifLast: rarely, queue: fc.constantFrom(null, null, 'each' as const, 'latest' as const, 'merge' as const, { debounceMs: 1000 }) }) },
   { weight: 4, arbitrary: fc.record({ do: fc.constant('steer' as const), id: fc.nat(7), text: userText, subject: fc.nat(2), ifLast: fc.constant(false) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('stop' as const), id: fc.nat(3), discardPending: fc.boolean(), namesTurn: fc.boolean(), graceful: fc.boolean() }) },
@@ -121,7 +128,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
 const SEND = 'send';
 
 /** A conversation's log as the worker writes it: each command decided on the state folded so far. */
-function logOf(key: string, commands: readonly Command[], future: readonly boolean[]): ConversationEvent[] {
+function logOf(key: string, commands: readonly Command[], future: readonly boolean[], source: readonly ConversationEvent[]): ConversationEvent[] {
   let conversation: Conversation = emptyConversation();
   const stored = new Set<string>();
   const log: ConversationEvent[] = [];
@@ -246,6 +253,14 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
         });
         break;
       }
+      case 'fork': {
+        // A fork of `source` into this conversation, decided with the source as the worker reads it (none: no such conversation).
+        const from = source[0]?.conversation ?? `${key}-nothing`;
+        const record: InputRecord = { ...envelope, type: 'fork', id: `f-${controlIds[c.id]}`, subject: subjects[c.subject], from, ...(c.atTurn === null ? {} : { atTurn: `t${c.atTurn}` }) };
+        const read = source.length === 0 ? undefined : forkSourceOf(record, source, null);
+        append(decideInputs(conversation.state, [record], stored, agents, new Date(envelope.sentAt), undefined, () => read));
+        break;
+      }
       default: {
         const never: never = c;
         throw new Error(`unknown command ${JSON.stringify(never)}`);
@@ -318,18 +333,33 @@ const delivery: fc.Arbitrary<Delivery> = fc.record({
 });
 
 let run = 0;
+/** How many runs' logs held each of these event types: the property must have met them. */
+const met = new Map<string, number>();
 
 describe('the companion fold, as the decider folds', () => {
   it('answers every status after every batch, and every turn, input and transcript query at the end, as folding the log with evolve does: in batches, with redeliveries and restarts, skipping event types it does not know', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ commands: fc.array(command, { minLength: 1, maxLength: 40, size: 'medium' }), future: fc.array(rare(10), { maxLength: 40 }) }), { minLength: 1, maxLength: 3 }),
+        fc.array(
+          fc.record({
+            // Mostly a fork of the conversation before it first (the first one's is of no conversation: refused).
+            forked: fc.option(fork, { freq: 2 }),
+            commands: fc.array(command, { minLength: 1, maxLength: 40, size: 'medium' }),
+            future: fc.array(rare(10), { maxLength: 40 }),
+          }),
+          { minLength: 1, maxLength: 3 },
+        ),
         fc.array(fc.nat(), { maxLength: 200 }),
         fc.array(delivery, { minLength: 1, maxLength: 40, size: 'medium' }),
         async (conversations, interleaving, deliveries) => {
           run += 1;
           const keys = conversations.map((_, n) => `run-${run}/c${n}`);
-          const logs = conversations.map((c, n) => logOf(keys[n], c.commands, c.future));
+          const logs: ConversationEvent[][] = [];
+          for (const [n, c] of conversations.entries()) {
+            const commands = c.forked === null ? c.commands : [c.forked, ...c.commands];
+            logs.push(logOf(keys[n], commands, c.forked === null ? c.future : [false, ...c.future], readable(logs[n - 1] ?? [])));
+          }
+          for (const type of new Set(logs.flat().map((e) => e.type))) met.set(type, (met.get(type) ?? 0) + 1);
           // One stream of every conversation's records, each conversation's in log order.
           const stream: ConversationEvent[] = [];
           const next = logs.map(() => 0);
@@ -377,7 +407,7 @@ describe('the companion fold, as the decider folds', () => {
             const rolled = new Set(expected.turns.filter((t) => t.rolledBack).map((t) => t.id));
             const transcript = expected.transcript
               .sort((a, b) => a.position - b.position || a.part - b.part)
-              .map(({ id, role, text, turn, steered, at }) => ({ id, role, text, turn, steered, at, rolledBack: turn !== null && rolled.has(turn) }));
+              .map(({ id, role, text, turn, steered, at, forkedFrom }) => ({ id, role, text, turn, steered, at, rolledBack: turn !== null && rolled.has(turn), ...(forkedFrom === null ? {} : { forkedFrom }) }));
             expect((await readTranscriptPage(readModels, key, { after: null, limit: 1000 })).items).toEqual(transcript.filter((m) => !m.rolledBack));
             expect((await readTranscriptPage(readModels, key, { after: null, limit: 1000, rolledBack: true })).items).toEqual(transcript);
             expect((await readEventsAfter(readModels, key, { after: null, limit: 1000 })).items).toEqual(known);
@@ -386,5 +416,6 @@ describe('the companion fold, as the decider folds', () => {
       ),
       { numRuns: 80 },
     );
+    expect({ forked: (met.get('conversation.forked') ?? 0) > 0, refused: (met.get('fork.refused') ?? 0) > 0 }).toEqual({ forked: true, refused: true });
   });
 });

@@ -140,8 +140,29 @@ describe('foldRows', () => {
         turn: 't',
         steered: true,
         at: before.inputs.find((i) => i.id === 's')!.acceptedAt,
+        forkedFrom: null,
       },
     ]);
+  });
+
+  it("enters a fork's copied turns in its transcript at the fork's position, each message marked with its source turn, under ids of the fork's own", () => {
+    const log = conversationLog('f');
+    const opened = log.event({ type: 'conversation.opened', data: { owner: 'carol', agent: 'default' } });
+    const turn = (id: string, ...texts: string[]) => ({ turn: id, end: 3, messages: texts.map((content, i) => ({ role: i === texts.length - 1 ? ('assistant' as const) : ('user' as const), content })) });
+    const forked = log.event({
+      type: 'conversation.forked',
+      data: { fork: 'k', from: 'src', atTurn: 't2', through: 9, history: [turn('t1', 'one', 'answer one'), turn('t2', 'two', 'steered', 'answer two')], summary: null },
+    });
+    const changes = foldRows(nothing, [opened, forked]);
+    expect(changes.transcript.map(({ conversation, position, part, id, role, text, turn, forkedFrom }) => [conversation, position, part, id, role, text, turn, forkedFrom])).toEqual([
+      ['f', forked.position, 0, 'forked/t1/0', 'user', 'one', null, { key: 'src', turn: 't1' }],
+      ['f', forked.position, 1, 'forked/t1/1', 'assistant', 'answer one', null, { key: 'src', turn: 't1' }],
+      ['f', forked.position, 2, 'forked/t2/0', 'user', 'two', null, { key: 'src', turn: 't2' }],
+      ['f', forked.position, 3, 'forked/t2/1', 'user', 'steered', null, { key: 'src', turn: 't2' }],
+      ['f', forked.position, 4, 'forked/t2/2', 'assistant', 'answer two', null, { key: 'src', turn: 't2' }],
+    ]);
+    // No turn, input or approval of the fork's own comes of it.
+    expect([changes.turns, changes.inputs, changes.approvals]).toEqual([[], [], []]);
   });
 
   it('moves a chat to the front of the queue only when it stops the turn running now, and only while it waits (as evolve does)', () => {
@@ -199,8 +220,8 @@ describe('foldRows', () => {
     const approved = decided('a1', 'c1', { decision: 'approve' });
     const denied = decided('a2', 'c2', { decision: 'deny', reason: 'wrong person' });
     expect(foldRows(before, [approved, denied]).transcript).toEqual([
-      { conversation: 'c', position: approved.position, part: 0, id: 'a1', role: 'approval', text: 'approved send_email({"to":"a"})', turn: 't', steered: false, at: approved.at },
-      { conversation: 'c', position: denied.position, part: 0, id: 'a2', role: 'approval', text: 'denied send_email: wrong person', turn: 't', steered: false, at: denied.at },
+      { conversation: 'c', position: approved.position, part: 0, id: 'a1', role: 'approval', text: 'approved send_email({"to":"a"})', turn: 't', steered: false, at: approved.at, forkedFrom: null },
+      { conversation: 'c', position: denied.position, part: 0, id: 'a2', role: 'approval', text: 'denied send_email: wrong person', turn: 't', steered: false, at: denied.at, forkedFrom: null },
     ]);
     const text = (d: Parameters<typeof decided>[2]) => foldRows(before, [decided('a1', 'c1', d)]).transcript[0].text;
     expect(text({ decision: 'approve', arguments: '{"to":"z"}' })).toBe('approved send_email with edited arguments {"to":"z"}');

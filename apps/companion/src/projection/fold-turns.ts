@@ -18,6 +18,11 @@ import type { Folds, Of, RowSet } from './row-set';
  *   turn still awaiting is closed unrun.
  * - `turns.rolledBack`: each turn it names is rolled back (its transcript rows stay, hidden
  *   from the transcript unless asked for).
+ * - `conversation.forked`: the source's turns the fork copied enter the fork's transcript, at
+ *   the event's position (before the fork's own turns), one row per message, each marked with
+ *   its source conversation and turn (`forkedFrom`) and with no turn of the fork's (their turns
+ *   are the source's: the fork's `turns` has its own only). Ids are the fork's own:
+ *   `forked/<turn>/<n>`, n from 0 within the turn.
  * A repeated `turn.started` for a known turn changes nothing.
  */
 export const TURN_FOLDS: Folds = {
@@ -26,6 +31,7 @@ export const TURN_FOLDS: Folds = {
   'model.replied': { reads: (data) => ({ turns: [data.turn] }), fold: reply },
   'turn.ended': { reads: (data) => ({ turns: [data.turn], approvalsOf: [data.turn] }), fold: (rows, event, _conversation, before) => endTurn(rows, event, before) },
   'turns.rolledBack': { reads: (data) => ({ turns: data.turns }), fold: rollBack },
+  'conversation.forked': { fold: copyForkedTurns },
 };
 
 function startTurn(rows: RowSet, event: Of<'turn.started'>, agent: string | null, before: ConversationState): void {
@@ -65,6 +71,7 @@ function startTurn(rows: RowSet, event: Of<'turn.started'>, agent: string | null
       turn,
       steered: false,
       at: input ? input.acceptedAt : event.at,
+      forkedFrom: null,
     }),
   );
 }
@@ -84,6 +91,7 @@ function takeSteer(rows: RowSet, event: Of<'steer.taken'>): void {
     turn,
     steered: true,
     at: input ? input.acceptedAt : event.at,
+    forkedFrom: null,
   });
   const row = rows.turn(c, turn);
   if (row && row.status === 'running' && !row.steered.some((s) => s.id === steer.id)) {
@@ -105,7 +113,7 @@ function reply(rows: RowSet, event: Of<'model.replied'>): void {
     rows.touchTurn(running);
   }
   if (content === '') return;
-  rows.addTranscript({ conversation: c, position: event.position, part: 0, id: `${turn}/${step}`, role: 'assistant', text: content, turn, steered: false, at: event.at });
+  rows.addTranscript({ conversation: c, position: event.position, part: 0, id: `${turn}/${step}`, role: 'assistant', text: content, turn, steered: false, at: event.at, forkedFrom: null });
   if (running && running.status === 'running') {
     running.content = running.content === '' ? content : `${running.content}\n\n${content}`;
     rows.touchTurn(running);
@@ -134,5 +142,31 @@ function rollBack(rows: RowSet, event: Of<'turns.rolledBack'>): void {
       row.rolledBack = true;
       rows.touchTurn(row);
     }
+  }
+}
+
+/**
+ * The turns a fork copied, shown in its transcript as the fork's model requests carry them: each
+ * turn's user messages (its prompt and what was steered to it: the copy does not tell them
+ * apart, so none is marked steered), then its answers.
+ */
+function copyForkedTurns(rows: RowSet, event: Of<'conversation.forked'>): void {
+  const { from, history } = event.data;
+  let part = 0;
+  for (const { turn, messages } of history) {
+    messages.forEach(({ role, content }, n) =>
+      rows.addTranscript({
+        conversation: event.conversation,
+        position: event.position,
+        part: part++,
+        id: `forked/${turn}/${n}`,
+        role,
+        text: content,
+        turn: null,
+        steered: false,
+        at: event.at,
+        forkedFrom: { key: from, turn },
+      }),
+    );
   }
 }

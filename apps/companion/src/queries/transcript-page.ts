@@ -25,7 +25,16 @@ export async function readTranscriptPage(
   const last = items[items.length - 1];
   const rolledBack = page.rolledBack ? await rolledBackOf(readModels, key, items) : new Set<string>();
   return {
-    items: items.map(({ id, role, text, turn, steered, at }) => ({ id, role, text, turn, steered, at, rolledBack: turn !== null && rolledBack.has(turn) })),
+    items: items.map(({ id, role, text, turn, steered, at, forkedFrom }) => ({
+      id,
+      role,
+      text,
+      turn,
+      steered,
+      at,
+      rolledBack: turn !== null && rolledBack.has(turn),
+      ...(forkedFrom === null ? {} : { forkedFrom }),
+    })),
     next: rows.length > page.limit ? formatCursor(last) : null,
   };
 }

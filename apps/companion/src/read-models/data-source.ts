@@ -10,6 +10,7 @@ import { WoundDown1765300000000 } from './migrations/1765300000000-wound-down';
 import { Approvals1765400000000 } from './migrations/1765400000000-approvals';
 import { RolledBack1765500000000 } from './migrations/1765500000000-rolled-back';
 import { Collapsed1765600000000 } from './migrations/1765600000000-collapsed';
+import { ForkedFrom1765700000000 } from './migrations/1765700000000-forked-from';
 
 /** The PostgreSQL schema the companion owns; nothing else writes to it. */
 export const READ_MODELS_SCHEMA = 'companion';
@@ -25,6 +26,7 @@ export const readModelMigrations = [
   Approvals1765400000000,
   RolledBack1765500000000,
   Collapsed1765600000000,
+  ForkedFrom1765700000000,
 ];
 
 /** The read models' DataSource, initialized, its migrations applied. `destroy()` closes it. */

@@ -107,11 +107,13 @@ export type ApprovalRow = {
 };
 
 /** A delivered message: the transcript's item (whether its turn was rolled back is its turn's row's to say), and where it sorts. */
-export type TranscriptRow = Omit<TranscriptItem, 'rolledBack'> & {
+export type TranscriptRow = Omit<TranscriptItem, 'rolledBack' | 'forkedFrom'> & {
   conversation: string;
   /** Sort key and cursor: the position of the event that delivered the message, then its index within it. */
   position: number;
   part: number;
+  /** The source's conversation and turn of a message copied by a fork (`conversation.forked`); null for every other. */
+  forkedFrom: { key: string; turn: string } | null;
 };
 
 /** A copy of an event, for SSE replay after Last-Event-ID (it was parsed as a `ConversationEvent` before it was stored). */
@@ -237,6 +239,7 @@ export const Transcript = new EntitySchema<TranscriptRow>({
     turn: text(undefined, true),
     steered: { type: 'boolean' },
     at: time('at'),
+    forkedFrom: { type: 'jsonb', name: 'forked_from', nullable: true },
   },
 });
 
