@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
  * `npm run chat -- <conversation key>`: a terminal chat. Each typed line is a chat; the
  * answer streams in from the conversation's event stream. Lines starting with `/` are
  * commands (`/help` lists them): steer, look at the queue, retract, promote, edit and move what
- * waits, undo the last answers, stop.
+ * waits, undo the last answers, stop, branch.
  * GATEWAY_URL (default http://127.0.0.1:$GATEWAY_PORT or :3000) and RUDDER_TOKEN (a bearer
  * token) configure it.
  */
@@ -32,6 +32,7 @@ Commands:
   /move <id> <beforeId|end>  put a waiting follow-up just before another waiting message, or at the end
   /undo [n]        undo the last n answers (default 1): later turns never see them; refused if another answer ended since
   /stop            stop the running turn (/stop all: also discard everything pending)
+  /branch <key> [turn]  fork this conversation into a new one, <key>, at a turn that ended (no turn: the latest)
   /help            this list
 A message that starts with / is sent by typing it as //…; Ctrl-D quits.
 `;
@@ -293,6 +294,13 @@ async function command(line: string): Promise<void> {
       if (argument && argument !== 'all') return void out('(usage: /stop, or /stop all to discard what is pending too)\n');
       const answer = await attempt('stop failed', () => rudder.stop(key!, argument === 'all' ? { discardPending: true } : {}));
       if (answer) out(answer.turn ? `(stopping turn ${answer.turn})\n` : '(no turn was running)\n');
+      return;
+    }
+    case 'branch': {
+      if (!rest[0] || rest.length > 2) return void out('(usage: /branch <new key> [turn])\n');
+      const [into, atTurn] = rest;
+      const answer = await attempt('branch failed', () => rudder.fork(key!, { into, ...(atTurn ? { atTurn } : {}) }));
+      if (answer) out(`(branched into ${answer.key} at turn ${answer.atTurn}; chat there with this script and that key)\n`);
       return;
     }
     default:

@@ -241,14 +241,68 @@ describe('steering through the door', () => {
     expect((await openai().responses.retrieve(firstId)).status).toBe('completed');
   });
 
-  it('a previous_response_id that is not the latest response of its conversation is 409 conversation_fork_not_supported, not to be retried', async () => {
-    const first = await openai().responses.create({ model: 'default', input: unique('root') });
-    await openai().responses.create({ model: 'default', input: unique('branch one'), previous_response_id: first.id });
-    const text = unique('branch two');
-    const fork = await openai().responses.create({ model: 'default', input: text, previous_response_id: first.id }).catch((e: unknown) => e);
-    expect(fork).toBeInstanceOf(OpenAI.ConflictError);
-    expect(fork).toMatchObject({ status: 409, code: 'conversation_fork_not_supported', param: 'previous_response_id', type: 'invalid_request_error' });
-    expect((fork as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBe('false');
+  it('two continuations of one response both succeed: the later forks at that response into a conversation of its own, whose request holds the history up to it and not the other continuation', async () => {
+    const root = unique('root');
+    const first = await openai().responses.create({ model: 'default', input: root });
+    const one = unique('branch one');
+    const continued = await openai().responses.create({ model: 'default', input: one, previous_response_id: first.id });
+    expect(continued.conversation).toEqual(first.conversation);
+    const two = unique('branch two');
+    const key = `fork-${Math.random().toString(36).slice(2)}`;
+    const fork = await openai().responses.create({ model: 'default', input: two, previous_response_id: first.id }, { headers: { 'Idempotency-Key': key } });
+    expect(fork).toMatchObject({ status: 'completed', previous_response_id: first.id, output_text: `answer to ${two}` });
+    expect(fork.conversation!.id).toMatch(/^responses\//);
+    expect(fork.conversation!.id).not.toBe(first.conversation!.id);
+    const asked = requestsAbout(stack.model.requests, two);
+    expect(asked).toHaveLength(1);
+    const sent = JSON.stringify(asked[0]!.body);
+    expect(sent).toContain(root);
+    expect(sent).toContain(`answer to ${root}`);
+    expect(sent).not.toContain(one);
+    // The same create with the same Idempotency-Key is the same response in the same fork: it forked once, one turn.
+    const again = await openai().responses.create({ model: 'default', input: two, previous_response_id: first.id }, { headers: { 'Idempotency-Key': key } });
+    expect(again).toMatchObject({ id: fork.id, conversation: fork.conversation, output_text: `answer to ${two}` });
+    expect(requestsAbout(stack.model.requests, two)).toHaveLength(1);
+    // The fork goes on from its own latest response; the source's reads never show the fork's turn.
+    const onward = unique('onward');
+    const next = await openai().responses.create({ model: 'default', input: onward, previous_response_id: fork.id });
+    expect(next.conversation).toEqual(fork.conversation);
+    const source = (await callerOf(stack.gatewayUrl, 'alice-token').client.messages(first.conversation!.id)).items.map((m) => m.text);
+    expect(source).toContain(one);
+    expect(source.filter((text) => text.includes(two) || text.includes(onward))).toEqual([]);
+  });
+
+  it('two continuations of one response sent at once: both succeed, one in its conversation, the other in a fork of it', async () => {
+    const root = unique('root');
+    const first = await openai().responses.create({ model: 'default', input: root });
+    const texts = [unique('left'), unique('right')];
+    // No retry by the client: the one the worker finds not the latest forks in the same create.
+    const answers = await Promise.all(texts.map((input) => openai('alice-token', { maxRetries: 0 }).responses.create({ model: 'default', input, previous_response_id: first.id })));
+    expect(answers.map((a) => a.status)).toEqual(['completed', 'completed']);
+    const conversations = answers.map((a) => a.conversation!.id);
+    expect(conversations.filter((c) => c === first.conversation!.id)).toHaveLength(1);
+    const forked = answers[conversations.findIndex((c) => c !== first.conversation!.id)]!;
+    const other = texts.find((t) => forked.output_text !== `answer to ${t}`)!;
+    const forkRequest = JSON.stringify(requestsAbout(stack.model.requests, forked.output_text.replace('answer to ', ''))[0]!.body);
+    expect(forkRequest).toContain(root);
+    expect(forkRequest).not.toContain(other);
+  });
+
+  it('a previous_response_id that is not the latest and still runs is 409 previous_response_in_progress, not to be retried; nothing runs of it', async () => {
+    const gate = gateName('not-latest');
+    const first = heldStream(unique(`hold gate:${gate}`));
+    const firstId = await first.created;
+    await stack.model.gate(gate).reached();
+    const later = openai().responses.stream({ model: 'default', input: unique('later'), previous_response_id: firstId });
+    const laterEvents = eventsOf(later);
+    await new Promise<void>((resolve) => later.on('response.created', () => resolve()));
+    const text = unique('too early');
+    const refused = await openai().responses.create({ model: 'default', input: text, previous_response_id: firstId }).catch((e: unknown) => e);
+    stack.model.gate(gate).open();
+    await Promise.all([first.events, laterEvents]);
+    expect(refused).toBeInstanceOf(OpenAI.ConflictError);
+    expect(refused).toMatchObject({ status: 409, code: 'previous_response_in_progress', param: 'previous_response_id', type: 'invalid_request_error' });
+    expect((refused as InstanceType<typeof OpenAI.APIError>).headers?.get('x-should-retry')).toBe('false');
     expect(requestsAbout(stack.model.requests, text)).toHaveLength(0);
   });
 

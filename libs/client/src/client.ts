@@ -2,6 +2,8 @@ import type {
   ApprovalDecision,
   ChatAccepted,
   ChatBody,
+  ForkAnswer,
+  ForkBody,
   ConversationStatus,
   EditAnswer,
   EditBody,
@@ -104,6 +106,15 @@ export class RudderClient {
    */
   rollback(key: string, body: RollbackBody, options: WriteOptions = {}): Promise<RollbackAnswer> {
     return this.write(key, 'POST', '/rollback', { ...body, id: body.id ?? newId() }, options);
+  }
+
+  /**
+   * Forks the conversation `key` into a new one, `into`, whose history is this one's up to and
+   * including `atTurn` (absent: the latest turn that ended). Answers the new key and the turn.
+   * The fork gets an id when the caller gives none, so sending it again is safe (it forks once).
+   */
+  fork(key: string, body: ForkBody, options: WriteOptions = {}): Promise<ForkAnswer> {
+    return this.write(key, 'POST', '/fork', { ...body, id: body.id ?? newId() }, options);
   }
 
   /**

@@ -1,6 +1,6 @@
 import type { DomainEvent, InputRecord, QueuePolicy } from '@rudder/contracts';
 import { endTurn, evolveTurn, ROLLED_BACK, STOPPED, SUPERSEDED, type TurnState } from '@rudder/agent/turn';
-import { rulesOf } from './inputs';
+import { rulesOf, type ForkSource } from './inputs';
 import { receiptKeys } from './receipts';
 import { evolve } from './event-rules';
 import type { ConversationState } from './state';
@@ -44,7 +44,8 @@ export type GuardOutcome = { refuse: string } | { failed: string; attempt: strin
  * client's choice: another conversation's input may share the id, never its outcome). A guard
  * that failed gets `guard.failed`, which is no receipt: the id stays undecided, and the same
  * id sent again is guarded and decided again (a later record of the id in this batch adds
- * nothing: it was sent at the same moment, and that failure answers it).
+ * nothing: it was sent at the same moment, and that failure answers it). `forkSource` answers
+ * a fork's source as the worker read it before the lock.
  */
 export function decideInputs(
   state: ConversationState,
@@ -52,6 +53,7 @@ export function decideInputs(
   stored: ReadonlySet<string>,
   agents: Agents,
   guarded: (input: InputRecord) => GuardOutcome | undefined = () => undefined,
+  forkSource: (input: InputRecord) => ForkSource | undefined = () => undefined,
 ): DomainEvent[] {
   const events: DomainEvent[] = [];
   const handled = new Set(stored);
@@ -59,7 +61,7 @@ export function decideInputs(
   for (const input of inputs) {
     const keys = receiptKeys(input);
     if (keys.some((k) => handled.has(k)) || failed.has(input.id)) continue;
-    const decided = rulesOf(input.type).decide(state, input, { agents, guarded: guarded(input) });
+    const decided = rulesOf(input.type).decide(state, input, { agents, guarded: guarded(input), forkSource: forkSource(input) });
     if (decided.some((e) => e.type === 'guard.failed')) failed.add(input.id);
     else for (const k of keys) handled.add(k);
     state = decided.reduce(evolve, state);

@@ -3,6 +3,7 @@ import { joinParts, type GatewayPart } from '../http/route';
 import { APPROVAL } from './approval/approval';
 import { CHAT } from './chat/chat';
 import { EDIT } from './edit/edit';
+import { FORK } from './fork/fork';
 import { GRANT } from './grant/grant';
 import { Inputs } from './inputs';
 import { MOVE } from './move/move';
@@ -29,6 +30,7 @@ export const INPUT_KINDS: { readonly [K in InputKind]: GatewayPart } = {
   edit: EDIT,
   rollback: ROLLBACK,
   move: MOVE,
+  fork: FORK,
 };
 
 /** Every input kind, and the facade through which another door submits them (`Inputs`). */

@@ -1,9 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { RetractAnswer, StopAnswer } from '@rudder/contracts';
+import type { ForkAnswer, RetractAnswer, StopAnswer } from '@rudder/contracts';
 import type { InputOf } from '@rudder/conversation';
 import type { GatewayError } from '../errors/gateway-error';
 import { Writes } from '../writes/submit';
 import { ChatHandler } from './chat/chat';
+import { ForkHandler } from './fork/fork';
 import { RetractHandler, type RetractRequest } from './retract/retract';
 import { SteerHandler } from './steer/steer';
 import { StopHandler, type StopRequest } from './stop/stop';
@@ -20,6 +21,7 @@ export class Inputs {
     @Inject(SteerHandler) private readonly steer: SteerHandler,
     @Inject(StopHandler) private readonly stops: StopHandler,
     @Inject(RetractHandler) private readonly retracts: RetractHandler,
+    @Inject(ForkHandler) private readonly forks: ForkHandler,
     @Inject(Writes) private readonly writes: Writes,
   ) {}
 
@@ -36,6 +38,11 @@ export class Inputs {
   /** A stop, as `POST …/stop` makes it. */
   stop(request: StopRequest): Promise<StopAnswer> {
     return this.stops.stop(request);
+  }
+
+  /** A fork, by the fork's rules (`ForkHandler.submit`); the door builds its record (`derivedFrom`). */
+  fork(input: InputOf<'fork'>): Promise<ForkAnswer> {
+    return this.forks.submit(input);
   }
 
   /** A retraction, as `DELETE …/inputs/{id}` makes it. */

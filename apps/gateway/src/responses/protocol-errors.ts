@@ -10,7 +10,7 @@ export const isResponsesPath = (path: string | undefined): boolean =>
 
 /**
  * An error of the door with the protocol's own code (`previous_response_not_found`,
- * `conversation_fork_not_supported`, …) and the body field it concerns; its status is its
+ * `previous_response_in_progress`, …) and the body field it concerns; its status is its
  * gateway code's, as every error's.
  */
 export class ProtocolError extends GatewayError {
@@ -45,14 +45,6 @@ export function notToBeRetried(error: unknown): unknown {
 /** The worker's refusals of a create, in the protocol's words where it has its own. */
 export function protocolRefusal(error: unknown): unknown {
   if (!(error instanceof GatewayError)) return error;
-  if (error.code === 'precondition_failed') {
-    return new ProtocolError(
-      'conflict',
-      'conversation_fork_not_supported',
-      'previous_response_id is not the latest response of its conversation: a conversation does not fork; continue from its latest response',
-      'previous_response_id',
-    );
-  }
   // The door never sends onBusy reject: a busy refusal is `ifSteerable`'s.
   if (error.code === 'conflict') {
     return new ProtocolError(

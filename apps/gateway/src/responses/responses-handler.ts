@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { Inject, Injectable } from '@nestjs/common';
 import { CreateResponseBody, inputTexts, RetrieveResponseQuery, type ResponseAnswer, type StreamCursor } from '@rudder/contracts';
@@ -13,7 +13,7 @@ import { Inputs } from '../inputs/inputs';
 import { LiveEvents } from '../live/live-events';
 import { CONFIG } from '../tokens';
 import { inputRecord } from '../writes/submit';
-import { notToBeRetried, ProtocolError, protocolRefusal } from './protocol-errors';
+import { NO_RETRY, notToBeRetried, ProtocolError, protocolRefusal } from './protocol-errors';
 import { ResponseFold, STEER_KEY, type ResponseRequest } from './response-fold';
 import { parseResponseId } from './response-id';
 import { ResponseReads, startOf } from './response-reads';
@@ -60,26 +60,39 @@ export class ResponsesHandler {
     const messages = inputTexts(body.input);
     messages.forEach((text, index) => checkTextLength(text, typeof body.input === 'string' ? 'input' : `input.${index}`, this.config.MAX_TEXT_CHARS));
     const clientId = clientIdOf(undefined, idempotencyKey);
-    const { key, previous, derivedFrom } = await this.conversationOf(body, subject, clientId);
+    const steer = body.metadata?.[STEER_KEY] === 'true';
+    if (steer && body.previous_response_id == null) {
+      throw new ProtocolError('bad_request', 'invalid_request', 'a steer (metadata "rudder.steer") goes into a running response: name it as previous_response_id', 'previous_response_id');
+    }
+    const create: Create = { subject, body, messages, steer, id: clientId ?? randomUUID(), idFromClient: clientId !== undefined, response };
+    const into = await this.conversationOf(create);
+    try {
+      await this.createIn(create, into);
+    } catch (error) {
+      // The worker found a later response than the one continued (one came in meanwhile): the create forks.
+      if (!(error instanceof NotLatest) || into.previous === null) throw error;
+      await this.createIn(create, await this.forkAt(create, into.previous));
+    }
+  }
+
+  /** The create's input, submitted to the conversation it goes into, and its response answered as the create asked (streamed, background, or whole). */
+  private async createIn(create: Create, { key, previous, derivedFrom }: Into): Promise<void> {
+    const { subject, body, messages, steer, id, idFromClient, response } = create;
     // A conversation the door derives for this subject is the worker's to check, under its lock
     // (it refuses one another subject opened); any other is checked here first, as every write is.
     if (derivedFrom === undefined) await this.access.mayWrite(key, subject);
-    const steer = body.metadata?.[STEER_KEY] === 'true';
-    if (steer && previous === null) {
-      throw new ProtocolError('bad_request', 'invalid_request', 'a steer (metadata "rudder.steer") goes into a running response: name it as previous_response_id', 'previous_response_id');
-    }
-    const sender = { id: clientId ?? randomUUID(), key, subject };
+    const sender = { id, key, subject };
     // The steer extension: the message joins the running turn at its next step (a steer), and
     // lands on whatever turn runs, so it names no latest input.
     const input = steer ? inputRecord('steer', sender, { text: messages.join('\n\n') }) : inputRecord('chat', sender, {
       messages,
       onBusy: 'enqueue',
-      // A follow-up of the latest response (another is a fork: `ifLastInputId`, decided by the
-      // worker with the input). When that response is running, its turn winds down at its next
+      // A follow-up of the latest response (the worker decides it is, with the input:
+      // `ifLastInputId`; else the create forks). When that response is running, its turn winds down at its next
       // step and ends `completed`, then this one runs; when it still waits, this one queues
       // behind it (`continues`). An agent that takes no steers is not wound down: the worker
       // refuses the follow-up (`ifSteerable`).
-      ...(previous === null ? {} : { continues: previous, ifLastInputId: previous, ifSteerable: true }),
+      ...(previous === null ? {} : { continues: previous.input, ifLastInputId: previous.input, ifSteerable: true }),
       ...(derivedFrom === undefined ? {} : { derivedFrom }),
       agent: body.model,
     });
@@ -93,12 +106,12 @@ export class ResponsesHandler {
     // seen of the conversation; one under the client's id may be a retry of an input accepted
     // before, whose response is then read from right before its acceptance (from the
     // conversation's start while the companion does not know it).
-    const after: StreamCursor = { position: clientId === undefined ? (this.live.latestPosition(key) ?? 0) : await this.reads.before(key, input.id), tokenOffset: null };
+    const after: StreamCursor = { position: idFromClient ? await this.reads.before(key, input.id) : (this.live.latestPosition(key) ?? 0), tokenOffset: null };
     const fold = new ResponseFold(key, input.id, request);
     // A streamed create streams, in the background too (the turn runs on when the client goes).
-    if (body.stream) return this.submitAndFollow(input, clientId !== undefined, this.streams.streamTo(response, fold, after, subject, null));
+    if (body.stream) return this.submitAndFollow(input, idFromClient, this.streams.streamTo(response, fold, after, subject, null));
     if (body.background) {
-      await this.submit(input, clientId !== undefined);
+      await this.submit(input, idFromClient);
       // Produced: answered as it stands, or as queued when the read side cannot say (never a retryable 503).
       const found = await this.reads.read(key, input.id, request, after.position).catch(() => fold);
       return json(response, found.unseen ? fold.answer() : found.answer());
@@ -106,7 +119,7 @@ export class ResponsesHandler {
     const collecting = this.streams.collect(fold, after, subject);
     // A client gone before the answer: nothing is followed for it any more (the input stays produced).
     response.on('close', collecting.close);
-    await this.submitAndFollow(input, clientId !== undefined, collecting);
+    await this.submitAndFollow(input, idFromClient, collecting);
     json(response, await collecting.answer);
   }
 
@@ -167,39 +180,94 @@ export class ResponsesHandler {
       await this.inputs.message(input, idFromClient, () => new Undecided());
     } catch (error) {
       if (error instanceof Undecided) return;
+      if (error instanceof GatewayError && error.code === 'precondition_failed') throw new NotLatest();
       throw notToBeRetried(protocolRefusal(error));
     }
   }
 
   /**
-   * The conversation a create continues (and the previous response's input), or a new one: a key
-   * derived for the subject from the `Idempotency-Key` (a retry finds it again) or from a fresh
-   * nonce, which the input carries (`derivedFrom`) so the worker can check the derivation.
+   * The conversation a create goes into. `previous_response_id`: that response's conversation
+   * when it is the latest response there (the worker decides it is, with the input), when the
+   * create's id is there already (a retry of a create that continued it), or for a steer; else
+   * the create forks (`forkAt`). `conversation`: that one. Neither: a new one, its key derived for the
+   * subject from the `Idempotency-Key` (a retry finds it again) or from a fresh nonce, which
+   * the input carries (`derivedFrom`) so the worker can check the derivation.
    */
-  private async conversationOf(
-    body: CreateResponseBody,
-    subject: string,
-    clientId: string | undefined,
-  ): Promise<{ key: string; previous: string | null; derivedFrom?: string }> {
+  private async conversationOf(create: Create): Promise<Into> {
+    const { body, subject, id, idFromClient } = create;
     if (body.previous_response_id != null) {
       const previous = parseResponseId(body.previous_response_id);
       const unknown = () =>
         new ProtocolError('bad_request', 'previous_response_not_found', `previous response ${body.previous_response_id} not found`, 'previous_response_id');
       if (previous === null) throw unknown();
-      await this.access.readable(previous.key, subject).catch((error: unknown) => {
+      const status = await this.access.readable(previous.key, subject).catch((error: unknown) => {
         throw error instanceof GatewayError && error.code === 'not_found' ? unknown() : error;
       });
+      // The companion knows the previous input, so its `lastInputId` is that input or a later one.
       if ((await this.companion.input(previous.key, previous.input)) === null) throw unknown();
-      return { key: previous.key, previous: previous.input };
+      // A steer names no latest response: it joins whatever turn runs there.
+      const continued = create.steer || status.lastInputId === previous.input || (idFromClient && (await this.companion.input(previous.key, id)) !== null);
+      return continued ? { key: previous.key, previous } : this.forkAt(create, previous);
     }
     if (body.conversation != null) {
       const key = conversationKeyOf(typeof body.conversation === 'string' ? body.conversation : body.conversation.id);
       return { key, previous: null };
     }
-    const derivedFrom = clientId ?? randomUUID();
+    const derivedFrom = idFromClient ? id : randomUUID();
     return { key: derivedConversationKey(subject, derivedFrom), previous: null, derivedFrom };
   }
+
+  /**
+   * A create whose previous response is not its conversation's latest forks at that response's
+   * turn (once it has ended: 409 before) into a conversation of its own, whose key is derived
+   * for the subject from the previous response's id and the create's id (`Idempotency-Key`):
+   * the same create again forks once and finds the same conversation, and no other subject can
+   * open it (the worker checks the derivation, as for a new conversation's).
+   */
+  private async forkAt({ body, subject, id }: Create, previous: { key: string; input: string }): Promise<Into> {
+    const responseId = body.previous_response_id!;
+    const fold = await this.reads.read(previous.key, previous.input, { model: '' }, await this.reads.before(previous.key, previous.input));
+    if (!fold.ended) {
+      throw new ProtocolError(
+        'conflict',
+        'previous_response_in_progress',
+        `previous response ${responseId} has not ended and is not the latest response of its conversation: continue from the latest, or from this one once it has ended (a fork)`,
+        'previous_response_id',
+        NO_RETRY,
+      );
+    }
+    const derivedFrom = forkNonce(responseId, id);
+    const key = derivedConversationKey(subject, derivedFrom);
+    const cannot = (why: string) => new ProtocolError('conflict', 'previous_response_not_forkable', `previous response ${responseId} ${why}`, 'previous_response_id', NO_RETRY);
+    if (fold.turnId === null) throw cannot('was cancelled before it ran: there is no turn to fork at');
+    await this.inputs.fork(inputRecord('fork', { id, key, subject }, { from: previous.key, atTurn: fold.turnId, derivedFrom })).catch((error: unknown) => {
+      // Its turn rolled back since (404), or a key taken (409): nothing to retry.
+      if (error instanceof GatewayError && (error.code === 'not_found' || error.code === 'conflict')) throw cannot(`cannot be forked: ${error.message}`);
+      throw notToBeRetried(error);
+    });
+    return { key, previous: null, derivedFrom };
+  }
 }
+
+/** What a create asks, once its body is read: its id is the client's (`Idempotency-Key`) or a fresh one. */
+type Create = {
+  subject: string;
+  body: CreateResponseBody;
+  messages: string[];
+  steer: boolean;
+  id: string;
+  idFromClient: boolean;
+  response: ServerResponse;
+};
+
+/** The conversation a create goes into, the response it continues there, and the nonce its key was derived from (a key the door derives). */
+type Into = { key: string; previous: { key: string; input: string } | null; derivedFrom?: string };
+
+/** The previous response is not the latest of its conversation, the worker found: the create forks. */
+class NotLatest extends Error {}
+
+/** The nonce of a fork's key: the previous response and the create's id (a response id may be longer than a nonce may be). */
+const forkNonce = (previousResponseId: string, id: string): string => `fork.${createHash('sha256').update(`${previousResponseId}\n${id}`).digest('hex')}`;
 
 function json(response: ServerResponse, body: ResponseAnswer): void {
   response.statusCode = 200;

@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
 import type { ConversationEvent, InputRecord } from '@rudder/contracts';
-import { conversationRules, decideInputs, evolve, receiptKeys, startNextTurn, type ConversationState, type GuardOutcome } from '@rudder/conversation';
+import { conversationRules, decideInputs, evolve, receiptKeys, startNextTurn, type ConversationState, type ForkSource, type GuardOutcome } from '@rudder/conversation';
 import { appendToConversations, type Epochs, type Seen, type Written } from '@rudder/event-store';
 import { isRefusedByDatabase, type Pool, type Rejected } from '@rudder/runtime';
 import type { AgentRegistry, RunnableAgent } from '../agents/agents';
+import { forkKey, readForkSources } from './fork-sources';
 import { inputKey, runGuards, type GuardFailure } from './input-guards';
 import { cut, ISSUE_CHARS, parseInput } from './parse-input';
 
 /** What ingesting needs of the deployment's agents. */
-export type IngestAgents = Pick<AgentRegistry, 'defaultAgent' | 'policyOf' | 'anyGuard'> & Partial<Pick<AgentRegistry, 'argumentsError'>> & {
+export type IngestAgents = Pick<AgentRegistry, 'defaultAgent' | 'policyOf' | 'anyGuard'> & Partial<Pick<AgentRegistry, 'argumentsError' | 'historyKept'>> & {
   get(name: string | null): Pick<RunnableAgent, 'name' | 'guard' | 'guardTimeoutMs'> | undefined;
 };
 
@@ -39,6 +40,9 @@ export type InputIngestOptions = {
  * against the running turn), so a long turn never holds up the inputs of other conversations. A
  * conversation with no turn running starts the next one in that same transaction
  * (`turn.started`, `input.delivered`); the caller's poke makes its runner read and run it.
+ *
+ * A fork's source (another conversation) is read from the event store before the transaction,
+ * with the guards: its decision, under the new conversation's lock, sees it as it was then.
  *
  * The agents' input guards run first, outside the transaction (a guard may call out), on every
  * chat and steer; the decisions under the lock record their refusals. What a guard said is
@@ -73,7 +77,8 @@ export class InputIngest {
       else readable.push({ message, input: read.input });
     }
     const guarded = await runGuards(pool, readable.map((r) => r.input), agents, (failure) => this.options.guardFailed?.(failure, partition));
-    const ingest = (inputs: readonly InputRecord[]) => this.appendInputs(partition, epochs, inputs, guarded, announce);
+    const sources = await readForkSources(pool, readable.map((r) => r.input), agents.historyKept?.() ?? null);
+    const ingest = (inputs: readonly InputRecord[]) => this.appendInputs(partition, epochs, inputs, { guarded, sources }, announce);
     const done = (stored: ConversationEvent[], elsewhere: ReadonlyMap<string, number>, written?: Pick<Written, 'before' | 'trace'>) => ({
       stored,
       // For the outbox relay: with `before` it publishes these as they are (record by record, it reads them back).
@@ -108,7 +113,13 @@ export class InputIngest {
     return done(stored, elsewhere);
   }
 
-  private appendInputs(partition: number, epochs: Epochs, inputs: readonly InputRecord[], guarded: ReadonlyMap<string, GuardOutcome>, announce: string | null) {
+  private appendInputs(
+    partition: number,
+    epochs: Epochs,
+    inputs: readonly InputRecord[],
+    read: { guarded: ReadonlyMap<string, GuardOutcome>; sources: ReadonlyMap<string, ForkSource> },
+    announce: string | null,
+  ) {
     const { pool, agents, seen = () => undefined } = this.options;
     const byConversation = new Map<string, InputRecord[]>();
     for (const input of inputs) byConversation.set(input.conversation, [...(byConversation.get(input.conversation) ?? []), input]);
@@ -119,7 +130,14 @@ export class InputIngest {
       epochs,
       [...byConversation].map(([conversation, of]) => ({ conversation, probe: of.flatMap(receiptKeys) })),
       (conversation, state, alreadyStored) => {
-        const decided = decideInputs(state, byConversation.get(conversation)!, alreadyStored, agents, (input) => guarded.get(inputKey(input)));
+        const decided = decideInputs(
+          state,
+          byConversation.get(conversation)!,
+          alreadyStored,
+          agents,
+          (input) => read.guarded.get(inputKey(input)),
+          (input) => read.sources.get(forkKey(input)),
+        );
         // An idle conversation's next turn starts in the same transaction: one commit less per turn.
         return [...decided, ...startNextTurn(decided.reduce(evolve, state), randomUUID())];
       },

@@ -81,7 +81,7 @@ function keptTurns(conversation: Conversation, history: HistoryTurn[], kept: num
  * (event_store.snapshots): raise it whenever either changes, and the snapshots folded by older
  * code are ignored (the log is read from the start).
  */
-export const CONVERSATION_FOLD_VERSION = 7;
+export const CONVERSATION_FOLD_VERSION = 8;
 
 /**
  * What a model request may carry of the earlier turns: the last `turns` of them (an agent's
@@ -93,7 +93,7 @@ export function recentHistory(conversation: Conversation, turns: number): Histor
 }
 
 /** The event types that start, end or shorten what the model sees of the conversation (its running turn, its history). */
-const HISTORY_EVENT_TYPES = ['turn.started', 'turn.ended', 'history.compacted', 'turns.rolledBack'] as const satisfies readonly EventType[];
+const HISTORY_EVENT_TYPES = ['turn.started', 'turn.ended', 'history.compacted', 'turns.rolledBack', 'conversation.forked'] as const satisfies readonly EventType[];
 
 /**
  * Folds one event in. `position`, given by every reader of the log, places the ends of turns,
@@ -137,6 +137,12 @@ export function evolveConversation(conversation: Conversation, event: DomainEven
     }
     case 'turns.rolledBack':
       return { ...rolledBack(conversation, event.data.turns), state: next, running: running ? evolveTurn(running, event) : null };
+    case 'conversation.forked': {
+      // A fork starts with the source's history as the source's requests carried it at the fork's turn (its turns' ends are
+      // the source's positions, all before the fork's own); they are no `ends`: a rollback in the fork reaches its own turns only.
+      const { history: copied, summary } = event.data;
+      return { ...conversation, state: next, summary, ...keptTurns(conversation, copied.map((t) => ({ ...t })), historyKept) };
+    }
     default: {
       const never: never = event;
       throw new Error(`unknown event ${JSON.stringify(never)}`);

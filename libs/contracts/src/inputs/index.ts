@@ -3,6 +3,7 @@ import { joinEventContracts } from '../event-parts';
 import { APPROVAL } from './approval';
 import { CHAT } from './chat';
 import { EDIT } from './edit';
+import { FORK } from './fork';
 import { GRANT } from './grant';
 import { MOVE } from './move';
 import { PROMOTE } from './promote';
@@ -14,6 +15,7 @@ import { STOP } from './stop';
 export * from './approval';
 export * from './chat';
 export * from './edit';
+export * from './fork';
 export * from './grant';
 export * from './move';
 export * from './promote';
@@ -39,6 +41,7 @@ export const INPUT_KIND_CONTRACTS = {
   edit: EDIT,
   rollback: ROLLBACK,
   move: MOVE,
+  fork: FORK,
 } as const;
 
 type Kinds = typeof INPUT_KIND_CONTRACTS;

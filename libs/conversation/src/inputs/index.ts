@@ -3,6 +3,7 @@ import type { ConversationState } from '../state';
 import { approvalRules } from './approval';
 import { chatRules } from './chat';
 import { editRules } from './edit';
+import { forkRules } from './fork';
 import { grantRules } from './grant';
 import { moveRules } from './move';
 import { promoteRules } from './promote';
@@ -15,6 +16,7 @@ import { stopRules } from './stop';
 export type { ApprovalDecision } from './approval';
 export type { ChatAnswer } from './chat';
 export type { EditAnswer, EditRefusal } from './edit';
+export type { ForkAnswer, ForkCopy, ForkRefusal, ForkSource } from './fork';
 export type { GrantAnswer } from './grant';
 export type { MoveAnswer, MoveRefusal } from './move';
 export type { PromoteAnswer } from './promote';
@@ -37,6 +39,7 @@ const kinds = {
   edit: editRules,
   rollback: rollbackRules,
   move: moveRules,
+  fork: forkRules,
 } satisfies { readonly [K in InputKind]: InputRules<K> };
 
 type AnswerOf<R> = R extends InputRules<infer _K, infer Answer, infer _Refusal> ? Answer : never;

@@ -2,6 +2,7 @@ import type { DomainEvent, EventDataOf, EventType, InputKind, InputRecord, KindE
 import type { Agents, GuardOutcome } from '../decide';
 import type { EventRulesTable } from '../event-rules';
 import type { ConversationState } from '../state';
+import type { ForkSource } from './fork';
 
 /** An input of one kind. */
 export type InputOf<K extends InputKind> = Extract<InputRecord, { type: K }>;
@@ -38,8 +39,12 @@ export type Reading<K extends InputKind, T extends EventType, Answer, Refusal> =
 /** An input kind's receipt: the events that answer it, and how each does. */
 export type Receipt<K extends InputKind, Answer, Refusal> = { readonly [T in EventType]?: Reading<K, T, Answer, Refusal> };
 
-/** What a decision on an input sees beside the conversation's state: the deployment's agents, and what the agent's input guard said of it. */
-export type DecisionContext = { agents: Agents; guarded: GuardOutcome | undefined };
+/**
+ * What a decision on an input sees beside the conversation's state: the deployment's agents,
+ * what the agent's input guard said of it, and, for a fork, its source as the worker read it
+ * (undefined: there is no such conversation).
+ */
+export type DecisionContext = { agents: Agents; guarded: GuardOutcome | undefined; forkSource?: ForkSource | undefined };
 
 /**
  * What an agent's input guard is asked of an input before its decision: its text, as a message

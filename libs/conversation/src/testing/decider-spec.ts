@@ -2,7 +2,7 @@ import { expect } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
 import type { TurnState } from '@rudder/agent/turn';
 import { decideInputs, decideTimeouts, decideTurnCommit, startNextTurn, type Agents, type InputPolicy } from '../decide';
-import type { InputOf } from '../inputs';
+import type { ForkSource, InputOf } from '../inputs';
 import { evolve, onceKey } from '../event-rules';
 import { receiptOf } from '../receipts';
 import { initialState, type ConversationState } from '../state';
@@ -13,17 +13,17 @@ import { initialState, type ConversationState } from '../state';
  * under the lock, `then(events)` what it stores — or `thenRefused(code)`. The once keys stored
  * are the given events' (an input they answered adds nothing, as in the store).
  */
-export function deciderSpec(agents: Agents = agentsWith(policy)) {
+export function deciderSpec(agents: Agents = agentsWith(policy), forkSource: (input: InputRecord) => ForkSource | undefined = () => undefined) {
   const given = (events: readonly DomainEvent[] = []): Given => {
     const state = events.reduce(evolve, initialState());
     const decided = (made: DomainEvent[], inputs: InputRecord[] = []): Decided => new Decided(made, made.reduce(evolve, state), inputs, () => given([...events, ...made]));
     return {
       events,
       state,
-      and: (...inputs) => given([...events, ...decideInputs(state, inputs, storedKeys(events), agents)]),
+      and: (...inputs) => given([...events, ...decideInputs(state, inputs, storedKeys(events), agents, undefined, forkSource)]),
       andTurnStarts: (turn) => given([...events, ...startNextTurn(state, turn)]),
       andStored: (...stored) => given([...events, ...stored]),
-      when: (...inputs) => decided(decideInputs(state, inputs, storedKeys(events), agents), inputs),
+      when: (...inputs) => decided(decideInputs(state, inputs, storedKeys(events), agents, undefined, forkSource), inputs),
       whenTurnStarts: (turn) => decided(startNextTurn(state, turn)),
       whenCommitting: (turn, committed) => decided(decideTurnCommit(state, turn, committed)),
       whenDue: (now) => decided(decideTimeouts(state, now)),
