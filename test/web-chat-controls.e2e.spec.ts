@@ -10,9 +10,9 @@ import { startStack, type Stack } from './stack';
 /**
  * The web chat's controls that edit the conversation, in a real headless Chromium as
  * test/web-chat.e2e.spec.ts drives the page: a waiting follow-up edited in place, the queue
- * reordered by Move up / Move down (a click, and Enter on the focused button) and by a drag, an
- * edit sent after its message was delivered (409, said on the message), and "Undo last answer".
- * Open development mode: the token field is web-chat.e2e.spec.ts's.
+ * reordered by Move up / Move down (the focus kept on the button across renders) and by a drag, an
+ * edit sent after its message was delivered (409, said on the message), "Undo last answer", and
+ * "Branch from here". Open development mode: the token field is web-chat.e2e.spec.ts's.
  */
 let stack: Stack;
 let context: BrowserContext;
@@ -82,14 +82,17 @@ describe('the web chat, editing the conversation', () => {
     await shows(`#pending li.pending[data-id="${one}"] .kind`, 'follow-up · edited');
     await shows('#answers li.ok[data-control=edit]', 'edited: “one, fixed”, revision 1');
 
-    // Reorder by the buttons: a click, then the keyboard (Enter on the focused button).
+    // Reorder by the buttons (the focus kept across renders).
     await waiting(one).getByRole('button', { name: 'Move down' }).click();
     await inOrder(key, ['two', 'one, fixed', 'three']);
     expect(await waiting(two).getByRole('button', { name: 'Move up' }).count()).toBe(0);
     expect(await waiting(three).getByRole('button', { name: 'Move down' }).count()).toBe(0);
-    await waiting(three).getByRole('button', { name: 'Move up' }).focus();
-    await page.keyboard.press('Enter');
+    await waiting(three).getByRole('button', { name: 'Move up' }).click();
     await inOrder(key, ['two', 'three', 'one, fixed']);
+    // The rows are made anew: the focus stays on the same button of the same message, for a keyboard user's next press.
+    // (A string: this file has no DOM types.)
+    const focused = "`${document.activeElement?.closest('[data-id]')?.dataset.id} ${document.activeElement?.dataset.action}`";
+    await vi.waitFor(async () => expect(await page.evaluate(focused)).toBe(`${three} move-up`), WAIT);
 
     // Reorder by a drag: dropped on the upper half of the first, it goes first.
     await waiting(one).dragTo(waiting(two), { targetPosition: { x: 10, y: 2 } });
@@ -126,6 +129,32 @@ describe('the web chat, editing the conversation', () => {
     await shows('#transcript .message.assistant', 'answer to what now');
     const [after] = requestsAbout(stack.model.requests, 'what now');
     expect(userTexts(after)).toEqual(['hello', `hold on gate:${gate}`, 'two', 'three', 'what now']);
+    expect(pageErrors).toEqual([]);
+  });
+
+  it('"Branch from here" on an ended turn forks the conversation there into a new key and opens it', { timeout: 120_000 }, async () => {
+    const key = `web-branch/${Math.random().toString(36).slice(2, 8)}`;
+    await page.goto(`${stack.gatewayUrl}/#${encodeURIComponent(key)}`);
+    await shows('#conversations a[aria-current]', key);
+    await send('alpha');
+    await shows('#transcript .message.assistant', 'answer to alpha');
+    await send('beta');
+    await shows('#transcript .message.assistant', 'answer to beta');
+
+    await page.locator('#transcript .message.assistant', { hasText: 'answer to alpha' }).getByRole('button', { name: 'Branch from here' }).click();
+    await shows('#answers li.ok[data-control=branch]', 'opened');
+    const branch = new RegExp(`^${key.replace('/', '\\/')}-branch-[a-z0-9]{6}$`);
+    await vi.waitFor(async () => expect(await page.locator('#title').textContent()).toMatch(branch), WAIT);
+    const into = (await page.locator('#title').textContent())!;
+    await shows('#conversations a[aria-current]', into);
+    expect(decodeURIComponent(new URL(page.url()).hash.slice(1))).toBe(into);
+
+    // The branch's history is the source's up to that turn; the source never sees the branch.
+    await send('gamma');
+    await shows('#transcript .message.assistant', 'answer to gamma');
+    const [request] = requestsAbout(stack.model.requests, 'gamma');
+    expect(userTexts(request)).toEqual(['alpha', 'gamma']);
+    expect((await stack.client.messages(key)).items.map((item) => item.text)).toEqual(['alpha', 'answer to alpha', 'beta', 'answer to beta']);
     expect(pageErrors).toEqual([]);
   });
 });

@@ -7,7 +7,8 @@
  * Editing the conversation: a waiting message is edited in place (its text replaced where it
  * stands; an edit that comes too late says so on the message); the waiting follow-ups are
  * reordered by a drag, or by Move up / Move down; "Undo last answer" on the last answer rolls it
- * back if it is still the last one (`ifLastTurn`), and the transcript no longer shows it.
+ * back if it is still the last one (`ifLastTurn`), and the transcript no longer shows it;
+ * "Branch from here" on an ended turn forks the conversation there into a new key and opens it.
  *
  * The transcript and the queue are read again after each stored event the stream yields; the
  * client makes those reads reflect at least that event (read what you have seen).
@@ -194,7 +195,24 @@ const actions: Actions = {
       (a) => `rolled back turn ${short(a.turns[0] ?? turn)}: later turns never see it`,
       (error) => (error.status === 412 ? 'another answer ended since you looked: nothing was undone; look at it, then undo again if you still mean it' : undefined),
     ),
+  branch: (c, turn) => void branch(c, turn),
 };
+
+/** Forks the conversation at an ended turn into a new key, and opens the new conversation (its answers list says where it came from). */
+async function branch(c: Conversation, turn: string) {
+  const what = `branch from turn ${short(turn)}`;
+  try {
+    const forked = await client.fork(c.key, { into: branchKey(c.key), atTurn: turn });
+    location.hash = encodeURIComponent(forked.key);
+    await open(forked.key);
+    answered(what, undefined, `opened ${forked.key}: its history is ${c.key}'s up to turn ${short(forked.atTurn)}`);
+  } catch (error) {
+    answered(what, error);
+  }
+}
+
+/** A new key for a branch of `key`: `<key>-branch-<6 random characters>`, within the 200 characters of a key. */
+const branchKey = (key: string) => `${key.slice(0, 200 - 14)}-branch-${Math.random().toString(36).slice(2, 8).padEnd(6, '0')}`;
 
 /** A waiting message's text, as the page last read it. */
 const textOf = (c: Conversation, id: string) => [...(c.status?.steering ?? []), ...(c.status?.queue ?? [])].find((input) => input.id === id)?.text ?? id;

@@ -18,6 +18,8 @@ export type Actions = {
   move(c: Conversation, id: string, before: string | null): void;
   /** Rolls back the last answer, `turn`, if it is still the last one. */
   undo(c: Conversation, turn: string): void;
+  /** Forks the conversation at `turn` (an ended one) into a new one, and opens it. */
+  branch(c: Conversation, turn: string): void;
 };
 
 /** A message that waits, as the pending list shows it: in `steering` (for the running turn) or in the queue (`queued`: a turn of its own). */
@@ -25,9 +27,11 @@ export type Waiting = { id: string; text: string; kind: 'chat' | 'steer'; revisi
 
 /** Shows the open conversation: its transcript with the approval cards, the plan, the recap, the suggestions, the turn's state and what waits. */
 export function renderConversation(c: Conversation, actions: Actions) {
-  // A render moves the approval cards and the edit boxes (a text being typed, the focus in it): put the focus back.
+  // A render moves the approval cards and the edit boxes (a text being typed, the focus in it) and makes the
+  // rows' buttons anew: put the focus back.
   const focused = document.activeElement;
   const selection = focused instanceof HTMLInputElement || focused instanceof HTMLTextAreaElement ? [focused.selectionStart, focused.selectionEnd] : null;
+  const control = controlOf(focused);
   byId('transcript').replaceChildren(
     ...transcriptRows(c, actions),
     ...[...c.live.values()].filter(Boolean).map((text) => el('li', { class: 'message assistant live', 'data-role': 'live' }, el('span', { class: 'text' }, text))),
@@ -63,7 +67,18 @@ export function renderConversation(c: Conversation, actions: Actions) {
   if (focused instanceof HTMLElement && focused.isConnected && document.activeElement !== focused) {
     focused.focus({ preventScroll: true });
     if (selection && (focused instanceof HTMLInputElement || focused instanceof HTMLTextAreaElement)) focused.setSelectionRange(selection[0], selection[1]);
+  } else if (control && !focused?.isConnected) {
+    // A control of a row made anew (Move up, Edit…): the focus goes to the same control of the same message, else to the message's first one.
+    const row = document.querySelector(`[data-id="${CSS.escape(control.id)}"]`);
+    (row?.querySelector<HTMLElement>(`[data-action="${control.action}"]`) ?? row?.querySelector<HTMLElement>('[data-action]'))?.focus({ preventScroll: true });
   }
+}
+
+/** The control that has the focus, as the message it belongs to (`data-id`) and what it does (`data-action`). */
+function controlOf(focused: Element | null): { id: string; action: string } | null {
+  const action = focused instanceof HTMLElement ? focused.dataset.action : undefined;
+  const id = focused?.closest<HTMLElement>('[data-id]')?.dataset.id;
+  return action && id ? { id, action } : null;
 }
 
 /**
@@ -114,6 +129,16 @@ function editBox(c: Conversation, input: Waiting, edit: Edit, actions: Actions):
   return [box, saving, cancel];
 }
 
+/** An ended turn's controls, under its last row: Branch from here, and Undo last answer on the last one. */
+function turnControls(c: Conversation, turn: string, last: boolean, actions: Actions): HTMLElement {
+  return el(
+    'div',
+    { class: 'turn-controls' },
+    button('branch', 'Branch from here', () => actions.branch(c, turn), { title: 'a new conversation whose history is this one up to here' }),
+    ...(last ? [button('undo', 'Undo last answer', () => actions.undo(c, turn), { title: 'roll back this answer and its prompt: later turns never see them' })] : []),
+  );
+}
+
 /** A follow-up dragged to another place in the queue. */
 function draggable(row: HTMLElement, id: string): void {
   row.draggable = true;
@@ -156,15 +181,17 @@ const button = (action: string, label: string, onClick: () => void, attributes: 
 /**
  * The transcript's rows, with the approval cards in place: a decided call's card stands for the
  * transcript's `approval` row of it; a call that waits (or was closed unrun: no row) comes after
- * the last row of its turn, the message that made the call. The last row of the last answer
- * has "Undo last answer" once no turn runs; a message whose edit came too late says so.
+ * the last row of its turn, the message that made the call. The last row of each ended turn
+ * has "Branch from here", the last answer's "Undo last answer" too once no turn runs; a message
+ * whose edit came too late says so.
  */
 function transcriptRows(c: Conversation, actions: Actions): HTMLElement[] {
   const decide: Decide = (...decision) => actions.decide(c, ...decision);
   const rows: { node: HTMLElement; turn: string | null }[] = [];
   const placed = new Set<string>();
   const lastTurn = c.running === null && !c.status?.running ? c.lastTurns.at(-1) : undefined;
-  const undoAt = lastTurn === undefined ? -1 : c.transcript.findLastIndex((item) => item.turn === lastTurn);
+  const lastRowOf = new Map(c.transcript.map((item, index) => [item.turn, index]));
+  const undoAt = lastTurn === undefined ? -1 : (lastRowOf.get(lastTurn) ?? -1);
   c.transcript.forEach((item, index) => {
     const approval = item.role === 'approval' ? c.approvals.get(item.id) : undefined;
     if (approval) {
@@ -180,7 +207,7 @@ function transcriptRows(c: Conversation, actions: Actions): HTMLElement[] {
       ...(item.role === 'approval' ? [el('span', { class: 'badge' }, 'approval')] : []),
       el('span', { class: 'text' }, item.text),
       ...(note ? [el('span', { class: 'note', role: 'status' }, note)] : []),
-      ...(index === undoAt ? [el('div', { class: 'turn-controls' }, button('undo', 'Undo last answer', () => actions.undo(c, lastTurn!), { title: 'roll back this answer and its prompt: later turns never see them' }))] : []),
+      ...(item.turn !== null && index === lastRowOf.get(item.turn) && c.endedTurns.has(item.turn) ? [turnControls(c, item.turn, index === undoAt, actions)] : []),
     );
     rows.push({ node, turn: item.turn });
   });
