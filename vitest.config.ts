@@ -18,6 +18,7 @@ const ALONE = [
   'test/web-chat.e2e.spec.ts',
   'test/web-chat-affordances.e2e.spec.ts',
   'test/web-chat-approvals.e2e.spec.ts',
+  'test/web-chat-controls.e2e.spec.ts',
 ];
 
 /** A system tier on the run's one Kafka and one PostgreSQL (test/global-setup.ts). */

@@ -61,7 +61,9 @@ main{display:flex;flex-direction:column;gap:.6rem}#title{font-weight:600}#turn-s
 button{font:inherit;padding:.3rem .7rem;border:1px solid #b7bfcb;border-radius:5px;background:#fff;cursor:pointer}
 #send{background:#2f6fde;color:#fff;border-color:#2f6fde}#steer{background:#f0a23a;border-color:#d98c20}#stop{color:#b3261e}
 .pending{display:flex;flex-wrap:wrap;gap:.3rem;align-items:center;padding:.35rem 0;border-bottom:1px solid #eef0f3}.pending .text{flex:1}
-.pending .kind,.empty{font-size:.75rem;color:#5b6575;width:100%}#answers li{overflow-wrap:anywhere;font-size:.85rem;padding:.3rem 0;border-bottom:1px solid #eef0f3}
+.pending .kind,.empty{font-size:.75rem;color:#5b6575;width:100%}.pending[draggable=true]{cursor:grab}.pending textarea.edit{flex:1;min-width:10rem;min-height:2.4rem;font:inherit}
+.pending .note{width:100%;font-size:.8rem;color:#b3261e}.message .note{display:block;margin-top:.2rem;font-size:.8rem;font-style:italic}.turn-controls{margin-top:.3rem}.turn-controls button{font-size:.8rem;padding:.1rem .5rem}
+#answers li{overflow-wrap:anywhere;font-size:.85rem;padding:.3rem 0;border-bottom:1px solid #eef0f3}
 #answers .refused{color:#b3261e}#answers .ok{color:#1e6b35}
 #recap{background:#fff7e0;border:1px solid #f0d48a;border-radius:8px;padding:.45rem .7rem;font-size:.9rem}#recap b{margin-right:.4rem}
 #plan{margin-bottom:.8rem}#plan li{display:flex;gap:.4rem;padding:.2rem 0;font-size:.9rem}#plan .n{color:#5b6575;min-width:1.4rem}#plan [data-status=done] .text{text-decoration:line-through;color:#5b6575}

@@ -1,5 +1,5 @@
 import type { StreamEvent } from '@rudder/client';
-import type { ConversationStatus, TodoItem, TranscriptItem } from '@rudder/contracts';
+import { ROLLBACK_TURNS_MAX, type ConversationStatus, type TodoItem, type TranscriptItem } from '@rudder/contracts';
 
 /** What the page knows of the open conversation. */
 export type Conversation = {
@@ -17,6 +17,17 @@ export type Conversation = {
   stored: Set<string>;
   /** The turns that ended: their steps are all in the transcript. */
   endedTurns: Set<string>;
+  /**
+   * The turns that ended and were not rolled back, oldest first (at most the last 16, as many
+   * as a rollback reaches): "Undo last answer" rolls back the last one, if it still is
+   * (`ifLastTurn`). `rolledBack`: the turns rolled back, their ends not counted.
+   */
+  lastTurns: string[];
+  rolledBack: Set<string>;
+  /** The waiting messages being edited, by input id: the box with the new text (kept across renders). */
+  edits: Map<string, Edit>;
+  /** What became of an edit refused because its message no longer waits, by input id: shown on the message. */
+  notes: Map<string, string>;
   refreshing: Promise<void> | null;
   again: boolean;
   /** Whether the conversation was in this browser's list before it was opened now (its recap may show). */
@@ -30,6 +41,13 @@ export type Conversation = {
   /** The calls that waited or wait for a person's approval, by approval id, in the order they were asked for. */
   approvals: Map<string, Approval>;
 };
+
+/**
+ * A waiting message being edited: its kind and text as they were when the edit began, its box
+ * (made by the view, kept across renders: the text being typed stays), and whether the edit is
+ * on its way.
+ */
+export type Edit = { kind: 'chat' | 'steer'; text: string; box: HTMLTextAreaElement | null; sending: boolean };
 
 /** A call that waits, or waited, for a person's approval, and what became of it. */
 export type Approval = {
@@ -63,6 +81,10 @@ export function openedConversation(key: string, reopened: boolean): Conversation
     live: new Map(),
     stored: new Set(),
     endedTurns: new Set(),
+    lastTurns: [],
+    rolledBack: new Set(),
+    edits: new Map(),
+    notes: new Map(),
     refreshing: null,
     again: false,
     reopened,
@@ -123,7 +145,14 @@ export function applyEvent(c: Conversation, event: StreamEvent): 'render' | 'ref
     case 'todos.updated':
       c.todos = event.data.items;
       return 'render';
+    case 'stop.requested':
+      if (event.data.mode === 'rollback' && event.data.turn !== null) rollBack(c, [event.data.turn]);
+      break;
+    case 'turns.rolledBack':
+      rollBack(c, event.data.turns);
+      break;
     case 'turn.ended':
+      if (!c.rolledBack.has(event.data.turn)) c.lastTurns = [...c.lastTurns, event.data.turn].slice(-ROLLBACK_TURNS_MAX);
       c.running = null;
       c.tool = null;
       c.ended = event.data.status;
@@ -133,6 +162,12 @@ export function applyEvent(c: Conversation, event: StreamEvent): 'render' | 'ref
       break;
   }
   return 'refresh';
+}
+
+/** Turns rolled back: no longer the last answers, and their ends (a running one's, to come) not counted. */
+function rollBack(c: Conversation, turns: string[]): void {
+  for (const turn of turns) c.rolledBack.add(turn);
+  c.lastTurns = c.lastTurns.filter((turn) => !c.rolledBack.has(turn));
 }
 
 /**

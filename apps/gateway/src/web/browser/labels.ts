@@ -17,3 +17,19 @@ export const pretty = (json: string): string => {
     return json;
   }
 };
+
+/** What became of a message that no longer waits, as a refused edit's 409 says (`details.state`), shown on the message. */
+export const noLongerWaits = (state: string | undefined): string => {
+  switch (state) {
+    case 'delivered':
+      return 'already delivered: its turn started, or the running turn took it. Your edit was not applied.';
+    case 'retracted':
+      return 'it was retracted: your edit was not applied.';
+    case 'discarded':
+      return 'it was discarded by a stop: your edit was not applied.';
+    case 'collapsed':
+      return 'it was collapsed into a later follow-up, whose turn answers it: your edit was not applied.';
+    default:
+      return 'it no longer waits: your edit was not applied.';
+  }
+};

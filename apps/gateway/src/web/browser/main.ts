@@ -4,6 +4,12 @@
  * as the companion folds it (steered messages marked), the streaming answer from the token
  * events, the pending queue with retract and promote, and what every control answered.
  *
+ * Editing the conversation: a waiting message is edited in place (its text replaced where it
+ * stands; an edit that comes too late says so on the message); the waiting follow-ups are
+ * reordered by a drag, or by Move up / Move down; "Undo last answer" on the last answer rolls it
+ * back if it is still the last one (`ifLastTurn`), and the transcript no longer shows it;
+ * "Branch from here" on an ended turn forks the conversation there into a new key and opens it.
+ *
  * The transcript and the queue are read again after each stored event the stream yields; the
  * client makes those reads reflect at least that event (read what you have seen).
  *
@@ -34,7 +40,7 @@ import type { Decide } from './approval-card';
 import { applyEvent, applyRead, openedConversation, type Approval, type Conversation } from './conversation';
 import { remember, remembered, renderList } from './conversation-list';
 import { byId } from './dom';
-import { landing, quote, short } from './labels';
+import { landing, noLongerWaits, quote, short } from './labels';
 import { renderConversation, type Actions } from './view';
 
 const TOKEN = 'rudder.token';
@@ -170,7 +176,73 @@ const actions: Actions = {
   retract: (c, input) => void control(`retract ${quote(input.text)}`, () => client.retract(c.key, input.id), (a) => `retracted ${quote(a.text)}`),
   promote: (c, input) => void control(`promote ${quote(input.text)}`, () => client.promote(c.key, input.id), landing),
   decide: (c, ...decision: Parameters<Decide>) => void decide(c, ...decision),
+  startEdit: (c, input) => {
+    c.edits.set(input.id, { kind: input.kind, text: input.text, box: null, sending: false });
+    c.notes.delete(input.id);
+    render();
+    c.edits.get(input.id)?.box?.focus();
+  },
+  cancelEdit: (c, id) => {
+    c.edits.delete(id);
+    render();
+  },
+  edit: (c, id, text) => void edit(c, id, text),
+  move: (c, id, before) => void control(`move ${quote(textOf(c, id))}`, () => client.move(c.key, id, before), (a) => (a.position === 0 ? 'moved: next in line' : `moved: ${a.position} ahead`)),
+  undo: (c, turn) =>
+    void control(
+      'undo last answer',
+      () => client.rollback(c.key, { turns: 1, ifLastTurn: turn }),
+      (a) => `rolled back turn ${short(a.turns[0] ?? turn)}: later turns never see it`,
+      (error) => (error.status === 412 ? 'another answer ended since you looked: nothing was undone; look at it, then undo again if you still mean it' : undefined),
+    ),
+  branch: (c, turn) => void branch(c, turn),
 };
+
+/** Forks the conversation at an ended turn into a new key, and opens the new conversation (its answers list says where it came from). */
+async function branch(c: Conversation, turn: string) {
+  const what = `branch from turn ${short(turn)}`;
+  try {
+    const forked = await client.fork(c.key, { into: branchKey(c.key), atTurn: turn });
+    location.hash = encodeURIComponent(forked.key);
+    await open(forked.key);
+    answered(what, undefined, `opened ${forked.key}: its history is ${c.key}'s up to turn ${short(forked.atTurn)}`);
+  } catch (error) {
+    answered(what, error);
+  }
+}
+
+/** A new key for a branch of `key`: `<key>-branch-<6 random characters>`, within the 200 characters of a key. */
+const branchKey = (key: string) => `${key.slice(0, 200 - 14)}-branch-${Math.random().toString(36).slice(2, 8).padEnd(6, '0')}`;
+
+/** A waiting message's text, as the page last read it. */
+const textOf = (c: Conversation, id: string) => [...(c.status?.steering ?? []), ...(c.status?.queue ?? [])].find((input) => input.id === id)?.text ?? id;
+
+/**
+ * Sends an edit of a waiting message: done, the box closes (the text is replaced where it
+ * stands, as the status shows it); refused because the message no longer waits (409), the box
+ * closes and the message says what became of it; any other refusal leaves the box open.
+ */
+async function edit(c: Conversation, id: string, text: string) {
+  const open = c.edits.get(id);
+  if (!open || open.sending || !text) return;
+  open.sending = true;
+  render();
+  const what = `edit ${quote(open.text)}`;
+  try {
+    const answer = await client.edit(c.key, id, text);
+    c.edits.delete(id);
+    answered(what, undefined, `edited: ${quote(answer.text)}, revision ${answer.revision}`);
+  } catch (error) {
+    open.sending = false;
+    if (error instanceof RudderError && error.status === 409) {
+      c.edits.delete(id);
+      c.notes.set(id, noLongerWaits((error.details as { state?: string } | undefined)?.state));
+    }
+    answered(what, error);
+  }
+  if (c === conversation) render();
+  void refresh(c);
+}
 
 function render() {
   renderList(conversation?.key);
@@ -195,15 +267,18 @@ async function decide(c: Conversation, a: Approval, decision: 'approve' | 'deny'
   void refresh(c);
 }
 
-/** Runs a control and writes what it answered (landed or not, queue full, forbidden…) in the answers list. */
-async function control<T>(what: string, call: () => Promise<T>, describe: (answer: T) => string) {
+/**
+ * Runs a control and writes what it answered (landed or not, queue full, forbidden…) in the
+ * answers list; `plain` words a refusal it knows better than the API's message.
+ */
+async function control<T>(what: string, call: () => Promise<T>, describe: (answer: T) => string, plain?: (error: RudderError) => string | undefined) {
   const c = conversation;
   if (!c) return;
   try {
     const answer = await call();
     answered(what, undefined, describe(answer));
   } catch (error) {
-    answered(what, error);
+    answered(what, error, error instanceof RudderError ? plain?.(error) : undefined);
   }
   void refresh(c);
 }
