@@ -31,6 +31,8 @@ const system = (name: string, include: string[], options: { exclude?: string[]; 
     testTimeout: 60_000,
     hookTimeout: 120_000,
     fileParallelism: !options.oneAtATime,
+    // The projects of a group run beside each other; a later group after (vitest asks for its own group for a project of other maxWorkers).
+    sequence: { groupOrder: options.oneAtATime ? 1 : 0 },
     // The spec files a vitest worker runs share its process and its modules: each imports the
     // services' code once per worker, not once per file (which cost the int tier 270 of its
     // 363 s). Spec files keep nothing global of their own: each starts and stops its own stack.

@@ -62,8 +62,15 @@ export function renderConversation(c: Conversation, actions: Actions) {
     ? `turn ${short(c.running)} ${waiting.length > 0 ? `waiting for your approval: ${waiting.join(', ')}` : `running${c.tool ? `: tool ${c.tool}` : ''}`}`
     : `no turn running${c.ended ? ` (the last one ${c.ended})` : ''}`;
   byId('turn-state').dataset.running = String(c.running !== null);
-  const rows = pendingRows(c, actions);
-  byId('pending').replaceChildren(...(rows.length === 0 ? [el('li', { class: 'empty' }, 'nothing waits')] : rows));
+  // Made anew only when what it shows changed: a row replaced between a press and its release
+  // would lose the click (the status is read again on every event).
+  const list = byId('pending');
+  const shown = pendingShown(c);
+  if (list.dataset.shown !== shown) {
+    const rows = pendingRows(c, actions);
+    list.replaceChildren(...(rows.length === 0 ? [el('li', { class: 'empty' }, 'nothing waits')] : rows));
+    list.dataset.shown = shown;
+  }
   if (focused instanceof HTMLElement && focused.isConnected && document.activeElement !== focused) {
     focused.focus({ preventScroll: true });
     if (selection && (focused instanceof HTMLInputElement || focused instanceof HTMLTextAreaElement)) focused.setSelectionRange(selection[0], selection[1]);
@@ -80,6 +87,10 @@ function controlOf(focused: Element | null): { id: string; action: string } | nu
   const id = focused?.closest<HTMLElement>('[data-id]')?.dataset.id;
   return action && id ? { id, action } : null;
 }
+
+/** Everything the pending list shows of a conversation, as one string (the list is made anew when it changes). */
+const pendingShown = (c: Conversation): string =>
+  JSON.stringify([c.key, c.status?.steering ?? [], c.status?.queue ?? [], [...c.edits].map(([id, edit]) => [id, edit.text, edit.kind, edit.sending]), [...c.notes]]);
 
 /**
  * What waits, each with its controls: Edit (in place), Retract; on a follow-up of the queue,
