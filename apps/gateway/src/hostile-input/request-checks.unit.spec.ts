@@ -64,7 +64,8 @@ describe('checkRequestHead', () => {
     expect(head({ method: 'GET', headers: { 'idempotency-key': 'i-1.2' } })).toBeUndefined();
     const lastEventId = 'bad Last-Event-ID header: the id of an event received (a position, or <position>.<offset> for a token)';
     expect(head({ method: 'GET', headers: { 'last-event-id': 'x' } })).toBe(lastEventId);
-    expect(verdict(checkRequestHead, { url: '/', method: 'GET', headers: { 'last-event-id': ['1', '2'] } })).toBe(lastEventId);
+    // Node joins a repeated header into one string; an array (which a string's pattern would read as "12") is refused all the same.
+    expect(verdict(checkRequestHead, { url: '/', method: 'GET', headers: { 'last-event-id': ['12'] } })).toBe(lastEventId);
     expect(head({ method: 'GET', headers: { 'last-event-id': '12' } })).toBeUndefined();
     expect(head({ method: 'GET', headers: { 'last-event-id': '12.3' } })).toBeUndefined();
   });
