@@ -101,6 +101,10 @@ describe('a refusal stored before the digest', () => {
     expect(parseConversationEvent(envelopeOf(2, 'input.rejected', v2))).toEqual(envelopeOf(2, 'input.rejected', v2));
     expect(() => parseConversationEvent(envelopeOf(3, 'input.rejected', v2))).toThrow();
     expect(() => parseConversationEvent(envelopeOf(2, 'turn.started', {}))).toThrow();
+    const retracted = { input: { id: 'i-2', kind: 'steer', text: 'wait' }, retract: 'r-1' };
+    expect(parseConversationEvent(envelopeOf(1, 'input.retracted', retracted)).data).toEqual(retracted);
+    expect(() => parseConversationEvent(envelopeOf(1, 'input.retracted', { ...retracted, input: { id: 'i-2', kind: 'steer' } }))).toThrow();
+    expect(() => parseConversationEvent({ ...envelopeOf(1, 'input.retracted', retracted), type: undefined })).toThrow();
     expect(eventVersion('input.rejected')).toBe(2);
     expect(eventVersion('input.accepted')).toBe(1);
   });
@@ -122,8 +126,13 @@ describe('event contracts and records', () => {
     const parsed = Announcement.safeParse({ conversation: 'c', after: 1, last: 3, events: [event('c', 2), event('c', 3)] });
     expect(parsed.success, JSON.stringify(parsed.error?.issues)).toBe(true);
     expect(Announcement.safeParse({ conversation: 'c', after: 1, events: [event('c', 2)] }).success).toBe(true);
-    expect(messageOf(Announcement, { conversation: 'c', after: 1, events: [event('c', 2), event('d', 3)] })).toBe("an announcement holds its conversation's events only");
-    expect(messageOf(Announcement, { conversation: 'c', after: 1, last: 2, events: [event('c', 2), event('c', 3)] })).toBe('last is the position of the last event');
+    expect(parsed.data?.events[1]).toEqual(event('c', 3));
+    const issue = (value: unknown) => {
+      const [{ message, path }] = Announcement.safeParse(value).error!.issues;
+      return { message, path };
+    };
+    expect(issue({ conversation: 'c', after: 1, events: [event('c', 2), event('d', 3)] })).toEqual({ message: "an announcement holds its conversation's events only", path: ['events'] });
+    expect(issue({ conversation: 'c', after: 1, last: 2, events: [event('c', 2), event('c', 3)] })).toEqual({ message: 'last is the position of the last event', path: ['last'] });
     expect(TokenRecord.safeParse({ v: 1, conversation: 'c', turn: 't', step: 0, text: 'x' }).success).toBe(true);
     expect(TokenRecord.safeParse({ v: 2, conversation: 'c', turn: 't', step: 0, text: 'x' }).success).toBe(false);
   });
