@@ -22,5 +22,11 @@ describe('storable text', () => {
     });
     const plain = { a: 'b', n: [1, 2], t: '\\ud800 as text' };
     expect(storableJson(plain)).toBe(JSON.stringify(plain));
+    // Storable JSON is JSON.stringify's own, objects with a toJSON of their prototype's included.
+    const url = { at: new URL('https://example.com/a'), when: new Date(0) };
+    expect(storableJson(url)).toBe(JSON.stringify(url));
+    expect(storableJson(undefined)).toBeUndefined();
+    expect(storableJson('\udbff')).toBe('"\ufffd"');
+    expect(storableJson(['\ud83d\ude00', 'x\udfff'])).toBe('["😀","x\ufffd"]');
   });
 });
