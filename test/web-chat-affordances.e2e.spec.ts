@@ -1,9 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { affordanceRequests, requestsAbout, testScript } from './scripts';
+import { openBrowser, showsOn, type Browser } from './browser';
 import { startStack, type Stack } from './stack';
 
 /**
@@ -16,31 +14,21 @@ import { startStack, type Stack } from './stack';
  */
 const TOKEN = 'web-token';
 let stack: Stack;
-let context: BrowserContext;
+let browser: Browser;
 let page: Page;
-let profile: string;
-const pageErrors: string[] = [];
+let pageErrors: string[];
 
 beforeAll(async () => {
   stack = await startStack({ script: testScript, workerEnv: { AUTH_TOKENS: `${TOKEN}=alice` } });
-  profile = mkdtempSync(join(tmpdir(), 'rudder-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: inject('chromiumPath'),
-    headless: true,
-    viewport: { width: 1280, height: 760 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  browser = await openBrowser();
+  ({ page, pageErrors } = browser);
 });
 afterAll(async () => {
-  await context?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await browser?.close();
   await stack?.stop();
 });
 
-const WAIT = { timeout: 30_000 };
-const shows = (selector: string, text?: string | RegExp) => page.locator(selector, text === undefined ? {} : { hasText: text }).first().waitFor(WAIT);
+const shows = (selector: string, text?: string | RegExp) => showsOn(page)(selector, text);
 
 describe('the web chat, beside the turn', () => {
   it("shows the agent's plan as a checklist, suggestion buttons under the last answer (a click sends one as a chat) and the recap of a reopened conversation", { timeout: 120_000 }, async () => {

@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testScript } from './scripts';
 import { toolRuns } from './tool-log';
+import { openBrowser, PAGE_WAIT, showsOn, type Browser } from './browser';
 import { startStack, type Stack } from './stack';
 
 /**
@@ -20,35 +21,27 @@ import { startStack, type Stack } from './stack';
  */
 const APPROVAL_TIMEOUT_MS = 2000;
 let stack: Stack;
-let context: BrowserContext;
+let browser: Browser;
 let page: Page;
 let profile: string;
 let toolLog: string;
-const pageErrors: string[] = [];
+let pageErrors: string[];
 
 beforeAll(async () => {
-  profile = mkdtempSync(join(tmpdir(), 'rudder-chromium-'));
+  profile = mkdtempSync(join(tmpdir(), 'rudder-web-approvals-'));
   toolLog = join(profile, 'tool-log.jsonl');
   stack = await startStack({ script: testScript, workerEntry: 'test/agents/worker.ts', workerEnv: { TOOL_LOG: toolLog, APPROVAL_TIMEOUT_MS: String(APPROVAL_TIMEOUT_MS) } });
-  context = await chromium.launchPersistentContext(join(profile, 'browser'), {
-    executablePath: inject('chromiumPath'),
-    headless: true,
-    viewport: { width: 1280, height: 820 },
-    // The closed network refuses Chromium's own calls home: turn them off.
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  browser = await openBrowser({ width: 1280, height: 820 });
+  ({ page, pageErrors } = browser);
 });
 afterAll(async () => {
-  await context?.close();
+  await browser?.close();
   await stack?.stop();
   if (profile) rmSync(profile, { recursive: true, force: true });
 });
 
-const WAIT = { timeout: 30_000 };
-/** Waits (playwright's auto-waiting) until the page shows `selector` holding `text`. */
-const shows = (selector: string, text?: string | RegExp) => page.locator(selector, text === undefined ? {} : { hasText: text }).first().waitFor(WAIT);
+const WAIT = PAGE_WAIT;
+const shows = (selector: string, text?: string | RegExp) => showsOn(page)(selector, text);
 /** The runs TOOL_LOG holds of `tool`. */
 const runsOf = (tool: string) => toolRuns(toolLog).filter((run) => run.tool === tool);
 const send = async (text: string) => {

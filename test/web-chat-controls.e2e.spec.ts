@@ -1,10 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { lastUserText, userTexts } from '@rudder/scripted-model';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { gateName, requestsAbout, requestsWith, testScript } from './scripts';
+import { openBrowser, PAGE_WAIT, showsOn, type Browser } from './browser';
 import { startStack, type Stack } from './stack';
 
 /**
@@ -15,31 +13,22 @@ import { startStack, type Stack } from './stack';
  * "Branch from here". Open development mode: the token field is web-chat.e2e.spec.ts's.
  */
 let stack: Stack;
-let context: BrowserContext;
+let browser: Browser;
 let page: Page;
-let profile: string;
-const pageErrors: string[] = [];
+let pageErrors: string[];
 
 beforeAll(async () => {
   stack = await startStack({ script: testScript });
-  profile = mkdtempSync(join(tmpdir(), 'rudder-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: inject('chromiumPath'),
-    headless: true,
-    viewport: { width: 1280, height: 760 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  browser = await openBrowser();
+  ({ page, pageErrors } = browser);
 });
 afterAll(async () => {
-  await context?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await browser?.close();
   await stack?.stop();
 });
 
-const WAIT = { timeout: 30_000 };
-const shows = (selector: string, text?: string | RegExp) => page.locator(selector, text === undefined ? {} : { hasText: text }).first().waitFor(WAIT);
+const WAIT = PAGE_WAIT;
+const shows = (selector: string, text?: string | RegExp) => showsOn(page)(selector, text);
 const send = async (text: string) => {
   await page.locator('#text').fill(text);
   await page.getByRole('button', { name: 'Send', exact: true }).click();

@@ -1,11 +1,9 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { lastMessage, lastUserText, reply, type Script } from '@rudder/scripted-model';
 import { createKafka, topicNames } from '@rudder/runtime';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { testScript } from './scripts';
+import { openBrowser, PAGE_WAIT, showsOn, type Browser } from './browser';
 import { startStack, type Stack } from './stack';
 
 /**
@@ -33,33 +31,22 @@ const script: Script = (request) => {
 };
 
 let stack: Stack;
-let context: BrowserContext;
+let browser: Browser;
 let page: Page;
-let profile: string;
-const pageErrors: string[] = [];
+let pageErrors: string[];
 
 beforeAll(async () => {
   stack = await startStack({ script, workerEntry: 'test/agents/worker.ts', workerEnv: { AUTH_TOKENS: `${TOKEN}=alice` } });
-  profile = mkdtempSync(join(tmpdir(), 'rudder-chromium-'));
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: inject('chromiumPath'),
-    headless: true,
-    viewport: { width: 1280, height: 760 },
-    // The closed network refuses Chromium's own calls home: turn them off.
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  page = context.pages()[0] ?? (await context.newPage());
-  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  browser = await openBrowser();
+  ({ page, pageErrors } = browser);
 });
 afterAll(async () => {
-  await context?.close();
-  if (profile) rmSync(profile, { recursive: true, force: true });
+  await browser?.close();
   await stack?.stop();
 });
 
-const WAIT = { timeout: 30_000 };
-/** Waits (playwright's auto-waiting) until the page shows `selector` holding `text`. */
-const shows = (selector: string, text?: string | RegExp) => page.locator(selector, text === undefined ? {} : { hasText: text }).first().waitFor(WAIT);
+const WAIT = PAGE_WAIT;
+const shows = (selector: string, text?: string | RegExp) => showsOn(page)(selector, text);
 const type = async (text: string, button: 'Send' | 'Steer') => {
   await page.locator('#text').fill(text);
   await page.getByRole('button', { name: button, exact: true }).click();
