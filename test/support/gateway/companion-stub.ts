@@ -1,4 +1,5 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import { NO_CONTEXT, type ConversationEvent, type TranscriptPage, type TurnView } from '@rudder/contracts';
 import type { z } from 'zod';
@@ -6,6 +7,9 @@ import type { CompanionStatus, InputState, Rejection } from '../../../apps/gatew
 
 /** A status as the companion sends it: fields with a default (a pending input's `revision`, …) may be left out. */
 type SentStatus = Partial<z.input<typeof CompanionStatus>>;
+
+/** How long a read asking for a position the stub's view has not reached waits for it (`setPosition`). */
+const FLOOR_WAIT_MS = 5000;
 
 type Input = {
   id: string;
@@ -50,7 +54,12 @@ export type CompanionStub = {
   addEvents(key: string, events: ConversationEvent[]): void;
   setTranscript(key: string, page: TranscriptPage): void;
   addTurn(key: string, turn: TurnView): void;
-  /** The position the companion's view of the conversation has folded to: sent as `rudder-position` on every answer about it, as the companion does. */
+  /**
+   * The position the companion's view of the conversation has folded to: sent as `rudder-position`
+   * on every answer about it, as the companion does; and a read asking for a later one
+   * (`rudder-min-position`) waits until it is set that far, as the companion waits for its fold
+   * (503 after `FLOOR_WAIT_MS`). A conversation never given one waits for nothing.
+   */
   setPosition(key: string, position: number): void;
   /** While true, every request is answered 500 (a companion in trouble). */
   failing: boolean;
@@ -102,18 +111,33 @@ export async function startCompanionStub(): Promise<CompanionStub> {
     return notFound(`no route ${path}`);
   };
 
+  /** Whether the view of `key` reaches `min` within `FLOOR_WAIT_MS` (at once when no position was set for it). */
+  const folded = async (key: string, min: number): Promise<boolean> => {
+    const deadline = Date.now() + FLOOR_WAIT_MS;
+    while ((positions.get(key) ?? Number.POSITIVE_INFINITY) < min) {
+      if (Date.now() > deadline) return false;
+      await sleep(10);
+    }
+    return true;
+  };
+
   let stub: CompanionStub;
-  const server: Server = createServer((request, response) => {
+  const server: Server = createServer((request, response) => void respond(request, response));
+  const respond = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const url = new URL(request.url ?? '/', 'http://stub');
     stub.requests.push(url.pathname + url.search);
+    const key = url.pathname.startsWith('/conversations/') ? decodeURIComponent(url.pathname.split('/')[2] ?? '') : undefined;
+    const min = Number(request.headers['rudder-min-position'] ?? 0);
+    const behind = key !== undefined && !(await folded(key, min));
     const { status, body } = stub.failing
       ? { status: 500, body: { error: { code: 'internal', message: 'the companion failed to answer' } } }
-      : answer(url.pathname, url.searchParams);
-    const key = url.pathname.startsWith('/conversations/') ? decodeURIComponent(url.pathname.split('/')[2] ?? '') : undefined;
+      : behind
+        ? { status: 503, body: { error: { code: 'unavailable', message: `the read view of ${key} is not yet at ${min}; try again` } } }
+        : answer(url.pathname, url.searchParams);
     const position = key === undefined ? undefined : positions.get(key);
     response.writeHead(status, { 'content-type': 'application/json', ...(position === undefined || status >= 400 ? {} : { 'rudder-position': String(position) }) });
     response.end(JSON.stringify(body));
-  });
+  };
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
 

@@ -48,6 +48,13 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
   private readonly tokens: KeptTokens;
   /** Announced events waiting for their records, which then are not parsed again (10 to 20 s, `ANNOUNCED_BYTES` at most). */
   private readonly announced = new AnnouncedEvents(ANNOUNCED_BYTES);
+  /**
+   * The highest position announced of each conversation whose record has not come yet, and
+   * when: what the streams may have carried ahead of `recent` (`seenPosition`). Let go when the
+   * record reaching it comes, which every announced event's does (at the latest, swept as
+   * `recent` is).
+   */
+  private readonly announcedAhead = new Map<string, { position: number; at: number }>();
   /** What the streams are fed, held until the writes it answered have gone out (`feedAfterAnswers`), by conversation, in order. */
   private readonly feedsAfterAnswers = new Map<string, (() => void)[]>();
   private sweeper: NodeJS.Timeout | undefined;
@@ -122,6 +129,8 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
    */
   noticed({ conversation, after, events }: Announcement, size: number): void {
     const waiting = this.watchers.count(conversation);
+    const highest = Math.max(0, ...events.map((event) => event.position));
+    if (highest > (this.seenPosition(conversation) ?? 0)) this.announcedAhead.set(conversation, { position: highest, at: Date.now() });
     for (const event of events) {
       this.announced.keep(event, size / events.length);
       this.positions?.produced.saw(event.position);
@@ -163,9 +172,18 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     return this.tokens.after(conversation, cursor);
   }
 
-  /** The highest position of the conversation seen live lately; null when none was. */
+  /** The highest position of the conversation seen live lately on `agent.events`; null when none was. */
   latestPosition(conversation: string): number | null {
     return this.recent.latest(conversation);
+  }
+
+  /**
+   * The highest position of the conversation seen lately, announced (`noticed`) or as a record;
+   * null when none was. A stream may have carried an announced event before its record comes
+   * (`latestPosition`): a read that must show what this gateway's streams showed reads this far.
+   */
+  seenPosition(conversation: string): number | null {
+    return this.announcedAhead.get(conversation)?.position ?? this.latestPosition(conversation);
   }
 
   async onModuleInit(): Promise<void> {
@@ -174,9 +192,10 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
     await this.consumer.start((topic, message) => this.dispatch(topic, message));
   }
 
-  /** Forgets what is kept past its time: recent events, tokens, announced events whose records did not come. */
+  /** Forgets what is kept past its time: recent events, tokens, announced events and positions whose records did not come. */
   private sweep(now: number): void {
     this.recent.forgetSeenBefore(now - RECENT_MS);
+    for (const [conversation, { at }] of this.announcedAhead) if (at < now - RECENT_MS) this.announcedAhead.delete(conversation);
     this.tokens.sweep(now);
     this.announced.sweep();
   }
@@ -199,6 +218,7 @@ export class LiveEvents implements OnModuleInit, BeforeApplicationShutdown, OnAp
       const { conversation } = event.data;
       this.positions?.produced.saw(event.data.position);
       this.recent.remember(event.data, message.value?.length ?? 0);
+      if ((this.announcedAhead.get(conversation)?.position ?? 0) <= event.data.position) this.announcedAhead.delete(conversation);
       if (event.data.type === 'turn.ended') this.tokens.turnEnded(conversation, event.data.data.turn, Date.now());
       const waiting = this.watchers.count(conversation);
       this.watchers.handOut(conversation, (watcher) => watcher.event(event.data));

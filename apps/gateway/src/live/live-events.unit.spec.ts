@@ -168,6 +168,26 @@ describe('LiveEvents: an announced event is parsed once', () => {
     live.noticed({ conversation: 'c', after: 9, events: [record('e-10', 10)] } as Announcement, 4 * 1024 * 1024);
     expect(live['announced'].size).toBe(1);
   });
+
+  it('what a stream may have carried ahead of the records is seen: the highest announced position until a record reaches it, or a minute', () => {
+    const live = new LiveEvents({} as Kafka, config, log);
+    deliver(live, record('e-1', 1));
+    live.noticed({ conversation: 'c', after: 1, events: [record('e-2', 2), record('e-3', 3)] } as Announcement, 400);
+    expect(live.latestPosition('c')).toBe(1);
+    expect(live.seenPosition('c')).toBe(3);
+    expect(live.seenPosition('d')).toBeNull();
+    deliver(live, record('e-2', 2));
+    expect(live.seenPosition('c')).toBe(3);
+    deliver(live, record('e-3', 3));
+    expect(live.seenPosition('c')).toBe(3);
+    expect(live['announcedAhead'].size).toBe(0);
+
+    live.noticed({ conversation: 'c', after: 3, events: [record('e-4', 4)] } as Announcement, 400);
+    live['sweep'](Date.now() + 59_000);
+    expect(live.seenPosition('c')).toBe(4);
+    live['sweep'](Date.now() + 61_000);
+    expect(live.seenPosition('c')).toBeNull(); // its record never came: the events seen live are forgotten too
+  });
 });
 
 describe('LiveEvents: an announcement that answers a write', () => {

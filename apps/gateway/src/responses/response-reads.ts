@@ -55,12 +55,12 @@ export class ResponseReads {
 
   /**
    * The response folded from the conversation's stored events, as far as this gateway has seen
-   * them at least (its writes, and what its streams carried: a retrieve after a stream ended
-   * reads the end the stream sent).
+   * them at least (its writes, and what its streams carried, announced ahead of its records too:
+   * a retrieve after a stream ended reads the end the stream sent).
    */
   async read(key: string, input: string, request: ResponseRequest, from: number): Promise<ResponseFold> {
     const fold = new ResponseFold(key, input, request);
-    for await (const page of this.companion.eventPages(key, from, this.live.latestPosition(key) ?? 0)) {
+    for await (const page of this.companion.eventPages(key, from, this.live.seenPosition(key) ?? 0)) {
       for (const event of page) fold.see(event);
       if (fold.ended) break;
     }

@@ -1,4 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Topics } from '@rudder/contracts';
+import { announcementChannel } from '@rudder/runtime';
 import { conversationEvent, inputAccepted, startHarness, type Harness } from '../../../../test/support/gateway/harness';
 import { responseIdOf } from './response-id';
 
@@ -6,13 +10,19 @@ import { responseIdOf } from './response-id';
  * What reading a response costs: its conversation's events from right before its input's
  * acceptance (the companion knows its position), not from the conversation's start — so a
  * retrieve, a cancel or a resumed stream of a late response in a long conversation reads what
- * came after its input only.
+ * came after its input only. And at least as far as this gateway's streams carried it.
  */
 let h: Harness;
+let db: pg.Client;
 beforeAll(async () => {
   h = await startHarness();
+  db = new pg.Client({ connectionString: inject('databaseUrl') });
+  await db.connect();
 });
-afterAll(() => h?.stop());
+afterAll(async () => {
+  await db?.end();
+  await h?.stop();
+});
 
 describe('reading a response', () => {
   it('reads from right before its input, not from the conversation start', async () => {
@@ -89,5 +99,42 @@ describe('reading a response', () => {
       expect(reads.length, path).toBeGreaterThan(0);
       for (const read of reads) expect(Number(new URL(read, 'http://x').searchParams.get('after')), path).toBeGreaterThanOrEqual(5003);
     }
+  });
+
+  it('a retrieve right after a stream ended reads the end the stream sent, though it came announced, ahead of its record and of the companion', async () => {
+    const key = `responses-reads/${Math.random().toString(36).slice(2, 8)}`;
+    h.companion.setStatus(key, { owner: 'anonymous', agent: 'default' });
+    h.companion.addInput(key, { id: 'announced', messages: ['hello?'], state: 'delivered', position: 30 });
+    h.companion.addEvents(key, [
+      { ...inputAccepted(key, { id: 'announced', messages: ['hello?'] }), position: 30, id: `e-${key}-30` },
+      conversationEvent(key, 'turn.started', { turn: 't-1', prompt: { id: 'announced', text: 'hello?' } }, 31),
+      conversationEvent(key, 'model.replied', { turn: 't-1', step: 0, content: 'hi', toolCalls: [] }, 32),
+    ]);
+    // The companion has folded the turn up to its reply; its end is committed, announced, and nowhere else yet.
+    h.companion.setPosition(key, 32);
+    const id = responseIdOf(key, 'announced');
+    const stream = await fetch(`${h.gateway.url}/v1/responses/${id}?stream=true`);
+    const reader = stream.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let sent = '';
+    while (!sent.includes('response.output_text.done')) {
+      const chunk = await reader.read();
+      if (chunk.done) throw new Error(`the stream ended before the reply: ${sent}`);
+      sent += chunk.value;
+    }
+    const end = conversationEvent(key, 'turn.ended', { turn: 't-1', status: 'completed', outcome: null, content: 'hi', steered: [] }, 33);
+    const channel = announcementChannel(h.topics.inputs.slice(0, -Topics.inputs.length));
+    await db.query('SELECT pg_notify($1, $2)', [channel, JSON.stringify({ conversation: key, after: 32, events: [end] })]);
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) sent += chunk.value;
+    expect(sent).toContain('event: response.completed');
+
+    const before = h.companion.requests.length;
+    const retrieved = h.call(`/v1/responses/${id}`);
+    // The retrieve's read reaches the companion before it has folded the end; then it folds it.
+    while (!h.companion.requests.slice(before).some((path) => path.includes('/events'))) await sleep(10);
+    h.companion.addEvents(key, [end]);
+    h.companion.setPosition(key, 33);
+    const answer = await retrieved;
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({ id, status: 'completed' });
   });
 });
