@@ -3,6 +3,7 @@ import type { KafkaMessage } from 'kafkajs';
 import type { ChatInput, InputRecord } from '@rudder/contracts';
 import { readConversation, takePartitions, type Epochs } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
+import { oneShard } from '@rudder/runtime';
 import { InputIngest, type GuardFailure, type IngestAgents } from './ingest-inputs';
 
 const db = useEventStoreDatabase();
@@ -10,7 +11,7 @@ const policy = { maxTaken: 16, bounds: { steers: 4, chats: 4, chars: 8000 } };
 const agents: IngestAgents = { defaultAgent: 'default', policyOf: () => policy, get: () => undefined, anyGuard: () => false };
 /** The ingest of a worker holding `epochs`. */
 const ingest = (epochs: Epochs, withAgents: IngestAgents = agents, guardFailed?: (failure: GuardFailure) => void) =>
-  new InputIngest({ pool: db.pool(), epochs: () => epochs, agents: withAgents, guardFailed });
+  new InputIngest({ pools: oneShard(db.pool(), 8), epochs: () => epochs, agents: withAgents, guardFailed });
 
 let offset = 0;
 const record = (input: InputRecord): KafkaMessage =>

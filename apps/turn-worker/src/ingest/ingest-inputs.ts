@@ -3,7 +3,7 @@ import type { KafkaMessage } from 'kafkajs';
 import type { ConversationEvent, InputRecord } from '@rudder/contracts';
 import { conversationRules, decideInputs, evolve, receiptKeys, startNextTurn, type ConversationState, type ForkSource, type GuardOutcome } from '@rudder/conversation';
 import { appendToConversations, type Epochs, type Seen, type Written } from '@rudder/event-store';
-import { isRefusedByDatabase, type Pool, type Rejected } from '@rudder/runtime';
+import { isRefusedByDatabase, type Pool, type Rejected, type Sharded } from '@rudder/runtime';
 import type { AgentRegistry, RunnableAgent } from '../agents/agents';
 import { forkKey, readForkSources } from './fork-sources';
 import { inputKey, runGuards, type GuardFailure } from './input-guards';
@@ -18,7 +18,8 @@ export type { GuardFailure, Rejected };
 
 /** What ingesting works with, shared by every batch. */
 export type InputIngestOptions = {
-  pool: Pool;
+  /** The event store's primaries: a batch is stored on its partition's, in one transaction there. */
+  pools: Sharded<Pool>;
   /** The epochs the worker holds now: what a batch stores is checked against them. */
   epochs(): Epochs;
   agents: IngestAgents;
@@ -42,7 +43,8 @@ export type InputIngestOptions = {
  * (`turn.started`, `input.delivered`); the caller's poke makes its runner read and run it.
  *
  * A fork's source (another conversation) is read from the event store before the transaction,
- * with the guards: its decision, under the new conversation's lock, sees it as it was then.
+ * with the guards, on the source's own primary: its decision, under the new conversation's
+ * lock, sees it as it was then, and the copy goes into the new conversation's log, on its primary.
  *
  * The agents' input guards run first, outside the transaction (a guard may call out), on every
  * chat and steer; the decisions under the lock record their refusals. What a guard said is
@@ -66,7 +68,8 @@ export class InputIngest {
    * ingested; the caller dead-letters the rejected records before it commits the offsets.
    */
   async batch(partition: number, messages: readonly KafkaMessage[]) {
-    const { pool, agents } = this.options;
+    const { pools, agents } = this.options;
+    const pool = pools.forPartition(partition);
     const epochs = this.options.epochs();
     const announce = this.options.announce?.() ?? null;
     const readable: { message: KafkaMessage; input: InputRecord }[] = [];
@@ -77,7 +80,7 @@ export class InputIngest {
       else readable.push({ message, input: read.input });
     }
     const guarded = await runGuards(pool, readable.map((r) => r.input), agents, (failure) => this.options.guardFailed?.(failure, partition));
-    const sources = await readForkSources(pool, readable.map((r) => r.input), agents.historyKept?.() ?? null);
+    const sources = await readForkSources(pools, readable.map((r) => r.input), agents.historyKept?.() ?? null);
     const ingest = (inputs: readonly InputRecord[]) => this.appendInputs(partition, epochs, inputs, { guarded, sources }, announce);
     const done = (stored: ConversationEvent[], elsewhere: ReadonlyMap<string, number>, written?: Pick<Written, 'before' | 'trace'>) => ({
       stored,
@@ -120,11 +123,11 @@ export class InputIngest {
     read: { guarded: ReadonlyMap<string, GuardOutcome>; sources: ReadonlyMap<string, ForkSource> },
     announce: string | null,
   ) {
-    const { pool, agents, seen = () => undefined } = this.options;
+    const { pools, agents, seen = () => undefined } = this.options;
     const byConversation = new Map<string, InputRecord[]>();
     for (const input of inputs) byConversation.set(input.conversation, [...(byConversation.get(input.conversation) ?? []), input]);
     return appendToConversations(
-      pool,
+      pools.forPartition(partition),
       conversationRules,
       partition,
       epochs,
