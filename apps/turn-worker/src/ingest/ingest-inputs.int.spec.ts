@@ -11,7 +11,7 @@ const policy = { maxTaken: 16, bounds: { steers: 4, chats: 4, chars: 8000 } };
 const agents: IngestAgents = { defaultAgent: 'default', policyOf: () => policy, get: () => undefined, anyGuard: () => false };
 /** The ingest of a worker holding `epochs`. */
 const ingest = (epochs: Epochs, withAgents: IngestAgents = agents, guardFailed?: (failure: GuardFailure) => void) =>
-  new InputIngest({ pools: oneShard(db.pool(), 8), epochs: () => epochs, agents: withAgents, guardFailed });
+  new InputIngest({ pools: oneShard(db.pool(), 16), epochs: () => epochs, agents: withAgents, guardFailed });
 
 let offset = 0;
 const record = (input: InputRecord): KafkaMessage =>

@@ -50,14 +50,14 @@ describe('compaction reads from the log what the fold let go of', () => {
     };
     const relay: OutboxRelay = { enqueue: () => undefined, sweep: () => undefined, idle: async () => undefined, stop: async () => undefined };
     const runner = new ConversationRunner('long', 2, {
-      store: new TurnStore({ pools: oneShard(db.pool(), 8), held: createHeldEpochs({ pools: oneShard(db.pool(), 8), epochs: () => epochs, sessionTimeoutMs: 6000, now: () => 0 }), relay }),
+      store: new TurnStore({ pools: oneShard(db.pool(), 16), held: createHeldEpochs({ pools: oneShard(db.pool(), 16), epochs: () => epochs, sessionTimeoutMs: 6000, now: () => 0 }), relay }),
       agents: { get: () => agent, historyKept: () => 2 },
       tokens: { token: () => undefined, flushTokens: () => undefined },
       metrics: { fenced: () => undefined, ahead: () => undefined },
       options: { log: createLog('turn-worker', { level: 'error' }), fault: () => undefined, retryMs: 20, snapshotEvery: 250 },
     });
     const agents: IngestAgents = { defaultAgent: 'default', policyOf: () => policy, get: () => agent, anyGuard: () => false };
-    const ingest = new InputIngest({ pools: oneShard(db.pool(), 8), epochs: () => epochs, agents });
+    const ingest = new InputIngest({ pools: oneShard(db.pool(), 16), epochs: () => epochs, agents });
     const ended = async () => (await readConversation(db.pool(), 'long')).filter((e) => e.type === 'turn.ended').length;
     const turnWith = async (n: number) => {
       await ingest.batch(2, [chat('long', `c${n}`, `hello ${n}`)]);

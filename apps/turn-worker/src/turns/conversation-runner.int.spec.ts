@@ -49,9 +49,9 @@ function worker(epochs: () => Epochs, pool: Pool = db.pool()) {
   };
   const fenced: string[] = [];
   const relay: OutboxRelay = { enqueue: () => undefined, sweep: () => undefined, idle: async () => undefined, stop: async () => undefined };
-  const held = createHeldEpochs({ pools: oneShard(db.pool(), 8), epochs, sessionTimeoutMs: SESSION_TIMEOUT_MS, now: () => clock.now });
+  const held = createHeldEpochs({ pools: oneShard(db.pool(), 16), epochs, sessionTimeoutMs: SESSION_TIMEOUT_MS, now: () => clock.now });
   const services: RunnerServices = {
-    store: new TurnStore({ pools: oneShard(pool, 8), held, relay }),
+    store: new TurnStore({ pools: oneShard(pool, 16), held, relay }),
     agents: { get: () => agent, historyKept: () => 10 },
     tokens: { token: () => undefined, flushTokens: () => undefined },
     metrics: { fenced: () => void fenced.push('fenced'), ahead: () => undefined },
@@ -59,7 +59,7 @@ function worker(epochs: () => Epochs, pool: Pool = db.pool()) {
     options: { log: createLog('turn-worker', { level: 'error' }), fault: () => undefined, retryMs: 20, snapshotEvery: 250 },
   };
   const agents: IngestAgents = { defaultAgent: 'default', policyOf: () => policy, get: () => agent, anyGuard: () => false };
-  const ingest = new InputIngest({ pools: oneShard(db.pool(), 8), epochs, agents });
+  const ingest = new InputIngest({ pools: oneShard(db.pool(), 16), epochs, agents });
   return { clock, requests, fenced, held, ingest, runner: (key: string, partition: number) => new ConversationRunner(key, partition, services) };
 }
 
