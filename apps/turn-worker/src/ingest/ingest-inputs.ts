@@ -59,6 +59,8 @@ export type InputIngestOptions = {
  * A record of a conversation first seen on another partition is not ingested here (that
  * partition's owner writes the conversation): it is returned in `misrouted` with the
  * conversation's partition, and the caller re-routes it there before it commits the offsets.
+ * With several primaries, so is a record whose key belongs to another primary (`shardOfKey`):
+ * it goes to its key's partition, where the conversation is, or is first seen.
  */
 export class InputIngest {
   constructor(private readonly options: InputIngestOptions) {}
@@ -74,9 +76,14 @@ export class InputIngest {
     const announce = this.options.announce?.() ?? null;
     const readable: { message: KafkaMessage; input: InputRecord }[] = [];
     const rejected: Rejected[] = [];
+    // With several primaries a conversation lives on its key's primary, whatever partition a
+    // producer with another partitioner sent it to: a record whose key is another primary's is
+    // sent to its key's partition, unread here (this primary would not know the conversation).
+    const otherPrimary: { message: KafkaMessage; partition: number }[] = [];
     for (const message of messages) {
       const read = parseInput(message);
       if ('reason' in read) rejected.push({ message, reason: read.reason });
+      else if (pools.shardOfKey(read.input.conversation) !== pools.shardOf(partition)) otherPrimary.push({ message, partition: pools.partitionOfKey(read.input.conversation) });
       else readable.push({ message, input: read.input });
     }
     const guarded = await runGuards(pool, readable.map((r) => r.input), agents, (failure) => this.options.guardFailed?.(failure, partition));
@@ -90,10 +97,13 @@ export class InputIngest {
       conversations: [...new Set(readable.map((r) => r.input.conversation))].filter((c) => !elsewhere.has(c)),
       news: newsOf(stored, written?.before),
       rejected,
-      misrouted: readable.flatMap(({ message, input }) => {
-        const to = elsewhere.get(input.conversation);
-        return to === undefined ? [] : [{ message, partition: to }];
-      }),
+      misrouted: [
+        ...otherPrimary,
+        ...readable.flatMap(({ message, input }) => {
+          const to = elsewhere.get(input.conversation);
+          return to === undefined ? [] : [{ message, partition: to }];
+        }),
+      ],
     });
     try {
       const { stored, elsewhere, before, trace } = await ingest(readable.map((r) => r.input));
