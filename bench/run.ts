@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startInfrastructure } from '@rudder/dev-services';
+import { startInfrastructure, startLocalPostgres } from '@rudder/dev-services';
 import { chatLatency } from './chat-latency';
 import { frameworks } from './frameworks';
 import { dbCost } from './db-cost';
@@ -19,12 +19,12 @@ import { ms, table } from './stats';
 /**
  * `npm run bench [-- --quick]`: the real system (Kafka and PostgreSQL from dev-services, the
  * scripted model over HTTP, companion and gateway in this process, turn workers as child
- * processes), measured seven ways; prints markdown tables and writes them to bench/results.md.
+ * processes), measured eight ways; prints markdown tables and writes them to bench/results.md.
  * The services' own log lines go to a file, not the terminal.
  */
 const USAGE = `npm run bench [-- --quick]
 
-  Runs the seven benchmarks on the real system (Kafka and PostgreSQL: KAFKA_BROKERS / DATABASE_URL,
+  Runs the eight benchmarks on the real system (Kafka and PostgreSQL: KAFKA_BROKERS / DATABASE_URL,
   else started like npm start does), prints markdown tables and writes them to bench/results.md.
   --quick  every benchmark once, with few turns (a few minutes): checks the benchmarks run;
            the tables are printed, bench/results.md is left as it is
@@ -76,6 +76,7 @@ try {
   const memory = await step(`6a. worker memory after ${size.memory.checkpoints.join(', ')} conversations`, () => workerMemory(infra, size.memory));
   const long = await step('6b. first turn after a restart in a long conversation', () => longConversation(infra, size.long));
   const framed = await step('7. a framework\'s one-tool turn', () => frameworks(infra, { conversations: size.load.conversations, seconds: size.load.seconds }));
+  const primaries = await step('8. one worker per PostgreSQL primary, on one and on three', () => onePerPrimary(size.load));
 
   const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}×`;
   const base = chat[0];
@@ -188,6 +189,15 @@ try {
     ),
     'The same turn (one `wait 0` call, then the answer) and the same agent settings; the framework runs its own loop through ' +
       'its adapter (a durable model and durable tools on the loop seam), with its own model client talking to the scripted model.',
+    `## 8. One worker per PostgreSQL primary: ${size.load.conversations} conversations, one-tool turns (\`wait 0\`), closed loop, ${size.load.seconds} s per level`,
+    table(
+      ['worker processes', 'primaries', 'turns', 'turns/s', 'vs 1 on 1', 'p50 ms', 'worker CPU-ms / turn (all)', 'bench process CPU-ms / turn'],
+      primaries.map((l) => [l.workers, l.databases, l.turns, l.turnsPerSecond.toFixed(1), ratio(l.turnsPerSecond, primaries[0].turnsPerSecond), ms(l.p50), l.cpuMsPerTurn.workers.toFixed(1), l.cpuMsPerTurn.benchProcess.toFixed(1)]),
+    ),
+    'Three partitions, so three workers own one each, and on three primaries each worker writes to one primary only ' +
+      '(`DATABASE_URLS`; docs/operations.md, "Several PostgreSQL primaries"). The three primaries are three local PostgreSQL servers ' +
+      'started for this benchmark, on the same two cores as everything else: the row says what the sharded path costs here, not ' +
+      'what three machines would give.',
   ];
   const cpu = os.cpus();
   const header = [
@@ -219,11 +229,26 @@ process.exit(0);
 /**
  * The sections of bench/results.md this run does not write — the anchors beside the Restate
  * copy, the other scripts' (long-history, parked, slow-readers), and earlier runs' notes — kept
- * after its own, in their order: a run replaces its seven sections and nothing else.
+ * after its own, in their order: a run replaces its eight sections and nothing else.
  */
 async function keptSections(): Promise<string> {
   const before = await readFile(RESULTS, 'utf8').catch(() => '');
   const sections = before.split(/\n(?=## )/).slice(1);
-  const kept = sections.filter((section) => !/^## [1-7]\. /.test(section));
+  const kept = sections.filter((section) => !/^## [1-8]\. /.test(section));
   return kept.length === 0 ? '' : `\n${kept.map((section) => section.trimEnd()).join('\n\n')}\n`;
+}
+
+/**
+ * Benchmark 8: throughput with one worker on one primary, three workers on one, and three on
+ * three primaries (the run's server and two more local servers started here, stopped after).
+ */
+async function onePerPrimary(load: { conversations: number; seconds: number }) {
+  const extra = await Promise.all([startLocalPostgres({ log: (line) => log.write(`dev-services ${line}\n`) }), startLocalPostgres({ log: (line) => log.write(`dev-services ${line}\n`) })]);
+  try {
+    const onOne = await throughput(infra, { ...load, workers: [1, 3] });
+    const onThree = await throughput({ ...infra, databaseServers: [infra.databaseUrl, ...extra.map((server) => server.databaseUrl)] }, { ...load, workers: [3], databases: 3 });
+    return [...onOne, ...onThree];
+  } finally {
+    await Promise.all(extra.map((server) => server.stop()));
+  }
 }

@@ -26,7 +26,13 @@ export type WorkerProcess = {
  * Where Kafka and PostgreSQL are: one of each for a whole test run, benchmark or soak; and
  * the run's bundles of the programs it starts as processes, when it made them (test/bundles.ts).
  */
-export type Infra = { kafkaBrokers: string; databaseUrl: string; bundles?: Bundles };
+export type Infra = {
+  kafkaBrokers: string;
+  databaseUrl: string;
+  /** PostgreSQL servers for a stack of several primaries (`StackOptions.databases`): database i on server i modulo their count. Default: `databaseUrl`'s alone. */
+  databaseServers?: string[];
+  bundles?: Bundles;
+};
 
 export type Stack = {
   env: Record<string, string>;
@@ -67,7 +73,7 @@ export type StackOptions = {
   workerEntry?: string;
   /**
    * How many PostgreSQL primaries (default 1: DATABASE_URL): a fresh database each on the run's
-   * one server, named in DATABASE_URLS. Databases of one server are separate for the code as
+   * one server (or on `Infra.databaseServers` in turn), named in DATABASE_URLS. Databases of one server are separate for the code as
    * primaries are: no transaction, statement or lock spans two.
    */
   databases?: number;
@@ -80,7 +86,8 @@ export type StackOptions = {
  * the benchmarks and the soak.
  */
 export async function startSystem(infra: Infra, options: StackOptions = {}): Promise<Stack> {
-  const databases = await Promise.all(Array.from({ length: options.databases ?? 1 }, () => createTestDatabase(infra.databaseUrl)));
+  const servers = infra.databaseServers ?? [infra.databaseUrl];
+  const databases = await Promise.all(Array.from({ length: options.databases ?? 1 }, (_, i) => createTestDatabase(servers[i % servers.length])));
   const databaseUrls = databases.map((database) => database.url);
   const model = await startScriptedModel({ script: options.script });
   const env: Record<string, string> = {
