@@ -165,6 +165,21 @@ describe('what the turn does next', () => {
     expect(nextAction(again, { maxSteps: 10 })).toEqual({ type: 'end', status: 'completed', outcome: null });
   });
 
+  it('winding down: a steer taken with the reply asked once more is answered, not ended on', () => {
+    const asked = fold([replied(0, '', [call('c1')]), stopRequested('wind-down'), toolEnded('c1'), replied(1, '', [call('c2')]), toolEnded('c2')]);
+    // The reply asked once more answered; a steer waiting at it was taken in place of the end: the model answers it.
+    const steered = fold([replied(2, 'done'), steerTaken('s-1')], asked);
+    expect(nextAction(steered, { maxSteps: 10 })).toEqual({ type: 'request-model', step: 3 });
+  });
+
+  it('winding down, then interrupted while the model answered: the reply’s calls run, and the interrupt ends the turn at their step', () => {
+    const asked = fold([replied(0, '', [call('c1')]), stopRequested('wind-down'), toolEnded('c1'), replied(1, '', [call('c2')]), toolEnded('c2')]);
+    const interrupted = fold([stopRequested('interrupt'), replied(2, '', [call('c3')])], asked);
+    expect(interrupted).toMatchObject({ ending: 'interrupt', windDownAt: 1 });
+    expect(nextAction(interrupted, { maxSteps: 10 })).toEqual({ type: 'run-tools', step: 2, calls: [call('c3')] });
+    expect(nextAction(fold([toolEnded('c3')], interrupted), { maxSteps: 10 })).toEqual({ type: 'end', status: 'superseded', outcome: SUPERSEDED });
+  });
+
   it('answers a step that took steers, even interrupted or past its limit; otherwise an interrupt ends it superseded at a step', () => {
     const steered = fold([replied(0, 'done'), steerTaken('s-1'), stopRequested('interrupt')]);
     expect(nextAction(steered, { maxSteps: 1 })).toEqual({ type: 'request-model', step: 1 });
@@ -177,6 +192,8 @@ describe('what the turn does next', () => {
     const steps = (n: number) => fold(Array.from({ length: n }, (_, i) => [replied(i, '', [call(`c${i}`)]), toolEnded(`c${i}`)]).flat());
     expect(nextAction(steps(2), limits)).toEqual({ type: 'request-model', step: 2 });
     expect(nextAction(steps(3), limits)).toEqual({ type: 'end', status: 'failed', outcome: 'the turn reached its limit of 3 model replies' });
+    // A limit of none: the prompt (a user's message, last) is not a step that took steers, so the model is never asked.
+    expect(nextAction(fresh(), { maxSteps: 0 })).toEqual({ type: 'end', status: 'failed', outcome: 'the turn reached its limit of 0 model replies' });
   });
 });
 
