@@ -51,6 +51,11 @@ export type TurnState = {
   todos: TodoList;
   /** The approvals of the last reply's calls, by call id (`approval.requested`, then `approval.decided`). */
   approvals: Record<string, CallApproval>;
+  /**
+   * Where in `messages` each answer the output guard rejected is (`answer.rejected`), in order;
+   * a re-ask's message follows it. Neither is an answer: later turns see neither (`acceptedMessages`).
+   */
+  rejected: number[];
 };
 
 /**
@@ -80,6 +85,7 @@ export function startTurn(id: string, prompt: TurnPrompt, todos: TodoList = empt
     windDownAt: null,
     todos,
     approvals: {},
+    rejected: [],
   };
 }
 
@@ -97,7 +103,7 @@ const addUsage = (sum: Usage | null, more: Usage | undefined): Usage | null =>
  * how it is asked to end and its calls' approvals. Every other type — an input's acceptance, a
  * control's decision, a new input kind's events — leaves a turn as it is.
  */
-export const TURN_EVENT_TYPES = ['model.replied', 'tool.ended', 'steer.taken', 'stop.requested', 'todos.updated', 'approval.requested', 'approval.decided'] as const satisfies readonly EventType[];
+export const TURN_EVENT_TYPES = ['model.replied', 'answer.rejected', 'tool.ended', 'steer.taken', 'stop.requested', 'todos.updated', 'approval.requested', 'approval.decided'] as const satisfies readonly EventType[];
 
 /** Evolves a turn by one of its events (`TURN_EVENT_TYPES`); events of other turns and types leave it as it is. */
 export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
@@ -113,6 +119,22 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
         openCalls: toolCalls,
         answers: content.trim() === '' ? turn.answers : [...turn.answers, content],
         answered: toolCalls.length === 0,
+        usage: addUsage(turn.usage, event.data.usage),
+        approvals: {},
+      };
+    }
+    case 'answer.rejected': {
+      // The rejected answer stays in the turn's messages, for the re-ask's request: then the re-ask's message (none when it was blocked).
+      if (event.data.turn !== turn.id) return turn;
+      const { answer = '', feedback, reask } = event.data;
+      const rejected = assistantMessage(answer, []);
+      return {
+        ...turn,
+        messages: reask === null ? [...turn.messages, rejected] : [...turn.messages, rejected, userMessage(reaskMessage(turn.prompt.text, feedback))],
+        rejected: [...turn.rejected, turn.messages.length],
+        steps: event.data.step + 1,
+        openCalls: [],
+        answered: false,
         usage: addUsage(turn.usage, event.data.usage),
         approvals: {},
       };
@@ -196,13 +218,31 @@ export function nextAction(turn: TurnState, limits: { maxSteps: number }): NextA
   }
   // A step that took steered messages is always answered (they landed: the model must see
   // them), even past the limit or when interrupted; the steer cap bounds how far that goes.
-  const steeredLast = turn.steps > 0 && turn.messages.at(-1)?.role === 'user';
+  // (A re-ask's message is no steered message: the re-ask is asked within the limits, and not when interrupted.)
+  const reasking = turn.rejected.length > 0 && turn.rejected.at(-1) === turn.messages.length - 2;
+  const steeredLast = turn.steps > 0 && turn.messages.at(-1)?.role === 'user' && !reasking;
   if (steeredLast) return { type: 'request-model', step: turn.steps };
   if (turn.ending === 'interrupt' && turn.steps > 0) return { type: 'end', status: 'superseded', outcome: SUPERSEDED };
   if (turn.steps >= limits.maxSteps) {
     return { type: 'end', status: 'failed', outcome: `the turn reached its limit of ${limits.maxSteps} model replies` };
   }
   return { type: 'request-model', step: turn.steps };
+}
+
+/**
+ * The message that asks the model again after the output guard rejected its answer: the guard's
+ * feedback, and the turn's prompt (its own text, never a message steered to it: those are in
+ * their places in the turn, once).
+ */
+export const reaskMessage = (prompt: string, feedback: string): string =>
+  `Your answer was not accepted: ${feedback}\n\nAnswer again what was asked: ${prompt}`;
+
+/** The turn's messages without the answers its output guard rejected and their re-asks' messages: the turn as later turns see it. */
+export function acceptedMessages(turn: TurnState): ModelMessage[] {
+  if (turn.rejected.length === 0) return turn.messages;
+  // A blocked answer is the turn's last message: nothing follows it.
+  const left = new Set(turn.rejected.flatMap((i) => [i, i + 1]));
+  return turn.messages.filter((_, i) => !left.has(i));
 }
 
 /** The outcomes of turns that did not complete, as the log states them. */
