@@ -76,7 +76,7 @@ describe('output guards', () => {
     expect(JSON.stringify(messages)).not.toContain(REJECTED);
   });
 
-  it('a block answers refused with its message; the rejected answer reaches no stream, transcript or turn', async () => {
+  it("a block answers refused with its message, the turn's answer; the rejected one reaches no stream, transcript, turn or later request", async () => {
     const { client, http } = stack;
     const conversation = key('block');
     const stream = await http.events(conversation);
@@ -85,14 +85,21 @@ describe('output guards', () => {
     const messages = await reading;
 
     expect(await answered(client, conversation, 'p1')).toMatchObject({ status: 'refused', outcome: 'I cannot help with that.', content: 'I cannot help with that.' });
-    expect(await assistantRows(conversation)).toEqual([]);
+    // The block's message is the turn's answer in the transcript.
+    expect((await assistantRows(conversation)).map((m) => m.text)).toEqual(['I cannot help with that.']);
     expect(messages.map((m) => m.event)).toEqual(['conversation.opened', 'input.accepted', 'turn.started', 'input.delivered', 'answer.rejected', 'turn.ended']);
     expect(JSON.stringify(messages)).not.toContain(REJECTED);
-    // A later turn does not see the rejected answer either.
-    const next = stack.model.requests.length;
+    // A later turn sees the block's message as the answer, never the rejected one.
     await client.chat(conversation, { text: 'and now?', id: 'p2' });
     expect(await answered(client, conversation, 'p2')).toMatchObject({ status: 'completed' });
-    expect(JSON.stringify(stack.model.requests.slice(next).map((r) => r.body.messages))).not.toContain(REJECTED);
+    const later = requestsWith(stack.model.requests, 'and now?');
+    expect(later).toHaveLength(1);
+    expect(later[0].body.messages.slice(-3).map((m) => [m.role, messageText(m)])).toEqual([
+      ['user', 'say forbidden things'],
+      ['assistant', 'I cannot help with that.'],
+      ['user', 'and now?'],
+    ]);
+    expect(JSON.stringify(later[0].body.messages)).not.toContain(REJECTED);
   });
 
   it('a steer sent while the re-ask is asked is taken once and is in the next request once; the re-ask quotes the prompt, not the steer', async () => {

@@ -65,10 +65,8 @@ export async function requestModel(turn: TurnState, step: number, options: RunTu
       const reask = 'reask' in verdict && turn.rejected.length < guard.maxReasks ? turn.rejected.length + 1 : null;
       const feedback = 'reask' in verdict ? (reask === null ? REASKS_SPENT : verdict.reask) : verdict.block;
       const rejected: DomainEvent = { type: 'answer.rejected', data: { turn: turn.id, step, answer: reply.content, feedback, reask, ...measured } };
-      if (reask !== null) return commit([rejected]);
-      // Refused: the block message is what the turn answers.
-      const after = evolveTurn(turn, rejected);
-      return commit([rejected, ...endTurn({ ...after, answers: [...after.answers, feedback] }, 'refused', feedback)]);
+      // Refused: the block's message is what the turn answers (`evolveTurn`).
+      return commit(reask === null ? [rejected, ...endTurn(evolveTurn(turn, rejected), 'refused', feedback)] : [rejected]);
     }
   }
   for (const text of held) options.onToken?.(step, text);

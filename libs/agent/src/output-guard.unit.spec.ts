@@ -82,12 +82,17 @@ describe('output guards', () => {
 
   it('a block ends the turn refused with its message, the rejected answer stored but never streamed', async () => {
     server.setScript(() => reply.text('the secret plans'));
-    const { log, tokens, requests } = await runGuarded(guardOf(() => ({ block: 'I cannot share that.' })));
+    const { log, tokens, requests, ended } = await runGuarded(guardOf(() => ({ block: 'I cannot share that.' })));
     expect(requests).toHaveLength(1);
     expect(types(log)).toEqual(['answer.rejected', 'turn.ended']);
     expect(log[0]).toMatchObject({ data: { answer: 'the secret plans', feedback: 'I cannot share that.', reask: null } });
     expect(endOf(log)).toMatchObject({ status: 'refused', outcome: 'I cannot share that.', content: 'I cannot share that.' });
     expect(tokens).toEqual([]);
+    // Later turns see the block's message as its answer, never the rejected one.
+    expect(acceptedMessages(ended)).toEqual([
+      { role: 'user', content: TEST_PROMPT.text },
+      { role: 'assistant', content: 'I cannot share that.' },
+    ]);
   });
 
   it('asks again at most maxReasks times, then blocks with the generic message', async () => {

@@ -52,8 +52,9 @@ export type TurnState = {
   /** The approvals of the last reply's calls, by call id (`approval.requested`, then `approval.decided`). */
   approvals: Record<string, CallApproval>;
   /**
-   * Where in `messages` each answer the output guard rejected is (`answer.rejected`), in order;
-   * a re-ask's message follows it. Neither is an answer: later turns see neither (`acceptedMessages`).
+   * Where in `messages` each answer the output guard rejected to ask again is (`answer.rejected`),
+   * in order; the re-ask's message follows it. Neither is an answer: later turns see neither
+   * (`acceptedMessages`). (A blocked answer is not in `messages`: the block's message stands in its place.)
    */
   rejected: number[];
 };
@@ -124,20 +125,14 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
       };
     }
     case 'answer.rejected': {
-      // The rejected answer stays in the turn's messages, for the re-ask's request: then the re-ask's message (none when it was blocked).
       if (event.data.turn !== turn.id) return turn;
       const { answer = '', feedback, reask } = event.data;
-      const rejected = assistantMessage(answer, []);
-      return {
-        ...turn,
-        messages: reask === null ? [...turn.messages, rejected] : [...turn.messages, rejected, userMessage(reaskMessage(turn.prompt.text, feedback))],
-        rejected: [...turn.rejected, turn.messages.length],
-        steps: event.data.step + 1,
-        openCalls: [],
-        answered: false,
-        usage: addUsage(turn.usage, event.data.usage),
-        approvals: {},
-      };
+      const step = { steps: event.data.step + 1, openCalls: [], answered: false, usage: addUsage(turn.usage, event.data.usage), approvals: {} };
+      // Blocked: the block's message is the turn's answer, in the rejected one's place (the turn ends with it).
+      if (reask === null) return { ...turn, ...step, messages: [...turn.messages, assistantMessage(feedback, [])], answers: [...turn.answers, feedback] };
+      // Asked again: the rejected answer stays in the turn's messages, for the re-ask's request, and the re-ask's message after it.
+      const reasked = [assistantMessage(answer, []), userMessage(reaskMessage(turn.prompt.text, feedback))];
+      return { ...turn, ...step, messages: [...turn.messages, ...reasked], rejected: [...turn.rejected, turn.messages.length] };
     }
     case 'tool.ended': {
       if (event.data.turn !== turn.id) return turn;
@@ -240,7 +235,6 @@ export const reaskMessage = (prompt: string, feedback: string): string =>
 /** The turn's messages without the answers its output guard rejected and their re-asks' messages: the turn as later turns see it. */
 export function acceptedMessages(turn: TurnState): ModelMessage[] {
   if (turn.rejected.length === 0) return turn.messages;
-  // A blocked answer is the turn's last message: nothing follows it.
   const left = new Set(turn.rejected.flatMap((i) => [i, i + 1]));
   return turn.messages.filter((_, i) => !left.has(i));
 }

@@ -131,6 +131,10 @@ describe('the turn as its events fold it', () => {
     ]);
     expect(turn).toMatchObject({ steps: 3, answers: ['good'], answered: true, rejected: [4] });
     expect(acceptedMessages(turn).map((m) => m.content)).toEqual(['hi', 'there', '', 'result of c1', 'steer s-1', 'good']);
+    // Blocked: the block's message is the answer, in the rejected one's place.
+    const blocked = fold([rejected(0, 'bad', null)]);
+    expect(blocked).toMatchObject({ steps: 1, answers: ['not so'], rejected: [] });
+    expect(acceptedMessages(blocked)).toEqual([...fresh().messages, { role: 'assistant', content: 'not so' }]);
   });
 
   it('leaves the turn as it is for another turn’s events and for the types it does not fold', () => {

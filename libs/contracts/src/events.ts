@@ -143,7 +143,8 @@ const CORE_EVENT_CONTRACTS = {
    * re-ask it asks for (1 for the first): the model is asked again, its next request carrying
    * the rejected answer and a message with `feedback` asking about the turn's prompt. `reask`
    * null: the guard blocked it (`feedback` is the `block` message, or the one for an answer still
-   * rejected past `maxReasks`) and the turn ends `refused` in the same commit.
+   * rejected past `maxReasks`): that message is the turn's answer in its place (in its content, its
+   * transcript and what later turns see), and the turn ends `refused` in the same commit.
    */
   'answer.rejected': eventContract(
     z.object({

@@ -14,7 +14,9 @@ import type { Folds, Of, RowSet } from './row-set';
  *   the running turn's `steered` grows by it.
  * - `model.replied` with content: an assistant row `<turn>/<step>`; the running turn's content is
  *   its replies so far joined with a blank line.
- * - `answer.rejected`: no row (a rejected answer is shown to no one); its usage counts in the turn's.
+ * - `answer.rejected`: its usage counts in the turn's; the rejected answer is shown to no one.
+ *   Blocked (`reask` null): the block's message is the turn's answer, an assistant row
+ *   `<turn>/<step>` as a reply's.
  * - `turn.ended`: the turn's final status, outcome, content and steered messages, whether
  *   it wound down, and whether it was rolled back (stopped as a rollback); every approval of the
  *   turn still awaiting is closed unrun.
@@ -31,7 +33,7 @@ export const TURN_FOLDS: Folds = {
   'turn.started': { reads: (data) => ({ turns: [data.turn] }), fold: (rows, event, conversation, before) => startTurn(rows, event, conversation.state.agent, before) },
   'steer.taken': { reads: (data) => ({ turns: [data.turn] }), fold: takeSteer },
   'model.replied': { reads: (data) => ({ turns: [data.turn] }), fold: reply },
-  'answer.rejected': { reads: (data) => ({ turns: [data.turn] }), fold: (rows, event) => addUsage(rows, event.conversation, event.data) },
+  'answer.rejected': { reads: (data) => ({ turns: [data.turn] }), fold: rejectAnswer },
   'turn.ended': { reads: (data) => ({ turns: [data.turn], approvalsOf: [data.turn] }), fold: (rows, event, _conversation, before) => endTurn(rows, event, before) },
   'turns.rolledBack': { reads: (data) => ({ turns: data.turns }), fold: rollBack },
   'conversation.forked': { fold: copyForkedTurns },
@@ -117,9 +119,19 @@ function addUsage(rows: RowSet, c: string, { turn, usage }: { turn: string; usag
 }
 
 function reply(rows: RowSet, event: Of<'model.replied'>): void {
+  addUsage(rows, event.conversation, event.data);
+  addAnswer(rows, event, event.data.content);
+}
+
+function rejectAnswer(rows: RowSet, event: Of<'answer.rejected'>): void {
+  addUsage(rows, event.conversation, event.data);
+  if (event.data.reask === null) addAnswer(rows, event, event.data.feedback);
+}
+
+/** An answer of a step: its assistant row, and the running turn's content so far. */
+function addAnswer(rows: RowSet, event: Of<'model.replied' | 'answer.rejected'>, content: string): void {
   const c = event.conversation;
-  const { turn, step, content } = event.data;
-  addUsage(rows, c, event.data);
+  const { turn, step } = event.data;
   if (content === '') return;
   const running = rows.turn(c, turn);
   rows.addTranscript({ conversation: c, position: event.position, part: 0, id: `${turn}/${step}`, role: 'assistant', text: content, turn, steered: false, at: event.at, forkedFrom: null });
