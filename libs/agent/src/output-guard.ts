@@ -57,14 +57,9 @@ export async function checkAnswer(
 async function withinBudget(guard: OutputGuard, answer: string, context: Omit<OutputGuardContext, 'signal'>, turnSignal: AbortSignal): Promise<OutputVerdict> {
   const budget = new AbortController();
   const signal = AbortSignal.any([turnSignal, budget.signal]);
-  let timer: NodeJS.Timeout | undefined;
-  const spent = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      const error = new Error(`no verdict within ${guard.timeoutMs} ms`);
-      budget.abort(error);
-      reject(error);
-    }, guard.timeoutMs);
-  });
+  // A guard that ignores its signal is not waited for past its budget, nor once the turn is stopped.
+  const spent = new Promise<never>((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+  const timer = setTimeout(() => budget.abort(new Error(`no verdict within ${guard.timeoutMs} ms`)), guard.timeoutMs);
   try {
     const verdict: unknown = await Promise.race([(async () => guard.check(answer, { ...context, signal }))(), spent]);
     if (isVerdict(verdict)) return verdict;

@@ -139,6 +139,22 @@ describe('output guards', () => {
     expect(endOf(wrong.log).outcome).toMatch(/not 'pass', \{reask\} or \{block\}/);
   });
 
+  it('a turn stopped while its guard checks ends the run at once, storing nothing, even when the guard ignores its signal', async () => {
+    server.setScript(() => reply.text('an answer'));
+    const stop = new AbortController();
+    let checking!: () => void;
+    const checked = new Promise<void>((resolve) => (checking = resolve));
+    const memory = memoryTurn({ agent: testAgent({ outputGuard: guardOf(() => (checking(), new Promise<OutputVerdict>(() => undefined)), { timeoutMs: 60_000 }) }), signal: stop.signal });
+    const ended = runTurn({ ...memory.options, model: model() });
+    await checked;
+    const at = Date.now();
+    stop.abort(new Error('stop requested'));
+    await expect(ended).rejects.toThrow('stop requested');
+    expect(Date.now() - at).toBeLessThan(1000);
+    expect(memory.log).toEqual([]);
+    expect(memory.tokens).toEqual([]);
+  });
+
   it("holds a guarded answer's tokens until it passes, also when its request was sent ahead of the step's commit", async () => {
     server.setScript((request) =>
       toolResults(request).length > 0 ? reply.text('the final answer', { tokenDelayMs: 2 }) : reply.tools([{ id: 'c1', name: 'wait', arguments: { ms: 1 } }], { content: 'one moment' }),
