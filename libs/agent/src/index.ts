@@ -4,6 +4,7 @@ export * from './call-ids';
 export * from './loop';
 export * from './messages';
 export * from './model';
+export * from './output-guard';
 export * from './run-options';
 export * from './tokens';
 export * from './todos';

@@ -1,7 +1,7 @@
 import type { DomainEvent, ToolCall } from '@rudder/contracts';
 import { describe, expect, it } from 'vitest';
 import { emptyTodos } from './todos';
-import { awaitingApproval, endTurn, evolveTurn, nextAction, ROLLED_BACK, startTurn, STOPPED, strongerEnding, SUPERSEDED, type TurnState } from './turn';
+import { acceptedMessages, awaitingApproval, endTurn, evolveTurn, nextAction, reaskMessage, ROLLED_BACK, startTurn, STOPPED, strongerEnding, SUPERSEDED, type TurnState } from './turn';
 
 /**
  * The turn's bookkeeping, event by event: what each event it folds changes, what it leaves, and
@@ -26,6 +26,7 @@ const approvalDecided = (callId: string, step: number, decision: 'approve' | 'de
   type: 'approval.decided',
   data: { turn, step, approval: `a-${callId}`, callId, tool: 'search', decision, reason: decision === 'deny' ? 'no' : null, arguments: decision === 'approve' ? '{"q":1}' : null, subject: 'bob', input: 'd-1' },
 });
+const rejected = (step: number, answer: string, reask: number | null): DomainEvent => ({ type: 'answer.rejected', data: { turn: 't1', step, answer, feedback: 'not so', reask } });
 const fold = (events: DomainEvent[], turn: TurnState = fresh()) => events.reduce(evolveTurn, turn);
 const limits = { maxSteps: 3 };
 
@@ -48,6 +49,7 @@ describe('the turn as its events fold it', () => {
       windDownAt: null,
       todos: emptyTodos(),
       approvals: {},
+      rejected: [],
     });
     const todos = { items: [{ n: 1, text: 'a', status: 'pending' as const }], next: 2 };
     expect(startTurn('t2', prompt, todos).todos).toBe(todos);
@@ -119,6 +121,22 @@ describe('the turn as its events fold it', () => {
     expect(fold([approvalDecided('c1', 0, 'deny', 'other')], turn).approvals.c1.status).toBe('awaiting');
   });
 
+  it('a rejected answer: in its messages with the re-ask quoting the prompt, no answer, the next step; later turns see neither', () => {
+    const turn = fold([replied(0, '', [call('c1')]), toolEnded('c1'), rejected(1, 'bad', 1), steerTaken('s-1'), replied(2, 'good')]);
+    expect(turn.messages.slice(-4)).toEqual([
+      { role: 'assistant', content: 'bad' },
+      { role: 'user', content: reaskMessage('hi\n\nthere', 'not so') },
+      { role: 'user', content: 'steer s-1' },
+      { role: 'assistant', content: 'good' },
+    ]);
+    expect(turn).toMatchObject({ steps: 3, answers: ['good'], answered: true, rejected: [4] });
+    expect(acceptedMessages(turn).map((m) => m.content)).toEqual(['hi', 'there', '', 'result of c1', 'steer s-1', 'good']);
+    // Blocked: the block's message is the answer, in the rejected one's place.
+    const blocked = fold([rejected(0, 'bad', null)]);
+    expect(blocked).toMatchObject({ steps: 1, answers: ['not so'], rejected: [] });
+    expect(acceptedMessages(blocked)).toEqual([...fresh().messages, { role: 'assistant', content: 'not so' }]);
+  });
+
   it('leaves the turn as it is for another turn’s events and for the types it does not fold', () => {
     const turn = fold([replied(0, '', [call('c1')])]);
     const others: DomainEvent[] = [
@@ -186,6 +204,13 @@ describe('what the turn does next', () => {
     const interrupted = fold([replied(0, '', [call('c1')]), toolEnded('c1'), stopRequested('interrupt')]);
     expect(nextAction(interrupted, limits)).toEqual({ type: 'end', status: 'superseded', outcome: SUPERSEDED });
     expect(nextAction(fold([stopRequested('interrupt')]), limits)).toEqual({ type: 'request-model', step: 0 });
+  });
+
+  it('asks again after a rejected answer within its limit and not when interrupted; a steer taken after it is answered all the same', () => {
+    expect(nextAction(fold([rejected(0, 'bad', 1)]), limits)).toEqual({ type: 'request-model', step: 1 });
+    expect(nextAction(fold([rejected(0, 'bad', 1)]), { maxSteps: 1 })).toMatchObject({ type: 'end', status: 'failed' });
+    expect(nextAction(fold([rejected(0, 'bad', 1), stopRequested('interrupt')]), limits)).toEqual({ type: 'end', status: 'superseded', outcome: SUPERSEDED });
+    expect(nextAction(fold([rejected(0, 'bad', 1), steerTaken('s-1'), stopRequested('interrupt')]), { maxSteps: 1 })).toEqual({ type: 'request-model', step: 1 });
   });
 
   it('fails at its step limit, not before', () => {

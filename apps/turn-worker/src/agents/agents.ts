@@ -1,7 +1,7 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { AgentAffordances, AgentName, DEBOUNCE_MS_MAX, QueuePolicy } from '@rudder/contracts';
-import { argumentsError, defineTool, openAiModel, runTurn, textTokens, TODOS_TOOL, type Agent, type ModelClient, type Tool, type TurnLoop } from '@rudder/agent';
+import { argumentsError, defineTool, openAiModel, runTurn, textTokens, TODOS_TOOL, type Agent, type ModelClient, type OutputGuard, type Tool, type TurnLoop } from '@rudder/agent';
 import type { Agents, InputPolicy } from '@rudder/conversation';
 import { createLog, type Config } from '@rudder/runtime';
 import { AGENT_TOOL, type AgentToolOptions } from './agent-tool.decorator';
@@ -35,6 +35,12 @@ export type RunnableAgent = {
 
 /** An agent's guard's time budget per input when its definition sets none. */
 export const GUARD_TIMEOUT_MS = 3000;
+/** An agent's output guard's time budget per answer when its definition sets none. */
+export const OUTPUT_GUARD_TIMEOUT_MS = 10_000;
+/** How many times a turn asks the model again after its output guard rejected an answer, when the definition sets no `maxReasks`. */
+export const MAX_REASKS = 2;
+/** The waits before each retry of an output guard that failed on an answer: then the turn fails. */
+export const OUTPUT_GUARD_RETRY_DELAYS_MS = [200, 400, 800];
 
 /**
  * The deployment's agents, built at start-up from the module's definitions: tools given as
@@ -128,6 +134,7 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     }
     const guardTimeoutMs = definition.guardTimeoutMs ?? GUARD_TIMEOUT_MS;
     if (!Number.isInteger(guardTimeoutMs) || guardTimeoutMs <= 0) throw new Error(`TurnWorkerModule: agent ${definition.name}: guardTimeoutMs must be a whole number of milliseconds, more than 0`);
+    const outputGuard = outputGuardOf(definition);
     const names = tools.map((t) => t.name);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice) throw new Error(`TurnWorkerModule: agent ${definition.name} has two tools named ${twice}`);
@@ -159,6 +166,7 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
         maxSteps: definition.maxSteps ?? 32,
         context,
         todos,
+        ...(outputGuard ? { outputGuard } : {}),
       },
       run: definition.loop ?? runTurn,
       framework: definition.loop !== undefined,
@@ -204,6 +212,16 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     if (tools.length === 0) throw new Error(`TurnWorkerModule: ${type.name} (a tool provider of agent ${agent}) has no @AgentTool method`);
     return tools;
   }
+}
+
+/** The agent's output guard as its loop runs it, its settings checked; undefined when it has none. */
+function outputGuardOf(definition: AgentDefinition): OutputGuard | undefined {
+  const { outputGuard, maxReasks = MAX_REASKS, outputGuardTimeoutMs = OUTPUT_GUARD_TIMEOUT_MS } = definition;
+  if (!Number.isInteger(maxReasks) || maxReasks < 0) throw new Error(`TurnWorkerModule: agent ${definition.name}: maxReasks must be a whole number, 0 or more`);
+  if (!Number.isInteger(outputGuardTimeoutMs) || outputGuardTimeoutMs <= 0) {
+    throw new Error(`TurnWorkerModule: agent ${definition.name}: outputGuardTimeoutMs must be a whole number of milliseconds, more than 0`);
+  }
+  return outputGuard && { check: outputGuard, maxReasks, timeoutMs: outputGuardTimeoutMs, retryDelaysMs: OUTPUT_GUARD_RETRY_DELAYS_MS };
 }
 
 /** The agent's own tools, then each MCP server's that is connected, in the order the servers are listed; of two servers' tools of one name, the first's. */

@@ -82,6 +82,7 @@ export class TurnRun {
           maxSteps: agent.loop.maxSteps,
           context: agent.loop.context,
           todos: agent.loop.todos,
+          ...(agent.loop.outputGuard ? { outputGuard: agent.loop.outputGuard } : {}),
           get tools() {
             return agent.loop.tools;
           },
