@@ -1,3 +1,4 @@
+import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lastUserText, messageText, reply, type ModelRequest, type Script } from '@rudder/scripted-model';
 import { readEvents, type SseMessage } from './sse';
@@ -153,5 +154,22 @@ describe('output guards', () => {
       ['user', steer],
       ['assistant', 'a polite answer, checked'],
     ]);
+  });
+
+  it('through the Responses door, a blocked answer is a completed response whose message is a refusal; the rejected one is in no event of its stream', async () => {
+    const openai = new OpenAI({ baseURL: `${stack.gatewayUrl}/v1`, apiKey: 'any', maxRetries: 0 });
+    const refusal = { type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'refusal', refusal: 'I cannot help with that.' }] };
+    const response = await openai.responses.create({ model: 'checked', input: 'say forbidden words' });
+    expect(response).toMatchObject({ status: 'completed', error: null, output: [refusal] });
+    expect(response.output_text).toBe('');
+
+    const events: { type: string }[] = [];
+    for await (const event of await openai.responses.create({ model: 'checked', input: 'say forbidden things again', stream: true })) events.push(event);
+    const types = events.map((e) => e.type);
+    expect(types).toEqual(expect.arrayContaining(['response.content_part.added', 'response.refusal.delta', 'response.refusal.done', 'response.output_item.done', 'response.completed']));
+    expect(types).not.toContain('response.output_text.delta');
+    expect(events.find((e) => e.type === 'response.refusal.done')).toMatchObject({ refusal: 'I cannot help with that.' });
+    expect(events.at(-1)).toMatchObject({ type: 'response.completed', response: { status: 'completed', output: [refusal] } });
+    expect(JSON.stringify(events)).not.toContain(REJECTED);
   });
 });
