@@ -135,6 +135,12 @@ export const CORE_EVENT_RULES: EventRulesTable<CoreEventType> = {
     },
     onceKey: (data) => `approval:${data.turn}:${data.step}:${data.call.id}`,
   },
+  'agent.changed': {
+    // The agent the conversation is handed to answers from now on: its policy decides the steers and bounds after it.
+    evolve: (state, data) => ({ ...state, agent: data.to }),
+    // A reply hands the conversation on at most once: its first transfer call's, stored with that call's result.
+    onceKey: (data) => `agent-changed:${data.turn}:${data.step}`,
+  },
   'history.compacted': {
     evolve: (state, data) => {
       const { through, turns, tokens } = data;
