@@ -66,10 +66,19 @@ export function handOff(turn: TurnState, step: number, call: ToolCall, from: str
 }
 
 /**
- * Whether the turn was handed to another agent than `agent`: its run ends after the step (the
- * runner runs the rest of the turn with the agent the conversation names now).
+ * Whether the turn was handed to another agent than `agent` and the step that handed it on has
+ * every result: the run ends there (the runner runs the rest of the turn with the agent the
+ * conversation names now).
  */
-export const handedOff = (turn: TurnState, agent: { name?: string }): boolean => turn.handoff !== null && turn.handoff.to !== agent.name;
+export const handedOff = (turn: TurnState, agent: { name?: string }): boolean => turn.handoff !== null && turn.handoff.to !== agent.name && turn.openCalls.length === 0;
+
+/**
+ * The agent that runs the turn now: the conversation's (`agent`, the state's), but while calls
+ * of the reply that handed it on are open (waiting for approval, or cut short by a crash) the
+ * agent that made them, whose tools they are; it ends its run once they have their results.
+ */
+export const runningAgent = (turn: TurnState, agent: string | null): string | null =>
+  turn.handoff !== null && turn.handoff.step === turn.steps - 1 && turn.openCalls.length > 0 ? turn.handoff.from : agent;
 
 /**
  * The messages as a request may send them: every kept call of an assistant message right

@@ -1,13 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
-import { alreadyTransferredResult, transferredResult, withEveryOutput, type HandoffFilter } from './handoffs';
+import { alreadyTransferredResult, runningAgent, transferredResult, withEveryOutput, type HandoffFilter } from './handoffs';
 import { runTurn } from './loop';
 import type { ModelMessage } from './messages';
 import type { ModelClient, ModelReply } from './model';
 import { requestParts, sentRequest } from './request';
 import type { RunTurnOptions } from './run-options';
 import { memoryTurn, testAgent, TEST_PROMPT } from './testing';
+import { waitTool } from './tools';
 import { evolveTurn, startTurn, type TurnState } from './turn';
 
 /**
@@ -94,6 +95,23 @@ describe('a transfer call', () => {
     ]);
     expect(ended.answers).toEqual(['billing here']);
     expect(memory.log.at(-1)).toMatchObject({ type: 'turn.ended', data: { status: 'completed' } });
+  });
+
+  it('the calls of the reply that handed the turn on run with the agent that made them (one cut short by a crash, say); then the run ends', async () => {
+    const triage = testAgent({ name: 'triage', tools: [waitTool], handoffs: [{ agent: 'billing' }] });
+    const replied: DomainEvent = { type: 'model.replied', data: { turn: 't1', step: 0, content: '', toolCalls: [transfer('a', 'billing'), { id: 'w', name: 'wait', arguments: '{"ms":1}' }] } };
+    const handed: DomainEvent[] = [
+      { type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'a', name: 'transfer_to_billing', result: transferredResult('billing'), isError: false } },
+      { type: 'agent.changed', data: { from: 'triage', to: 'billing', turn: 't1', step: 0 } },
+    ];
+    const cut = [replied, ...handed].reduce(evolveTurn, startTurn('t1', TEST_PROMPT));
+    expect(runningAgent(cut, 'billing')).toBe('triage');
+    const memory = memoryTurn({ agent: triage, turn: cut });
+    const model = scripted();
+    const after = await runTurn({ ...memory.options, model });
+    expect(model.requests).toHaveLength(0);
+    expect(memory.log).toEqual([{ type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'w', name: 'wait', result: 'waited 1 ms', isError: false } }]);
+    expect(runningAgent(after, 'billing')).toBe('billing');
   });
 
   it("the handoff's filter may drop history, never a call's output: a filter that drops every output still sends each call with its own", async () => {
