@@ -13,6 +13,8 @@ import type { Folds, Of, RowSet } from './row-set';
  *   the running turn's `steered` grows by it.
  * - `model.replied` with content: an assistant row `<turn>/<step>`; the running turn's content is
  *   its replies so far joined with a blank line.
+ * - `agent.changed`: the turn that handed the conversation on is answered by the agent it was
+ *   handed to (its `agent` is the one that answers it last).
  * - `turn.ended`: the turn's final status, outcome, content and steered messages, whether
  *   it wound down, and whether it was rolled back (stopped as a rollback); every approval of the
  *   turn still awaiting is closed unrun.
@@ -29,6 +31,7 @@ export const TURN_FOLDS: Folds = {
   'turn.started': { reads: (data) => ({ turns: [data.turn] }), fold: (rows, event, conversation, before) => startTurn(rows, event, conversation.state.agent, before) },
   'steer.taken': { reads: (data) => ({ turns: [data.turn] }), fold: takeSteer },
   'model.replied': { reads: (data) => ({ turns: [data.turn] }), fold: reply },
+  'agent.changed': { reads: (data) => ({ turns: [data.turn] }), fold: handOff },
   'turn.ended': { reads: (data) => ({ turns: [data.turn], approvalsOf: [data.turn] }), fold: (rows, event, _conversation, before) => endTurn(rows, event, before) },
   'turns.rolledBack': { reads: (data) => ({ turns: data.turns }), fold: rollBack },
   'conversation.forked': { fold: copyForkedTurns },
@@ -98,6 +101,13 @@ function takeSteer(rows: RowSet, event: Of<'steer.taken'>): void {
     row.steered.push({ id: steer.id, text: steer.text });
     rows.touchTurn(row);
   }
+}
+
+function handOff(rows: RowSet, event: Of<'agent.changed'>): void {
+  const running = rows.turn(event.conversation, event.data.turn);
+  if (!running || running.status !== 'running') return;
+  running.agent = event.data.to;
+  rows.touchTurn(running);
 }
 
 function reply(rows: RowSet, event: Of<'model.replied'>): void {
