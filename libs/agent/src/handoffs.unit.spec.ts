@@ -73,6 +73,17 @@ describe('a transfer call', () => {
     expect(memory.log.some((e) => e.type === 'turn.ended')).toBe(false);
   });
 
+  it('is stored after every other call of its reply is stored or waits for a person: an approval is asked for as the agent that made the call', async () => {
+    const send = { ...waitTool, name: 'send', needsApproval: true };
+    const memory = memoryTurn({ agent: testAgent({ name: 'triage', tools: [send, waitTool], handoffs: [{ agent: 'billing' }] }) });
+    const model = scripted({ content: '', toolCalls: [transfer('a', 'billing'), { id: 's', name: 'send', arguments: '{"ms":1}' }, { id: 'w', name: 'wait', arguments: '{"ms":5}' }] });
+    const turn = await runTurn({ ...memory.options, model });
+    expect(memory.log.map((e) => e.type).slice(1)).toEqual(['tool.started', 'tool.started', 'tool.started', 'approval.requested', 'tool.ended', 'tool.ended', 'agent.changed']);
+    expect(memory.log.at(-2)).toMatchObject({ type: 'tool.ended', data: { name: 'transfer_to_billing' } });
+    // Parked on the approval, handed on: the call waits with the agent that made it.
+    expect(runningAgent(turn, 'billing')).toBe('triage');
+  });
+
   it('is offered for each listed agent only; the agent it was handed to goes on from the turn as stored, with its own tools', async () => {
     const memory = memoryTurn({ agent: testAgent({ name: 'triage', handoffs: [{ agent: 'billing', description: 'Billing questions.' }] }) });
     const first = scripted({ content: '', toolCalls: [transfer('a', 'billing')] });

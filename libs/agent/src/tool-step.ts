@@ -13,8 +13,9 @@ import { evolveTurn, type CallApproval, type TurnState } from './turn';
  * A call of the built-in `todos` tool is made at its commit, from the plan as the commits before
  * it left it, and stored with its result (`todos.updated`): two calls of one reply change the
  * plan one after the other, and a crash before the commit leaves the plan as it was. A call of
- * a built-in `transfer_to_<name>` tool is made so too: its result and `agent.changed` are stored
- * together (`handOff`); a later one of the same reply is answered that the first one won.
+ * a built-in `transfer_to_<name>` tool is made so too, once every other call of the step is
+ * stored (or waits for a person): its result and `agent.changed` are stored together
+ * (`handOff`); a later one of the same reply is answered that the first one won.
  *
  * A call whose tool needs approval is not run: `approval.requested` is stored for it, and it
  * waits (the turn parks once nothing else of the step runs). Decided, it runs (approved: with
@@ -38,8 +39,13 @@ export async function runTools(turn: TurnState, { step, at }: { step: number; at
     });
     return stored;
   };
+  const transfers = calls.flatMap((call) => {
+    const target = handoffOf(options.agent.handoffs, call);
+    return target ? [{ call, target }] : [];
+  });
   await Promise.all(
     calls.map(async (call) => {
+      if (transfers.some((t) => t.call === call)) return;
       const context = toolContext(turn, call, options);
       const approval = turn.approvals[call.id];
       if (approval) {
@@ -56,11 +62,6 @@ export async function runTools(turn: TurnState, { step, at }: { step: number; at
         });
         return;
       }
-      const handoff = handoffOf(options.agent.handoffs, call);
-      if (handoff) {
-        await store((before) => handOff(before.turn, step, call, options.agent.name ?? '', handoff));
-        return;
-      }
       if (await needsApproval(options.agent.tools, call, context)) {
         await store(() => [approvalRequested(turn, step, call, options.agent.tools.find((t) => t.name === call.name)?.approvalTimeout, at)]);
         return;
@@ -74,6 +75,8 @@ export async function runTools(turn: TurnState, { step, at }: { step: number; at
       await committed;
     }),
   );
+  // Stored once every other call of the step is (or waits for a person): what those asked for was asked as the agent that made them.
+  for (const { call, target } of transfers) await store((before) => handOff(before.turn, step, call, options.agent.name ?? '', target));
   return stored;
 }
 

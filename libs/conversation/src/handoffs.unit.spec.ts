@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
 import { onceKey } from './event-rules';
-import { chat, decisions, deciderSpec, policy, rejections, RUNNING, steer } from './testing/decider-spec';
+import { base, chat, decisions, deciderSpec, policy, rejections, RUNNING, sentAt, steer } from './testing/decider-spec';
 
 /**
  * Handoffs as the decider sees them (docs/agents.md, "Handoffs"): `agent.changed` makes the
@@ -44,5 +44,25 @@ describe('a handoff (agent.changed)', () => {
     const after = given([...RUNNING, handedTo('specialist')]);
     expect(rejections(after.when(chat('c1'), chat('c2')).events)).toEqual([['c2', 'queue_full']]);
     expect(rejections(given(RUNNING).when(chat('c1'), chat('c2')).events)).toEqual([]);
+  });
+
+  it("an approval asked for by the reply that handed on checks edited arguments by the schema of the agent that made the call", () => {
+    const checked: string[] = [];
+    const { given: checking } = deciderSpec({
+      defaultAgent: 'default',
+      policyOf: (name) => (name === 'default' || name === 'specialist' ? policy : undefined),
+      argumentsError: (agent) => (checked.push(agent), null),
+    });
+    const call = { id: 'c1', name: 'send', arguments: '{}' };
+    checking([
+      ...RUNNING,
+      { type: 'model.replied', data: { turn: 't1', step: 0, content: '', toolCalls: [call, { id: 'c2', name: 'transfer_to_specialist', arguments: '{}' }] } },
+      { type: 'approval.requested', data: { turn: 't1', step: 0, approval: 'a1', call, requestedAt: sentAt, expiresAt: null } },
+      { type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'c2', name: 'transfer_to_specialist', result: 'transferred to specialist', isError: false } },
+      handedTo('specialist'),
+    ])
+      .when({ ...base, type: 'approval', id: 'd1', approval: 'a1', decision: 'approve', arguments: '{"edited":true}' })
+      .thenTypes('approval.decided');
+    expect(checked).toEqual(['default']);
   });
 });

@@ -24,6 +24,8 @@ export type Awaiting = {
   requestedAt: string;
   /** When its timeout decides it as denied; null: never. */
   expiresAt: string | null;
+  /** The agent whose tool it calls (its reply's: a handoff stored after it does not change it); absent in states stored before handoffs. */
+  agent?: string;
 };
 
 /**
