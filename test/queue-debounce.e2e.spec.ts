@@ -96,7 +96,8 @@ describe('queue: {debounceMs}', () => {
     await stack.startWorker();
     // The scenario's precondition, not a speed claim: the new owner took the partition while the hold still waited.
     expect(Date.now()).toBeLessThan(until);
-    expect(await client.status(conversation)).toMatchObject({ running: null, queue: [{ id: 'k1' }] });
+    // The status says why nothing runs yet: the hold, until the last follow-up's quiet ends.
+    expect(await client.status(conversation)).toMatchObject({ running: null, queue: [{ id: 'k1' }], heldUntil: new Date(until).toISOString() });
     const turn = await answered(client, conversation, 'k1', 90_000);
     expect(turn).toMatchObject({ status: 'completed' });
     expect((await client.turnOf(conversation, 'k2')).id).toBe(turn.id);

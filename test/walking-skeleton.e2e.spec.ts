@@ -44,6 +44,8 @@ describe('a chat, end to end through gateway, Kafka, worker, outbox and companio
       context: { carriedTokens: expect.any(Number), maxTokens: expect.any(Number), lastCompaction: null },
       // No call waits for a person's approval.
       awaiting: [],
+      // Nothing waits in a held queue.
+      heldUntil: null,
       position: ended,
       grants: [],
     });

@@ -5,6 +5,7 @@ export * from './handoffs';
 export * from './loop';
 export * from './messages';
 export * from './model';
+export * from './output-guard';
 export * from './run-options';
 export * from './tokens';
 export * from './todos';

@@ -6,6 +6,7 @@ import type { DomainEvent } from '@rudder/contracts';
 import type { ContextBudget } from './context';
 import type { HandoffFilter, HandoffTarget } from './handoffs';
 import type { ModelClient } from './model';
+import type { OutputGuard } from './output-guard';
 import type { EarlierTurn } from './tokens';
 import type { Tool } from './tools';
 import type { TurnState } from './turn';
@@ -35,6 +36,12 @@ export type Agent = {
    * this turn and that handoff has a filter. Absent: they carry what every request does.
    */
   filter?: HandoffFilter;
+  /**
+   * Checks each final answer (a reply with no tool calls) before it is stored as the answer
+   * (output-guard.ts): its tokens are held until it passes; a rejected one asks the model again
+   * or ends the turn `refused`, and is shown to no one. Absent: answers are not checked.
+   */
+  outputGuard?: OutputGuard;
 };
 
 /**

@@ -19,8 +19,8 @@ export type Speculation = {
   tools: readonly Tool[];
   /** The request's messages: compared with the request made from the stored turn (`sameMessages`). */
   messages: readonly ModelMessage[];
-  /** Its reply; once used, its held tokens go out first and the rest as they come. */
-  use(): Promise<Awaited<ReturnType<ModelClient['reply']>>>;
+  /** Its reply; once used, its held tokens go to `onToken` first and the rest as they come (the step's own sink: a guarded agent's holds them still). */
+  use(onToken: (text: string) => void): Promise<Awaited<ReturnType<ModelClient['reply']>>>;
   abort(): void;
 };
 
@@ -57,10 +57,10 @@ export function speculate(turn: TurnState, options: RunTurnOptions): Speculation
     step: action.step,
     tools,
     messages: request.messages,
-    use() {
+    use(onToken) {
       settled = true;
       options.onAhead?.('used');
-      forward = (text) => options.onToken?.(action.step, text);
+      forward = onToken;
       for (const text of held.splice(0)) forward(text);
       return reply;
     },

@@ -90,6 +90,12 @@ export const StatusFields = z.object({
   /** The running turn's calls waiting for a person's approval, in the order they were asked for. */
   awaiting: z.array(AwaitingApproval),
   /**
+   * No turn starts from the queue before this moment (ISO 8601, UTC): a follow-up under
+   * `queue: {debounceMs}` holds it until no follow-up came for that long (`queue.held`); null
+   * when nothing waits or nothing holds it.
+   */
+  heldUntil: z.string().nullable(),
+  /**
    * The log position of the conversation's last event this status reflects (0: none): an event
    * stream resumed after it (`Last-Event-ID`) carries everything stored since.
    */

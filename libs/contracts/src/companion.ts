@@ -27,6 +27,7 @@ export const CompanionStatus = StatusFields.extend({
   /** (Absent from a companion older than the gateway: no request known.) */
   context: ContextStatus.default(NO_CONTEXT),
   awaiting: StatusFields.shape.awaiting.default([]),
+  heldUntil: StatusFields.shape.heldUntil.default(null),
 });
 export type CompanionStatus = z.infer<typeof CompanionStatus>;
 

@@ -135,6 +135,31 @@ const CORE_EVENT_CONTRACTS = {
     () => NAMES_NONE,
   ),
   /**
+   * The agent's output guard rejected the model's final answer of step `step` (a reply with no
+   * tool calls), stored in its place as the step's reply: `answer` is the rejected text, which
+   * no person is shown (the transcript and the turns leave it out, the SSE stream carries the
+   * event without it; the worker's log and agent.events keep it, for the re-ask's request and
+   * for audit). `reask` numbers the
+   * re-ask it asks for (1 for the first): the model is asked again, its next request carrying
+   * the rejected answer and a message with `feedback` asking about the turn's prompt. `reask`
+   * null: the guard blocked it (`feedback` is the `block` message, or the one for an answer still
+   * rejected past `maxReasks`): that message is the turn's answer in its place (in its content, its
+   * transcript and what later turns see), and the turn ends `refused` in the same commit.
+   */
+  'answer.rejected': eventContract(
+    z.object({
+      turn: z.string(),
+      step: z.number().int().nonnegative(),
+      /** Always in the log and on agent.events; the SSE stream carries the event without it. */
+      answer: z.string().optional(),
+      feedback: z.string(),
+      reask: z.number().int().positive().nullable(),
+      usage: Usage.optional(),
+      carried: z.object({ tokens: z.number().int().nonnegative(), maxTokens: z.number().int().positive() }).optional(),
+    }),
+    () => NAMES_NONE,
+  ),
+  /**
    * The worker compacted the conversation's history at a step of `turn` (step `step`: before
    * that step's model request): `summary`, made by a model request of its own, stands in for
    * every earlier turn up to and including `through` (the turn, and the position of its

@@ -117,6 +117,15 @@ export const CORE_EVENT_RULES: EventRulesTable<CoreEventType> = {
     },
     onceKey: (data) => `reply:${data.turn}:${data.step}`,
   },
+  'answer.rejected': {
+    // A step's reply, as `model.replied` is, with no call open; its text is nothing the state keeps.
+    evolve: (state, data) => {
+      const replied = data.turn === state.runningTurn ? { ...state, openCalls: [] } : state;
+      return data.carried ? { ...replied, carried: data.carried } : replied;
+    },
+    // The step's one reply: accepted (`model.replied`) or rejected, never both.
+    onceKey: (data) => `reply:${data.turn}:${data.step}`,
+  },
   'tool.started': { evolve: (state) => state, onceKey: (data) => `tool-started:${data.turn}:${data.step}:${data.call.id}` },
   'tool.ended': {
     evolve: (state, data) => {

@@ -113,7 +113,8 @@ export function startNextTurn(state: ConversationState, turn: string, now: Date)
  * Decides, under the conversation's lock, what a commit of the running turn stores.
  *
  * At a step — the commit that stores the last open call's result, or the final answer, or a
- * compaction of the history before a step's model request (`history.compacted`) — the
+ * final answer the output guard rejected to ask again (`answer.rejected`), or a compaction of
+ * the history before a step's model request (`history.compacted`) — the
  * steers waiting on the turn are taken, after the results, in the order they were sent; at the
  * final answer they replace the turn's end, so the turn takes one more step for them. Every
  * steer that landed is taken so, even by a turn asked to end at its next step (interrupted):
@@ -143,7 +144,9 @@ function decideStep(state: ConversationState, turn: TurnState, events: DomainEve
   const closed = after.openCalls.length === 0;
   // A compaction is made at a step, before its model request: past the turn's first reply, it takes the steers that came meanwhile.
   const compacted = events.some((e) => e.type === 'history.compacted') && turn.steps > 0 && closed;
-  const atStep = end ? end.data.status === 'completed' : (events.some((e) => e.type === 'tool.ended') && closed) || compacted;
+  // A rejected answer that asks again is a step too: the re-ask's request takes what waits, once.
+  const reasked = events.some((e) => e.type === 'answer.rejected' && e.data.reask !== null);
+  const atStep = end ? end.data.status === 'completed' : (events.some((e) => e.type === 'tool.ended') && closed) || compacted || reasked;
   if (!atStep) return events;
   if (state.steers.length === 0) {
     return state.ending === 'interrupt' && !end ? [...events, ...endTurn(after, 'superseded', SUPERSEDED)] : events;

@@ -144,6 +144,7 @@ describe('foldEvents', () => {
       grants: [],
       todos: [],
       awaiting: [],
+      heldUntil: null,
       position: expect.any(Number),
     });
     expect(await allMessages(key)).toEqual([]);
@@ -592,6 +593,7 @@ describe('foldEvents', () => {
       grants: [],
       todos: [],
       awaiting: [],
+      heldUntil: null,
       position: expect.any(Number),
     });
     expect(await readInput(readModels, key, 'c3')).toMatchObject({ state: 'discarded', rejection: null });
@@ -644,6 +646,7 @@ describe('foldEvents', () => {
       grants: [],
       todos: [],
       awaiting: [],
+      heldUntil: null,
       position: expect.any(Number),
     });
     expect(await readInput(readModels, key, 'r1')).toEqual({
@@ -836,6 +839,7 @@ describe('foldEvents', () => {
       grants: [],
       todos: [],
       awaiting: [],
+      heldUntil: null,
       position: 0,
     });
   });

@@ -55,6 +55,8 @@ export function statusOf(
     grants: Object.entries(state.grants).map(([subject, access]) => ({ subject, access })),
     position: rows.position,
     todos: state.todos.items,
+    // The hold a `{debounceMs}` queue is under, while something waits in it.
+    heldUntil: state.queue.length > 0 ? state.heldUntil : null,
     awaiting: state.awaiting.map(({ approval, turn, callId, tool, arguments: args, requestedAt, expiresAt }) => ({ approvalId: approval, turn, callId, tool, arguments: args, requestedAt, expiresAt })),
   };
 }

@@ -71,7 +71,7 @@ describe('authentication and ownership with AUTH_TOKENS set', () => {
     h.companion.setStatus(key, { owner: 'bob', lastInputId: 'bob-9' });
     const status = await h.call(path(key), { headers: bob });
     expect(status.status).toBe(200);
-    expect(status.body).toEqual({ key, running: null, steering: [], queue: [], lastInputId: 'bob-9', agent: null, context: NO_CONTEXT, awaiting: [], position: 0, grants: [] });
+    expect(status.body).toEqual({ key, running: null, steering: [], queue: [], lastInputId: 'bob-9', agent: null, context: NO_CONTEXT, awaiting: [], heldUntil: null, position: 0, grants: [] });
     expect((await h.call(path(key, '/messages'), { headers: bob })).status).toBe(200);
   });
 });

@@ -22,6 +22,6 @@ export class StatusController {
 
 /** Exactly the fields of `ConversationStatus`: `owner` stays inside; the grants are shown to the owner only. */
 export function publicStatus(status: CompanionStatus, subject: string): ConversationStatus {
-  const { key, running, steering, queue, lastInputId, agent, context, awaiting, position } = status;
-  return { key, running, steering, queue, lastInputId, agent, context, awaiting, position, ...(status.owner === subject ? { grants: status.grants } : {}) };
+  const { key, running, steering, queue, lastInputId, agent, context, awaiting, heldUntil, position } = status;
+  return { key, running, steering, queue, lastInputId, agent, context, awaiting, heldUntil, position, ...(status.owner === subject ? { grants: status.grants } : {}) };
 }

@@ -15,7 +15,7 @@ describe('GET /v1/conversations/{key}', () => {
     h.companion.setStatus(key, { owner: 'anonymous', running, queue: [{ id: 'q-1', kind: 'chat', text: 'next' }], lastInputId: 'q-1', position: 17 });
     const answer = await h.call(`/v1/conversations/${encodeURIComponent(key)}`);
     expect(answer.status).toBe(200);
-    expect(answer.body).toEqual({ key, running, steering: [], queue: [{ id: 'q-1', kind: 'chat', text: 'next', revision: 0 }], lastInputId: 'q-1', agent: null, context: NO_CONTEXT, awaiting: [], position: 17, grants: [] });
+    expect(answer.body).toEqual({ key, running, steering: [], queue: [{ id: 'q-1', kind: 'chat', text: 'next', revision: 0 }], lastInputId: 'q-1', agent: null, context: NO_CONTEXT, awaiting: [], heldUntil: null, position: 17, grants: [] });
     expect(h.companion.requests).toContain('/conversations/user-42%2Ftrip');
   });
 

@@ -1,5 +1,5 @@
 import type { Type } from '@nestjs/common';
-import type { HandoffFilter, ModelClient, Tool, TurnLoop } from '@rudder/agent';
+import type { HandoffFilter, ModelClient, OutputGuardContext, OutputVerdict, Tool, TurnLoop } from '@rudder/agent';
 import type { AgentAffordances, QueuePolicy } from '@rudder/contracts';
 import type { McpServerDefinition } from './mcp/mcp-tools';
 
@@ -134,4 +134,18 @@ export type AgentDefinition = {
    * partition's next inputs wait for the guards of a batch, so keep it short.
    */
   guardTimeoutMs?: number;
+  /**
+   * Checks each final answer of Rudder's own loop (a reply with no tool calls; docs/agents.md,
+   * "Output guards") before anyone sees it: `'pass'`, `{reask: feedback}` (the model is asked
+   * again, told `feedback` and the turn's prompt, at most `maxReasks` times: a step of the turn
+   * each), or `{block: message}` (the turn ends `refused`, `message` its outcome and content).
+   * Its answers' tokens are held until they pass. A guard that throws, or has not answered within
+   * `outputGuardTimeoutMs`, is tried again after 200, 400 and 800 ms; then the turn ends `failed`.
+   * A framework's loop (`loop`) does not run it.
+   */
+  outputGuard?: (answer: string, context: OutputGuardContext) => OutputVerdict | Promise<OutputVerdict>;
+  /** How many times one turn asks the model again at most; an answer rejected past them is blocked with a message of Rudder's. Default 2. */
+  maxReasks?: number;
+  /** The output guard's time budget per answer, in milliseconds. Default OUTPUT_GUARD_TIMEOUT_MS (10000). */
+  outputGuardTimeoutMs?: number;
 };

@@ -13,6 +13,7 @@ import {
   type HandoffFilter,
   type HandoffTarget,
   type ModelClient,
+  type OutputGuard,
   type Tool,
   type TurnLoop,
 } from '@rudder/agent';
@@ -51,6 +52,12 @@ export type RunnableAgent = {
 
 /** An agent's guard's time budget per input when its definition sets none. */
 export const GUARD_TIMEOUT_MS = 3000;
+/** An agent's output guard's time budget per answer when its definition sets none. */
+export const OUTPUT_GUARD_TIMEOUT_MS = 10_000;
+/** How many times a turn asks the model again after its output guard rejected an answer, when the definition sets no `maxReasks`. */
+export const MAX_REASKS = 2;
+/** The waits before each retry of an output guard that failed on an answer: then the turn fails. */
+export const OUTPUT_GUARD_RETRY_DELAYS_MS = [200, 400, 800];
 
 /**
  * The deployment's agents, built at start-up from the module's definitions: tools given as
@@ -162,6 +169,7 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     }
     const guardTimeoutMs = definition.guardTimeoutMs ?? GUARD_TIMEOUT_MS;
     if (!Number.isInteger(guardTimeoutMs) || guardTimeoutMs <= 0) throw new Error(`TurnWorkerModule: agent ${definition.name}: guardTimeoutMs must be a whole number of milliseconds, more than 0`);
+    const outputGuard = outputGuardOf(definition);
     const names = tools.map((t) => t.name);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice) throw new Error(`TurnWorkerModule: agent ${definition.name} has two tools named ${twice}`);
@@ -199,6 +207,7 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
         todos,
         name: definition.name,
         handoffs: handoffs.map(({ agent, description }) => (description === undefined ? { agent } : { agent, description })),
+        ...(outputGuard ? { outputGuard } : {}),
       },
       handoffFilter: (to) => handoffs.find((h) => h.agent === to)?.filter ?? definition.handoffFilter,
       run: definition.loop ?? runTurn,
@@ -250,6 +259,16 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
 /** An agent's handoffs, each as an object. */
 const handoffTargets = (definition: AgentDefinition): (HandoffTarget & { filter?: HandoffFilter })[] =>
   (definition.handoffs ?? []).map((h) => (typeof h === 'string' ? { agent: h } : h));
+
+/** The agent's output guard as its loop runs it, its settings checked; undefined when it has none. */
+function outputGuardOf(definition: AgentDefinition): OutputGuard | undefined {
+  const { outputGuard, maxReasks = MAX_REASKS, outputGuardTimeoutMs = OUTPUT_GUARD_TIMEOUT_MS } = definition;
+  if (!Number.isInteger(maxReasks) || maxReasks < 0) throw new Error(`TurnWorkerModule: agent ${definition.name}: maxReasks must be a whole number, 0 or more`);
+  if (!Number.isInteger(outputGuardTimeoutMs) || outputGuardTimeoutMs <= 0) {
+    throw new Error(`TurnWorkerModule: agent ${definition.name}: outputGuardTimeoutMs must be a whole number of milliseconds, more than 0`);
+  }
+  return outputGuard && { check: outputGuard, maxReasks, timeoutMs: outputGuardTimeoutMs, retryDelaysMs: OUTPUT_GUARD_RETRY_DELAYS_MS };
+}
 
 /** The agent's own tools, then each MCP server's that is connected, in the order the servers are listed; of two servers' tools of one name, the first's. */
 function withMcpTools(own: readonly Tool[], connections: readonly McpConnection[]): readonly Tool[] {

@@ -87,6 +87,22 @@ describe('an agent’s context budget', () => {
   });
 });
 
+describe('an agent’s output guard', () => {
+  it('runs with its settings, or 2 re-asks and a 10 s budget, retried after 200, 400 and 800 ms; none when the agent has no guard', () => {
+    const outputGuard = () => 'pass' as const;
+    expect(registry([{ ...defaultAgent, outputGuard }]).get(null)?.loop.outputGuard).toEqual({ check: outputGuard, maxReasks: 2, timeoutMs: 10_000, retryDelaysMs: [200, 400, 800] });
+    expect(registry([{ ...defaultAgent, outputGuard, maxReasks: 0, outputGuardTimeoutMs: 50 }]).get(null)?.loop.outputGuard).toMatchObject({ maxReasks: 0, timeoutMs: 50 });
+    expect(registry([defaultAgent]).get(null)?.loop.outputGuard).toBeUndefined();
+  });
+
+  it('refuses at start-up a maxReasks or a time budget that is not a whole number (0 or more; more than 0)', () => {
+    for (const maxReasks of [-1, 1.5]) expect(() => registry([{ ...defaultAgent, maxReasks }]), String(maxReasks)).toThrow(/maxReasks must be a whole number, 0 or more/);
+    for (const outputGuardTimeoutMs of [0, 2.5]) {
+      expect(() => registry([{ ...defaultAgent, outputGuardTimeoutMs }]), String(outputGuardTimeoutMs)).toThrow(/outputGuardTimeoutMs must be a whole number of milliseconds/);
+    }
+  });
+});
+
 describe('an agent’s plan and affordances', () => {
   it('a plan’s built-in tool takes the name todos: an agent that keeps one may not have a tool of its own named so', () => {
     const own = defineTool({ name: 'todos', description: 'mine', parameters: z.object({}), run: async () => 'ok' });

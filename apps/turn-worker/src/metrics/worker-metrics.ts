@@ -233,6 +233,7 @@ export class WorkerMetrics {
       case 'conversation.opened':
       case 'input.delivered':
       case 'model.replied':
+      case 'answer.rejected':
       case 'history.compacted':
       case 'tool.started':
       case 'approval.requested':

@@ -88,6 +88,7 @@ export class TurnRun {
           name: agent.name,
           handoffs: agent.loop.handoffs,
           ...(filter ? { filter } : {}),
+          ...(agent.loop.outputGuard ? { outputGuard: agent.loop.outputGuard } : {}),
           get tools() {
             return agent.loop.tools;
           },

@@ -59,6 +59,7 @@ describe('the conversation state migration', () => {
         grants: [{ subject: 'carol', access: 'read' }],
         todos: [],
         awaiting: [],
+        heldUntil: null,
         position: 6,
       });
       expect(await readConversationStatus(readModels, 'old/empty')).toMatchObject({ running: null, steering: [], queue: [], owner: null, position: 0 });

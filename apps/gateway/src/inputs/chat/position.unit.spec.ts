@@ -14,6 +14,7 @@ const status = (running: boolean, queue: string[]): CompanionStatus => ({
   grants: [],
   todos: [],
   awaiting: [],
+  heldUntil: null,
   owner: null,
   position: 0,
 });
