@@ -22,7 +22,11 @@
  *   (`{block: 'I cannot help with that.'}`), any other passes;
  * - `approving`: the tools, and three that need a person's approval, each logging its runs to
  *   TOOL_LOG: `send_email` (always), `pay` (over 100 only), `expiring` (denied as timed out
- *   after APPROVAL_TIMEOUT_MS, 3 s by default); `approving-quiet`: the same, taking no steers.
+ *   after APPROVAL_TIMEOUT_MS, 3 s by default); `approving-quiet`: the same, taking no steers;
+ * - `triage` and `specialist` hand conversations to each other (`handoffs`), each with
+ *   instructions that name it (`HANDOFF_INSTRUCTIONS`); `filtering` hands to `specialist` with a
+ *   filter that drops every tool output and every earlier turn from the specialist's requests
+ *   (test/handoffs.e2e.spec.ts).
  */
 import 'reflect-metadata';
 import { appendFile } from 'node:fs/promises';
@@ -33,6 +37,7 @@ import { closeOnSignals, createLog } from '@rudder/runtime';
 import { z } from 'zod';
 import { AgentTool, defaultAgent, turnWorkerTransport, TurnWorkerModule, type AgentDefinition, type ToolContext } from '@rudder/turn-worker';
 import { BUDGET_TOKENS, BUDGET_TOOL_RESULT_TOKENS, COMPACT_AT_TOKENS, SUMMARY_PROMPT } from './budget';
+import { HANDOFF_INSTRUCTIONS } from './handoffs';
 
 /** Where `record` writes: a service the tools provider injects, as a team's repository would be. */
 @Injectable()
@@ -167,6 +172,17 @@ const agents: AgentDefinition[] = [
   { ...defaultAgent, name: 'checked', tools, outputGuard: checkedAnswers },
   { ...defaultAgent, name: 'approving', tools: [...tools, ApprovalTools] },
   { ...defaultAgent, name: 'approving-quiet', tools: [...tools, ApprovalTools], steering: { maxTaken: 0 } },
+  { ...defaultAgent, name: 'triage', instructions: HANDOFF_INSTRUCTIONS.triage, tools, handoffs: [{ agent: 'specialist', description: 'Hands the conversation to the specialist.' }] },
+  { ...defaultAgent, name: 'specialist', instructions: HANDOFF_INSTRUCTIONS.specialist, tools, handoffs: ['triage'] },
+  {
+    ...defaultAgent,
+    name: 'filtering',
+    instructions: HANDOFF_INSTRUCTIONS.filtering,
+    tools,
+    handoffs: ['specialist'],
+    // Only the running turn's messages, and no tool output at all: the request builder puts each call's back.
+    handoffFilter: ({ messages }) => messages.slice(messages.findLastIndex((m) => m.role === 'user' && m.content.startsWith('hand to '))).filter((m) => m.role !== 'tool'),
+  },
 ];
 
 @Module({ imports: [TurnWorkerModule.forRoot({ agents })], providers: [ToolLog, RecordingTools, GateTools, BulkTools, ApprovalTools] })

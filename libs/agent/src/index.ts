@@ -1,6 +1,7 @@
 export * from './compaction';
 export * from './context';
 export * from './call-ids';
+export * from './handoffs';
 export * from './loop';
 export * from './messages';
 export * from './model';

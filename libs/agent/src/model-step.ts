@@ -1,8 +1,8 @@
 import type { DomainEvent } from '@rudder/contracts';
 import { ownCallIds } from './call-ids';
-import { compactionDue, fitRequest } from './context';
+import { compactionDue } from './context';
 import { checkAnswer, REASKS_SPENT } from './output-guard';
-import { requestParts } from './request';
+import { requestParts, sentRequest } from './request';
 import type { RunTurnOptions, StoredTurn } from './run-options';
 import { sameMessages, type Speculation } from './speculation';
 import { endTurn, evolveTurn, type TurnState } from './turn';
@@ -36,7 +36,7 @@ export async function requestModel(turn: TurnState, step: number, options: RunTu
     const compacted = await options.compact!({ turn, step, keep });
     if (compacted) return compacted;
   }
-  const request = fitRequest(parts, agent.context);
+  const request = sentRequest(turn, parts, options);
   const same = speculation !== null && request.fits && speculation.step === step && speculation.tools === tools && sameMessages(speculation.messages, request.messages);
   if (!same) speculation?.abort();
   if (!request.fits) return commit(endTurn(turn, 'failed', request.outcome));

@@ -1,8 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
-import { compactionDue, fitRequest } from './context';
+import { compactionDue } from './context';
 import type { ModelMessage } from './messages';
 import type { ModelClient } from './model';
-import { requestParts } from './request';
+import { requestParts, sentRequest } from './request';
 import type { RunTurnOptions } from './run-options';
 import type { Tool } from './tools';
 import { nextAction, type TurnState } from './turn';
@@ -39,7 +39,7 @@ export function speculate(turn: TurnState, options: RunTurnOptions): Speculation
   if (action.type !== 'request-model') return null;
   const { tools, parts } = requestParts(turn, options);
   if (options.compact && compactionDue(parts, agent.context) !== null) return null;
-  const request = fitRequest(parts, agent.context);
+  const request = sentRequest(turn, parts, options);
   if (!request.fits) return null;
   const aborted = new AbortController();
   const signal = AbortSignal.any([options.signal, aborted.signal]);

@@ -51,6 +51,8 @@ export type TurnState = {
   todos: TodoList;
   /** The approvals of the last reply's calls, by call id (`approval.requested`, then `approval.decided`). */
   approvals: Record<string, CallApproval>;
+  /** The turn's latest handoff (`agent.changed`): the rest of it runs `to`; null while it made none. */
+  handoff: { from: string; to: string; step: number } | null;
   /**
    * Where in `messages` each answer the output guard rejected to ask again is (`answer.rejected`),
    * in order; the re-ask's message follows it. Neither is an answer: later turns see neither
@@ -86,6 +88,7 @@ export function startTurn(id: string, prompt: TurnPrompt, todos: TodoList = empt
     windDownAt: null,
     todos,
     approvals: {},
+    handoff: null,
     rejected: [],
   };
 }
@@ -101,10 +104,20 @@ const addUsage = (sum: Usage | null, more: Usage | undefined): Usage | null =>
 
 /**
  * The event types a turn folds: its steps (replies, results, the plan), the steers it takes,
- * how it is asked to end and its calls' approvals. Every other type — an input's acceptance, a
+ * how it is asked to end, its calls' approvals and its handoffs. Every other type — an input's acceptance, a
  * control's decision, a new input kind's events — leaves a turn as it is.
  */
-export const TURN_EVENT_TYPES = ['model.replied', 'answer.rejected', 'tool.ended', 'steer.taken', 'stop.requested', 'todos.updated', 'approval.requested', 'approval.decided'] as const satisfies readonly EventType[];
+export const TURN_EVENT_TYPES = [
+  'model.replied',
+  'answer.rejected',
+  'tool.ended',
+  'steer.taken',
+  'stop.requested',
+  'todos.updated',
+  'approval.requested',
+  'approval.decided',
+  'agent.changed',
+] as const satisfies readonly EventType[];
 
 /** Evolves a turn by one of its events (`TURN_EVENT_TYPES`); events of other turns and types leave it as it is. */
 export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
@@ -169,6 +182,11 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
       const { approval, callId, decision, reason, subject } = event.data;
       const status = decision === 'approve' ? 'approved' : 'denied';
       return { ...turn, approvals: { ...turn.approvals, [callId]: { approval, status, arguments: event.data.arguments, reason, subject } } };
+    }
+    case 'agent.changed': {
+      if (event.data.turn !== turn.id) return turn;
+      const { from, to, step } = event.data;
+      return { ...turn, handoff: { from, to, step } };
     }
     // Stryker disable next-line all: unreachable — `isEventOf` above lets only TURN_EVENT_TYPES by, and each has its case (the compiler checks it).
     default: {

@@ -31,7 +31,7 @@ const fold = (events: DomainEvent[], turn: TurnState = fresh()) => events.reduce
 const limits = { maxSteps: 3 };
 
 describe('the turn as its events fold it', () => {
-  it('starts with its prompt’s messages, no step, nothing open, answered or asked', () => {
+  it('starts with its prompt’s messages, no step, nothing open, answered, asked or handed on', () => {
     expect(fresh()).toEqual({
       id: 't1',
       prompt,
@@ -49,6 +49,7 @@ describe('the turn as its events fold it', () => {
       windDownAt: null,
       todos: emptyTodos(),
       approvals: {},
+      handoff: null,
       rejected: [],
     });
     const todos = { items: [{ n: 1, text: 'a', status: 'pending' as const }], next: 2 };

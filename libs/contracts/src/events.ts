@@ -41,8 +41,8 @@ export type TurnStatus = z.infer<typeof TurnStatus>;
 const CORE_EVENT_CONTRACTS = {
   /**
    * The conversation's first accepted input opened it: `owner` is the subject that sent it, and
-   * `agent` the agent that answers every turn of the conversation from now on (the input's
-   * `agent`, else the deployment's default).
+   * `agent` the agent that answers its turns from now on (the input's `agent`, else the
+   * deployment's default) until a handoff hands it to another (`agent.changed`).
    */
   'conversation.opened': eventContract(z.object({ owner: z.string(), agent: AgentName }), () => NAMES_NONE),
   /** The worker took an input into the conversation's log; it will be answered exactly once. */
@@ -224,6 +224,18 @@ const CORE_EVENT_CONTRACTS = {
       items: z.array(TodoItem),
       next: z.number().int().positive(),
     }),
+    () => NAMES_NONE,
+  ),
+  /**
+   * The conversation was handed to another agent (docs/agents.md, "Handoffs"): the model of
+   * `from` called its built-in `transfer_to_<to>` tool at step `step` of `turn`, and this is
+   * stored with that call's result, in one commit. The rest of the turn and every later turn
+   * run `to` (its instructions, tools, model, steering policy, bounds, guard and budget) until
+   * a handoff of its own hands the conversation on (or back); a chat naming another agent is
+   * then `agent_mismatch`. At most one per step: the first transfer call of a reply wins.
+   */
+  'agent.changed': eventContract(
+    z.object({ from: AgentName, to: AgentName, turn: z.string(), step: z.number().int().nonnegative() }),
     () => NAMES_NONE,
   ),
   /** The turn ended. `content` holds every answer of the turn, in order; `outcome` says why when not completed. */

@@ -24,6 +24,8 @@ export type Awaiting = {
   requestedAt: string;
   /** When its timeout decides it as denied; null: never. */
   expiresAt: string | null;
+  /** The agent whose tool it calls (its reply's: a handoff stored after it does not change it); absent in states stored before handoffs. */
+  agent?: string;
 };
 
 /**
@@ -46,7 +48,7 @@ export type { Ending };
 export type ConversationState = {
   /** The subject whose input opened the conversation; null before that. */
   owner: string | null;
-  /** The agent that answers every turn; null before the first accepted input. */
+  /** The agent that answers now: the first accepted input's, then the one the last handoff chose (`agent.changed`); null before the first accepted input. */
   agent: string | null;
   /** Access the owner gave other subjects (`access.granted`). */
   grants: Record<string, 'read' | 'write'>;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { eventVersion, type CompanionStatus, type ConversationEvent, type DomainEvent, type InputRecord, type ToolCall } from '@rudder/contracts';
-import { changeTodos, endTurn, evolveTurn, nextAction, type TurnState } from '@rudder/agent';
+import { changeTodos, endTurn, evolveTurn, handOff, nextAction, TRANSFER_PREFIX, type TurnState } from '@rudder/agent';
 import { decideInputs, decideTimeouts, decideTurnCommit, evolve, initialState, onceKey, startNextTurn, type Agents } from '@rudder/conversation';
 import type { DataSource } from 'typeorm';
 import { openReadModels } from '../read-models/data-source';
@@ -38,7 +38,8 @@ import { readEventRecord } from './read-event-record';
  * their rows only when asked, and the worker's fold that wrote the log holds none of them. A
  * conversation after the first may start as a fork of the one before it (as the worker reads
  * that one's whole log), and a fork into a conversation that exists, or of a turn it does not
- * have, is refused: the fork's transcript starts with the copied turns.
+ * have, is refused: the fork's transcript starts with the copied turns. A reply's third call
+ * hands the conversation to the other agent (`agent.changed`): the status's and the turn's agent follow.
  */
 
 let database: Awaited<ReturnType<typeof createFreshDatabase>>;
@@ -57,7 +58,7 @@ afterAll(async () => {
 const policy = { maxTaken: 3, bounds: { steers: 2, chats: 4, chars: 160 } };
 const agents: Agents = {
   defaultAgent: 'trip',
-  policyOf: (agent) => (agent === 'trip' ? policy : undefined),
+  policyOf: (agent) => (agent === 'trip' || agent === 'guide' ? policy : undefined),
   argumentsError: (_agent, _tool, args) => (args.startsWith('{') ? null : 'the arguments are not JSON'),
 };
 const subjects = ['alice', 'alice', 'bob'];
@@ -96,7 +97,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ do: fc.constant('move' as const), id: fc.nat(3), target: fc.nat(7), before: fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 3, arbitrary: fc.nat(7) }), subject: fc.nat(2) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('grant' as const), id: fc.nat(3), grantee: fc.nat(2), access: fc.constantFrom('read' as const, 'write' as const, null), subject: fc.nat(2) }) },
   { weight: 4, arbitrary: fc.record({ do: fc.constant('start' as const), late: fc.boolean() }) },
-  { weight: 10, arbitrary: fc.record({ do: fc.constant('step' as const), content: text, calls: fc.nat(2), send: fc.boolean(), usage: fc.boolean() }) },
+  { weight: 10, arbitrary: fc.record({ do: fc.constant('step' as const), content: text, calls: fc.nat(3), send: fc.boolean(), usage: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ do: fc.constant('compact' as const), summary: userText }) },
   {
     weight: 3,
@@ -191,13 +192,15 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
         else if (action.type === 'run-tools') {
           // The first call with something to store (one waiting for a decision has none, unless the turn is asked to end).
           const call = action.calls.find((open) => !(turn.approvals[open.id]?.status === 'awaiting' && turn.ending === null))!;
-          events = toolStep(turn, action.step, call, at(log.length + 1));
+          events = toolStep(turn, action.step, call, at(log.length + 1), conversation.state.agent ?? agents.defaultAgent);
         } else {
           // The second call of a reply changes the plan: adds an item, marks one done, deletes one (numbers past the plan are refused).
           const planChange = (n: number) => JSON.stringify([{ add: [c.content || 'step'] }, { set: [{ n: turns, status: 'done' }] }, { delete: [action.step + 1] }][n % 3]);
+          // The third hands the conversation to the other agent (`trip` ↔ `guide`).
+          const other = conversation.state.agent === 'guide' ? 'trip' : 'guide';
           const toolCalls: ToolCall[] = Array.from({ length: c.calls }, (_, n) => ({
             id: `${turn.id}-${action.step}-${n}`,
-            name: n === 1 ? 'todos' : n === 0 && c.send ? SEND : 'wait',
+            name: n === 2 ? `${TRANSFER_PREFIX}${other}` : n === 1 ? 'todos' : n === 0 && c.send ? SEND : 'wait',
             arguments: n === 1 ? planChange(action.step + turns) : '{}',
           }));
           const usage = c.usage ? { usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 }, carried: { tokens: 3, maxTokens: 100 } } : {};
@@ -283,9 +286,10 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
  * What running `call` at `step` stores, as the agent loop does: a call of `send` not yet asked
  * about asks for approval (requested `now`); one decided gets its result (denied: the denial);
  * one still waiting when the turn is asked to end is closed unrun; a call of the plan's tool is
- * made at its commit, from the plan as stored; any other call just ends.
+ * made at its commit, from the plan as stored; a transfer call hands the conversation on from
+ * `agent` (`agent.changed` with its result); any other call just ends.
  */
-function toolStep(turn: TurnState, step: number, call: ToolCall, now: string): DomainEvent[] {
+function toolStep(turn: TurnState, step: number, call: ToolCall, now: string, agent: string): DomainEvent[] {
   const ended = (result: string, isError: boolean): DomainEvent => ({ type: 'tool.ended', data: { turn: turn.id, step, callId: call.id, name: call.name, result, isError } });
   const approval = turn.approvals[call.id];
   if (approval) {
@@ -296,6 +300,7 @@ function toolStep(turn: TurnState, step: number, call: ToolCall, now: string): D
     const expiresAt = step % 2 === 0 ? new Date(Date.parse(now) + 60_000).toISOString() : null;
     return [{ type: 'approval.requested', data: { turn: turn.id, step, approval: `appr-${call.id}`, call, requestedAt: now, expiresAt } }];
   }
+  if (call.name.startsWith(TRANSFER_PREFIX)) return handOff(turn, step, call, agent, { agent: call.name.slice(TRANSFER_PREFIX.length) });
   const change = call.name === 'todos' ? changeTodos(turn.todos, call.arguments) : null;
   const events = [ended(change?.result ?? 'done', change?.isError ?? false)];
   if (change?.list) events.push({ type: 'todos.updated', data: { turn: turn.id, step, callId: call.id, ...change.list } });

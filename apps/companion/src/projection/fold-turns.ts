@@ -14,6 +14,8 @@ import type { Folds, Of, RowSet } from './row-set';
  *   the running turn's `steered` grows by it.
  * - `model.replied` with content: an assistant row `<turn>/<step>`; the running turn's content is
  *   its replies so far joined with a blank line.
+ * - `agent.changed`: the turn that handed the conversation on is answered by the agent it was
+ *   handed to (its `agent` is the one that answers it last).
  * - `answer.rejected`: its usage counts in the turn's; the rejected answer is shown to no one.
  *   Blocked (`reask` null): the block's message is the turn's answer, an assistant row
  *   `<turn>/<step>` as a reply's.
@@ -33,6 +35,7 @@ export const TURN_FOLDS: Folds = {
   'turn.started': { reads: (data) => ({ turns: [data.turn] }), fold: (rows, event, conversation, before) => startTurn(rows, event, conversation.state.agent, before) },
   'steer.taken': { reads: (data) => ({ turns: [data.turn] }), fold: takeSteer },
   'model.replied': { reads: (data) => ({ turns: [data.turn] }), fold: reply },
+  'agent.changed': { reads: (data) => ({ turns: [data.turn] }), fold: handOff },
   'answer.rejected': { reads: (data) => ({ turns: [data.turn] }), fold: rejectAnswer },
   'turn.ended': { reads: (data) => ({ turns: [data.turn], approvalsOf: [data.turn] }), fold: (rows, event, _conversation, before) => endTurn(rows, event, before) },
   'turns.rolledBack': { reads: (data) => ({ turns: data.turns }), fold: rollBack },
@@ -103,6 +106,13 @@ function takeSteer(rows: RowSet, event: Of<'steer.taken'>): void {
     row.steered.push({ id: steer.id, text: steer.text });
     rows.touchTurn(row);
   }
+}
+
+function handOff(rows: RowSet, event: Of<'agent.changed'>): void {
+  const running = rows.turn(event.conversation, event.data.turn);
+  if (!running || running.status !== 'running') return;
+  running.agent = event.data.to;
+  rows.touchTurn(running);
 }
 
 /** A reply's usage (a rejected one's too) counts in its running turn's. */

@@ -22,6 +22,7 @@ const RESPONSE_EVENT_TYPES = [
   'tool.ended',
   'approval.requested',
   'approval.decided',
+  'agent.changed',
   'turn.ended',
 ] as const satisfies readonly EventType[];
 
@@ -178,6 +179,10 @@ export class ResponseFold {
       case 'model.replied':
         if (event.data.turn !== this.turn || this.phase !== 'in_progress') return out;
         this.reply(event.data, emit);
+        return out;
+      case 'agent.changed':
+        // A handoff in its turn: the agent it was handed to answers the rest of it, and is its model from here on.
+        if (event.data.turn === this.turn && this.phase === 'in_progress') this.model = event.data.to;
         return out;
       case 'tool.ended':
         if (event.data.turn !== this.turn || this.phase !== 'in_progress') return out;

@@ -51,7 +51,7 @@ nav,main,aside{background:#fff;border:1px solid #dde1e7;border-radius:8px;paddin
 h2{font-size:.8rem;text-transform:uppercase;letter-spacing:.05em;color:#5b6575;margin:.2rem 0 .6rem}
 ul,ol{list-style:none;margin:0;padding:0}#conversations a{display:block;padding:.25rem .4rem;border-radius:4px;color:inherit;text-decoration:none;word-break:break-all}
 #conversations a[aria-current]{background:#e6eefc;font-weight:600}#open-form{display:flex;gap:.3rem;margin-bottom:.8rem}#open-form input{flex:1;min-width:0}
-main{display:flex;flex-direction:column;gap:.6rem}#title{font-weight:600}#turn-state{font-size:.85rem;color:#5b6575}#turn-state[data-running=true]{color:#a55a00}
+main{display:flex;flex-direction:column;gap:.6rem}#title{font-weight:600}#turn-state,#agent{font-size:.85rem;color:#5b6575}#turn-state[data-running=true]{color:#a55a00}
 #transcript{flex:1;display:flex;flex-direction:column;gap:.5rem;overflow:auto}
 .message{max-width:80%;padding:.45rem .7rem;border-radius:10px;white-space:pre-wrap}
 .message.user{align-self:flex-end;background:#2f6fde;color:#fff}.message.assistant{align-self:flex-start;background:#eef0f3}
@@ -85,7 +85,7 @@ button{font:inherit;padding:.3rem .7rem;border:1px solid #b7bfcb;border-radius:5
 <nav><h2>Conversations</h2>
 <form id="open-form"><input id="key" placeholder="conversation key" aria-label="conversation key" required maxlength="200"><button>Open</button></form>
 <ul id="conversations"></ul></nav>
-<main><div id="title">Open a conversation</div><div id="turn-state"></div>
+<main><div id="title">Open a conversation</div><div id="agent" aria-live="polite"></div><div id="turn-state"></div>
 <div id="recap" hidden></div>
 <ol id="transcript" aria-live="polite"></ol>
 <div id="suggestions" aria-label="suggested next messages"></div>

@@ -143,3 +143,30 @@ describe('an agent’s MCP servers', () => {
     }
   });
 });
+
+describe('an agent’s handoffs', () => {
+  const triage: AgentDefinition = { ...defaultAgent, name: 'triage', handoffs: [{ agent: 'billing', description: 'Invoices.' }] };
+  const billing: AgentDefinition = { ...defaultAgent, name: 'billing', handoffs: ['triage'] };
+
+  it('are its loop’s targets, with their descriptions; a handoff’s filter wins over the agent’s handoffFilter', () => {
+    const own = () => [];
+    const theirs = () => [];
+    const agents = registry([{ ...triage, handoffs: [{ agent: 'billing', filter: own }, 'support'], handoffFilter: theirs }, billing, { ...defaultAgent, name: 'support' }]);
+    expect(agents.get('triage')?.loop.handoffs).toEqual([{ agent: 'billing' }, { agent: 'support' }]);
+    expect(agents.get('triage')?.handoffFilter('billing')).toBe(own);
+    expect(agents.get('triage')?.handoffFilter('support')).toBe(theirs);
+    expect(agents.get('billing')?.handoffFilter('triage')).toBeUndefined();
+    expect(registry([triage, billing]).get('triage')?.loop.handoffs).toEqual([{ agent: 'billing', description: 'Invoices.' }]);
+  });
+
+  it('start-up refuses a target not registered, the agent itself, a framework’s agent, a tool of its own under a transfer tool’s name', () => {
+    expect(() => registry([triage])).toThrow(/agent triage hands off to billing, which is not registered/);
+    expect(() => registry([{ ...billing, handoffs: ['billing'] }])).toThrow(/hands off to itself/);
+    const framework: AgentDefinition = { ...defaultAgent, name: 'billing', loop: async (options) => options.turn };
+    expect(() => registry([triage, framework])).toThrow(/runs a framework's loop: a handoff goes to an agent of Rudder's own loop/);
+    expect(() => registry([{ ...framework, name: 'triage', handoffs: ['billing'] }, billing])).toThrow(/its handoffs are the framework's own/);
+    const clash = defineTool({ name: 'transfer_to_billing', description: 'mine', parameters: z.object({}), run: async () => 'ran' });
+    expect(() => registry([{ ...triage, tools: [clash] }, billing])).toThrow(/built-in tool named transfer_to_billing/);
+    expect(() => registry([{ ...triage, handoffs: ['a.b', 'a:b'] }, { ...defaultAgent, name: 'a.b' }, { ...defaultAgent, name: 'a:b' }])).toThrow(/two handoffs whose tool is named transfer_to_a_b/);
+  });
+});

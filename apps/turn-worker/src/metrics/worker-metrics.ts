@@ -239,6 +239,7 @@ export class WorkerMetrics {
       case 'approval.requested':
       case 'tool.ended':
       case 'todos.updated':
+      case 'agent.changed':
         return;
       default: {
         // Every type but the input kinds' own (`countDecision`) is named above (the compiler says which is not). One this code does not know

@@ -47,6 +47,7 @@ describe('compaction reads from the log what the fold let go of', () => {
       historyTurns: 10,
       guard: async () => null,
       guardTimeoutMs: 1000,
+      handoffFilter: () => undefined,
     };
     const relay: OutboxRelay = { enqueue: () => undefined, sweep: () => undefined, idle: async () => undefined, stop: async () => undefined };
     const runner = new ConversationRunner('long', 2, {

@@ -46,6 +46,7 @@ function worker(epochs: () => Epochs, pool: Pool = db.pool()) {
     historyTurns: 10,
     guard: async () => null,
     guardTimeoutMs: 1000,
+    handoffFilter: () => undefined,
   };
   const fenced: string[] = [];
   const relay: OutboxRelay = { enqueue: () => undefined, sweep: () => undefined, idle: async () => undefined, stop: async () => undefined };

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
-import type { TurnState } from '@rudder/agent';
+import { runningAgent, type TurnState } from '@rudder/agent';
 import { decideTimeouts, hasOpenWork, parked, startNextTurn, type ConversationState } from '@rudder/conversation';
 import { AlreadyStoredError, FencedError, type Seen } from '@rudder/event-store';
 import type { ConversationNews } from '../ingest/ingest-inputs';
@@ -146,8 +146,9 @@ export class ConversationRunner implements TurnRunner {
 
   /** Runs the agent loop on the running turn until it ends, or until a stop aborts it (the stop is then read from the log, and the turn ends `stopped`). */
   private async runTurn(current: Conversation, turn: TurnState): Promise<void> {
-    const agent = this.services.agents.get(current.state.agent);
-    if (!agent) throw new Error(`this worker has no agent named ${current.state.agent}`);
+    const name = runningAgent(turn, current.state.agent);
+    const agent = this.services.agents.get(name);
+    if (!agent) throw new Error(`this worker has no agent named ${name}`);
     const run = (this.turn = new TurnRun(turn, this, this.services));
     try {
       await run.run(agent, current, this.released.signal);

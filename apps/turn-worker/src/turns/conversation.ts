@@ -81,7 +81,7 @@ function keptTurns(conversation: Conversation, history: HistoryTurn[], kept: num
  * (event_store.snapshots): raise it whenever either changes, and the snapshots folded by older
  * code are ignored (the log is read from the start).
  */
-export const CONVERSATION_FOLD_VERSION = 10;
+export const CONVERSATION_FOLD_VERSION = 11;
 
 /**
  * What a model request may carry of the earlier turns: the last `turns` of them (an agent's

@@ -57,6 +57,8 @@ export function renderConversation(c: Conversation, actions: Actions) {
       return button;
     }),
   );
+  // The agent that answers now: a handoff (`agent.changed`) makes the page read the status again.
+  byId('agent').textContent = c.status?.agent ? `answered by ${c.status.agent}` : '';
   const waiting = [...c.approvals.values()].filter((a) => a.outcome === null && a.turn === c.running).map((a) => a.tool);
   byId('turn-state').textContent = c.running
     ? `turn ${short(c.running)} ${waiting.length > 0 ? `waiting for your approval: ${waiting.join(', ')}` : `running${c.tool ? `: tool ${c.tool}` : ''}`}`
