@@ -1,5 +1,5 @@
 import { QueueItem, SteeringItem, type CompanionStatus } from '@rudder/contracts';
-import { initialState, parseState, type ConversationState } from '@rudder/conversation';
+import { initialState, parseState, scheduleItem, type ConversationState } from '@rudder/conversation';
 import type { DataSource } from 'typeorm';
 import { Conversations, Inputs, type ConversationRow, type InputRow } from '../read-models/entities';
 
@@ -55,6 +55,7 @@ export function statusOf(
     grants: Object.entries(state.grants).map(([subject, access]) => ({ subject, access })),
     position: rows.position,
     todos: state.todos.items,
+    schedules: state.schedules.map(scheduleItem),
     awaiting: state.awaiting.map(({ approval, turn, callId, tool, arguments: args, requestedAt, expiresAt }) => ({ approvalId: approval, turn, callId, tool, arguments: args, requestedAt, expiresAt })),
   };
 }
