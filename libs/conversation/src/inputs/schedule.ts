@@ -117,8 +117,6 @@ export const scheduleRules: InputRules<'schedule', ScheduleAnswer, ScheduleRefus
       onceKey: (data) => `schedule-due:${data.schedule}:${data.at}`,
     },
   },
-  // Its messages reach the model when it fires: the agent's guard checks them as a chat's when it is made or changed.
-  guarded: (_state, input) => (input.fields?.messages ? { kind: 'chat', text: inputText(input.fields.messages) } : null),
 };
 
 /**
