@@ -123,8 +123,6 @@ export type SchedulesAnswer = z.infer<typeof SchedulesAnswer>;
 /** Why a make, change or cancel changed nothing. */
 export const ScheduleRefusalCode = z.enum(['forbidden', 'not_found', 'exists', 'full', 'invalid']);
 
-/** A firing's input id: its schedule's id and its time, so a firing is one input however often it is decided. */
-export const firingInputId = (schedule: string, at: string): string => `${schedule}:fired:${Date.parse(at)}`;
 
 export const SCHEDULE = inputKind({
   record: ScheduleInputV1,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firingInputId, SCHEDULE_TEXT_MAX, SCHEDULES_MAX, type DomainEvent, type InputRecord, type ScheduleFields } from '@rudder/contracts';
+import { firingInputId, InputRecord, SCHEDULE_TEXT_MAX, SCHEDULES_MAX, type DomainEvent, type ScheduleFields } from '@rudder/contracts';
 import { onceKey } from '../event-rules';
 import { receiptKeys } from '../receipts';
 import { base, chat, deciderSpec, IDLE, RUNNING, types, type Given } from '../testing/decider-spec';
@@ -121,6 +121,11 @@ describe('schedules under the conversation lock', () => {
     for (let n = 0; n < SCHEDULES_MAX; n++) full = full.and(schedule(`m${n}`, 'make', { at: AT }));
     full.when(schedule('one-more', 'make', { at: AT })).thenRefused('full');
     expect(receiptKeys(schedule('s1', 'make', { at: AT }))).toEqual(['schedule:s1']);
+  });
+
+  it('no record on agent.inputs may carry a firing`s id: it would take the firing`s place', () => {
+    expect(InputRecord.safeParse(chat(firingInputId('s1', AT))).success).toBe(false);
+    expect(InputRecord.safeParse(chat('s1:fired:soon')).success).toBe(true);
   });
 });
 
