@@ -36,7 +36,7 @@ const FIELDS =
  */
 export const SCHEDULE_ROUTES = {
   make: route('post', '/v1/conversations/{key}/schedules', 'Make a schedule: a turn at a time, once or by cron', {
-    description: `Makes a schedule of the conversation, decided by its worker under the conversation's lock: ${FIELDS} At its time the worker owning the conversation makes its input once — through a crash, a rebalance or a clock's skew — as the subject that made it (refused, once, when that subject can no longer write). The schedule's id is the input's (\`id\` or \`Idempotency-Key\`, at most 160 characters): sent again, it answers the same. 400 for a bad field (an \`at\` already passed, a cron expression croner refuses, an unknown time zone); 404 for a conversation nobody has written to; 409 \`conflict\` for an id a schedule has; 409 \`schedules_full\` past 20 schedules. Needs \`write\`.`,
+    description: `Makes a schedule of the conversation, decided by its worker under the conversation's lock: ${FIELDS} At its time the worker owning the conversation makes its input once — through a crash, a rebalance or a clock's skew — as the subject that made it (refused, once, when that subject can no longer write). The schedule's id is the input's (\`id\` or \`Idempotency-Key\`, at most 160 characters): sent again, it answers the same. 400 for a bad field (an \`at\` more than a minute in the past, a cron expression croner refuses, an unknown time zone); 404 for a conversation nobody has written to; 409 \`conflict\` for an id a schedule has; 409 \`schedules_full\` past 20 schedules. Needs \`write\`.`,
     requestParams: { path: conversation, header: idempotencyHeaders },
     requestBody: { required: true, ...json(ScheduleBody.meta({ id: 'ScheduleBody' })) },
     responses: write(201, 'made: the schedule, with its next time', ScheduleItem, ['conflict', 'not_found', 'schedules_full', 'id_reused']),
@@ -65,8 +65,8 @@ type Answer = Item | { id: string; cancelled: true };
 export type ScheduleRequest = { key: string; subject: string; body: unknown; idempotencyKey: string | undefined };
 
 /**
- * Makes, changes and cancels schedules: checks the body (400, the field named; an `at` already
- * passed and a cron expression croner refuses are 400 here, before anything is sent), write
+ * Makes, changes and cancels schedules: checks the body (400, the field named; an `at` more than a
+ * minute in the past and a cron expression croner refuses are 400 here, before anything is sent), write
  * access (403), and submits one `ScheduleInputV1`, answering the worker's decision:
  * `schedule.made` → 201 the schedule; `schedule.changed` → 200; `schedule.cancelled` → 200
  * `{id, cancelled: true}`; `schedule.refused` → 403, 404, 409, 400.
@@ -122,7 +122,13 @@ export class ScheduleHandler {
 }
 
 /**
- * The record's fields from a body: `at` in UTC (it must not have passed), `every` a cron
+ * How long ago an `at` may have passed and still be taken (it fires at once): a make retried a
+ * moment after its time is the same make, not a mistake; one further in the past is 400.
+ */
+const AT_PASSED_MS = 60_000;
+
+/**
+ * The record's fields from a body: `at` in UTC (not more than AT_PASSED_MS in the past), `every` a cron
  * expression croner takes in `tz`, `text` as one message. What the body leaves out stays out (a
  * change keeps the schedule's own; a make takes the defaults under the lock).
  */
@@ -131,7 +137,9 @@ function checkedFields(body: ScheduleChangeBody): Partial<ScheduleFields> {
   const fields: Partial<ScheduleFields> = {};
   if (body.at !== undefined) {
     const at = new Date(body.at);
-    if (at.getTime() <= now.getTime()) throw new GatewayError('bad_request', `bad schedule body: at: ${body.at} has passed (it is ${now.toISOString()})`, [{ path: 'at', message: 'has passed' }]);
+    if (at.getTime() < now.getTime() - AT_PASSED_MS) {
+      throw new GatewayError('bad_request', `bad schedule body: at: ${body.at} passed more than ${AT_PASSED_MS / 1000} s ago (it is ${now.toISOString()})`, [{ path: 'at', message: 'has passed' }]);
+    }
     fields.at = at.toISOString();
   }
   if (body.tz !== undefined) fields.tz = body.tz;
