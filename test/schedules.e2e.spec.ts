@@ -115,6 +115,18 @@ describe('schedules', () => {
     expect((await alice.http.post(key('nobody'), '/schedules', { at: inMs(5000), text: 'x' })).status).toBe(404);
   });
 
+  it('onBusy steer: a firing due while a turn runs is decided beside it and lands on that turn, which takes it', async () => {
+    const conversation = key('steer');
+    await opened(conversation);
+    await alice.client.chat(conversation, { text: 'look around, wait 5000', id: 'long' });
+    const at = inMs(1500);
+    await alice.http.post(conversation, '/schedules', { id: 'nudge', at, text: 'also check the weather', onBusy: 'steer' });
+    await decided(conversation, 'nudge');
+    expect((await stored(conversation, 'steer.accepted')).map((d) => [d.input.id, d.landed])).toEqual([[firingInputId('nudge', at), true]]);
+    const turn = await answered(alice.client, conversation, 'long');
+    expect(turn.steered.map((s) => s.id)).toEqual([firingInputId('nudge', at)]);
+  });
+
   it('a firing is refused, once, when its maker lost write; it is skipped when a person spoke since it was made', async () => {
     const conversation = key('refused');
     await opened(conversation);
