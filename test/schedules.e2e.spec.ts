@@ -97,16 +97,14 @@ describe('schedules', () => {
     const moved = await alice.http.post(conversation, '/schedules', { id: 'moved', at: inMs(60_000), text: 'moved' });
     expect(moved.status).toBe(201);
     const at = inMs(2000);
-    const patched = await alice.http.patch(conversation, '/schedules/moved', { at });
-    expect(patched.status).toBe(200);
-    expect(patched.body).toMatchObject({ id: 'moved', at, next: at });
+    expect(await alice.client.reschedule(conversation, 'moved', { at })).toMatchObject({ id: 'moved', at, next: at });
     // The moved one fires at its new time, well after the cancelled one's: that one never fired.
     await answered(alice.client, conversation, (await decided(conversation, 'moved')).input);
     expect(Date.now()).toBeGreaterThan(Date.parse(cancelled.body.at));
     expect((await stored(conversation, 'schedule.fired')).map((d) => d.schedule)).toEqual(['moved']);
 
     expect((await bob.http.post(conversation, '/schedules', { at: inMs(5000), text: 'x' })).status).toBe(403);
-    expect((await bob.http.get(conversation, '/schedules')).status).toBe(200);
+    expect((await bob.client.schedules(conversation)).items).toEqual([]);
     const bad = async (body: unknown) => (await alice.http.post(conversation, '/schedules', body)).body.error;
     expect(await bad({ at: inMs(-120_000), text: 'x' })).toMatchObject({ code: 'bad_request', message: expect.stringContaining('at:') });
     expect(await bad({ every: '61 * * * *', text: 'x' })).toMatchObject({ code: 'bad_request', message: expect.stringContaining('every:') });
@@ -138,7 +136,9 @@ describe('schedules', () => {
     expect((await stored(conversation, 'input.rejected')).map((d) => [d.input.id, d.code])).toEqual([[firingInputId('bobs', at), 'forbidden']]);
     expect((await alice.client.messages(conversation)).items.map((m) => m.text)).not.toContain('from bob');
 
-    await alice.http.post(conversation, '/schedules', { id: 'quiet', at: inMs(2000), text: 'still there?', unlessUserSpokeSince: true });
+    // Through @rudder/client, as a team makes one.
+    const quiet = await alice.client.schedule(conversation, { id: 'quiet', at: inMs(2000), text: 'still there?', unlessUserSpokeSince: true });
+    expect((await alice.client.schedules(conversation)).items.map((s) => s.id)).toEqual([quiet.id]);
     await alice.client.chat(conversation, { text: 'I am here', id: 'spoke' });
     expect(await decided(conversation, 'quiet', 'schedule.skipped')).toMatchObject({ reason: 'spoke', next: null });
     expect(await stored(conversation, 'schedule.fired')).toHaveLength(1); // bob's refused firing only
