@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { firingInputId, LATE_AFTER_MS } from '@rudder/contracts';
 import { testScript } from './scripts';
+import { readEvents } from './sse';
 import { answered, callerOf, startStack, WAIT, type Stack } from './stack';
 
 /**
@@ -71,6 +72,9 @@ describe('schedules', () => {
     expect(fired).toMatchObject({ at, late: false, accepted: true, next: null, input: firingInputId('once', at) });
     const turn = await answered(alice.client, conversation, firingInputId('once', at));
     expect(turn).toMatchObject({ status: 'completed', prompt: { text: 'remind me' } });
+    // The stream carries the schedule's events as any other.
+    const streamed = await readEvents(await alice.http.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'schedule.fired');
+    expect(streamed.map((m) => m.event).filter((e) => e.startsWith('schedule.'))).toEqual(['schedule.made', 'schedule.fired']);
     // Never early: the firing's input was accepted at or after its time.
     const [accepted] = (await db.query('SELECT at FROM event_store.events WHERE conversation = $1 AND type = $2 AND data->\'input\'->>\'id\' = $3', [conversation, 'input.accepted', firingInputId('once', at)])).rows;
     expect(new Date(accepted.at).getTime()).toBeGreaterThanOrEqual(Date.parse(at));
