@@ -91,7 +91,7 @@ const fork = fc.record({ do: fc.constant('fork' as const), id: fc.nat(3), atTurn
 const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fork },
   {
-    weight: 2,
+    weight: 4,
     arbitrary: fc.record({
       do: fc.constant('schedule' as const),
       id: fc.nat(2),
@@ -102,7 +102,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
       subject: fc.nat(2),
     }),
   },
-  { weight: 2, arbitrary: fc.record({ do: fc.constant('due' as const), minutes: fc.integer({ min: 1, max: 90 }) }) },
+  { weight: 3, arbitrary: fc.record({ do: fc.constant('due' as const), minutes: fc.integer({ min: 1, max: 40 }) }) },
   { weight: 4, arbitrary: fc.record({ do: fc.constant('chat' as const), id: fc.nat(7), texts: fc.array(userText, { minLength: 1, maxLength: 2 }), subject: fc.nat(2), onBusy: fc.constantFrom('enqueue' as const, 'enqueue' as const, 'reject' as const, 'interrupt' as const, 'rollback' as const), ifLast: rarely, queue: fc.constantFrom(null, null, 'each' as const, 'latest' as const, 'merge' as const, { debounceMs: 1000 }) }) },
   { weight: 4, arbitrary: fc.record({ do: fc.constant('steer' as const), id: fc.nat(7), text: userText, subject: fc.nat(2), ifLast: fc.constant(false) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('stop' as const), id: fc.nat(3), discardPending: fc.boolean(), namesTurn: fc.boolean(), graceful: fc.boolean() }) },
