@@ -21,6 +21,8 @@ export const FaultPoints = [
   'after-publish',
   /** Inputs are in the event log; the Kafka offset is not committed. */
   'after-ingest',
+  /** A schedule's firing (`schedule.fired` and its input) is committed; nothing after it has run (its turn has not started). */
+  'after-firing-decided',
 ] as const;
 export type FaultPoint = (typeof FaultPoints)[number];
 

@@ -1,6 +1,7 @@
-import type { DomainEvent, InputRecord, QueuePolicy } from '@rudder/contracts';
+import { firingInputId, inputText, LATE_AFTER_MS, type DomainEvent, type EventDataOf, type InputRecord, type QueuePolicy } from '@rudder/contracts';
 import { endTurn, evolveTurn, ROLLED_BACK, STOPPED, SUPERSEDED, type TurnState } from '@rudder/agent/turn';
 import { rulesOf, type ForkSource } from './inputs';
+import { nextFiring, spoken, type Schedule } from './inputs/schedule';
 import { receiptKeys } from './receipts';
 import { evolve } from './event-rules';
 import { queueHeld, type ConversationState } from './state';
@@ -84,6 +85,73 @@ export function decideTimeouts(state: ConversationState, now: Date): DomainEvent
       type: 'approval.decided',
       data: { turn, step, approval, callId, tool, decision: 'deny', reason: `timed out: nobody decided by ${expiresAt}`, arguments: null, subject: null, input: null },
     }));
+}
+
+/**
+ * Decides, under the conversation's lock, everything due at `now` (its `dueAt`): the approvals
+ * timed out (`decideTimeouts`), then the schedules' firings (`decideFirings`).
+ */
+export function decideDue(state: ConversationState, now: Date, agents: Agents, conversation: string): DomainEvent[] {
+  const timeouts = decideTimeouts(state, now);
+  return [...timeouts, ...decideFirings(timeouts.reduce(evolve, state), now, agents, conversation)];
+}
+
+/** Whether anything is due at `now`: the state's `dueAt` has come. */
+export const isDue = (state: ConversationState, now: Date): boolean => state.dueAt !== null && Date.parse(state.dueAt) <= now.getTime();
+
+/**
+ * Decides, under the conversation's lock, the schedules due at `now` (their `next` ≤ now: never
+ * early). Each due time is decided once — its `schedule.fired` or `schedule.skipped` moves the
+ * schedule on in the same transaction, and its once key is the schedule's and the time's:
+ * - skipped (`late`) when it is later than its `maxLateness`;
+ * - skipped (`spoke`) under `unlessUserSpokeSince` when a person's chat or steer was accepted
+ *   since it was made or last due;
+ * - skipped (`busy`) under `onBusy: skip` while a turn runs;
+ * - else it fires: its input (id `firingInputId`: the schedule's and the time's) is decided by the
+ *   chat rules (`enqueue`, `skip`) or the steer rules (`steer`: it lands on the running turn, or is
+ *   a turn of its own) as its maker's — refused like theirs, so a maker that lost `write` is
+ *   refused, once — and `schedule.fired` follows it, `late` when it fired more than
+ *   LATE_AFTER_MS after its time.
+ * A cron schedule then moves to its first time after `now` (a worker back after hours fires once,
+ * not once per missed time); an `at` schedule ends.
+ */
+export function decideFirings(state: ConversationState, now: Date, agents: Agents, conversation: string): DomainEvent[] {
+  const events: DomainEvent[] = [];
+  for (const schedule of state.schedules.filter((s) => Date.parse(s.next) <= now.getTime())) {
+    const at = schedule.next;
+    const lateness = now.getTime() - Date.parse(at);
+    const next = schedule.every === null ? null : nextAfter(schedule, now);
+    const skipped = (reason: EventDataOf<'schedule.skipped'>['reason']): DomainEvent[] => [{ type: 'schedule.skipped', data: { schedule: schedule.id, at, reason, next } }];
+    let decided: DomainEvent[];
+    if (schedule.maxLateness !== null && lateness > schedule.maxLateness) decided = skipped('late');
+    else if (schedule.unlessUserSpokeSince && spoken(state) > schedule.spokenAt) decided = skipped('spoke');
+    else if (schedule.onBusy === 'skip' && state.runningTurn !== null) decided = skipped('busy');
+    else {
+      const input = firingInput(schedule, at, conversation);
+      const made = rulesOf(input.type).decide(state, input as never, { agents, guarded: undefined, now });
+      const accepted = made.some((e) => e.type === 'input.accepted');
+      decided = [...made, { type: 'schedule.fired', data: { schedule: schedule.id, at, late: lateness > LATE_AFTER_MS, input: input.id, accepted, next } }];
+    }
+    state = decided.reduce(evolve, state);
+    events.push(...decided);
+  }
+  return events;
+}
+
+/** A firing's input: a chat (or, under `onBusy: steer`, a steer) of the schedule's maker, sent at its time. */
+function firingInput(schedule: Schedule, at: string, conversation: string): InputRecord {
+  const envelope = { v: 1 as const, id: firingInputId(schedule.id, at), conversation, subject: schedule.maker, sentAt: at };
+  if (schedule.onBusy === 'steer') return { ...envelope, type: 'steer', text: inputText(schedule.messages) };
+  return { ...envelope, type: 'chat', messages: schedule.messages, onBusy: 'enqueue' };
+}
+
+/** A cron schedule's first time after `now`; null when it never fires again (or croner now refuses what it took when it was made). */
+function nextAfter(schedule: Schedule, now: Date): string | null {
+  try {
+    return nextFiring(schedule.every as string, schedule.tz, now);
+  } catch {
+    return null;
+  }
 }
 
 /**

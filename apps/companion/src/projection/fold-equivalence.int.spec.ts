@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { eventVersion, type CompanionStatus, type ConversationEvent, type DomainEvent, type InputRecord, type ToolCall } from '@rudder/contracts';
 import { changeTodos, endTurn, evolveTurn, handOff, nextAction, TRANSFER_PREFIX, type TurnState } from '@rudder/agent';
-import { decideInputs, decideTimeouts, decideTurnCommit, evolve, initialState, onceKey, startNextTurn, type Agents } from '@rudder/conversation';
+import { decideDue, decideInputs, decideTimeouts, decideTurnCommit, evolve, initialState, onceKey, startNextTurn, type Agents } from '@rudder/conversation';
 import type { DataSource } from 'typeorm';
 import { openReadModels } from '../read-models/data-source';
 import { readConversationStatus, statusOf } from '../queries/conversation-status';
@@ -79,7 +79,9 @@ type Command =
   | { do: 'compact'; summary: string }
   | { do: 'rollback'; id: number; turns: number; toTurn: number | null; stopRunning: boolean; ifLast: boolean; subject: number }
   | { do: 'decide'; which: number; decision: 'approve' | 'deny'; reason: string | null; edited: string | null; byOwner: boolean; timeout: boolean }
-  | { do: 'fork'; id: number; atTurn: number | null; subject: number };
+  | { do: 'fork'; id: number; atTurn: number | null; subject: number }
+  | { do: 'schedule'; id: number; op: 'make' | 'change' | 'cancel'; cron: boolean; onBusy: 'enqueue' | 'steer' | 'skip'; unless: boolean; subject: number }
+  | { do: 'due'; minutes: number };
 
 /** True about once in `n` times. */
 const rare = (n: number) => fc.oneof({ weight: n - 1, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) });
@@ -89,6 +91,19 @@ const userText = text.filter((t) => t.length > 0);
 const fork = fc.record({ do: fc.constant('fork' as const), id: fc.nat(3), atTurn: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.nat(6) }), subject: fc.nat(2) });
 const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fork },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      do: fc.constant('schedule' as const),
+      id: fc.nat(2),
+      op: fc.constantFrom('make' as const, 'make' as const, 'change' as const, 'cancel' as const),
+      cron: fc.boolean(),
+      onBusy: fc.constantFrom('enqueue' as const, 'steer' as const, 'skip' as const),
+      unless: fc.boolean(),
+      subject: fc.nat(2),
+    }),
+  },
+  { weight: 3, arbitrary: fc.record({ do: fc.constant('due' as const), minutes: fc.integer({ min: 1, max: 40 }) }) },
   { weight: 4, arbitrary: fc.record({ do: fc.constant('chat' as const), id: fc.nat(7), texts: fc.array(userText, { minLength: 1, maxLength: 2 }), subject: fc.nat(2), onBusy: fc.constantFrom('enqueue' as const, 'enqueue' as const, 'reject' as const, 'interrupt' as const, 'rollback' as const), ifLast: rarely, queue: fc.constantFrom(null, null, 'each' as const, 'latest' as const, 'merge' as const, { debounceMs: 1000 }) }) },
   { weight: 4, arbitrary: fc.record({ do: fc.constant('steer' as const), id: fc.nat(7), text: userText, subject: fc.nat(2), ifLast: fc.constant(false) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('stop' as const), id: fc.nat(3), discardPending: fc.boolean(), namesTurn: fc.boolean(), graceful: fc.boolean() }) },
@@ -264,6 +279,17 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
         append(decideInputs(conversation.state, [record], stored, agents, new Date(envelope.sentAt), undefined, () => read));
         break;
       }
+      case 'schedule': {
+        // Made at the batch's time: once a minute after it, or every 10 minutes; changed to the other; cancelled.
+        const fields = { at: c.cron ? null : '2025-01-01T12:01:00.000Z', every: c.cron ? '*/10 * * * *' : null, messages: ['check in'], onBusy: c.onBusy, unlessUserSpokeSince: c.unless };
+        const made = c.op === 'make' ? { fields: { tz: null, maxLateness: c.unless ? 30 * 60_000 : null, ...fields } } : c.op === 'change' ? { fields } : {};
+        input({ ...envelope, type: 'schedule', id: c.op === 'make' ? `s${c.id}` : `so-${i}`, subject: subjects[c.subject], op: c.op, schedule: `s${c.id}`, ...made });
+        break;
+      }
+      case 'due':
+        // The worker's timer, `minutes` after the batches' time: the schedules due fire (or are skipped), once each.
+        append(decideDue(conversation.state, new Date(Date.parse(envelope.sentAt) + c.minutes * 60_000), agents, key));
+        break;
       default: {
         const never: never = c;
         throw new Error(`unknown command ${JSON.stringify(never)}`);

@@ -53,7 +53,7 @@ function worker(epochs: () => Epochs, pool: Pool = db.pool()) {
   const held = createHeldEpochs({ pool: db.pool(), epochs, sessionTimeoutMs: SESSION_TIMEOUT_MS, now: () => clock.now });
   const services: RunnerServices = {
     store: new TurnStore({ pool, held, relay }),
-    agents: { get: () => agent, historyKept: () => 10 },
+    agents: { get: () => agent, historyKept: () => 10, defaultAgent: agent.name, policyOf: () => undefined },
     tokens: { token: () => undefined, flushTokens: () => undefined },
     metrics: { fenced: () => void fenced.push('fenced'), ahead: () => undefined },
     // A fenced runner retries (and is fenced again) until the rebalance releases it.
