@@ -68,6 +68,7 @@ button{font:inherit;padding:.3rem .7rem;border:1px solid #b7bfcb;border-radius:5
 #recap{background:#fff7e0;border:1px solid #f0d48a;border-radius:8px;padding:.45rem .7rem;font-size:.9rem}#recap b{margin-right:.4rem}
 #plan{margin-bottom:.8rem}#plan li{display:flex;gap:.4rem;padding:.2rem 0;font-size:.9rem}#plan .n{color:#5b6575;min-width:1.4rem}#plan [data-status=done] .text{text-decoration:line-through;color:#5b6575}
 #plan [data-status=in_progress] .text{font-weight:600}#plan .mark{width:1rem}
+#schedules{margin-bottom:.8rem;padding:0;list-style:none}#schedules li{display:flex;flex-wrap:wrap;gap:.2rem .5rem;align-items:baseline;padding:.2rem 0;font-size:.9rem}#schedules .when{color:#5b6575;font-size:.8rem}
 #suggestions{display:flex;flex-wrap:wrap;gap:.4rem}#suggestions button{border-color:#2f6fde;color:#2f6fde;border-radius:14px;font-size:.85rem}
 .message.approval{align-self:flex-start;background:#f3f6ee;border:1px solid #c9d6b8;font-size:.9rem}
 .approval[role=group]{align-self:flex-start;max-width:80%;min-width:22rem;padding:.5rem .7rem;border-radius:10px;background:#fffaf0;border:2px solid #e0a526}
@@ -91,7 +92,7 @@ button{font:inherit;padding:.3rem .7rem;border:1px solid #b7bfcb;border-radius:5
 <div id="suggestions" aria-label="suggested next messages"></div>
 <form id="compose" hidden><textarea id="text" aria-label="message" placeholder="Enter sends a chat, Ctrl+Enter steers the running turn"></textarea>
 <button id="send" type="submit">Send</button><button id="steer" type="button" title="joins the running turn at its next step">Steer</button><button id="stop" type="button">Stop</button></form></main>
-<aside><section id="plan-panel" hidden><h2>Plan</h2><ol id="plan" aria-label="the agent's plan"></ol></section><h2>Pending</h2><ul id="pending"></ul><h2>Answers</h2><ol id="answers"></ol></aside>
+<aside><section id="plan-panel" hidden><h2>Plan</h2><ol id="plan" aria-label="the agent's plan"></ol></section><section id="schedules-panel" hidden><h2>Schedules</h2><ul id="schedules" aria-label="the conversation's schedules"></ul></section><h2>Pending</h2><ul id="pending"></ul><h2>Answers</h2><ol id="answers"></ol></aside>
 </div>
 <script type="module" src="/app.js"></script>
 </body></html>`;
