@@ -40,11 +40,19 @@ const SPECS: Record<string, string[]> = {
 const part = process.env.MUTATE_PART;
 if (part !== undefined && !Object.hasOwn(SPECS, part)) throw new Error(`MUTATE_PART is one of ${Object.keys(SPECS).join(', ')}`);
 
+/**
+ * Specs of a part that check its structure, not its behaviour, and cannot run in the sandbox:
+ * the decider's import graph is read by esbuild, which resolves `@rudder/*` through the
+ * node_modules links to the checkout's sources, outside the sandbox (it found no file of the
+ * decider there). No mutant of code changes what a module imports, so none escapes by this.
+ */
+const STRUCTURE = ['libs/conversation/src/import-graph.unit.spec.ts'];
+
 export default defineConfig({
   plugins: [workspaceOfThisCopy()],
   test: {
     include: part === undefined ? Object.values(SPECS).flat() : SPECS[part],
-    exclude: ['**/node_modules/**'],
+    exclude: ['**/node_modules/**', ...STRUCTURE],
     // Stryker runs the specs again for each mutant. For the decider, modules loaded once serve
     // every run: Stryker switches a mutant on by a global, not by loading code again, so a run is
     // several times faster, and its specs keep no state in a module between files. Not for the

@@ -146,4 +146,30 @@ describe('the web chat, editing the conversation', () => {
     expect((await stack.client.messages(key)).items.map((item) => item.text)).toEqual(['alpha', 'answer to alpha', 'beta', 'answer to beta']);
     expect(pageErrors).toEqual([]);
   });
+
+  it("shows the conversation's schedules, follows them as they fire, and cancels one by its button", { timeout: 120_000 }, async () => {
+    const key = `web-schedules/${Math.random().toString(36).slice(2, 8)}`;
+    await page.goto(stack.gatewayUrl);
+    await page.locator('#key').fill(key);
+    await page.getByRole('button', { name: 'Open' }).click();
+    await shows('#conversations a[aria-current]', key);
+    await send('hello');
+    await shows('#transcript .message.assistant', 'answer to hello');
+    expect(await page.locator('#schedules-panel').isHidden()).toBe(true);
+
+    // Made by another client: the page learns of them from the stream.
+    await stack.client.schedule(key, { id: 'daily', every: '0 9 * * *', tz: 'Europe/Paris', text: 'good morning' });
+    await stack.client.schedule(key, { id: 'soon', at: new Date(Date.now() + 3000).toISOString(), text: 'ping from the schedule' });
+    await shows('#schedules li[data-schedule="daily"]', /good morning.*every 0 9 \* \* \* \(Europe\/Paris\), next/);
+    await shows('#schedules li[data-schedule="soon"]', /ping from the schedule.*at /);
+
+    // `soon` fires: its turn is in the transcript, and it leaves the panel (it fired its one time).
+    await shows('#transcript .message.assistant', 'answer to ping from the schedule');
+    await vi.waitFor(async () => expect(await page.locator('#schedules li').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-schedule')))).toEqual(['daily']), WAIT);
+
+    await page.locator('#schedules li[data-schedule="daily"]').getByRole('button', { name: 'Cancel' }).click();
+    await vi.waitFor(async () => expect((await stack.client.schedules(key)).items).toEqual([]), WAIT);
+    await vi.waitFor(async () => expect(await page.locator('#schedules-panel').isHidden()).toBe(true), WAIT);
+    expect(pageErrors).toEqual([]);
+  });
 });

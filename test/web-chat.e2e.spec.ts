@@ -93,6 +93,7 @@ describe('the web chat', () => {
     // The turn ends: it spoke twice, the steered message between its answers.
     stack.model.gate('celsius').open();
     await shows('#turn-state', 'the last one completed');
+    await shows('#agent', 'answered by default');
     await shows('#transcript li[data-role=assistant]', ANSWER);
     await page.locator('#transcript li[data-role=live]').waitFor({ state: 'detached', ...WAIT });
     const rows = await page.locator('#transcript li').evaluateAll((items) =>

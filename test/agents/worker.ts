@@ -17,9 +17,16 @@
  *   compacts (`compactAt: null`), and its turns may take 40 steps;
  * - `compacting`: the same budget and tools, compacting its history past `COMPACT_AT_TOKENS`
  *   with its own summary prompt (`SUMMARY_PROMPT`, which the tests' scripts answer);
+ * - `checked`: the default agent with an output guard (`checkedAnswers`): an answer that says
+ *   `rude` is asked again (`{reask: 'be polite'}`), one that says `forbidden` is blocked
+ *   (`{block: 'I cannot help with that.'}`), any other passes;
  * - `approving`: the tools, and three that need a person's approval, each logging its runs to
  *   TOOL_LOG: `send_email` (always), `pay` (over 100 only), `expiring` (denied as timed out
- *   after APPROVAL_TIMEOUT_MS, 3 s by default); `approving-quiet`: the same, taking no steers.
+ *   after APPROVAL_TIMEOUT_MS, 3 s by default); `approving-quiet`: the same, taking no steers;
+ * - `triage` and `specialist` hand conversations to each other (`handoffs`), each with
+ *   instructions that name it (`HANDOFF_INSTRUCTIONS`); `filtering` hands to `specialist` with a
+ *   filter that drops every tool output and every earlier turn from the specialist's requests
+ *   (test/handoffs.e2e.spec.ts).
  */
 import 'reflect-metadata';
 import { appendFile } from 'node:fs/promises';
@@ -30,6 +37,7 @@ import { closeOnSignals, createLog } from '@rudder/runtime';
 import { z } from 'zod';
 import { AgentTool, defaultAgent, turnWorkerTransport, TurnWorkerModule, type AgentDefinition, type ToolContext } from '@rudder/turn-worker';
 import { BUDGET_TOKENS, BUDGET_TOOL_RESULT_TOKENS, COMPACT_AT_TOKENS, SUMMARY_PROMPT } from './budget';
+import { HANDOFF_INSTRUCTIONS } from './handoffs';
 
 /** Where `record` writes: a service the tools provider injects, as a team's repository would be. */
 @Injectable()
@@ -132,6 +140,12 @@ const failingGuard: AgentDefinition['guard'] = ({ text }) => {
   // Ignores its signal too: the worst a guard can do.
   return new Promise<never>(() => undefined);
 };
+/** The `checked` agent's output guard (test/output-guards.e2e.spec.ts). */
+const checkedAnswers: AgentDefinition['outputGuard'] = (answer) => {
+  if (/\brude\b/.test(answer)) return { reask: 'be polite' };
+  if (/\bforbidden\b/.test(answer)) return { block: 'I cannot help with that.' };
+  return 'pass';
+};
 const agents: AgentDefinition[] = [
   { ...defaultAgent, tools },
   { ...defaultAgent, name: 'quiet', tools, steering: { maxTaken: 0 } },
@@ -155,8 +169,20 @@ const agents: AgentDefinition[] = [
     tools: [...tools, BulkTools],
     context: { maxTokens: BUDGET_TOKENS, toolResultTokens: BUDGET_TOOL_RESULT_TOKENS, compactAt: COMPACT_AT_TOKENS, summaryPrompt: SUMMARY_PROMPT },
   },
+  { ...defaultAgent, name: 'checked', tools, outputGuard: checkedAnswers },
   { ...defaultAgent, name: 'approving', tools: [...tools, ApprovalTools] },
   { ...defaultAgent, name: 'approving-quiet', tools: [...tools, ApprovalTools], steering: { maxTaken: 0 } },
+  { ...defaultAgent, name: 'triage', instructions: HANDOFF_INSTRUCTIONS.triage, tools, handoffs: [{ agent: 'specialist', description: 'Hands the conversation to the specialist.' }] },
+  { ...defaultAgent, name: 'specialist', instructions: HANDOFF_INSTRUCTIONS.specialist, tools, handoffs: ['triage'] },
+  {
+    ...defaultAgent,
+    name: 'filtering',
+    instructions: HANDOFF_INSTRUCTIONS.filtering,
+    tools,
+    handoffs: ['specialist'],
+    // Only the running turn's messages, and no tool output at all: the request builder puts each call's back.
+    handoffFilter: ({ messages }) => messages.slice(messages.findLastIndex((m) => m.role === 'user' && m.content.startsWith('hand to '))).filter((m) => m.role !== 'tool'),
+  },
 ];
 
 @Module({ imports: [TurnWorkerModule.forRoot({ agents })], providers: [ToolLog, RecordingTools, GateTools, BulkTools, ApprovalTools] })

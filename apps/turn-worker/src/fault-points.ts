@@ -13,12 +13,16 @@ export const FaultPoints = [
   'after-tool-result-stored',
   /** A step that took a steered message is committed; the next model request has not been made. */
   'after-steer-taken',
+  /** A transfer call's result and `agent.changed` are committed; the run of the agent it was handed to has not begun. */
+  'after-handoff-stored',
   /** A compaction's summary (`history.compacted`) is committed; the step's model request has not been made. */
   'after-compaction-stored',
   /** Events reached agent.events; the outbox rows are not marked published. */
   'after-publish',
   /** Inputs are in the event log; the Kafka offset is not committed. */
   'after-ingest',
+  /** A schedule's firing (`schedule.fired` and its input) is committed; nothing after it has run (its turn has not started). */
+  'after-firing-decided',
 ] as const;
 export type FaultPoint = (typeof FaultPoints)[number];
 

@@ -6,4 +6,4 @@ export { turnWorkerTransport } from './transport';
 export { TurnWorkerModule, type TurnWorkerAsyncOptions } from './turn-worker.module';
 export type { TurnWorkerOptions } from './turn-worker.options';
 export { startTurnWorker, type RunningTurnWorker } from './start-turn-worker';
-export { defineTool, waitTool, type ModelClient, type Tool, type ToolContext } from '@rudder/agent';
+export { defineTool, waitTool, type ModelClient, type OutputGuardContext, type OutputVerdict, type Tool, type ToolContext } from '@rudder/agent';

@@ -11,7 +11,7 @@ import { rememberInputTraces } from './tracing/input-traces';
 import { InputIngest } from './ingest/ingest-inputs';
 import { connectPublishing, type Publishing } from './publishing';
 import { createScheduler, type Scheduler } from './turns/scheduler';
-import { createApprovalDeadlines, type ApprovalDeadlines } from './turns/approval-deadlines';
+import { createDeadlines, type Deadlines } from './turns/deadlines';
 import { createHeldEpochs, type HeldEpochs } from './turns/held-epochs';
 import { TurnStore } from './turns/turn-store';
 import { WorkerMetrics } from './metrics/worker-metrics';
@@ -36,7 +36,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
   private publishing!: Publishing;
   private relay!: ShardedRelay;
   private scheduler!: Scheduler;
-  private deadlines!: ApprovalDeadlines;
+  private deadlines!: Deadlines;
   private inputs!: InputIngest;
   private fault = faultPoints({});
   private owned: ReadonlySet<number> = new Set();
@@ -86,7 +86,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
       { store, agents: this.agents, tokens: this.publishing, metrics: this.metrics, options: { log, fault: this.fault, retryMs: 1000, snapshotEvery: config.WORKER_SNAPSHOT_EVERY_EVENTS } },
       config.WORKER_IDLE_FORGET_MS,
     );
-    this.deadlines = createApprovalDeadlines({ pools, owned: () => [...this.owned], poke: (due) => this.scheduler.poke(due), log });
+    this.deadlines = createDeadlines({ pools, owned: () => [...this.owned], poke: (due) => this.scheduler.poke(due), log });
     this.inputs = new InputIngest({
       pools,
       epochs: () => this.epochs,

@@ -1,4 +1,5 @@
 import type { RunTurnOptions, StoredTurn } from './run-options';
+import { handedOff } from './handoffs';
 import { requestModel } from './model-step';
 import type { Ahead } from './speculation';
 import { runTools } from './tool-step';
@@ -10,7 +11,9 @@ import { endTurn, nextAction, type TurnState } from './turn';
  * in the same commit. A model that fails for good (after the client's retries) ends the turn
  * as `failed`. Returns the turn as it ended — or as it parked, when every call left waits for
  * a person's approval (`parked`): the run ends there, holding nothing, and a decision stored
- * later starts a new one from the log.
+ * later starts a new one from the log. A step that handed the conversation to another agent
+ * (a call of a built-in `transfer_to_<name>` tool, handoffs.ts) ends the run too, once all its
+ * results are stored: the runner runs the rest of the turn with the agent it was handed to.
  *
  * Its steps: asking the model (`requestModel`, model-step.ts), running the calls
  * (`runTools`, tool-step.ts), and the next request sent ahead of a step's last commit
@@ -20,7 +23,7 @@ export async function runTurn(options: RunTurnOptions): Promise<TurnState> {
   let stored: StoredTurn = { turn: options.turn, ended: false };
   const ahead: Ahead = { speculation: null };
   try {
-    while (!stored.ended && !stored.parked) stored = await takeStep(stored.turn, options, ahead);
+    while (!stored.ended && !stored.parked && !handedOff(stored.turn, options.agent)) stored = await takeStep(stored.turn, options, ahead);
   } finally {
     ahead.speculation?.abort();
   }

@@ -4,7 +4,9 @@
  */
 import type { DomainEvent } from '@rudder/contracts';
 import type { ContextBudget } from './context';
+import type { HandoffFilter, HandoffTarget } from './handoffs';
 import type { ModelClient } from './model';
+import type { OutputGuard } from './output-guard';
 import type { EarlierTurn } from './tokens';
 import type { Tool } from './tools';
 import type { TurnState } from './turn';
@@ -22,6 +24,24 @@ export type Agent = {
    * request carries the plan right after the instructions.
    */
   todos: boolean;
+  /** Its name: what `agent.changed` says a handoff came from, and how a run knows the turn was handed to another. */
+  name?: string;
+  /**
+   * The agents it may hand the conversation to (handoffs.ts): its model gets a built-in
+   * `transfer_to_<name>` tool for each. A call of one ends the run after its step.
+   */
+  handoffs?: readonly HandoffTarget[];
+  /**
+   * What its requests carry (`HandoffFilter`), when it took the conversation by a handoff in
+   * this turn and that handoff has a filter. Absent: they carry what every request does.
+   */
+  filter?: HandoffFilter;
+  /**
+   * Checks each final answer (a reply with no tool calls) before it is stored as the answer
+   * (output-guard.ts): its tokens are held until it passes; a rejected one asks the model again
+   * or ends the turn `refused`, and is shown to no one. Absent: answers are not checked.
+   */
+  outputGuard?: OutputGuard;
 };
 
 /**

@@ -1,8 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
-import { compactionDue, fitRequest } from './context';
+import { compactionDue } from './context';
 import type { ModelMessage } from './messages';
 import type { ModelClient } from './model';
-import { requestParts } from './request';
+import { requestParts, sentRequest } from './request';
 import type { RunTurnOptions } from './run-options';
 import type { Tool } from './tools';
 import { nextAction, type TurnState } from './turn';
@@ -19,8 +19,8 @@ export type Speculation = {
   tools: readonly Tool[];
   /** The request's messages: compared with the request made from the stored turn (`sameMessages`). */
   messages: readonly ModelMessage[];
-  /** Its reply; once used, its held tokens go out first and the rest as they come. */
-  use(): Promise<Awaited<ReturnType<ModelClient['reply']>>>;
+  /** Its reply; once used, its held tokens go to `onToken` first and the rest as they come (the step's own sink: a guarded agent's holds them still). */
+  use(onToken: (text: string) => void): Promise<Awaited<ReturnType<ModelClient['reply']>>>;
   abort(): void;
 };
 
@@ -39,7 +39,7 @@ export function speculate(turn: TurnState, options: RunTurnOptions): Speculation
   if (action.type !== 'request-model') return null;
   const { tools, parts } = requestParts(turn, options);
   if (options.compact && compactionDue(parts, agent.context) !== null) return null;
-  const request = fitRequest(parts, agent.context);
+  const request = sentRequest(turn, parts, options);
   if (!request.fits) return null;
   const aborted = new AbortController();
   const signal = AbortSignal.any([options.signal, aborted.signal]);
@@ -57,10 +57,10 @@ export function speculate(turn: TurnState, options: RunTurnOptions): Speculation
     step: action.step,
     tools,
     messages: request.messages,
-    use() {
+    use(onToken) {
       settled = true;
       options.onAhead?.('used');
-      forward = (text) => options.onToken?.(action.step, text);
+      forward = onToken;
       for (const text of held.splice(0)) forward(text);
       return reply;
     },

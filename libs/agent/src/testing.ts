@@ -1,8 +1,9 @@
 /**
  * `@rudder/agent/testing`: a turn's options on a store in memory, for tests of a loop (Rudder's
  * own or a framework adapter's) without the worker. The store takes the waiting steers as the
- * conversation's decider does: at the commit that closes a step (every call has its result), or
- * in place of the end a final answer proposes — the turn then takes one more step.
+ * conversation's decider does: at the commit that closes a step (every call has its result, or
+ * a rejected answer asks again), or in place of the end a final answer proposes — the turn then
+ * takes one more step.
  */
 import type { DomainEvent } from '@rudder/contracts';
 import { contextBudget } from './context';
@@ -35,7 +36,7 @@ export function memoryTurn(
   let turn = settings.turn ?? startTurn('t1', TEST_PROMPT);
   const commit = async (events: DomainEvent[]): Promise<StoredTurn> => {
     const after = events.reduce(evolveTurn, turn);
-    const closesStep = events.some((e) => e.type === 'tool.ended') && after.openCalls.length === 0;
+    const closesStep = (events.some((e) => e.type === 'tool.ended') && after.openCalls.length === 0) || events.some((e) => e.type === 'answer.rejected' && e.data.reask !== null);
     const completes = events.some((e) => e.type === 'turn.ended' && e.data.status === 'completed');
     let stored = events;
     if ((closesStep || completes) && steers.length > 0) {

@@ -31,7 +31,12 @@ describe('the plan (todos)', () => {
     const list = listOf(change(emptyTodos(), { add: ['a'] }));
     expect(change(list, { add: ['b'], set: [{ n: 7, status: 'done' }] })).toEqual({ isError: true, list: null, result: 'error: there is no item 7 on the plan (the plan is unchanged)' });
     expect(change(list, { delete: [9] }).result).toBe('error: there is no item 9 on the plan (the plan is unchanged)');
-    expect(changeTodos(list, '{"add": [').result).toMatch(/^error: the arguments are not JSON/);
+    expect(changeTodos(list, '{"add": [').result).toBe('error: the arguments are not JSON: {"add": [ (the plan is unchanged)');
+    // Arguments that are not JSON are quoted back to the model up to 200 characters.
+    const long = `{"add": ["${'y'.repeat(300)}`;
+    expect(changeTodos(list, long).result).toBe(`error: the arguments are not JSON: ${long.slice(0, 200)} (the plan is unchanged)`);
+    // No arguments at all (blank, as some models send for a call with nothing to change) change nothing and show the plan.
+    for (const blank of ['', '  \n']) expect(changeTodos(list, blank)).toEqual({ isError: false, list, result: 'The plan now:\n1. [pending] a' });
     expect(change(list, { add: [''] }).result).toMatch(/^error: invalid arguments/);
     expect(change(list, { set: [{ n: 1, status: 'finished' }] }).result).toMatch(/^error: invalid arguments/);
     expect(change(list, { add: ['x'.repeat(301)] }).result).toMatch(/^error: invalid arguments/);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DomainEvent, ToolCall } from '@rudder/contracts';
 import type { RunTurnOptions, StoredTurn } from './run-options';
+import { handoffOf, handOff } from './handoffs';
 import { speculate, type Ahead } from './speculation';
 import { changeTodos, TODOS_TOOL } from './todos';
 import { needsApproval, runToolCall, type ToolContext, type ToolResult } from './tools';
@@ -11,7 +12,10 @@ import { evolveTurn, type CallApproval, type TurnState } from './turn';
  * at a time. The store may end the turn with the last result (it was interrupted at this step).
  * A call of the built-in `todos` tool is made at its commit, from the plan as the commits before
  * it left it, and stored with its result (`todos.updated`): two calls of one reply change the
- * plan one after the other, and a crash before the commit leaves the plan as it was.
+ * plan one after the other, and a crash before the commit leaves the plan as it was. A call of
+ * a built-in `transfer_to_<name>` tool is made so too, once every other call of the step is
+ * stored (or waits for a person): its result and `agent.changed` are stored together
+ * (`handOff`); a later one of the same reply is answered that the first one won.
  *
  * A call whose tool needs approval is not run: `approval.requested` is stored for it, and it
  * waits (the turn parks once nothing else of the step runs). Decided, it runs (approved: with
@@ -35,8 +39,13 @@ export async function runTools(turn: TurnState, { step, at }: { step: number; at
     });
     return stored;
   };
+  const transfers = calls.flatMap((call) => {
+    const target = handoffOf(options.agent.handoffs, call);
+    return target ? [{ call, target }] : [];
+  });
   await Promise.all(
     calls.map(async (call) => {
+      if (transfers.some((t) => t.call === call)) return;
       const context = toolContext(turn, call, options);
       const approval = turn.approvals[call.id];
       if (approval) {
@@ -66,6 +75,8 @@ export async function runTools(turn: TurnState, { step, at }: { step: number; at
       await committed;
     }),
   );
+  // Stored once every other call of the step is (or waits for a person): what those asked for was asked as the agent that made them.
+  for (const { call, target } of transfers) await store((before) => handOff(before.turn, step, call, options.agent.name ?? '', target));
   return stored;
 }
 

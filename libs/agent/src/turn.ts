@@ -51,6 +51,14 @@ export type TurnState = {
   todos: TodoList;
   /** The approvals of the last reply's calls, by call id (`approval.requested`, then `approval.decided`). */
   approvals: Record<string, CallApproval>;
+  /** The turn's latest handoff (`agent.changed`): the rest of it runs `to`; null while it made none. */
+  handoff: { from: string; to: string; step: number } | null;
+  /**
+   * Where in `messages` each answer the output guard rejected to ask again is (`answer.rejected`),
+   * in order; the re-ask's message follows it. Neither is an answer: later turns see neither
+   * (`acceptedMessages`). (A blocked answer is not in `messages`: the block's message stands in its place.)
+   */
+  rejected: number[];
 };
 
 /**
@@ -80,6 +88,8 @@ export function startTurn(id: string, prompt: TurnPrompt, todos: TodoList = empt
     windDownAt: null,
     todos,
     approvals: {},
+    handoff: null,
+    rejected: [],
   };
 }
 
@@ -94,10 +104,20 @@ const addUsage = (sum: Usage | null, more: Usage | undefined): Usage | null =>
 
 /**
  * The event types a turn folds: its steps (replies, results, the plan), the steers it takes,
- * how it is asked to end and its calls' approvals. Every other type — an input's acceptance, a
+ * how it is asked to end, its calls' approvals and its handoffs. Every other type — an input's acceptance, a
  * control's decision, a new input kind's events — leaves a turn as it is.
  */
-export const TURN_EVENT_TYPES = ['model.replied', 'tool.ended', 'steer.taken', 'stop.requested', 'todos.updated', 'approval.requested', 'approval.decided'] as const satisfies readonly EventType[];
+export const TURN_EVENT_TYPES = [
+  'model.replied',
+  'answer.rejected',
+  'tool.ended',
+  'steer.taken',
+  'stop.requested',
+  'todos.updated',
+  'approval.requested',
+  'approval.decided',
+  'agent.changed',
+] as const satisfies readonly EventType[];
 
 /** Evolves a turn by one of its events (`TURN_EVENT_TYPES`); events of other turns and types leave it as it is. */
 export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
@@ -116,6 +136,16 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
         usage: addUsage(turn.usage, event.data.usage),
         approvals: {},
       };
+    }
+    case 'answer.rejected': {
+      if (event.data.turn !== turn.id) return turn;
+      const { answer = '', feedback, reask } = event.data;
+      const step = { steps: event.data.step + 1, openCalls: [], answered: false, usage: addUsage(turn.usage, event.data.usage), approvals: {} };
+      // Blocked: the block's message is the turn's answer, in the rejected one's place (the turn ends with it).
+      if (reask === null) return { ...turn, ...step, messages: [...turn.messages, assistantMessage(feedback, [])], answers: [...turn.answers, feedback] };
+      // Asked again: the rejected answer stays in the turn's messages, for the re-ask's request, and the re-ask's message after it.
+      const reasked = [assistantMessage(answer, []), userMessage(reaskMessage(turn.prompt.text, feedback))];
+      return { ...turn, ...step, messages: [...turn.messages, ...reasked], rejected: [...turn.rejected, turn.messages.length] };
     }
     case 'tool.ended': {
       if (event.data.turn !== turn.id) return turn;
@@ -153,6 +183,12 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
       const status = decision === 'approve' ? 'approved' : 'denied';
       return { ...turn, approvals: { ...turn.approvals, [callId]: { approval, status, arguments: event.data.arguments, reason, subject } } };
     }
+    case 'agent.changed': {
+      if (event.data.turn !== turn.id) return turn;
+      const { from, to, step } = event.data;
+      return { ...turn, handoff: { from, to, step } };
+    }
+    // Stryker disable next-line all: unreachable — `isEventOf` above lets only TURN_EVENT_TYPES by, and each has its case (the compiler checks it).
     default: {
       const never: never = event;
       throw new Error(`unknown event ${JSON.stringify(never)}`);
@@ -166,6 +202,7 @@ export type Ending = NonNullable<TurnState['ending']>;
 const ENDING_RANK: Record<Ending, number> = { 'wind-down': 1, interrupt: 2, stop: 3, rollback: 4 };
 
 /** The ending a turn keeps when `next` is asked for after `current`: the harder of the two (the later, if as hard). */
+// Stryker disable next-line ConditionalExpression,EqualityOperator: `true` for `current !== null` reads ENDING_RANK[null], undefined, which is never `>` a rank; `>=` differs only at equal ranks, which only one ending has, so `current` is `next` there.
 export const strongerEnding = (current: Ending | null, next: Ending): Ending => (current !== null && ENDING_RANK[current] > ENDING_RANK[next] ? current : next);
 
 export type NextAction =
@@ -196,13 +233,30 @@ export function nextAction(turn: TurnState, limits: { maxSteps: number }): NextA
   }
   // A step that took steered messages is always answered (they landed: the model must see
   // them), even past the limit or when interrupted; the steer cap bounds how far that goes.
-  const steeredLast = turn.steps > 0 && turn.messages.at(-1)?.role === 'user';
+  // (A re-ask's message is no steered message: the re-ask is asked within the limits, and not when interrupted.)
+  const reasking = turn.rejected.length > 0 && turn.rejected.at(-1) === turn.messages.length - 2;
+  const steeredLast = turn.steps > 0 && turn.messages.at(-1)?.role === 'user' && !reasking;
   if (steeredLast) return { type: 'request-model', step: turn.steps };
   if (turn.ending === 'interrupt' && turn.steps > 0) return { type: 'end', status: 'superseded', outcome: SUPERSEDED };
   if (turn.steps >= limits.maxSteps) {
     return { type: 'end', status: 'failed', outcome: `the turn reached its limit of ${limits.maxSteps} model replies` };
   }
   return { type: 'request-model', step: turn.steps };
+}
+
+/**
+ * The message that asks the model again after the output guard rejected its answer: the guard's
+ * feedback, and the turn's prompt (its own text, never a message steered to it: those are in
+ * their places in the turn, once).
+ */
+export const reaskMessage = (prompt: string, feedback: string): string =>
+  `Your answer was not accepted: ${feedback}\n\nAnswer again what was asked: ${prompt}`;
+
+/** The turn's messages without the answers its output guard rejected and their re-asks' messages: the turn as later turns see it. */
+export function acceptedMessages(turn: TurnState): ModelMessage[] {
+  if (turn.rejected.length === 0) return turn.messages;
+  const left = new Set(turn.rejected.flatMap((i) => [i, i + 1]));
+  return turn.messages.filter((_, i) => !left.has(i));
 }
 
 /** The outcomes of turns that did not complete, as the log states them. */

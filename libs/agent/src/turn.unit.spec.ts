@@ -1,7 +1,7 @@
 import type { DomainEvent, ToolCall } from '@rudder/contracts';
 import { describe, expect, it } from 'vitest';
 import { emptyTodos } from './todos';
-import { awaitingApproval, endTurn, evolveTurn, nextAction, ROLLED_BACK, startTurn, STOPPED, strongerEnding, SUPERSEDED, type TurnState } from './turn';
+import { acceptedMessages, awaitingApproval, endTurn, evolveTurn, nextAction, reaskMessage, ROLLED_BACK, startTurn, STOPPED, strongerEnding, SUPERSEDED, type TurnState } from './turn';
 
 /**
  * The turn's bookkeeping, event by event: what each event it folds changes, what it leaves, and
@@ -26,11 +26,12 @@ const approvalDecided = (callId: string, step: number, decision: 'approve' | 'de
   type: 'approval.decided',
   data: { turn, step, approval: `a-${callId}`, callId, tool: 'search', decision, reason: decision === 'deny' ? 'no' : null, arguments: decision === 'approve' ? '{"q":1}' : null, subject: 'bob', input: 'd-1' },
 });
+const rejected = (step: number, answer: string, reask: number | null): DomainEvent => ({ type: 'answer.rejected', data: { turn: 't1', step, answer, feedback: 'not so', reask } });
 const fold = (events: DomainEvent[], turn: TurnState = fresh()) => events.reduce(evolveTurn, turn);
 const limits = { maxSteps: 3 };
 
 describe('the turn as its events fold it', () => {
-  it('starts with its prompt’s messages, no step, nothing open, answered or asked', () => {
+  it('starts with its prompt’s messages, no step, nothing open, answered, asked or handed on', () => {
     expect(fresh()).toEqual({
       id: 't1',
       prompt,
@@ -48,6 +49,8 @@ describe('the turn as its events fold it', () => {
       windDownAt: null,
       todos: emptyTodos(),
       approvals: {},
+      handoff: null,
+      rejected: [],
     });
     const todos = { items: [{ n: 1, text: 'a', status: 'pending' as const }], next: 2 };
     expect(startTurn('t2', prompt, todos).todos).toBe(todos);
@@ -119,6 +122,22 @@ describe('the turn as its events fold it', () => {
     expect(fold([approvalDecided('c1', 0, 'deny', 'other')], turn).approvals.c1.status).toBe('awaiting');
   });
 
+  it('a rejected answer: in its messages with the re-ask quoting the prompt, no answer, the next step; later turns see neither', () => {
+    const turn = fold([replied(0, '', [call('c1')]), toolEnded('c1'), rejected(1, 'bad', 1), steerTaken('s-1'), replied(2, 'good')]);
+    expect(turn.messages.slice(-4)).toEqual([
+      { role: 'assistant', content: 'bad' },
+      { role: 'user', content: reaskMessage('hi\n\nthere', 'not so') },
+      { role: 'user', content: 'steer s-1' },
+      { role: 'assistant', content: 'good' },
+    ]);
+    expect(turn).toMatchObject({ steps: 3, answers: ['good'], answered: true, rejected: [4] });
+    expect(acceptedMessages(turn).map((m) => m.content)).toEqual(['hi', 'there', '', 'result of c1', 'steer s-1', 'good']);
+    // Blocked: the block's message is the answer, in the rejected one's place.
+    const blocked = fold([rejected(0, 'bad', null)]);
+    expect(blocked).toMatchObject({ steps: 1, answers: ['not so'], rejected: [] });
+    expect(acceptedMessages(blocked)).toEqual([...fresh().messages, { role: 'assistant', content: 'not so' }]);
+  });
+
   it('leaves the turn as it is for another turn’s events and for the types it does not fold', () => {
     const turn = fold([replied(0, '', [call('c1')])]);
     const others: DomainEvent[] = [
@@ -165,6 +184,21 @@ describe('what the turn does next', () => {
     expect(nextAction(again, { maxSteps: 10 })).toEqual({ type: 'end', status: 'completed', outcome: null });
   });
 
+  it('winding down: a steer taken with the reply asked once more is answered, not ended on', () => {
+    const asked = fold([replied(0, '', [call('c1')]), stopRequested('wind-down'), toolEnded('c1'), replied(1, '', [call('c2')]), toolEnded('c2')]);
+    // The reply asked once more answered; a steer waiting at it was taken in place of the end: the model answers it.
+    const steered = fold([replied(2, 'done'), steerTaken('s-1')], asked);
+    expect(nextAction(steered, { maxSteps: 10 })).toEqual({ type: 'request-model', step: 3 });
+  });
+
+  it('winding down, then interrupted while the model answered: the reply’s calls run, and the interrupt ends the turn at their step', () => {
+    const asked = fold([replied(0, '', [call('c1')]), stopRequested('wind-down'), toolEnded('c1'), replied(1, '', [call('c2')]), toolEnded('c2')]);
+    const interrupted = fold([stopRequested('interrupt'), replied(2, '', [call('c3')])], asked);
+    expect(interrupted).toMatchObject({ ending: 'interrupt', windDownAt: 1 });
+    expect(nextAction(interrupted, { maxSteps: 10 })).toEqual({ type: 'run-tools', step: 2, calls: [call('c3')] });
+    expect(nextAction(fold([toolEnded('c3')], interrupted), { maxSteps: 10 })).toEqual({ type: 'end', status: 'superseded', outcome: SUPERSEDED });
+  });
+
   it('answers a step that took steers, even interrupted or past its limit; otherwise an interrupt ends it superseded at a step', () => {
     const steered = fold([replied(0, 'done'), steerTaken('s-1'), stopRequested('interrupt')]);
     expect(nextAction(steered, { maxSteps: 1 })).toEqual({ type: 'request-model', step: 1 });
@@ -173,10 +207,19 @@ describe('what the turn does next', () => {
     expect(nextAction(fold([stopRequested('interrupt')]), limits)).toEqual({ type: 'request-model', step: 0 });
   });
 
+  it('asks again after a rejected answer within its limit and not when interrupted; a steer taken after it is answered all the same', () => {
+    expect(nextAction(fold([rejected(0, 'bad', 1)]), limits)).toEqual({ type: 'request-model', step: 1 });
+    expect(nextAction(fold([rejected(0, 'bad', 1)]), { maxSteps: 1 })).toMatchObject({ type: 'end', status: 'failed' });
+    expect(nextAction(fold([rejected(0, 'bad', 1), stopRequested('interrupt')]), limits)).toEqual({ type: 'end', status: 'superseded', outcome: SUPERSEDED });
+    expect(nextAction(fold([rejected(0, 'bad', 1), steerTaken('s-1'), stopRequested('interrupt')]), { maxSteps: 1 })).toEqual({ type: 'request-model', step: 1 });
+  });
+
   it('fails at its step limit, not before', () => {
     const steps = (n: number) => fold(Array.from({ length: n }, (_, i) => [replied(i, '', [call(`c${i}`)]), toolEnded(`c${i}`)]).flat());
     expect(nextAction(steps(2), limits)).toEqual({ type: 'request-model', step: 2 });
     expect(nextAction(steps(3), limits)).toEqual({ type: 'end', status: 'failed', outcome: 'the turn reached its limit of 3 model replies' });
+    // A limit of none: the prompt (a user's message, last) is not a step that took steers, so the model is never asked.
+    expect(nextAction(fresh(), { maxSteps: 0 })).toEqual({ type: 'end', status: 'failed', outcome: 'the turn reached its limit of 0 model replies' });
   });
 });
 

@@ -15,6 +15,10 @@ import type {
   MoveAnswer,
   RollbackAnswer,
   RollbackBody,
+  ScheduleBody,
+  ScheduleChangeBody,
+  ScheduleItem,
+  SchedulesAnswer,
   SteerAnswer,
   SteerBody,
   StopAnswer,
@@ -125,6 +129,30 @@ export class RudderClient {
   move(key: string, input: string, before: string | null, options: WriteOptions & { id?: string } = {}): Promise<MoveAnswer> {
     const { id, ...rest } = options;
     return this.write(key, 'POST', `/inputs/${encodeURIComponent(input)}/move`, { before, id: id ?? newId() }, rest);
+  }
+
+  /**
+   * Makes a schedule: a message sent into the conversation at `at`, or by cron (`every`, read in
+   * `tz`), as this caller's chat or steer. Its id (the caller's, or one made here) is the
+   * schedule's, so sending it again is safe.
+   */
+  schedule(key: string, body: ScheduleBody, options: WriteOptions = {}): Promise<ScheduleItem> {
+    return this.write(key, 'POST', '/schedules', { ...body, id: body.id ?? newId() }, options);
+  }
+
+  /** The conversation's schedules, each with its next time and when it last fired. */
+  schedules(key: string, options: ReadOptions = {}): Promise<SchedulesAnswer> {
+    return this.read(key, '/schedules', options);
+  }
+
+  /** Changes a schedule (the fields given; `at` and `every` replace each other): answers it as it is now. */
+  reschedule(key: string, schedule: string, body: ScheduleChangeBody, options: WriteOptions = {}): Promise<ScheduleItem> {
+    return this.write(key, 'PATCH', `/schedules/${encodeURIComponent(schedule)}`, { ...body, id: body.id ?? newId() }, options);
+  }
+
+  /** Cancels a schedule: it fires no more. */
+  cancelSchedule(key: string, schedule: string, options: WriteOptions = {}): Promise<{ id: string; cancelled: true }> {
+    return this.write(key, 'DELETE', `/schedules/${encodeURIComponent(schedule)}`, undefined, options);
   }
 
   /** Turns a pending follow-up into a steer of the running turn. */

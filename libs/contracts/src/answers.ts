@@ -84,6 +84,7 @@ export const StatusFields = z.object({
   steering: z.array(SteeringItem),
   queue: z.array(QueueItem),
   lastInputId: z.string().nullable(),
+  /** The agent that answers now: its first input's, or the one its last handoff chose (`agent.changed`); null before the first accepted input. */
   agent: z.string().nullable(),
   context: ContextStatus,
   /** The running turn's calls waiting for a person's approval, in the order they were asked for. */
@@ -139,6 +140,7 @@ export const TurnAnswer = z
     outcome: z.string().nullable(),
     steered: z.array(Pending),
     content: z.string(),
+    /** The agent that answered it: the conversation's when it started, then the one each handoff in it chose. */
     agent: z.string().nullable(),
     usage: Usage.nullable(),
     /** It was asked to wind down (an interrupt, a graceful stop) and ended at its next step. */

@@ -44,6 +44,8 @@ export const ErrorStatus = {
   invalid_arguments: 422,
   agent_mismatch: 409,
   queue_full: 429,
+  /** A conversation has as many schedules as it may (SCHEDULES_MAX): cancel one first. */
+  schedules_full: 409,
   unavailable: 503,
   /** The agent's input guard failed (threw, or ran past its budget): nothing was decided; the same id again is guarded again. */
   guard_failed: 503,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ContextStatus, Grant, NO_CONTEXT, StatusFields, TurnApproval } from './answers';
 import { MessageKind } from './conversation-key';
 import { EventData, TodoItem } from './events';
+import { ScheduleItem } from './inputs';
 
 /**
  * The companion's internal read API, as the gateway reads it: one schema each, used by both
@@ -24,6 +25,8 @@ export const CompanionStatus = StatusFields.extend({
   position: z.number().int().nonnegative().default(0),
   /** The agent's plan as of `position` (`todos.updated`); empty when it keeps none. */
   todos: z.array(TodoItem).default([]),
+  /** The conversation's schedules as of `position`, in the order they were made. */
+  schedules: z.array(ScheduleItem).default([]),
   /** (Absent from a companion older than the gateway: no request known.) */
   context: ContextStatus.default(NO_CONTEXT),
   awaiting: StatusFields.shape.awaiting.default([]),

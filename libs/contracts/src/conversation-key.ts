@@ -14,6 +14,12 @@ export const InputId = z
   .max(200, 'an input id has 1 to 200 characters')
   .regex(/^[A-Za-z0-9._:/-]+$/, 'an input id holds only letters, digits and . _ : / -');
 
+/** A schedule's firing's input id: its schedule's id and its time, so a firing is one input however often it is decided. */
+export const firingInputId = (schedule: string, at: string): string => `${schedule}:fired:${Date.parse(at)}`;
+
+/** An id of a schedule's firing's form (`firingInputId`): the worker makes those; no record on `agent.inputs` and no client may use one. */
+export const isFiringInputId = (id: string): boolean => /:fired:\d+$/.test(id);
+
 /** An approval's id, made by the worker (`approval.requested`): the input ids' alphabet, so it is safe in paths. */
 export const ApprovalId = z
   .string()

@@ -41,8 +41,8 @@ export type TurnStatus = z.infer<typeof TurnStatus>;
 const CORE_EVENT_CONTRACTS = {
   /**
    * The conversation's first accepted input opened it: `owner` is the subject that sent it, and
-   * `agent` the agent that answers every turn of the conversation from now on (the input's
-   * `agent`, else the deployment's default).
+   * `agent` the agent that answers its turns from now on (the input's `agent`, else the
+   * deployment's default) until a handoff hands it to another (`agent.changed`).
    */
   'conversation.opened': eventContract(z.object({ owner: z.string(), agent: AgentName }), () => NAMES_NONE),
   /** The worker took an input into the conversation's log; it will be answered exactly once. */
@@ -135,6 +135,31 @@ const CORE_EVENT_CONTRACTS = {
     () => NAMES_NONE,
   ),
   /**
+   * The agent's output guard rejected the model's final answer of step `step` (a reply with no
+   * tool calls), stored in its place as the step's reply: `answer` is the rejected text, which
+   * no person is shown (the transcript and the turns leave it out, the SSE stream carries the
+   * event without it; the worker's log and agent.events keep it, for the re-ask's request and
+   * for audit). `reask` numbers the
+   * re-ask it asks for (1 for the first): the model is asked again, its next request carrying
+   * the rejected answer and a message with `feedback` asking about the turn's prompt. `reask`
+   * null: the guard blocked it (`feedback` is the `block` message, or the one for an answer still
+   * rejected past `maxReasks`): that message is the turn's answer in its place (in its content, its
+   * transcript and what later turns see), and the turn ends `refused` in the same commit.
+   */
+  'answer.rejected': eventContract(
+    z.object({
+      turn: z.string(),
+      step: z.number().int().nonnegative(),
+      /** Always in the log and on agent.events; the SSE stream carries the event without it. */
+      answer: z.string().optional(),
+      feedback: z.string(),
+      reask: z.number().int().positive().nullable(),
+      usage: Usage.optional(),
+      carried: z.object({ tokens: z.number().int().nonnegative(), maxTokens: z.number().int().positive() }).optional(),
+    }),
+    () => NAMES_NONE,
+  ),
+  /**
    * The worker compacted the conversation's history at a step of `turn` (step `step`: before
    * that step's model request): `summary`, made by a model request of its own, stands in for
    * every earlier turn up to and including `through` (the turn, and the position of its
@@ -199,6 +224,18 @@ const CORE_EVENT_CONTRACTS = {
       items: z.array(TodoItem),
       next: z.number().int().positive(),
     }),
+    () => NAMES_NONE,
+  ),
+  /**
+   * The conversation was handed to another agent (docs/agents.md, "Handoffs"): the model of
+   * `from` called its built-in `transfer_to_<to>` tool at step `step` of `turn`, and this is
+   * stored with that call's result, in one commit. The rest of the turn and every later turn
+   * run `to` (its instructions, tools, model, steering policy, bounds, guard and budget) until
+   * a handoff of its own hands the conversation on (or back); a chat naming another agent is
+   * then `agent_mismatch`. At most one per step: the first transfer call of a reply wins.
+   */
+  'agent.changed': eventContract(
+    z.object({ from: AgentName, to: AgentName, turn: z.string(), step: z.number().int().nonnegative() }),
     () => NAMES_NONE,
   ),
   /** The turn ended. `content` holds every answer of the turn, in order; `outcome` says why when not completed. */

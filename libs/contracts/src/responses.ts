@@ -47,7 +47,7 @@ const Metadata = z.record(z.string().max(64), z.string().max(512)).refine((m) =>
 
 export const CreateResponseBody = z
   .object({
-    model: AgentName.meta({ description: 'The agent that answers (a conversation keeps the agent of its first response).' }),
+    model: AgentName.meta({ description: 'The agent that answers: a conversation keeps the agent of its first response until a handoff hands it to another, and a create names the one that answers it now (else 409 agent_mismatch).' }),
     input: z.union([
       Text,
       z

@@ -117,6 +117,15 @@ export const CORE_EVENT_RULES: EventRulesTable<CoreEventType> = {
     },
     onceKey: (data) => `reply:${data.turn}:${data.step}`,
   },
+  'answer.rejected': {
+    // A step's reply, as `model.replied` is, with no call open; its text is nothing the state keeps.
+    evolve: (state, data) => {
+      const replied = data.turn === state.runningTurn ? { ...state, openCalls: [] } : state;
+      return data.carried ? { ...replied, carried: data.carried } : replied;
+    },
+    // The step's one reply: accepted (`model.replied`) or rejected, never both.
+    onceKey: (data) => `reply:${data.turn}:${data.step}`,
+  },
   'tool.started': { evolve: (state) => state, onceKey: (data) => `tool-started:${data.turn}:${data.step}:${data.call.id}` },
   'tool.ended': {
     evolve: (state, data) => {
@@ -131,9 +140,17 @@ export const CORE_EVENT_RULES: EventRulesTable<CoreEventType> = {
     evolve: (state, data) => {
       const { turn, step, approval, call, requestedAt, expiresAt } = data;
       if (turn !== state.runningTurn) return state;
-      return withAwaiting(state, [...state.awaiting, { approval, turn, step, callId: call.id, tool: call.name, arguments: call.arguments, requestedAt, expiresAt }]);
+      // Asked before a handoff of its step is stored (the loop stores a transfer last): the conversation's agent is the one whose tool it calls.
+      const agent = state.agent === null ? {} : { agent: state.agent };
+      return withAwaiting(state, [...state.awaiting, { approval, turn, step, callId: call.id, tool: call.name, arguments: call.arguments, requestedAt, expiresAt, ...agent }]);
     },
     onceKey: (data) => `approval:${data.turn}:${data.step}:${data.call.id}`,
+  },
+  'agent.changed': {
+    // The agent the conversation is handed to answers from now on: its policy decides the steers and bounds after it.
+    evolve: (state, data) => ({ ...state, agent: data.to }),
+    // A reply hands the conversation on at most once: its first transfer call's, stored with that call's result.
+    onceKey: (data) => `agent-changed:${data.turn}:${data.step}`,
   },
   'history.compacted': {
     evolve: (state, data) => {

@@ -1,6 +1,7 @@
-import type { DomainEvent, InputRecord, QueuePolicy } from '@rudder/contracts';
+import { firingInputId, inputText, LATE_AFTER_MS, type DomainEvent, type EventDataOf, type InputRecord, type QueuePolicy } from '@rudder/contracts';
 import { endTurn, evolveTurn, ROLLED_BACK, STOPPED, SUPERSEDED, type TurnState } from '@rudder/agent/turn';
 import { rulesOf, type ForkSource } from './inputs';
+import { nextFiring, spoken, type Schedule } from './inputs/schedule';
 import { receiptKeys } from './receipts';
 import { evolve } from './event-rules';
 import { queueHeld, type ConversationState } from './state';
@@ -87,6 +88,73 @@ export function decideTimeouts(state: ConversationState, now: Date): DomainEvent
 }
 
 /**
+ * Decides, under the conversation's lock, everything due at `now` (its `dueAt`): the approvals
+ * timed out (`decideTimeouts`), then the schedules' firings (`decideFirings`).
+ */
+export function decideDue(state: ConversationState, now: Date, agents: Agents, conversation: string): DomainEvent[] {
+  const timeouts = decideTimeouts(state, now);
+  return [...timeouts, ...decideFirings(timeouts.reduce(evolve, state), now, agents, conversation)];
+}
+
+/** Whether anything is due at `now`: the state's `dueAt` has come. */
+export const isDue = (state: ConversationState, now: Date): boolean => state.dueAt !== null && Date.parse(state.dueAt) <= now.getTime();
+
+/**
+ * Decides, under the conversation's lock, the schedules due at `now` (their `next` ≤ now: never
+ * early). Each due time is decided once — its `schedule.fired` or `schedule.skipped` moves the
+ * schedule on in the same transaction, and its once key is the schedule's and the time's:
+ * - skipped (`late`) when it is later than its `maxLateness`;
+ * - skipped (`spoke`) under `unlessUserSpokeSince` when a person's chat or steer was accepted
+ *   since it was made or last due;
+ * - skipped (`busy`) under `onBusy: skip` while a turn runs;
+ * - else it fires: its input (id `firingInputId`: the schedule's and the time's) is decided by the
+ *   chat rules (`enqueue`, `skip`) or the steer rules (`steer`: it lands on the running turn, or is
+ *   a turn of its own) as its maker's — refused like theirs, so a maker that lost `write` is
+ *   refused, once — and `schedule.fired` follows it, `late` when it fired more than
+ *   LATE_AFTER_MS after its time.
+ * A cron schedule then moves to its first time after `now` (a worker back after hours fires once,
+ * not once per missed time); an `at` schedule ends.
+ */
+export function decideFirings(state: ConversationState, now: Date, agents: Agents, conversation: string): DomainEvent[] {
+  const events: DomainEvent[] = [];
+  for (const schedule of state.schedules.filter((s) => Date.parse(s.next) <= now.getTime())) {
+    const at = schedule.next;
+    const lateness = now.getTime() - Date.parse(at);
+    const next = schedule.every === null ? null : nextAfter(schedule, now);
+    const skipped = (reason: EventDataOf<'schedule.skipped'>['reason']): DomainEvent[] => [{ type: 'schedule.skipped', data: { schedule: schedule.id, at, reason, next } }];
+    let decided: DomainEvent[];
+    if (schedule.maxLateness !== null && lateness > schedule.maxLateness) decided = skipped('late');
+    else if (schedule.unlessUserSpokeSince && spoken(state) > schedule.spokenAt) decided = skipped('spoke');
+    else if (schedule.onBusy === 'skip' && state.runningTurn !== null) decided = skipped('busy');
+    else {
+      const input = firingInput(schedule, at, conversation);
+      const made = rulesOf(input.type).decide(state, input as never, { agents, guarded: undefined, now });
+      const accepted = made.some((e) => e.type === 'input.accepted');
+      decided = [...made, { type: 'schedule.fired', data: { schedule: schedule.id, at, late: lateness > LATE_AFTER_MS, input: input.id, accepted, next } }];
+    }
+    state = decided.reduce(evolve, state);
+    events.push(...decided);
+  }
+  return events;
+}
+
+/** A firing's input: a chat (or, under `onBusy: steer`, a steer) of the schedule's maker, sent at its time. */
+function firingInput(schedule: Schedule, at: string, conversation: string): InputRecord {
+  const envelope = { v: 1 as const, id: firingInputId(schedule.id, at), conversation, subject: schedule.maker, sentAt: at };
+  if (schedule.onBusy === 'steer') return { ...envelope, type: 'steer', text: inputText(schedule.messages) };
+  return { ...envelope, type: 'chat', messages: schedule.messages, onBusy: 'enqueue' };
+}
+
+/** A cron schedule's first time after `now`; null when it never fires again (or croner now refuses what it took when it was made). */
+function nextAfter(schedule: Schedule, now: Date): string | null {
+  try {
+    return nextFiring(schedule.every as string, schedule.tz, now);
+  } catch {
+    return null;
+  }
+}
+
+/**
  * What undoes a rolled-back turn's changes to the plan, stored just before its end: the items
  * as they were before its first change (and the plan as this commit leaves it, so a change in
  * the same commit is undone too). Numbers stay used: `next` never goes back. Nothing when the
@@ -113,7 +181,8 @@ export function startNextTurn(state: ConversationState, turn: string, now: Date)
  * Decides, under the conversation's lock, what a commit of the running turn stores.
  *
  * At a step — the commit that stores the last open call's result, or the final answer, or a
- * compaction of the history before a step's model request (`history.compacted`) — the
+ * final answer the output guard rejected to ask again (`answer.rejected`), or a compaction of
+ * the history before a step's model request (`history.compacted`) — the
  * steers waiting on the turn are taken, after the results, in the order they were sent; at the
  * final answer they replace the turn's end, so the turn takes one more step for them. Every
  * steer that landed is taken so, even by a turn asked to end at its next step (interrupted):
@@ -143,7 +212,9 @@ function decideStep(state: ConversationState, turn: TurnState, events: DomainEve
   const closed = after.openCalls.length === 0;
   // A compaction is made at a step, before its model request: past the turn's first reply, it takes the steers that came meanwhile.
   const compacted = events.some((e) => e.type === 'history.compacted') && turn.steps > 0 && closed;
-  const atStep = end ? end.data.status === 'completed' : (events.some((e) => e.type === 'tool.ended') && closed) || compacted;
+  // A rejected answer that asks again is a step too: the re-ask's request takes what waits, once.
+  const reasked = events.some((e) => e.type === 'answer.rejected' && e.data.reask !== null);
+  const atStep = end ? end.data.status === 'completed' : (events.some((e) => e.type === 'tool.ended') && closed) || compacted || reasked;
   if (!atStep) return events;
   if (state.steers.length === 0) {
     return state.ending === 'interrupt' && !end ? [...events, ...endTurn(after, 'superseded', SUPERSEDED)] : events;

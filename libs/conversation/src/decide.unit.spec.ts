@@ -74,6 +74,14 @@ describe('starting turns and taking steers', () => {
     waiting.whenCommitting(startTurn('t1', prompt), final).thenTypes('model.replied', 'steer.taken', 'input.delivered', 'steer.taken', 'input.delivered');
   });
 
+  it('with an answer the output guard rejected to ask again: after it, for the re-ask; not with one it blocked (the turn ends refused)', () => {
+    const rejected = (reask: number | null): DomainEvent => ({ type: 'answer.rejected', data: { turn: 't1', step: 0, answer: 'no', feedback: 'why', reask } });
+    const stored = waiting.whenCommitting(startTurn('t1', prompt), [rejected(1)]).thenTypes('answer.rejected', 'steer.taken', 'input.delivered', 'steer.taken', 'input.delivered');
+    expect(stored.events[1]).toEqual({ type: 'steer.taken', data: { turn: 't1', step: 1, input: { id: 's1', text: 's1' } } });
+    const refused: DomainEvent[] = [rejected(null), { type: 'turn.ended', data: { turn: 't1', status: 'refused', outcome: 'why', content: 'why', steered: [] } }];
+    waiting.whenCommitting(startTurn('t1', prompt), refused).then(refused);
+  });
+
   it('not when the turn ends stopped or failed: what it did not take waits as turns of their own, in order', () => {
     const stopped: DomainEvent[] = [{ type: 'turn.ended', data: { turn: 't1', status: 'stopped', outcome: null, content: '', steered: [] } }];
     waiting.whenCommitting(startTurn('t1', prompt), stopped).then(stopped);

@@ -37,8 +37,12 @@ const FORBIDDEN = [
   'node:worker_threads',
 ];
 
-/** What the decider loads from outside the workspace today. A new one belongs here only if it does no I/O. */
-const PURE = ['zod', 'node:crypto'];
+/**
+ * What the decider loads from outside the workspace today. A new one belongs here only if it does
+ * no I/O. croner computes a cron expression's times in a time zone (`nextFiring`): no dependencies,
+ * and a `Cron` made without a function to run starts no timer.
+ */
+const PURE = ['zod', 'node:crypto', 'croner'];
 
 /** The package a bare import names: `@scope/name` or `name`; a built-in as `node:name` (`fs/promises` is `node:fs`). */
 function packageOf(path: string): string {

@@ -1,5 +1,6 @@
 import type { QueueItemHeld, TodoItem } from '@rudder/contracts';
 import { emptyTodos, type Ending, type TodoList } from '@rudder/agent/turn';
+import type { Schedule } from './inputs/schedule';
 
 /**
  * An input waiting to be answered: what the status shows of it (`QueueItem` of the contract, as
@@ -24,6 +25,8 @@ export type Awaiting = {
   requestedAt: string;
   /** When its timeout decides it as denied; null: never. */
   expiresAt: string | null;
+  /** The agent whose tool it calls (its reply's: a handoff stored after it does not change it); absent in states stored before handoffs. */
+  agent?: string;
 };
 
 /**
@@ -46,7 +49,7 @@ export type { Ending };
 export type ConversationState = {
   /** The subject whose input opened the conversation; null before that. */
   owner: string | null;
-  /** The agent that answers every turn; null before the first accepted input. */
+  /** The agent that answers now: the first accepted input's, then the one the last handoff chose (`agent.changed`); null before the first accepted input. */
   agent: string | null;
   /** Access the owner gave other subjects (`access.granted`). */
   grants: Record<string, 'read' | 'write'>;
@@ -88,10 +91,14 @@ export type ConversationState = {
    * (a chat under `queue: {debounceMs}`) since a turn last started; null: none.
    */
   heldUntil: string | null;
+  /** Its schedules (`schedule.made`), in the order they were made, each with its next time; at most SCHEDULES_MAX. */
+  schedules: Schedule[];
+  /** The firings' inputs accepted so far: `accepted` less these is a person's chats and steers (`unlessUserSpokeSince`). */
+  firingsAccepted: number;
   /**
    * When something is due with no input to wake the conversation (ISO 8601, UTC): the earliest
-   * `expiresAt` of `awaiting`, and `heldUntil` while no turn runs and something waits in the
-   * queue (`dueOf`). The store indexes it, so a worker finds its due conversations without
+   * `expiresAt` of `awaiting`, the earliest `next` of `schedules`, and `heldUntil` while no turn
+   * runs and something waits in the queue (`dueOf`). The store indexes it, so a worker finds its due conversations without
    * holding them (`conversationsDue` in @rudder/event-store). Null: nothing.
    */
   dueAt: string | null;
@@ -117,6 +124,8 @@ export const initialState = (): ConversationState => ({
   openCalls: [],
   awaiting: [],
   heldUntil: null,
+  schedules: [],
+  firingsAccepted: 0,
   dueAt: null,
 });
 
@@ -127,13 +136,14 @@ export const without = (inputs: PendingInput[], id: string) => inputs.filter((i)
 export const withAwaiting = (state: ConversationState, awaiting: Awaiting[]): ConversationState => ({ ...state, awaiting });
 
 /**
- * When the state is next due (its `dueAt`): the earliest approval timeout, or the end of the
- * queue's hold when the queue could otherwise start a turn (none runs, something waits).
+ * When the state is next due (its `dueAt`): the earliest approval timeout, the earliest time a
+ * schedule fires, or the end of the queue's hold when the queue could otherwise start a turn
+ * (none runs, something waits).
  * `evolve` sets it after every event, so it is never out of step with what it is made of.
  */
 export function dueOf(state: ConversationState): string | null {
   const held = state.runningTurn === null && state.queue.length > 0 ? state.heldUntil : null;
-  return [held, ...state.awaiting.map((a) => a.expiresAt)].reduce<string | null>((due, at) => (at !== null && (due === null || at < due) ? at : due), null);
+  return [held, ...state.awaiting.map((a) => a.expiresAt), ...state.schedules.map((s) => s.next)].reduce<string | null>((due, at) => (at !== null && (due === null || at < due) ? at : due), null);
 }
 
 /** The queue is held at `now`: no turn starts from it yet (a `{debounceMs}` queue not quiet long enough). */

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { eventVersion, type CompanionStatus, type ConversationEvent, type DomainEvent, type InputRecord, type ToolCall } from '@rudder/contracts';
-import { changeTodos, endTurn, evolveTurn, nextAction, type TurnState } from '@rudder/agent';
-import { decideInputs, decideTimeouts, decideTurnCommit, evolve, initialState, onceKey, startNextTurn, type Agents } from '@rudder/conversation';
+import { changeTodos, endTurn, evolveTurn, handOff, nextAction, TRANSFER_PREFIX, type TurnState } from '@rudder/agent';
+import { decideDue, decideInputs, decideTimeouts, decideTurnCommit, evolve, initialState, onceKey, startNextTurn, type Agents } from '@rudder/conversation';
 import type { DataSource } from 'typeorm';
 import { openReadModels } from '../read-models/data-source';
 import { readConversationStatus, statusOf } from '../queries/conversation-status';
@@ -38,7 +38,8 @@ import { readEventRecord } from './read-event-record';
  * their rows only when asked, and the worker's fold that wrote the log holds none of them. A
  * conversation after the first may start as a fork of the one before it (as the worker reads
  * that one's whole log), and a fork into a conversation that exists, or of a turn it does not
- * have, is refused: the fork's transcript starts with the copied turns.
+ * have, is refused: the fork's transcript starts with the copied turns. A reply's third call
+ * hands the conversation to the other agent (`agent.changed`): the status's and the turn's agent follow.
  */
 
 let database: Awaited<ReturnType<typeof createFreshDatabase>>;
@@ -57,7 +58,7 @@ afterAll(async () => {
 const policy = { maxTaken: 3, bounds: { steers: 2, chats: 4, chars: 160 } };
 const agents: Agents = {
   defaultAgent: 'trip',
-  policyOf: (agent) => (agent === 'trip' ? policy : undefined),
+  policyOf: (agent) => (agent === 'trip' || agent === 'guide' ? policy : undefined),
   argumentsError: (_agent, _tool, args) => (args.startsWith('{') ? null : 'the arguments are not JSON'),
 };
 const subjects = ['alice', 'alice', 'bob'];
@@ -78,7 +79,9 @@ type Command =
   | { do: 'compact'; summary: string }
   | { do: 'rollback'; id: number; turns: number; toTurn: number | null; stopRunning: boolean; ifLast: boolean; subject: number }
   | { do: 'decide'; which: number; decision: 'approve' | 'deny'; reason: string | null; edited: string | null; byOwner: boolean; timeout: boolean }
-  | { do: 'fork'; id: number; atTurn: number | null; subject: number };
+  | { do: 'fork'; id: number; atTurn: number | null; subject: number }
+  | { do: 'schedule'; id: number; op: 'make' | 'change' | 'cancel'; cron: boolean; onBusy: 'enqueue' | 'steer' | 'skip'; unless: boolean; subject: number }
+  | { do: 'due'; minutes: number };
 
 /** True about once in `n` times. */
 const rare = (n: number) => fc.oneof({ weight: n - 1, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) });
@@ -88,6 +91,19 @@ const userText = text.filter((t) => t.length > 0);
 const fork = fc.record({ do: fc.constant('fork' as const), id: fc.nat(3), atTurn: fc.oneof({ weight: 3, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.nat(6) }), subject: fc.nat(2) });
 const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fork },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      do: fc.constant('schedule' as const),
+      id: fc.nat(2),
+      op: fc.constantFrom('make' as const, 'make' as const, 'change' as const, 'cancel' as const),
+      cron: fc.boolean(),
+      onBusy: fc.constantFrom('enqueue' as const, 'steer' as const, 'skip' as const),
+      unless: fc.boolean(),
+      subject: fc.nat(2),
+    }),
+  },
+  { weight: 3, arbitrary: fc.record({ do: fc.constant('due' as const), minutes: fc.integer({ min: 1, max: 40 }) }) },
   { weight: 4, arbitrary: fc.record({ do: fc.constant('chat' as const), id: fc.nat(7), texts: fc.array(userText, { minLength: 1, maxLength: 2 }), subject: fc.nat(2), onBusy: fc.constantFrom('enqueue' as const, 'enqueue' as const, 'reject' as const, 'interrupt' as const, 'rollback' as const), ifLast: rarely, queue: fc.constantFrom(null, null, 'each' as const, 'latest' as const, 'merge' as const, { debounceMs: 1000 }) }) },
   { weight: 4, arbitrary: fc.record({ do: fc.constant('steer' as const), id: fc.nat(7), text: userText, subject: fc.nat(2), ifLast: fc.constant(false) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('stop' as const), id: fc.nat(3), discardPending: fc.boolean(), namesTurn: fc.boolean(), graceful: fc.boolean() }) },
@@ -96,7 +112,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ do: fc.constant('move' as const), id: fc.nat(3), target: fc.nat(7), before: fc.oneof({ weight: 1, arbitrary: fc.constant(null) }, { weight: 3, arbitrary: fc.nat(7) }), subject: fc.nat(2) }) },
   { weight: 1, arbitrary: fc.record({ do: fc.constant('grant' as const), id: fc.nat(3), grantee: fc.nat(2), access: fc.constantFrom('read' as const, 'write' as const, null), subject: fc.nat(2) }) },
   { weight: 4, arbitrary: fc.record({ do: fc.constant('start' as const), late: fc.boolean() }) },
-  { weight: 10, arbitrary: fc.record({ do: fc.constant('step' as const), content: text, calls: fc.nat(2), send: fc.boolean(), usage: fc.boolean() }) },
+  { weight: 10, arbitrary: fc.record({ do: fc.constant('step' as const), content: text, calls: fc.nat(3), send: fc.boolean(), usage: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ do: fc.constant('compact' as const), summary: userText }) },
   {
     weight: 3,
@@ -191,13 +207,15 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
         else if (action.type === 'run-tools') {
           // The first call with something to store (one waiting for a decision has none, unless the turn is asked to end).
           const call = action.calls.find((open) => !(turn.approvals[open.id]?.status === 'awaiting' && turn.ending === null))!;
-          events = toolStep(turn, action.step, call, at(log.length + 1));
+          events = toolStep(turn, action.step, call, at(log.length + 1), conversation.state.agent ?? agents.defaultAgent);
         } else {
           // The second call of a reply changes the plan: adds an item, marks one done, deletes one (numbers past the plan are refused).
           const planChange = (n: number) => JSON.stringify([{ add: [c.content || 'step'] }, { set: [{ n: turns, status: 'done' }] }, { delete: [action.step + 1] }][n % 3]);
+          // The third hands the conversation to the other agent (`trip` ↔ `guide`).
+          const other = conversation.state.agent === 'guide' ? 'trip' : 'guide';
           const toolCalls: ToolCall[] = Array.from({ length: c.calls }, (_, n) => ({
             id: `${turn.id}-${action.step}-${n}`,
-            name: n === 1 ? 'todos' : n === 0 && c.send ? SEND : 'wait',
+            name: n === 2 ? `${TRANSFER_PREFIX}${other}` : n === 1 ? 'todos' : n === 0 && c.send ? SEND : 'wait',
             arguments: n === 1 ? planChange(action.step + turns) : '{}',
           }));
           const usage = c.usage ? { usage: { promptTokens: 3, completionTokens: 2, totalTokens: 5 }, carried: { tokens: 3, maxTokens: 100 } } : {};
@@ -261,6 +279,17 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
         append(decideInputs(conversation.state, [record], stored, agents, new Date(envelope.sentAt), undefined, () => read));
         break;
       }
+      case 'schedule': {
+        // Made at the batch's time: once a minute after it, or every 10 minutes; changed to the other; cancelled.
+        const fields = { at: c.cron ? null : '2025-01-01T12:01:00.000Z', every: c.cron ? '*/10 * * * *' : null, messages: ['check in'], onBusy: c.onBusy, unlessUserSpokeSince: c.unless };
+        const made = c.op === 'make' ? { fields: { tz: null, maxLateness: c.unless ? 30 * 60_000 : null, ...fields } } : c.op === 'change' ? { fields } : {};
+        input({ ...envelope, type: 'schedule', id: c.op === 'make' ? `s${c.id}` : `so-${i}`, subject: subjects[c.subject], op: c.op, schedule: `s${c.id}`, ...made });
+        break;
+      }
+      case 'due':
+        // The worker's timer, `minutes` after the batches' time: the schedules due fire (or are skipped), once each.
+        append(decideDue(conversation.state, new Date(Date.parse(envelope.sentAt) + c.minutes * 60_000), agents, key));
+        break;
       default: {
         const never: never = c;
         throw new Error(`unknown command ${JSON.stringify(never)}`);
@@ -283,9 +312,10 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
  * What running `call` at `step` stores, as the agent loop does: a call of `send` not yet asked
  * about asks for approval (requested `now`); one decided gets its result (denied: the denial);
  * one still waiting when the turn is asked to end is closed unrun; a call of the plan's tool is
- * made at its commit, from the plan as stored; any other call just ends.
+ * made at its commit, from the plan as stored; a transfer call hands the conversation on from
+ * `agent` (`agent.changed` with its result); any other call just ends.
  */
-function toolStep(turn: TurnState, step: number, call: ToolCall, now: string): DomainEvent[] {
+function toolStep(turn: TurnState, step: number, call: ToolCall, now: string, agent: string): DomainEvent[] {
   const ended = (result: string, isError: boolean): DomainEvent => ({ type: 'tool.ended', data: { turn: turn.id, step, callId: call.id, name: call.name, result, isError } });
   const approval = turn.approvals[call.id];
   if (approval) {
@@ -296,6 +326,7 @@ function toolStep(turn: TurnState, step: number, call: ToolCall, now: string): D
     const expiresAt = step % 2 === 0 ? new Date(Date.parse(now) + 60_000).toISOString() : null;
     return [{ type: 'approval.requested', data: { turn: turn.id, step, approval: `appr-${call.id}`, call, requestedAt: now, expiresAt } }];
   }
+  if (call.name.startsWith(TRANSFER_PREFIX)) return handOff(turn, step, call, agent, { agent: call.name.slice(TRANSFER_PREFIX.length) });
   const change = call.name === 'todos' ? changeTodos(turn.todos, call.arguments) : null;
   const events = [ended(change?.result ?? 'done', change?.isError ?? false)];
   if (change?.list) events.push({ type: 'todos.updated', data: { turn: turn.id, step, callId: call.id, ...change.list } });

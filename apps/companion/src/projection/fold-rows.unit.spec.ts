@@ -71,6 +71,20 @@ describe('foldRows', () => {
     expect(changes.turns[0]).toMatchObject({ agent: 'trip-planner', usage: { promptTokens: 20, completionTokens: 4, totalTokens: 24 } });
   });
 
+  it('gives a turn that handed the conversation on the agent it was handed to, and the status that agent', () => {
+    const log = conversationLog('c');
+    const changes = foldRows(nothing, [
+      log.event({ type: 'conversation.opened', data: { owner: 'bob', agent: 'triage' } }),
+      log.accepted('a', 'hi', 'bob'),
+      log.event({ type: 'turn.started', data: { turn: 't1', prompt: { id: 'a', text: 'hi' } } }),
+      log.event({ type: 'model.replied', data: { turn: 't1', step: 0, content: '', toolCalls: [{ id: 'h', name: 'transfer_to_billing', arguments: '{}' }] } }),
+      log.event({ type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'h', name: 'transfer_to_billing', result: 'transferred to billing', isError: false } }),
+      log.event({ type: 'agent.changed', data: { from: 'triage', to: 'billing', turn: 't1', step: 0 } }),
+    ]);
+    expect(changes.conversations[0].state).toMatchObject({ agent: 'billing' });
+    expect(changes.turns[0]).toMatchObject({ id: 't1', agent: 'billing' });
+  });
+
   it('delivers the prompt input of a started turn, loaded from before the batch', () => {
     const log = conversationLog('c');
     const accepted = foldRows(nothing, [log.accepted('a', ['x', 'y'])]);

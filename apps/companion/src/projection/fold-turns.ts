@@ -1,3 +1,4 @@
+import type { Usage } from '@rudder/contracts';
 import type { ConversationState } from '@rudder/conversation';
 import { closeApprovals } from './fold-approvals';
 import { settle } from './fold-inputs';
@@ -13,6 +14,11 @@ import type { Folds, Of, RowSet } from './row-set';
  *   the running turn's `steered` grows by it.
  * - `model.replied` with content: an assistant row `<turn>/<step>`; the running turn's content is
  *   its replies so far joined with a blank line.
+ * - `agent.changed`: the turn that handed the conversation on is answered by the agent it was
+ *   handed to (its `agent` is the one that answers it last).
+ * - `answer.rejected`: its usage counts in the turn's; the rejected answer is shown to no one.
+ *   Blocked (`reask` null): the block's message is the turn's answer, an assistant row
+ *   `<turn>/<step>` as a reply's.
  * - `turn.ended`: the turn's final status, outcome, content and steered messages, whether
  *   it wound down, and whether it was rolled back (stopped as a rollback); every approval of the
  *   turn still awaiting is closed unrun.
@@ -29,6 +35,8 @@ export const TURN_FOLDS: Folds = {
   'turn.started': { reads: (data) => ({ turns: [data.turn] }), fold: (rows, event, conversation, before) => startTurn(rows, event, conversation.state.agent, before) },
   'steer.taken': { reads: (data) => ({ turns: [data.turn] }), fold: takeSteer },
   'model.replied': { reads: (data) => ({ turns: [data.turn] }), fold: reply },
+  'agent.changed': { reads: (data) => ({ turns: [data.turn] }), fold: handOff },
+  'answer.rejected': { reads: (data) => ({ turns: [data.turn] }), fold: rejectAnswer },
   'turn.ended': { reads: (data) => ({ turns: [data.turn], approvalsOf: [data.turn] }), fold: (rows, event, _conversation, before) => endTurn(rows, event, before) },
   'turns.rolledBack': { reads: (data) => ({ turns: data.turns }), fold: rollBack },
   'conversation.forked': { fold: copyForkedTurns },
@@ -100,9 +108,15 @@ function takeSteer(rows: RowSet, event: Of<'steer.taken'>): void {
   }
 }
 
-function reply(rows: RowSet, event: Of<'model.replied'>): void {
-  const c = event.conversation;
-  const { turn, step, content, usage } = event.data;
+function handOff(rows: RowSet, event: Of<'agent.changed'>): void {
+  const running = rows.turn(event.conversation, event.data.turn);
+  if (!running || running.status !== 'running') return;
+  running.agent = event.data.to;
+  rows.touchTurn(running);
+}
+
+/** A reply's usage (a rejected one's too) counts in its running turn's. */
+function addUsage(rows: RowSet, c: string, { turn, usage }: { turn: string; usage?: Usage }): void {
   const running = rows.turn(c, turn);
   if (usage && running && running.status === 'running') {
     running.usage = {
@@ -112,7 +126,24 @@ function reply(rows: RowSet, event: Of<'model.replied'>): void {
     };
     rows.touchTurn(running);
   }
+}
+
+function reply(rows: RowSet, event: Of<'model.replied'>): void {
+  addUsage(rows, event.conversation, event.data);
+  addAnswer(rows, event, event.data.content);
+}
+
+function rejectAnswer(rows: RowSet, event: Of<'answer.rejected'>): void {
+  addUsage(rows, event.conversation, event.data);
+  if (event.data.reask === null) addAnswer(rows, event, event.data.feedback);
+}
+
+/** An answer of a step: its assistant row, and the running turn's content so far. */
+function addAnswer(rows: RowSet, event: Of<'model.replied' | 'answer.rejected'>, content: string): void {
+  const c = event.conversation;
+  const { turn, step } = event.data;
   if (content === '') return;
+  const running = rows.turn(c, turn);
   rows.addTranscript({ conversation: c, position: event.position, part: 0, id: `${turn}/${step}`, role: 'assistant', text: content, turn, steered: false, at: event.at, forkedFrom: null });
   if (running && running.status === 'running') {
     running.content = running.content === '' ? content : `${running.content}\n\n${content}`;

@@ -1,5 +1,5 @@
 import { QueueItem, SteeringItem, type CompanionStatus } from '@rudder/contracts';
-import { initialState, parseState, type ConversationState } from '@rudder/conversation';
+import { initialState, parseState, scheduleItem, type ConversationState } from '@rudder/conversation';
 import type { DataSource } from 'typeorm';
 import { Conversations, Inputs, type ConversationRow, type InputRow } from '../read-models/entities';
 
@@ -57,6 +57,7 @@ export function statusOf(
     todos: state.todos.items,
     // The hold a `{debounceMs}` queue is under, while something waits in it.
     heldUntil: state.queue.length > 0 ? state.heldUntil : null,
+    schedules: state.schedules.map(scheduleItem),
     awaiting: state.awaiting.map(({ approval, turn, callId, tool, arguments: args, requestedAt, expiresAt }) => ({ approvalId: approval, turn, callId, tool, arguments: args, requestedAt, expiresAt })),
   };
 }

@@ -62,7 +62,7 @@ export type TurnRow = {
   outcome: string | null;
   content: string;
   steered: { id: string; text: string }[];
-  /** The conversation's agent when the turn started. */
+  /** The agent that answers it: the conversation's when it started, then the one each handoff in it chose (`agent.changed`). */
   agent: string | null;
   /** The replies' usage, summed as they are stored; the turn's end states the total. */
   usage: Usage | null;

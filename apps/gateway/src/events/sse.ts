@@ -13,8 +13,15 @@ import type { KeptToken } from '../live/kept-tokens';
  */
 export const sseEvent = (event: ConversationEvent): string => {
   let text = formattedEvents.get(event);
-  if (text === undefined) formattedEvents.set(event, (text = `id: ${event.position}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`));
+  if (text === undefined) formattedEvents.set(event, (text = `id: ${event.position}\nevent: ${event.type}\ndata: ${JSON.stringify(shown(event))}\n\n`));
   return text;
+};
+
+/** An event as a client is shown it: an answer the output guard rejected goes without its text (`answer`), which no person sees. */
+const shown = (event: ConversationEvent): ConversationEvent => {
+  if (event.type !== 'answer.rejected') return event;
+  const { answer: _hidden, ...data } = event.data;
+  return { ...event, data } as ConversationEvent;
 };
 
 export const sseToken = (token: TokenRecord, cursor: StreamCursor): string => {

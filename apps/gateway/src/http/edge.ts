@@ -1,4 +1,4 @@
-import { ConversationKey, InputId } from '@rudder/contracts';
+import { ConversationKey, InputId, isFiringInputId } from '@rudder/contracts';
 import type { z } from 'zod';
 import { GatewayError, badInput } from '../errors/gateway-error';
 import { isDotSegment } from '../hostile-input/request-checks';
@@ -47,5 +47,8 @@ export function clientIdOf(bodyId: string | undefined, header: string | undefine
   if (bodyId !== undefined && fromHeader !== undefined && bodyId !== fromHeader) {
     throw new GatewayError('bad_request', 'the body id and the Idempotency-Key header differ; send one id');
   }
-  return bodyId ?? fromHeader;
+  const id = bodyId ?? fromHeader;
+  // The worker makes a schedule's firings under ids of this form: a client's would take one's place.
+  if (id !== undefined && isFiringInputId(id)) throw new GatewayError('bad_request', 'bad id: an id may not end in :fired:<digits> (the ids of schedules\' firings)');
+  return id;
 }

@@ -10,6 +10,7 @@ import { MOVE } from './move/move';
 import { PROMOTE } from './promote/promote';
 import { RETRACT } from './retract/retract';
 import { ROLLBACK } from './rollback/rollback';
+import { SCHEDULE } from './schedule/schedule';
 import { STEER } from './steer/steer';
 import { STOP } from './stop/stop';
 
@@ -31,6 +32,7 @@ export const INPUT_KINDS: { readonly [K in InputKind]: GatewayPart } = {
   rollback: ROLLBACK,
   move: MOVE,
   fork: FORK,
+  schedule: SCHEDULE,
 };
 
 /** Every input kind, and the facade through which another door submits them (`Inputs`). */

@@ -22,6 +22,7 @@ const RESPONSE_EVENT_TYPES = [
   'tool.ended',
   'approval.requested',
   'approval.decided',
+  'agent.changed',
   'turn.ended',
 ] as const satisfies readonly EventType[];
 
@@ -43,7 +44,8 @@ const ENDED_AS = {
   superseded: 'completed',
   stopped: 'cancelled',
   failed: 'failed',
-  refused: 'failed',
+  // The agent's output guard blocked the answer: the response completes with a refusal in its place (`refusal`).
+  refused: 'completed',
 } as const satisfies Record<EventDataOf<'turn.ended'>['status'], ResponseAnswer['status']>;
 
 /**
@@ -178,6 +180,10 @@ export class ResponseFold {
         if (event.data.turn !== this.turn || this.phase !== 'in_progress') return out;
         this.reply(event.data, emit);
         return out;
+      case 'agent.changed':
+        // A handoff in its turn: the agent it was handed to answers the rest of it, and is its model from here on.
+        if (event.data.turn === this.turn && this.phase === 'in_progress') this.model = event.data.to;
+        return out;
       case 'tool.ended':
         if (event.data.turn !== this.turn || this.phase !== 'in_progress') return out;
         this.toolEnded(event.data, emit);
@@ -194,9 +200,8 @@ export class ResponseFold {
       case 'turn.ended':
         if (event.data.turn !== this.turn || this.phase !== 'in_progress') return out;
         this.usage = usageOf(event.data.usage);
-        if (event.data.status === 'failed' || event.data.status === 'refused') {
-          this.error = { code: 'server_error', message: event.data.outcome ?? `the turn ended ${event.data.status}` };
-        }
+        if (event.data.status === 'failed') this.error = { code: 'server_error', message: event.data.outcome ?? 'the turn failed' };
+        if (event.data.status === 'refused') this.refusal(event.data.outcome ?? event.data.content, emit);
         this.end(ENDED_AS[event.data.status], at, emit);
         return out;
       default: {
@@ -303,6 +308,26 @@ export class ResponseFold {
     const item = this.output[index]!;
     Object.assign(item, result.isError ? { status: 'failed', error: result.result } : { status: 'completed', output: result.result });
     emit(result.isError ? 'response.mcp_call.failed' : 'response.mcp_call.completed', { item_id: item.id, output_index: index });
+    emit('response.output_item.done', { output_index: index, item: structuredClone(item) });
+  }
+
+  /**
+   * The agent's output guard blocked the turn's answer (`{block: message}`): a message whose one
+   * content part is a `refusal` with the guard's message, as the protocol tells a model's own
+   * refusal. The rejected answer was never a `model.replied`, so nothing of it is in the response.
+   */
+  private refusal(text: string, emit: Emit): void {
+    const id = `msg_${this.turn}_refusal`;
+    const index = this.output.length;
+    const item: Item = { type: 'message', id, role: 'assistant', status: 'in_progress', content: [] };
+    this.output.push(item);
+    emit('response.output_item.added', { output_index: index, item: structuredClone(item) });
+    emit('response.content_part.added', { item_id: id, output_index: index, content_index: 0, part: { type: 'refusal', refusal: '' } });
+    emit('response.refusal.delta', { item_id: id, output_index: index, content_index: 0, delta: text });
+    emit('response.refusal.done', { item_id: id, output_index: index, content_index: 0, refusal: text });
+    const done = { type: 'refusal', refusal: text };
+    emit('response.content_part.done', { item_id: id, output_index: index, content_index: 0, part: done });
+    Object.assign(item, { status: 'completed', content: [done] });
     emit('response.output_item.done', { output_index: index, item: structuredClone(item) });
   }
 

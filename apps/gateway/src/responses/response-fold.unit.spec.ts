@@ -38,6 +38,22 @@ const fold = (input: string, events: ConversationEvent[]) => {
 };
 
 describe('ResponseFold', () => {
+  it('given a handoff in its turn, then the agent it was handed to is its model from there on; a handoff in another turn changes nothing', () => {
+    const handed = (turn: string, to: string) => stored({ type: 'agent.changed', data: { from: 'default', to, turn, step: 0 } });
+    const { response, events } = fold('in-1', [
+      accepted('in-1'),
+      started('t1', 'in-1'),
+      handed('t0', 'elsewhere'),
+      replied('t1', 0, '', [{ id: 'call-1', name: 'transfer_to_billing' }]),
+      handed('t1', 'billing'),
+      replied('t1', 1, 'billing here'),
+      ended('t1', 'completed'),
+    ]);
+    expect(events.find((e) => e.type === 'response.created')).toMatchObject({ response: { model: 'default' } });
+    expect(events.find((e) => e.type === 'response.completed')).toMatchObject({ response: { model: 'billing' } });
+    expect(response.answer()).toMatchObject({ model: 'billing' });
+  });
+
   it('given a call that waits for approval, then an mcp_approval_request item; the response waits for approval (in progress) only while every open call waits, and past the decisions asked for', () => {
     const { response, events } = fold('in-1', [
       accepted('in-1'),

@@ -51,7 +51,7 @@ nav,main,aside{background:#fff;border:1px solid #dde1e7;border-radius:8px;paddin
 h2{font-size:.8rem;text-transform:uppercase;letter-spacing:.05em;color:#5b6575;margin:.2rem 0 .6rem}
 ul,ol{list-style:none;margin:0;padding:0}#conversations a{display:block;padding:.25rem .4rem;border-radius:4px;color:inherit;text-decoration:none;word-break:break-all}
 #conversations a[aria-current]{background:#e6eefc;font-weight:600}#open-form{display:flex;gap:.3rem;margin-bottom:.8rem}#open-form input{flex:1;min-width:0}
-main{display:flex;flex-direction:column;gap:.6rem}#title{font-weight:600}#turn-state{font-size:.85rem;color:#5b6575}#turn-state[data-running=true]{color:#a55a00}
+main{display:flex;flex-direction:column;gap:.6rem}#title{font-weight:600}#turn-state,#agent{font-size:.85rem;color:#5b6575}#turn-state[data-running=true]{color:#a55a00}
 #transcript{flex:1;display:flex;flex-direction:column;gap:.5rem;overflow:auto}
 .message{max-width:80%;padding:.45rem .7rem;border-radius:10px;white-space:pre-wrap}
 .message.user{align-self:flex-end;background:#2f6fde;color:#fff}.message.assistant{align-self:flex-start;background:#eef0f3}
@@ -68,6 +68,7 @@ button{font:inherit;padding:.3rem .7rem;border:1px solid #b7bfcb;border-radius:5
 #recap{background:#fff7e0;border:1px solid #f0d48a;border-radius:8px;padding:.45rem .7rem;font-size:.9rem}#recap b{margin-right:.4rem}
 #plan{margin-bottom:.8rem}#plan li{display:flex;gap:.4rem;padding:.2rem 0;font-size:.9rem}#plan .n{color:#5b6575;min-width:1.4rem}#plan [data-status=done] .text{text-decoration:line-through;color:#5b6575}
 #plan [data-status=in_progress] .text{font-weight:600}#plan .mark{width:1rem}
+#schedules{margin-bottom:.8rem;padding:0;list-style:none}#schedules li{display:flex;flex-wrap:wrap;gap:.2rem .5rem;align-items:baseline;padding:.2rem 0;font-size:.9rem}#schedules .when{color:#5b6575;font-size:.8rem}
 #suggestions{display:flex;flex-wrap:wrap;gap:.4rem}#suggestions button{border-color:#2f6fde;color:#2f6fde;border-radius:14px;font-size:.85rem}
 .message.approval{align-self:flex-start;background:#f3f6ee;border:1px solid #c9d6b8;font-size:.9rem}
 .approval[role=group]{align-self:flex-start;max-width:80%;min-width:22rem;padding:.5rem .7rem;border-radius:10px;background:#fffaf0;border:2px solid #e0a526}
@@ -85,13 +86,13 @@ button{font:inherit;padding:.3rem .7rem;border:1px solid #b7bfcb;border-radius:5
 <nav><h2>Conversations</h2>
 <form id="open-form"><input id="key" placeholder="conversation key" aria-label="conversation key" required maxlength="200"><button>Open</button></form>
 <ul id="conversations"></ul></nav>
-<main><div id="title">Open a conversation</div><div id="turn-state"></div>
+<main><div id="title">Open a conversation</div><div id="agent" aria-live="polite"></div><div id="turn-state"></div>
 <div id="recap" hidden></div>
 <ol id="transcript" aria-live="polite"></ol>
 <div id="suggestions" aria-label="suggested next messages"></div>
 <form id="compose" hidden><textarea id="text" aria-label="message" placeholder="Enter sends a chat, Ctrl+Enter steers the running turn"></textarea>
 <button id="send" type="submit">Send</button><button id="steer" type="button" title="joins the running turn at its next step">Steer</button><button id="stop" type="button">Stop</button></form></main>
-<aside><section id="plan-panel" hidden><h2>Plan</h2><ol id="plan" aria-label="the agent's plan"></ol></section><h2>Pending</h2><ul id="pending"></ul><h2>Answers</h2><ol id="answers"></ol></aside>
+<aside><section id="plan-panel" hidden><h2>Plan</h2><ol id="plan" aria-label="the agent's plan"></ol></section><section id="schedules-panel" hidden><h2>Schedules</h2><ul id="schedules" aria-label="the conversation's schedules"></ul></section><h2>Pending</h2><ul id="pending"></ul><h2>Answers</h2><ol id="answers"></ol></aside>
 </div>
 <script type="module" src="/app.js"></script>
 </body></html>`;

@@ -18,7 +18,7 @@ const REFUSALS = {
   precondition_failed: { error: 'precondition_failed', hint: "read the conversation's status (lastInputId) and send it again if it still applies" },
   queue_full: { error: 'queue_full', hint: `nothing was queued; send it again in ${RETRY_AFTER_SECONDS} s, or retract a pending input first` },
   unknown_agent: { error: 'unknown_agent', hint: 'name an agent this deployment runs, or none for the default one' },
-  agent_mismatch: { error: 'agent_mismatch', hint: "a conversation keeps the agent of its first input: name that one, or none" },
+  agent_mismatch: { error: 'agent_mismatch', hint: "a conversation is answered by its first input's agent, or the one its last handoff chose (the status's agent): name that one, or none" },
   refused: { error: 'refused', hint: "the agent's input guard refused it; nothing of it reaches the model" },
   forbidden: { error: 'forbidden', hint: 'only the owner of the conversation writes to it' },
 } as const satisfies Record<Rejection['code'], { error: GatewayError['code']; hint: string }>;

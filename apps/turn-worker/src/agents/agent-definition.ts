@@ -1,5 +1,5 @@
 import type { Type } from '@nestjs/common';
-import type { ModelClient, Tool, TurnLoop } from '@rudder/agent';
+import type { HandoffFilter, ModelClient, OutputGuardContext, OutputVerdict, Tool, TurnLoop } from '@rudder/agent';
 import type { AgentAffordances, QueuePolicy } from '@rudder/contracts';
 import type { McpServerDefinition } from './mcp/mcp-tools';
 
@@ -24,8 +24,15 @@ export type GuardInput = { conversation: string; kind: 'chat' | 'steer'; text: s
 export type GuardVerdict = { refuse: string } | null | undefined;
 
 /**
+ * An agent this one may hand a conversation to (docs/agents.md, "Handoffs"): its name, or its
+ * name with what the model is told of it (`description`) and what the receiving agent's
+ * requests carry for the rest of the turn (`filter`, in place of the agent's `handoffFilter`).
+ */
+export type Handoff = string | { agent: string; description?: string; filter?: HandoffFilter };
+
+/**
  * An agent a team runs behind Rudder. A conversation chooses its agent with its first chat
- * (`agent`, else the deployment's default) and keeps it.
+ * (`agent`, else the deployment's default) and keeps it until a handoff hands it to another.
  */
 export type AgentDefinition = {
   /** 1-100 characters of [A-Za-z0-9._:-]; what `agent` on a chat names. */
@@ -82,6 +89,20 @@ export type AgentDefinition = {
    * Default: the deployment's (FOLLOWUPS_PROMPT, RECAP_PROMPT, AFFORDANCE_MODEL).
    */
   affordances?: AgentAffordances;
+  /**
+   * The agents it may hand a conversation to (docs/agents.md, "Handoffs"), each registered in
+   * the same worker and running Rudder's own loop. Its model gets a built-in tool per target,
+   * `transfer_to_<name>` (no tool of its own may take that name); a call of it stores
+   * `agent.changed`, and the rest of the turn and later turns run that agent until it hands on
+   * (or back). Not for an agent with a `loop` of a framework's.
+   */
+  handoffs?: Handoff[];
+  /**
+   * What the receiving agent's requests carry for the rest of the turn of a handoff of this
+   * agent's (`HandoffFilter`): it may drop history, never a call's output (each kept call keeps
+   * its result). A handoff's own `filter` wins. Default: everything, as every request.
+   */
+  handoffFilter?: HandoffFilter;
   /** A turn fails rather than asking the model more than this many times. Default 32. */
   maxSteps?: number;
   /**
@@ -113,4 +134,18 @@ export type AgentDefinition = {
    * partition's next inputs wait for the guards of a batch, so keep it short.
    */
   guardTimeoutMs?: number;
+  /**
+   * Checks each final answer of Rudder's own loop (a reply with no tool calls; docs/agents.md,
+   * "Output guards") before anyone sees it: `'pass'`, `{reask: feedback}` (the model is asked
+   * again, told `feedback` and the turn's prompt, at most `maxReasks` times: a step of the turn
+   * each), or `{block: message}` (the turn ends `refused`, `message` its outcome and content).
+   * Its answers' tokens are held until they pass. A guard that throws, or has not answered within
+   * `outputGuardTimeoutMs`, is tried again after 200, 400 and 800 ms; then the turn ends `failed`.
+   * A framework's loop (`loop`) does not run it.
+   */
+  outputGuard?: (answer: string, context: OutputGuardContext) => OutputVerdict | Promise<OutputVerdict>;
+  /** How many times one turn asks the model again at most; an answer rejected past them is blocked with a message of Rudder's. Default 2. */
+  maxReasks?: number;
+  /** The output guard's time budget per answer, in milliseconds. Default OUTPUT_GUARD_TIMEOUT_MS (10000). */
+  outputGuardTimeoutMs?: number;
 };

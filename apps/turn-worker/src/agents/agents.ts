@@ -1,7 +1,22 @@
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown, type OnModuleInit, type Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { AgentAffordances, AgentName, DEBOUNCE_MS_MAX, QueuePolicy } from '@rudder/contracts';
-import { argumentsError, defineTool, openAiModel, runTurn, textTokens, TODOS_TOOL, type Agent, type ModelClient, type Tool, type TurnLoop } from '@rudder/agent';
+import {
+  argumentsError,
+  defineTool,
+  openAiModel,
+  runTurn,
+  textTokens,
+  TODOS_TOOL,
+  transferToolName,
+  type Agent,
+  type HandoffFilter,
+  type HandoffTarget,
+  type ModelClient,
+  type OutputGuard,
+  type Tool,
+  type TurnLoop,
+} from '@rudder/agent';
 import type { Agents, InputPolicy } from '@rudder/conversation';
 import { createLog, type Config } from '@rudder/runtime';
 import { AGENT_TOOL, type AgentToolOptions } from './agent-tool.decorator';
@@ -19,7 +34,9 @@ export type RunnableAgent = {
   name: string;
   systemPrompt(conversation: string): Promise<string>;
   /** Its `tools` are read at each model request: an MCP server's come and go (connected, lost, changed). */
-  loop: Omit<Agent, 'systemPrompt'>;
+  loop: Omit<Agent, 'systemPrompt' | 'filter'>;
+  /** What the requests of the agent it hands a conversation to carry for the rest of that turn (`handoffs`' `filter`, else `handoffFilter`); undefined: everything. */
+  handoffFilter(to: string): HandoffFilter | undefined;
   /** The loop its turns run: Rudder's own (`runTurn`), or a framework's adapter. */
   run: TurnLoop;
   /** Whether `run` is a framework's: its tools are the framework's own (their arguments are its to check). */
@@ -35,6 +52,12 @@ export type RunnableAgent = {
 
 /** An agent's guard's time budget per input when its definition sets none. */
 export const GUARD_TIMEOUT_MS = 3000;
+/** An agent's output guard's time budget per answer when its definition sets none. */
+export const OUTPUT_GUARD_TIMEOUT_MS = 10_000;
+/** How many times a turn asks the model again after its output guard rejected an answer, when the definition sets no `maxReasks`. */
+export const MAX_REASKS = 2;
+/** The waits before each retry of an output guard that failed on an answer: then the turn fails. */
+export const OUTPUT_GUARD_RETRY_DELAYS_MS = [200, 400, 800];
 
 /**
  * The deployment's agents, built at start-up from the module's definitions: tools given as
@@ -69,6 +92,7 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
       if (this.agents.has(definition.name)) throw new Error(`TurnWorkerModule: two agents are named ${definition.name}`);
       this.agents.set(definition.name, this.build(definition, config, contextEnv));
     }
+    for (const definition of agents) this.checkHandoffs(definition);
     this.defaultAgent = this.options.defaultAgent ?? agents[0].name;
     if (!this.agents.has(this.defaultAgent)) throw new Error(`TurnWorkerModule: the default agent ${this.defaultAgent} is not registered`);
     // The tokenizer builds its tables on its first use (~100 ms): at start-up, before the worker
@@ -116,6 +140,23 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     return found ? argumentsError(found, args) : `the agent has no tool named ${tool} now`;
   }
 
+  /** An agent's handoffs name agents of this worker that run Rudder's own loop, each once, and their tools' names are their own. */
+  private checkHandoffs(definition: AgentDefinition): void {
+    const targets = handoffTargets(definition);
+    if (targets.length > 0 && definition.loop) throw new Error(`TurnWorkerModule: agent ${definition.name} runs a framework's loop: its handoffs are the framework's own, not Rudder's`);
+    const seen = new Set<string>();
+    for (const { agent } of targets) {
+      const target = this.agents.get(agent);
+      if (!target) throw new Error(`TurnWorkerModule: agent ${definition.name} hands off to ${agent}, which is not registered`);
+      if (agent === definition.name) throw new Error(`TurnWorkerModule: agent ${definition.name} hands off to itself`);
+      if (target.framework) throw new Error(`TurnWorkerModule: agent ${definition.name} hands off to ${agent}, which runs a framework's loop: a handoff goes to an agent of Rudder's own loop`);
+      const tool = transferToolName(agent);
+      if (seen.has(tool)) throw new Error(`TurnWorkerModule: agent ${definition.name} has two handoffs whose tool is named ${tool}`);
+      if (tool.length > 64) throw new Error(`TurnWorkerModule: agent ${definition.name}: the handoff tool ${tool} is longer than a tool name may be (64)`);
+      seen.add(tool);
+    }
+  }
+
   private build(definition: AgentDefinition, config: Config, contextEnv: ContextEnv): RunnableAgent {
     const { instructions } = definition;
     const tools = (definition.tools ?? []).flatMap((tool) => (typeof tool === 'function' ? this.toolsOf(tool, definition.name) : [tool]));
@@ -128,6 +169,7 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     }
     const guardTimeoutMs = definition.guardTimeoutMs ?? GUARD_TIMEOUT_MS;
     if (!Number.isInteger(guardTimeoutMs) || guardTimeoutMs <= 0) throw new Error(`TurnWorkerModule: agent ${definition.name}: guardTimeoutMs must be a whole number of milliseconds, more than 0`);
+    const outputGuard = outputGuardOf(definition);
     const names = tools.map((t) => t.name);
     const twice = names.find((n, i) => names.indexOf(n) !== i);
     if (twice) throw new Error(`TurnWorkerModule: agent ${definition.name} has two tools named ${twice}`);
@@ -135,6 +177,10 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     if (!affordances.success) throw new Error(`TurnWorkerModule: agent ${definition.name}: affordances: ${affordances.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     const todos = definition.todos ?? false;
     if (todos && names.includes(TODOS_TOOL)) throw new Error(`TurnWorkerModule: agent ${definition.name} keeps a plan, whose built-in tool is named ${TODOS_TOOL}: name its own tool otherwise`);
+    const handoffs = handoffTargets(definition);
+    const transfers = handoffs.map((h) => transferToolName(h.agent));
+    const taken = names.find((n) => transfers.includes(n));
+    if (taken) throw new Error(`TurnWorkerModule: agent ${definition.name} hands off with a built-in tool named ${taken}: name its own tool otherwise`);
     const badLimit = tools.find((t) => t.maxResultTokens !== undefined && (!Number.isInteger(t.maxResultTokens) || t.maxResultTokens <= 0));
     if (badLimit) throw new Error(`TurnWorkerModule: agent ${definition.name}: the maxResultTokens of tool ${badLimit.name} must be a whole number of tokens, more than 0`);
     const badTimeout = tools.find((t) => t.approvalTimeout !== undefined && (!Number.isInteger(t.approvalTimeout) || t.approvalTimeout <= 0));
@@ -145,8 +191,8 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     const own = tools.map(tracedTool);
     // A new array each time they change, the same one meanwhile (the tools' token count is kept by array).
     let offered: readonly Tool[] = own;
-    // An MCP tool named as one of its own, or as the plan's built-in tool, is left out (and said).
-    const connections: McpConnection[] = this.mcpOf(definition, new Set(todos ? [...names, TODOS_TOOL] : names), () => {
+    // An MCP tool named as one of its own, or as a built-in tool (the plan's, a transfer's), is left out (and said).
+    const connections: McpConnection[] = this.mcpOf(definition, new Set([...names, ...(todos ? [TODOS_TOOL] : []), ...transfers]), () => {
       offered = withMcpTools(own, connections);
     });
     return {
@@ -159,7 +205,11 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
         maxSteps: definition.maxSteps ?? 32,
         context,
         todos,
+        name: definition.name,
+        handoffs: handoffs.map(({ agent, description }) => (description === undefined ? { agent } : { agent, description })),
+        ...(outputGuard ? { outputGuard } : {}),
       },
+      handoffFilter: (to) => handoffs.find((h) => h.agent === to)?.filter ?? definition.handoffFilter,
       run: definition.loop ?? runTurn,
       framework: definition.loop !== undefined,
       model: tracedModel(this.metrics.timed(isModelClient(definition.model) ? definition.model : modelOf(definition.model ?? {}, config)), definition.name),
@@ -204,6 +254,20 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     if (tools.length === 0) throw new Error(`TurnWorkerModule: ${type.name} (a tool provider of agent ${agent}) has no @AgentTool method`);
     return tools;
   }
+}
+
+/** An agent's handoffs, each as an object. */
+const handoffTargets = (definition: AgentDefinition): (HandoffTarget & { filter?: HandoffFilter })[] =>
+  (definition.handoffs ?? []).map((h) => (typeof h === 'string' ? { agent: h } : h));
+
+/** The agent's output guard as its loop runs it, its settings checked; undefined when it has none. */
+function outputGuardOf(definition: AgentDefinition): OutputGuard | undefined {
+  const { outputGuard, maxReasks = MAX_REASKS, outputGuardTimeoutMs = OUTPUT_GUARD_TIMEOUT_MS } = definition;
+  if (!Number.isInteger(maxReasks) || maxReasks < 0) throw new Error(`TurnWorkerModule: agent ${definition.name}: maxReasks must be a whole number, 0 or more`);
+  if (!Number.isInteger(outputGuardTimeoutMs) || outputGuardTimeoutMs <= 0) {
+    throw new Error(`TurnWorkerModule: agent ${definition.name}: outputGuardTimeoutMs must be a whole number of milliseconds, more than 0`);
+  }
+  return outputGuard && { check: outputGuard, maxReasks, timeoutMs: outputGuardTimeoutMs, retryDelaysMs: OUTPUT_GUARD_RETRY_DELAYS_MS };
 }
 
 /** The agent's own tools, then each MCP server's that is connected, in the order the servers are listed; of two servers' tools of one name, the first's. */

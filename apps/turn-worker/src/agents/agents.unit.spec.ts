@@ -87,6 +87,22 @@ describe('an agent’s context budget', () => {
   });
 });
 
+describe('an agent’s output guard', () => {
+  it('runs with its settings, or 2 re-asks and a 10 s budget, retried after 200, 400 and 800 ms; none when the agent has no guard', () => {
+    const outputGuard = () => 'pass' as const;
+    expect(registry([{ ...defaultAgent, outputGuard }]).get(null)?.loop.outputGuard).toEqual({ check: outputGuard, maxReasks: 2, timeoutMs: 10_000, retryDelaysMs: [200, 400, 800] });
+    expect(registry([{ ...defaultAgent, outputGuard, maxReasks: 0, outputGuardTimeoutMs: 50 }]).get(null)?.loop.outputGuard).toMatchObject({ maxReasks: 0, timeoutMs: 50 });
+    expect(registry([defaultAgent]).get(null)?.loop.outputGuard).toBeUndefined();
+  });
+
+  it('refuses at start-up a maxReasks or a time budget that is not a whole number (0 or more; more than 0)', () => {
+    for (const maxReasks of [-1, 1.5]) expect(() => registry([{ ...defaultAgent, maxReasks }]), String(maxReasks)).toThrow(/maxReasks must be a whole number, 0 or more/);
+    for (const outputGuardTimeoutMs of [0, 2.5]) {
+      expect(() => registry([{ ...defaultAgent, outputGuardTimeoutMs }]), String(outputGuardTimeoutMs)).toThrow(/outputGuardTimeoutMs must be a whole number of milliseconds/);
+    }
+  });
+});
+
 describe('an agent’s plan and affordances', () => {
   it('a plan’s built-in tool takes the name todos: an agent that keeps one may not have a tool of its own named so', () => {
     const own = defineTool({ name: 'todos', description: 'mine', parameters: z.object({}), run: async () => 'ok' });
@@ -125,5 +141,32 @@ describe('an agent’s MCP servers', () => {
     } finally {
       await built.onApplicationShutdown();
     }
+  });
+});
+
+describe('an agent’s handoffs', () => {
+  const triage: AgentDefinition = { ...defaultAgent, name: 'triage', handoffs: [{ agent: 'billing', description: 'Invoices.' }] };
+  const billing: AgentDefinition = { ...defaultAgent, name: 'billing', handoffs: ['triage'] };
+
+  it('are its loop’s targets, with their descriptions; a handoff’s filter wins over the agent’s handoffFilter', () => {
+    const own = () => [];
+    const theirs = () => [];
+    const agents = registry([{ ...triage, handoffs: [{ agent: 'billing', filter: own }, 'support'], handoffFilter: theirs }, billing, { ...defaultAgent, name: 'support' }]);
+    expect(agents.get('triage')?.loop.handoffs).toEqual([{ agent: 'billing' }, { agent: 'support' }]);
+    expect(agents.get('triage')?.handoffFilter('billing')).toBe(own);
+    expect(agents.get('triage')?.handoffFilter('support')).toBe(theirs);
+    expect(agents.get('billing')?.handoffFilter('triage')).toBeUndefined();
+    expect(registry([triage, billing]).get('triage')?.loop.handoffs).toEqual([{ agent: 'billing', description: 'Invoices.' }]);
+  });
+
+  it('start-up refuses a target not registered, the agent itself, a framework’s agent, a tool of its own under a transfer tool’s name', () => {
+    expect(() => registry([triage])).toThrow(/agent triage hands off to billing, which is not registered/);
+    expect(() => registry([{ ...billing, handoffs: ['billing'] }])).toThrow(/hands off to itself/);
+    const framework: AgentDefinition = { ...defaultAgent, name: 'billing', loop: async (options) => options.turn };
+    expect(() => registry([triage, framework])).toThrow(/runs a framework's loop: a handoff goes to an agent of Rudder's own loop/);
+    expect(() => registry([{ ...framework, name: 'triage', handoffs: ['billing'] }, billing])).toThrow(/its handoffs are the framework's own/);
+    const clash = defineTool({ name: 'transfer_to_billing', description: 'mine', parameters: z.object({}), run: async () => 'ran' });
+    expect(() => registry([{ ...triage, tools: [clash] }, billing])).toThrow(/built-in tool named transfer_to_billing/);
+    expect(() => registry([{ ...triage, handoffs: ['a.b', 'a:b'] }, { ...defaultAgent, name: 'a.b' }, { ...defaultAgent, name: 'a:b' }])).toThrow(/two handoffs whose tool is named transfer_to_a_b/);
   });
 });

@@ -17,7 +17,7 @@ export const inputKey = (input: Pick<InputRecord, 'conversation' | 'id'>) => JSO
 /**
  * Runs the input guards of a batch's inputs of the kinds that are guarded (a kind's `guarded`
  * in @rudder/conversation: chats and steers), each on the text its kind gives, with the agent
- * that will answer it: the conversation's (it never changes once chosen), else the one its
+ * that will answer it: the conversation's (its first input's, or the one its last handoff chose), else the one its
  * chat names, else the default. Reads the conversations' states only when some agent has a
  * guard. Answers what they said by `inputKey`; an id that comes twice in a conversation's batch
  * is guarded once (the decider answers its second record by the first's decision).

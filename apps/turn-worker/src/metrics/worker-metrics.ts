@@ -235,11 +235,13 @@ export class WorkerMetrics {
       case 'conversation.opened':
       case 'input.delivered':
       case 'model.replied':
+      case 'answer.rejected':
       case 'history.compacted':
       case 'tool.started':
       case 'approval.requested':
       case 'tool.ended':
       case 'todos.updated':
+      case 'agent.changed':
         return;
       default: {
         // Every type but the input kinds' own (`countDecision`) is named above (the compiler says which is not). One this code does not know

@@ -47,11 +47,12 @@ describe('compaction reads from the log what the fold let go of', () => {
       historyTurns: 10,
       guard: async () => null,
       guardTimeoutMs: 1000,
+      handoffFilter: () => undefined,
     };
     const relay: OutboxRelay = { enqueue: () => undefined, sweep: () => undefined, idle: async () => undefined, stop: async () => undefined };
     const runner = new ConversationRunner('long', 2, {
       store: new TurnStore({ pools: oneShard(db.pool(), 16), held: createHeldEpochs({ pools: oneShard(db.pool(), 16), epochs: () => epochs, sessionTimeoutMs: 6000, now: () => 0 }), relay }),
-      agents: { get: () => agent, historyKept: () => 2 },
+      agents: { get: () => agent, historyKept: () => 2, defaultAgent: agent.name, policyOf: () => undefined },
       tokens: { token: () => undefined, flushTokens: () => undefined },
       metrics: { fenced: () => undefined, ahead: () => undefined },
       options: { log: createLog('turn-worker', { level: 'error' }), fault: () => undefined, retryMs: 20, snapshotEvery: 250 },

@@ -46,13 +46,14 @@ function worker(epochs: () => Epochs, pool: Pool = db.pool()) {
     historyTurns: 10,
     guard: async () => null,
     guardTimeoutMs: 1000,
+    handoffFilter: () => undefined,
   };
   const fenced: string[] = [];
   const relay: OutboxRelay = { enqueue: () => undefined, sweep: () => undefined, idle: async () => undefined, stop: async () => undefined };
   const held = createHeldEpochs({ pools: oneShard(db.pool(), 16), epochs, sessionTimeoutMs: SESSION_TIMEOUT_MS, now: () => clock.now });
   const services: RunnerServices = {
     store: new TurnStore({ pools: oneShard(pool, 16), held, relay }),
-    agents: { get: () => agent, historyKept: () => 10 },
+    agents: { get: () => agent, historyKept: () => 10, defaultAgent: agent.name, policyOf: () => undefined },
     tokens: { token: () => undefined, flushTokens: () => undefined },
     metrics: { fenced: () => void fenced.push('fenced'), ahead: () => undefined },
     // A fenced runner retries (and is fenced again) until the rebalance releases it.

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
-import type { TurnState } from '@rudder/agent';
-import { decideTimeouts, hasOpenWork, parked, startNextTurn, type ConversationState } from '@rudder/conversation';
+import { runningAgent, type TurnState } from '@rudder/agent';
+import { decideDue, hasOpenWork, isDue, parked, startNextTurn, type ConversationState } from '@rudder/conversation';
 import { AlreadyStoredError, FencedError, type Seen } from '@rudder/event-store';
 import type { ConversationNews } from '../ingest/ingest-inputs';
 import { emptyConversation, type Conversation } from './conversation';
@@ -34,6 +34,8 @@ export class ConversationRunner implements TurnRunner {
   private running: Promise<void> | null = null;
   /** The turn the agent loop drives now, if it does. */
   private turn: TurnRun | null = null;
+  /** What is due, being decided beside the running turn (`decideBeside`), if it is. */
+  private beside: Promise<void> | null = null;
 
   constructor(
     readonly key: string,
@@ -54,6 +56,46 @@ export class ConversationRunner implements TurnRunner {
     if (!news || !this.fold.take(news)) this.wanted = true;
     this.due = true;
     this.start();
+    if (this.turn !== null) this.decideBeside();
+  }
+
+  /**
+   * A turn runs here, and the run decides what is due only between turns: a schedule's time that
+   * comes meanwhile is decided now, beside it, under the conversation's lock as any write (so a
+   * firing under `onBusy: steer` lands on the running turn while it runs, and one under `enqueue`
+   * waits behind it). What it stores reaches the fold with the turn's next commit, as an ingested
+   * input does.
+   */
+  private decideBeside(): void {
+    const seen = this.fold.seen();
+    const now = new Date();
+    if (this.beside !== null || seen?.state === undefined || !isDue(seen.state, now)) return;
+    const { store, agents, options } = this.services;
+    this.beside = store
+      .append(this.key, this.partition, seen, (state) => decideDue(state, now, agents, this.key))
+      .then((written) => {
+        store.handOver(written, this.partition, undefined);
+        this.decided(written.stored);
+        this.wanted = true;
+      })
+      .catch((error: unknown) => {
+        if (!this.released.signal.aborted) options.log.warn('deciding what is due beside the running turn failed; the next wake decides it', { conversation: this.key, error: String(error) });
+      })
+      .finally(() => {
+        this.beside = null;
+      });
+  }
+
+  /** What was due is stored: a test may stop the worker right after a firing (`after-firing-decided`). */
+  private decided(stored: readonly ConversationEvent[]): void {
+    if (stored.some((e) => e.type === 'schedule.fired')) this.services.options.fault('after-firing-decided');
+  }
+
+  /** Decides, under the lock, what is due at `now` (approvals timed out, schedules' firings): whether it stored anything. */
+  private async decideDue(now: Date): Promise<boolean> {
+    const { stored } = await this.append((state) => decideDue(state, now, this.services.agents, this.key));
+    this.decided(stored);
+    return stored.length > 0;
   }
 
   /** A stop was stored for the running turn: abort its model request and tools, then end it. */
@@ -115,10 +157,10 @@ export class ConversationRunner implements TurnRunner {
   }
 
   /**
-   * Reads what the log holds when it may hold more, then runs the running turn to its end (or
-   * until it parks), or starts the next one, or (nothing to run) stores a snapshot if one is
-   * due. A parked turn runs nothing: its approvals past their deadline are denied first (then
-   * it goes on), else it waits, holding nothing. Answers whether to look again.
+   * Reads what the log holds when it may hold more, then decides what is due (approvals past
+   * their deadline are denied, schedules whose time came fire), then runs the running turn to its
+   * end (or until it parks), or starts the next one, or (nothing to run) stores a snapshot if one
+   * is due. A parked turn runs nothing: it waits, holding nothing. Answers whether to look again.
    */
   private async runNext(): Promise<boolean> {
     this.due = false;
@@ -127,10 +169,11 @@ export class ConversationRunner implements TurnRunner {
       await this.fold.catchUp();
     }
     const current = this.fold.conversation ?? emptyConversation(this.historyKept);
+    const now = new Date();
+    if (isDue(current.state, now) && (await this.decideDue(now))) return true;
+    // Something later is due (a schedule an ingested input made): the worker's one timer wakes it then.
+    if (current.state.dueAt !== null) this.services.store.wakeAt(current.state.dueAt);
     if (current.running) {
-      const { dueAt } = current.state;
-      const now = new Date();
-      if (dueAt !== null && Date.parse(dueAt) <= now.getTime() && (await this.append((state) => decideTimeouts(state, now))).stored.length > 0) return true;
       if (parked(current.state)) {
         await this.fold.snapshotIfDue();
         return this.wanted || this.due;
@@ -146,8 +189,9 @@ export class ConversationRunner implements TurnRunner {
 
   /** Runs the agent loop on the running turn until it ends, or until a stop aborts it (the stop is then read from the log, and the turn ends `stopped`). */
   private async runTurn(current: Conversation, turn: TurnState): Promise<void> {
-    const agent = this.services.agents.get(current.state.agent);
-    if (!agent) throw new Error(`this worker has no agent named ${current.state.agent}`);
+    const name = runningAgent(turn, current.state.agent);
+    const agent = this.services.agents.get(name);
+    if (!agent) throw new Error(`this worker has no agent named ${name}`);
     const run = (this.turn = new TurnRun(turn, this, this.services));
     try {
       await run.run(agent, current, this.released.signal);

@@ -1,5 +1,5 @@
 import { isEventOf, ROLLBACK_TURNS_MAX, type DomainEvent, type EventType } from '@rudder/contracts';
-import { assistantMessage, evolveTurn, knownContentTokens, knownTokens, MESSAGE_FRAMING_TOKENS, startTurn, type EarlierTurn, type ModelMessage, type TurnState } from '@rudder/agent';
+import { acceptedMessages, assistantMessage, evolveTurn, knownContentTokens, knownTokens, MESSAGE_FRAMING_TOKENS, startTurn, type EarlierTurn, type ModelMessage, type TurnState } from '@rudder/agent';
 import { evolve, initialState, type ConversationState } from '@rudder/conversation';
 
 /**
@@ -81,7 +81,7 @@ function keptTurns(conversation: Conversation, history: HistoryTurn[], kept: num
  * (event_store.snapshots): raise it whenever either changes, and the snapshots folded by older
  * code are ignored (the log is read from the start).
  */
-export const CONVERSATION_FOLD_VERSION = 8;
+export const CONVERSATION_FOLD_VERSION = 11;
 
 /**
  * What a model request may carry of the earlier turns: the last `turns` of them (an agent's
@@ -158,8 +158,10 @@ export function evolveConversation(conversation: Conversation, event: DomainEven
  */
 function endedTurn(running: TurnState): { messages: ModelMessage[]; tokens?: number } {
   const prompts = running.prompt.messages.length;
-  const said = running.messages.slice(0, prompts).concat(running.messages.slice(prompts).filter((m) => m.role === 'user'));
-  const replies = running.messages.filter((m) => m.role === 'assistant' && m.content.trim() !== '');
+  // Its rejected answers and their re-asks are no part of it.
+  const accepted = acceptedMessages(running);
+  const said = accepted.slice(0, prompts).concat(accepted.slice(prompts).filter((m) => m.role === 'user'));
+  const replies = accepted.filter((m) => m.role === 'assistant' && m.content.trim() !== '');
   const messages = [...said, ...replies.map((m) => (m.role === 'assistant' && m.tool_calls ? assistantMessage(m.content, []) : m))];
   let tokens = 0;
   for (const m of said) tokens += knownTokens(m) ?? NaN;

@@ -20,8 +20,11 @@ export type RunnerOptions = {
 export type RunnerServices = {
   /** The event store as the runners write it. */
   store: TurnStore;
-  /** The deployment's agents: the one that answers a conversation, and how many earlier turns a fold keeps (the largest `history.turns`). */
-  agents: Pick<AgentRegistry, 'get' | 'historyKept'>;
+  /**
+   * The deployment's agents: the one that answers a conversation, how many earlier turns a fold
+   * keeps (the largest `history.turns`), and the policies a schedule's firing is decided by.
+   */
+  agents: Pick<AgentRegistry, 'get' | 'historyKept' | 'defaultAgent' | 'policyOf'>;
   /** A step's tokens: held back and coalesced (`token`), sent before the step's reply is stored (`flushTokens`), so they go out before its events. */
   tokens: Pick<Publishing, 'token' | 'flushTokens'>;
   /** What the runners count: a fenced write, a model request sent ahead of a commit used or thrown away. */

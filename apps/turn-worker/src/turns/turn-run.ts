@@ -71,6 +71,9 @@ export class TurnRun {
     const signal = AbortSignal.any([released, this.stopping.signal]);
     hop('worker.turn-run');
     const systemPrompt = await agent.systemPrompt(key);
+    // Taking the turn by a handoff in it, its requests go through that handoff's filter for the rest of it.
+    const { handoff } = turn;
+    const filter = handoff?.to === agent.name ? this.services.agents.get(handoff.from)?.handoffFilter(agent.name) : undefined;
     // A span of the prompt's trace (see tracing/input-traces.ts); its commits store its context with their rows.
     const about = { parent: inputTraceContext(turn.prompt.id), attributes: { 'rudder.conversation': key, 'rudder.turn': turn.id, 'rudder.input': turn.prompt.id } };
     await inSpan(tracer, 'turn', about, () =>
@@ -82,6 +85,10 @@ export class TurnRun {
           maxSteps: agent.loop.maxSteps,
           context: agent.loop.context,
           todos: agent.loop.todos,
+          name: agent.name,
+          handoffs: agent.loop.handoffs,
+          ...(filter ? { filter } : {}),
+          ...(agent.loop.outputGuard ? { outputGuard: agent.loop.outputGuard } : {}),
           get tools() {
             return agent.loop.tools;
           },
@@ -160,6 +167,7 @@ export class TurnRun {
     if (stored.some((e) => e.type === 'model.replied' && e.data.toolCalls.length > 0)) fault('after-reply-stored');
     if (stored.some((e) => e.type === 'tool.ended')) fault('after-tool-result-stored');
     if (stored.some((e) => e.type === 'steer.taken')) fault('after-steer-taken');
+    if (stored.some((e) => e.type === 'agent.changed')) fault('after-handoff-stored');
     if (ended?.id === this.id) this.ended = ended;
     const now = fold.conversation?.running;
     if (now?.id === this.id && windingDown(now)) this.windDown();

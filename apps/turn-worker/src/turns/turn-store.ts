@@ -13,7 +13,7 @@ export type TurnStoreOptions = {
   relay: Pick<ShardedRelay, 'enqueue'>;
   /** The channel every write is announced on as it commits, now (null: none). */
   announce?: () => string | null;
-  /** A write stored something due at `dueAt` (an approval's timeout): wake its conversation then (`ApprovalDeadlines`; absent: only the store's deadlines read at an assignment wake it). */
+  /** Something is due at `dueAt` (an approval's timeout, a schedule's time): wake its conversation then (`Deadlines`; absent: only the store's deadlines read at an assignment wake it). */
   wakeAt?: (dueAt: string) => void;
 };
 
@@ -54,6 +54,11 @@ export class TurnStore {
   handOver(written: Written, partition: number, dueAt: string | null | undefined): void {
     this.options.relay.enqueue(written, partition);
     if (dueAt) this.options.wakeAt?.(dueAt);
+  }
+
+  /** A conversation folded here is due at `dueAt` (a schedule an ingested input made): wake it then, if nothing wakes this worker earlier. */
+  wakeAt(dueAt: string): void {
+    this.options.wakeAt?.(dueAt);
   }
 
   /** Resolves when the partition is still this worker's (reading its epoch after a pause past the session timeout); else throws FencedError. */

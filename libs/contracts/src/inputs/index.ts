@@ -9,6 +9,7 @@ import { MOVE } from './move';
 import { PROMOTE } from './promote';
 import { RETRACT } from './retract';
 import { ROLLBACK } from './rollback';
+import { SCHEDULE } from './schedule';
 import { STEER } from './steer';
 import { STOP } from './stop';
 
@@ -21,6 +22,7 @@ export * from './move';
 export * from './promote';
 export * from './retract';
 export * from './rollback';
+export * from './schedule';
 export * from './steer';
 export * from './stop';
 
@@ -42,6 +44,7 @@ export const INPUT_KIND_CONTRACTS = {
   rollback: ROLLBACK,
   move: MOVE,
   fork: FORK,
+  schedule: SCHEDULE,
 } as const;
 
 type Kinds = typeof INPUT_KIND_CONTRACTS;

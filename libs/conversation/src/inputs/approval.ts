@@ -24,7 +24,9 @@ export const approvalRules: InputRules<'approval', ApprovalDecision, Pick<EventD
     if (!waiting) return refused('not_awaiting', `no call waits for approval ${input.approval}`);
     if (state.ending !== null) return refused('not_awaiting', `the turn was asked to end (${state.ending}): its waiting calls are closed unrun`);
     const edited = input.decision === 'approve' ? (input.arguments ?? null) : null;
-    const error = edited === null || state.agent === null ? null : (agents.argumentsError?.(state.agent, waiting.tool, edited) ?? null);
+    // Checked by the schema of the agent whose tool it is (a handoff of the same reply does not change that).
+    const agent = waiting.agent ?? state.agent;
+    const error = edited === null || agent === null ? null : (agents.argumentsError?.(agent, waiting.tool, edited) ?? null);
     if (error !== null) return refused('invalid_arguments', `the edited arguments of ${waiting.tool} are refused: ${error}`);
     const { turn, step, approval, callId, tool } = waiting;
     return [

@@ -9,6 +9,7 @@ import { moveRules } from './move';
 import { promoteRules } from './promote';
 import { retractRules } from './retract';
 import { rollbackRules } from './rollback';
+import { scheduleRules } from './schedule';
 import type { Guarded, InputRules } from './rules';
 import { steerRules } from './steer';
 import { stopRules } from './stop';
@@ -23,6 +24,7 @@ export type { PromoteAnswer } from './promote';
 export type { RetractAnswer } from './retract';
 export type { RollbackAnswer, RollbackRefusal } from './rollback';
 export { lastTurnOf } from './rollback';
+export { cronError, nextFiring, scheduleItem, type Schedule, type ScheduleAnswer, type ScheduleRefusal } from './schedule';
 export type { DecisionContext, Guarded, InputOf, InputRules, OutcomeOf, Reading, Receipt } from './rules';
 export type { SteerAnswer } from './steer';
 export type { StopAnswer } from './stop';
@@ -40,6 +42,7 @@ const kinds = {
   rollback: rollbackRules,
   move: moveRules,
   fork: forkRules,
+  schedule: scheduleRules,
 } satisfies { readonly [K in InputKind]: InputRules<K> };
 
 type AnswerOf<R> = R extends InputRules<infer _K, infer Answer, infer _Refusal> ? Answer : never;

@@ -15,7 +15,7 @@ type MessageInput = InputOf<MessageKind>;
 export type MessageDecision = {
   /** Its text: what the bounds count, and what a refusal keeps the digest of. */
   text: string;
-  /** The agent it names (a chat's `agent`); a conversation's agent never changes. */
+  /** The agent it names (a chat's `agent`): it must be the conversation's agent now (its first input's, or its last handoff's). */
   named?: string | undefined;
   /** The nonce of the derived conversation key it was made for (a chat of the Responses door). */
   derivedFrom?: string | undefined;
@@ -62,7 +62,7 @@ function messageRefusal(state: ConversationState, input: MessageInput, how: Mess
   const unwritable = writeRefusal(state, input.subject);
   if (unwritable !== null) return { code: 'forbidden', message: unwritable };
   if (how.named !== undefined && state.agent !== null && how.named !== state.agent) {
-    return { code: 'agent_mismatch', message: `the conversation is answered by ${state.agent}; its agent never changes` };
+    return { code: 'agent_mismatch', message: `the conversation is answered by ${state.agent} now (its first input's agent, or the one its last handoff chose)` };
   }
   if (input.ifLastInputId !== undefined && input.ifLastInputId !== state.lastInputId) {
     return { code: 'precondition_failed', message: `the last accepted input is ${state.lastInputId ?? 'none'}, not ${input.ifLastInputId}` };

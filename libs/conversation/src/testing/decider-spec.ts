@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
 import type { TurnState } from '@rudder/agent/turn';
-import { decideInputs, decideTimeouts, decideTurnCommit, startNextTurn, type Agents, type InputPolicy } from '../decide';
+import { decideDue, decideInputs, decideTurnCommit, startNextTurn, type Agents, type InputPolicy } from '../decide';
 import type { ForkSource, InputOf } from '../inputs';
 import { evolve, onceKey } from '../event-rules';
 import { receiptOf } from '../receipts';
@@ -26,7 +26,7 @@ export function deciderSpec(agents: Agents = agentsWith(policy), forkSource: (in
       when: (...inputs) => decided(decideInputs(state, inputs, storedKeys(events), agents, decidedAt(inputs), undefined, forkSource), inputs),
       whenTurnStarts: (turn, at = AFTER_EVERY_HOLD) => decided(startNextTurn(state, turn, at)),
       whenCommitting: (turn, committed) => decided(decideTurnCommit(state, turn, committed)),
-      whenDue: (now) => decided(decideTimeouts(state, now)),
+      whenDue: (now) => decided(decideDue(state, now, agents, base.conversation)),
     };
   };
   return { given };
@@ -54,7 +54,7 @@ export type Given = {
   whenTurnStarts(turn: string, at?: Date): Decided;
   /** When the running turn commits these events (`decideTurnCommit`). */
   whenCommitting(turn: TurnState, events: DomainEvent[]): Decided;
-  /** When a worker's deadline timer fires at `now` (`decideTimeouts`). */
+  /** When a worker's deadline timer fires at `now` (`decideDue`: approvals timed out, schedules' firings). */
   whenDue(now: Date): Decided;
 };
 

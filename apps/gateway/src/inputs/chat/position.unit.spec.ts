@@ -13,6 +13,7 @@ const status = (running: boolean, queue: string[]): CompanionStatus => ({
   agent: 'default',
   grants: [],
   todos: [],
+  schedules: [],
   awaiting: [],
   heldUntil: null,
   owner: null,

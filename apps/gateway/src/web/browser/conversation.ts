@@ -1,5 +1,5 @@
 import type { StreamEvent } from '@rudder/client';
-import { ROLLBACK_TURNS_MAX, type ConversationStatus, type TodoItem, type TranscriptItem } from '@rudder/contracts';
+import { ROLLBACK_TURNS_MAX, type ConversationStatus, type ScheduleItem, type TodoItem, type TranscriptItem } from '@rudder/contracts';
 
 /** What the page knows of the open conversation. */
 export type Conversation = {
@@ -40,6 +40,9 @@ export type Conversation = {
   todos: TodoItem[];
   /** The calls that waited or wait for a person's approval, by approval id, in the order they were asked for. */
   approvals: Map<string, Approval>;
+  /** Its schedules as last read (`GET …/schedules`), and whether a `schedule.*` event came since (the next read reads them again). */
+  schedules: ScheduleItem[];
+  schedulesStale: boolean;
 };
 
 /**
@@ -93,6 +96,8 @@ export function openedConversation(key: string, reopened: boolean): Conversation
     suggestedAfter: null,
     todos: [],
     approvals: new Map(),
+    schedules: [],
+    schedulesStale: true,
   };
 }
 
@@ -145,6 +150,13 @@ export function applyEvent(c: Conversation, event: StreamEvent): 'render' | 'ref
     case 'todos.updated':
       c.todos = event.data.items;
       return 'render';
+    case 'schedule.made':
+    case 'schedule.changed':
+    case 'schedule.cancelled':
+    case 'schedule.fired':
+    case 'schedule.skipped':
+      c.schedulesStale = true;
+      break;
     case 'stop.requested':
       if (event.data.mode === 'rollback' && event.data.turn !== null) rollBack(c, [event.data.turn]);
       break;

@@ -18,7 +18,8 @@
  * for RECAP_IDLE_MS shows its recap above the transcript. Both answer empty when they cannot be
  * made, and then the page shows nothing. The agent's plan (its todos) is a checklist panel beside
  * the transcript, kept from the stream's `todos.updated` events (the stream is read from the
- * conversation's start, so the last one is the plan now).
+ * conversation's start, so the last one is the plan now). Its schedules are a panel too (what
+ * each sends, when it fires next, and Cancel), read again after each `schedule.*` event.
  *
  * Approvals: a tool call that waits for a person's approval (`approval.requested`) is a card in
  * the transcript under the message that made it: the tool, its arguments (pretty JSON, editable
@@ -136,8 +137,15 @@ function refresh(c: Conversation): Promise<void> {
     do {
       c.again = false;
       const done = new Set(c.stored);
-      const [transcript, status] = await Promise.all([allMessages(c.key), client.status(c.key).catch(orNull)]);
+      const readSchedules = c.schedulesStale;
+      c.schedulesStale = false;
+      const [transcript, status, schedules] = await Promise.all([
+        allMessages(c.key),
+        client.status(c.key).catch(orNull),
+        readSchedules ? client.schedules(c.key).catch(orNull) : null,
+      ]);
       if (c !== conversation) return;
+      if (schedules) c.schedules = schedules.items;
       applyRead(c, transcript, status, done);
       render();
       void suggest(c);
@@ -196,6 +204,7 @@ const actions: Actions = {
       (error) => (error.status === 412 ? 'another answer ended since you looked: nothing was undone; look at it, then undo again if you still mean it' : undefined),
     ),
   branch: (c, turn) => void branch(c, turn),
+  cancelSchedule: (c, schedule) => void control(`cancel schedule ${quote(schedule.text)}`, () => client.cancelSchedule(c.key, schedule.id), () => 'cancelled: it fires no more'),
 };
 
 /** Forks the conversation at an ended turn into a new key, and opens the new conversation (its answers list says where it came from). */

@@ -20,6 +20,8 @@ export type Actions = {
   undo(c: Conversation, turn: string): void;
   /** Forks the conversation at `turn` (an ended one) into a new one, and opens it. */
   branch(c: Conversation, turn: string): void;
+  /** Cancels one of the conversation's schedules. */
+  cancelSchedule(c: Conversation, schedule: { id: string; text: string }): void;
 };
 
 /** A message that waits, as the pending list shows it: in `steering` (for the running turn) or in the queue (`queued`: a turn of its own). */
@@ -48,6 +50,15 @@ export function renderConversation(c: Conversation, actions: Actions) {
       ),
     ),
   );
+  byId('schedules-panel').hidden = c.schedules.length === 0;
+  byId('schedules').replaceChildren(
+    ...c.schedules.map((schedule) => {
+      const cancel = el('button', { type: 'button', 'data-action': 'cancel-schedule' }, 'Cancel');
+      cancel.addEventListener('click', () => actions.cancelSchedule(c, schedule));
+      const when = schedule.every ? `every ${schedule.every}${schedule.tz ? ` (${schedule.tz})` : ''}, next ${localTime(schedule.next)}` : `at ${localTime(schedule.next)}`;
+      return el('li', { 'data-schedule': schedule.id }, el('span', { class: 'text' }, schedule.text), el('span', { class: 'when' }, when), cancel);
+    }),
+  );
   byId('recap').hidden = c.recap === '';
   byId('recap').replaceChildren(el('b', {}, 'Where you were:'), c.recap);
   byId('suggestions').replaceChildren(
@@ -57,6 +68,8 @@ export function renderConversation(c: Conversation, actions: Actions) {
       return button;
     }),
   );
+  // The agent that answers now: a handoff (`agent.changed`) makes the page read the status again.
+  byId('agent').textContent = c.status?.agent ? `answered by ${c.status.agent}` : '';
   const waiting = [...c.approvals.values()].filter((a) => a.outcome === null && a.turn === c.running).map((a) => a.tool);
   byId('turn-state').textContent = c.running
     ? `turn ${short(c.running)} ${waiting.length > 0 ? `waiting for your approval: ${waiting.join(', ')}` : `running${c.tool ? `: tool ${c.tool}` : ''}`}`
@@ -229,3 +242,6 @@ function transcriptRows(c: Conversation, actions: Actions): HTMLElement[] {
   }
   return rows.map((row) => row.node);
 }
+
+/** A moment as this browser's clock reads it, to the minute. */
+const localTime = (iso: string) => new Date(iso).toLocaleString([], { dateStyle: 'medium', timeStyle: 'short' });

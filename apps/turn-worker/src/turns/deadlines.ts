@@ -6,14 +6,16 @@ const LONGEST_WAIT_MS = 60 * 60 * 1000;
 
 /**
  * Wakes the conversations of the owned partitions when something is due (their state's `dueAt`:
- * an approval timing out, or the end of a `{debounceMs}` queue's hold), without holding any of them: one timer for the earliest deadline, found in the
- * store (`nextDue`) after each assignment and each firing, and moved earlier when a write of
- * this worker stores an earlier one. A woken conversation's runner decides the timeouts under
- * its lock (`decideTimeouts`; `startNextTurn` for a hold), so a deadline fires once however often it is woken, and one
+ * an approval timing out, a schedule's time, or the end of a `{debounceMs}` queue's hold),
+ * without holding any of them: time is rows. One timer for the earliest deadline, found in the
+ * store (`nextDue`) after each assignment and each firing, and moved earlier when this worker
+ * learns of an earlier one (a write it stored, a conversation it folded). A woken
+ * conversation's runner decides what is due under its lock (`decideDue`: timeouts and firings;
+ * `startNextTurn` for a hold), so a deadline fires once however often it is woken, and one
  * missed while no worker owned its partition fires when the next owner takes it. With several
  * primaries, each is asked about the owned partitions it holds.
  */
-export function createApprovalDeadlines(deps: {
+export function createDeadlines(deps: {
   pools: Sharded<Pool>;
   owned(): readonly number[];
   poke(conversations: { conversation: string; partition: number }[]): void;
@@ -65,4 +67,4 @@ export function createApprovalDeadlines(deps: {
     },
   };
 }
-export type ApprovalDeadlines = ReturnType<typeof createApprovalDeadlines>;
+export type Deadlines = ReturnType<typeof createDeadlines>;

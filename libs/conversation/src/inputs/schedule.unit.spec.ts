@@ -1,0 +1,159 @@
+import { describe, expect, it } from 'vitest';
+import { firingInputId, InputRecord, SCHEDULE_TEXT_MAX, SCHEDULES_MAX, type DomainEvent, type ScheduleFields } from '@rudder/contracts';
+import { onceKey } from '../event-rules';
+import { receiptKeys } from '../receipts';
+import { base, chat, deciderSpec, IDLE, RUNNING, types, type Given } from '../testing/decider-spec';
+import { nextFiring } from './schedule';
+
+/** A make, change or cancel of schedule `schedule`, sent at `sentAt` (its decision's `now`). */
+const schedule = (id: string, op: 'make' | 'change' | 'cancel', fields: Partial<ScheduleFields> = {}, extra: Partial<InputRecord> = {}): InputRecord => ({
+  ...base,
+  type: 'schedule',
+  id,
+  op,
+  schedule: op === 'make' ? id : 's1',
+  ...(op === 'cancel' ? {} : { fields: op === 'make' ? { ...DEFAULTS, ...fields } : fields }),
+  ...extra,
+} as InputRecord);
+const DEFAULTS: ScheduleFields = { at: null, every: null, tz: null, messages: ['ping'], onBusy: 'enqueue', unlessUserSpokeSince: false, maxLateness: null };
+const AT = '2026-12-01T09:00:00.000Z';
+const ms = (iso: string, plus = 0) => new Date(Date.parse(iso) + plus);
+const grant = (id: string, grantee: string, access: 'read' | 'write' | null): InputRecord => ({ ...base, type: 'grant', id, grantee, access });
+
+describe('schedules under the conversation lock', () => {
+  const { given } = deciderSpec();
+  const withAt = (head: Given = given(IDLE), fields: Partial<ScheduleFields> = {}) => head.and(schedule('s1', 'make', { at: AT, ...fields }));
+
+  it('fires once, never early: an `at` schedule is due at its time, its chat is the maker`s and its id the schedule`s and the time`s; then it ends', () => {
+    const head = withAt();
+    expect(head.state.schedules.map((s) => [s.id, s.next, s.maker])).toEqual([['s1', AT, 'alice']]);
+    expect(head.state.dueAt).toBe(AT);
+    head.whenDue(ms(AT, -1)).thenNothing();
+    const fired = head.whenDue(ms(AT)).thenTypes('input.accepted', 'schedule.fired');
+    const accepted = fired.events[0] as Extract<DomainEvent, { type: 'input.accepted' }>;
+    expect(accepted.data.input).toMatchObject({ id: firingInputId('s1', AT), kind: 'chat', subject: 'alice', text: 'ping', sentAt: AT });
+    expect(fired.events[1]).toEqual({ type: 'schedule.fired', data: { schedule: 's1', at: AT, late: false, input: firingInputId('s1', AT), accepted: true, next: null } });
+    expect(fired.state.schedules).toEqual([]);
+    expect(fired.state.queue.map((p) => p.id)).toEqual([firingInputId('s1', AT)]);
+    // Decided again (another wake, another worker, a retry after a crash): nothing more.
+    fired.after.whenDue(ms(AT, 5000)).thenNothing();
+    expect(onceKey(fired.events[1])).toBe(`schedule-due:s1:${AT}`);
+  });
+
+  it('a cron schedule fires at each time, then moves to its first time after now; missed times fire once, late, with no burst', () => {
+    const head = given(IDLE).and(schedule('s1', 'make', { every: '*/10 * * * *' }, { sentAt: '2026-12-01T09:01:00.000Z' }));
+    expect(head.state.schedules[0].next).toBe('2026-12-01T09:10:00.000Z');
+    const onTime = head.whenDue(ms('2026-12-01T09:10:00.050Z'));
+    expect(onTime.events.at(-1)).toMatchObject({ type: 'schedule.fired', data: { at: '2026-12-01T09:10:00.000Z', late: false, next: '2026-12-01T09:20:00.000Z' } });
+    expect(onTime.state.schedules[0].lastFiredAt).toBe('2026-12-01T09:10:00.000Z');
+    // Every worker down from 09:15 to 11:03: the 09:20 time fires once, late; the next is 11:10.
+    const late = onTime.after.whenDue(ms('2026-12-01T11:03:00.000Z')).thenTypes('input.accepted', 'schedule.fired');
+    expect(late.events[1]).toMatchObject({ data: { at: '2026-12-01T09:20:00.000Z', late: true, next: '2026-12-01T11:10:00.000Z' } });
+  });
+
+  it('past its maxLateness a firing is skipped (late), and a cron schedule moves on', () => {
+    withAt(given(IDLE), { maxLateness: 60_000 })
+      .whenDue(ms(AT, 60_001))
+      .then([{ type: 'schedule.skipped', data: { schedule: 's1', at: AT, reason: 'late', next: null } }]);
+    const within = withAt(given(IDLE), { maxLateness: 60_000 }).whenDue(ms(AT, 60_000));
+    expect(within.events.at(-1)).toMatchObject({ type: 'schedule.fired', data: { late: true } });
+  });
+
+  it('onBusy while a turn runs: enqueue queues a follow-up, steer lands on the turn, skip skips; with no turn each starts one', () => {
+    const running = (onBusy: ScheduleFields['onBusy']) => withAt(given(RUNNING), { onBusy }).whenDue(ms(AT));
+    expect(running('enqueue').state.queue.map((p) => p.kind)).toEqual(['chat']);
+    const steered = running('steer');
+    expect(steered.events.find((e) => e.type === 'steer.accepted')?.data).toEqual({ input: { id: firingInputId('s1', AT), text: 'ping' }, turn: 't1', landed: true });
+    expect(steered.state.steers.map((p) => p.id)).toEqual([firingInputId('s1', AT)]);
+    running('skip').then([{ type: 'schedule.skipped', data: { schedule: 's1', at: AT, reason: 'busy', next: null } }]);
+    for (const onBusy of ['enqueue', 'steer', 'skip'] as const) {
+      const idle = withAt(given(IDLE), { onBusy }).whenDue(ms(AT));
+      expect(idle.state.queue.map((p) => p.id)).toEqual([firingInputId('s1', AT)]);
+    }
+  });
+
+  it('unlessUserSpokeSince: skipped when a person`s chat was accepted since it was made or last due; its own firings do not count', () => {
+    const every = given(IDLE).and(schedule('s1', 'make', { every: '0 * * * *', unlessUserSpokeSince: true }, { sentAt: '2026-12-01T08:30:00.000Z' }));
+    const first = every.whenDue(ms('2026-12-01T09:00:00.000Z'));
+    expect(first.events.at(-1)?.type).toBe('schedule.fired');
+    // Nobody spoke since: its own firing at 09:00 does not make the 10:00 one skip.
+    expect(first.after.whenDue(ms('2026-12-01T10:00:00.000Z')).events.at(-1)?.type).toBe('schedule.fired');
+    // A person spoke at 09:30: the 10:00 time is skipped, and the window starts again from it.
+    const spoke = first.after.and(chat('p1', { sentAt: '2026-12-01T09:30:00.000Z' }));
+    const skipped = spoke.whenDue(ms('2026-12-01T10:00:00.000Z'));
+    expect(skipped.events).toEqual([{ type: 'schedule.skipped', data: { schedule: 's1', at: '2026-12-01T10:00:00.000Z', reason: 'spoke', next: '2026-12-01T11:00:00.000Z' } }]);
+    expect(skipped.after.whenDue(ms('2026-12-01T11:00:00.000Z')).events.at(-1)?.type).toBe('schedule.fired');
+    // Another schedule's firing is no person speaking either.
+    const two = given(IDLE)
+      .and(schedule('s2', 'make', { at: '2026-12-01T08:00:00.000Z' }))
+      .and(schedule('s1', 'make', { at: AT, unlessUserSpokeSince: true }));
+    const afterOther = two.whenDue(ms('2026-12-01T08:00:00.000Z')).after;
+    expect(afterOther.whenDue(ms(AT)).events.at(-1)?.type).toBe('schedule.fired');
+  });
+
+  it('a firing runs as its maker: refused once (forbidden) when the maker lost write, and the schedule moves on', () => {
+    const bobs = given(IDLE)
+      .and(grant('g1', 'bob', 'write'))
+      .and(schedule('s1', 'make', { every: '0 * * * *' }, { subject: 'bob', sentAt: '2026-12-01T08:30:00.000Z' }))
+      .and(grant('g2', 'bob', null));
+    const refused = bobs.whenDue(ms(AT)).thenTypes('input.rejected', 'schedule.fired');
+    expect(refused.events[0]).toMatchObject({ data: { input: { id: firingInputId('s1', AT), kind: 'chat' }, code: 'forbidden' } });
+    expect(refused.events[1]).toMatchObject({ data: { accepted: false, next: '2026-12-01T10:00:00.000Z' } });
+    refused.after.whenDue(ms(AT, 1000)).thenNothing();
+  });
+
+  it('made, changed and cancelled by a writer; refused: read-only subject, unknown schedule, id taken, too many, a bad cron or text, a conversation nobody opened', () => {
+    const made = withAt();
+    made.when(schedule('c1', 'change', { at: '2026-12-02T09:00:00.000Z' })).thenTypes('schedule.changed');
+    const moved = made.and(schedule('c1', 'change', { every: '0 8 * * *', tz: 'Europe/Paris' }));
+    expect(moved.state.schedules[0]).toMatchObject({ at: null, every: '0 8 * * *', tz: 'Europe/Paris', next: '2026-11-30T07:00:00.000Z' });
+    const cancelled = made.and(schedule('x1', 'cancel'));
+    expect(cancelled.state.schedules).toEqual([]);
+    expect(cancelled.state.dueAt).toBeNull();
+    cancelled.whenDue(ms(AT)).thenNothing();
+    given(IDLE).and(grant('g', 'bob', 'read')).when(schedule('s1', 'make', { at: AT }, { subject: 'bob' })).thenRefused('forbidden');
+    made.when(schedule('x2', 'cancel', {}, { schedule: 'nope' })).thenRefused('not_found');
+    made.when(schedule('s1', 'make', { at: AT })).thenNothing(); // the same make again: handled before
+    made.when(schedule('c2', 'change', { every: 'not a cron' })).thenRefused('invalid');
+    made.when(schedule('s9', 'make', { at: AT, messages: ['x'.repeat(SCHEDULE_TEXT_MAX + 1)] })).thenRefused('invalid');
+    given([]).when(schedule('s1', 'make', { at: AT })).thenRefused('not_found');
+    let full = given(IDLE);
+    for (let n = 0; n < SCHEDULES_MAX; n++) full = full.and(schedule(`m${n}`, 'make', { at: AT }));
+    full.when(schedule('one-more', 'make', { at: AT })).thenRefused('full');
+    expect(receiptKeys(schedule('s1', 'make', { at: AT }))).toEqual(['schedule:s1']);
+  });
+
+  it('no record on agent.inputs may carry a firing`s id: it would take the firing`s place', () => {
+    expect(InputRecord.safeParse(chat(firingInputId('s1', AT))).success).toBe(false);
+    expect(InputRecord.safeParse(chat('s1:fired:soon')).success).toBe(true);
+  });
+});
+
+describe('cron times across daylight-saving changes (Europe/Paris)', () => {
+  const paris = (every: string, after: string) => nextFiring(every, 'Europe/Paris', new Date(after));
+
+  it('09:00 every day stays 09:00 on the wall clock: 08:00Z before the spring change, 07:00Z after; back to 08:00Z in the autumn', () => {
+    expect(paris('0 9 * * *', '2026-03-28T08:00:00Z')).toBe('2026-03-29T07:00:00.000Z');
+    expect(paris('0 9 * * *', '2026-03-27T12:00:00Z')).toBe('2026-03-28T08:00:00.000Z');
+    expect(paris('0 9 * * *', '2026-10-24T12:00:00Z')).toBe('2026-10-25T08:00:00.000Z');
+  });
+
+  it('02:30 does not exist on 2026-03-29 (it fires once, at the first moment after), and happens twice on 2026-10-25 (it fires once)', () => {
+    expect(paris('30 2 * * *', '2026-03-28T12:00:00Z')).toBe('2026-03-29T01:00:00.000Z');
+    const first = paris('30 2 * * *', '2026-10-24T12:00:00Z');
+    expect(first).toBe('2026-10-25T00:30:00.000Z');
+    expect(paris('30 2 * * *', first as string)).toBe('2026-10-26T01:30:00.000Z');
+  });
+
+  it('the decider moves a Paris schedule across the spring change with an injected clock: one firing a day', () => {
+    const { given } = deciderSpec();
+    const head = given(IDLE).and(schedule('s1', 'make', { every: '0 9 * * *', tz: 'Europe/Paris' }, { sentAt: '2026-03-28T06:00:00.000Z' }));
+    expect(head.state.schedules[0].next).toBe('2026-03-28T08:00:00.000Z');
+    const saturday = head.whenDue(new Date('2026-03-28T08:00:00.000Z'));
+    expect(saturday.events.at(-1)).toMatchObject({ data: { next: '2026-03-29T07:00:00.000Z' } });
+    saturday.after.whenDue(new Date('2026-03-29T06:59:59.999Z')).thenNothing();
+    const sunday = saturday.after.whenDue(new Date('2026-03-29T07:00:00.000Z'));
+    expect(types(sunday.events)).toEqual(['input.accepted', 'schedule.fired']);
+    expect(sunday.events.at(-1)).toMatchObject({ data: { at: '2026-03-29T07:00:00.000Z', next: '2026-03-30T07:00:00.000Z' } });
+  });
+});
