@@ -12,6 +12,7 @@ import { dbCost } from './db-cost';
 import { recovery, TOOL_MS, type RecoveryResult } from './recovery';
 import { longConversation, workerMemory } from './growth';
 import { readAfterWrite } from './read-after-write';
+import { schedulesCost } from './schedules';
 import { steerLatency } from './steer-latency';
 import { throughput } from './throughput';
 import { ms, table } from './stats';
@@ -19,12 +20,12 @@ import { ms, table } from './stats';
 /**
  * `npm run bench [-- --quick]`: the real system (Kafka and PostgreSQL from dev-services, the
  * scripted model over HTTP, companion and gateway in this process, turn workers as child
- * processes), measured eight ways; prints markdown tables and writes them to bench/results.md.
+ * processes), measured nine ways; prints markdown tables and writes them to bench/results.md.
  * The services' own log lines go to a file, not the terminal.
  */
 const USAGE = `npm run bench [-- --quick]
 
-  Runs the eight benchmarks on the real system (Kafka and PostgreSQL: KAFKA_BROKERS / DATABASE_URL,
+  Runs the nine benchmarks on the real system (Kafka and PostgreSQL: KAFKA_BROKERS / DATABASE_URL,
   else started like npm start does), prints markdown tables and writes them to bench/results.md.
   --quick  every benchmark once, with few turns (a few minutes): checks the benchmarks run;
            the tables are printed, bench/results.md is left as it is
@@ -37,8 +38,8 @@ if (args.help) {
 }
 /** How much each benchmark does: the full run, or `--quick`'s few turns. */
 const size = args.quick
-  ? { chat: { levels: [1, 4], turns: 8 }, readRuns: 3, steerRuns: 2, costRuns: 1, recoveryRuns: 1, load: { workers: [1, 2], conversations: 4, seconds: 3 }, memory: { checkpoints: [20, 40], forgetMs: [1000] }, long: { earlierTurns: 20, runs: 1 } }
-  : { chat: { levels: [1, 4, 16], turns: 30 }, readRuns: 30, steerRuns: 15, costRuns: 3, recoveryRuns: 3, load: { workers: [1, 2, 3], conversations: 16, seconds: 10 }, memory: { checkpoints: [500, 1000, 2000], forgetMs: [1000, 3_600_000] }, long: { earlierTurns: 2000, runs: 7 } };
+  ? { chat: { levels: [1, 4], turns: 8 }, readRuns: 3, steerRuns: 2, costRuns: 1, recoveryRuns: 1, load: { workers: [1, 2], conversations: 4, seconds: 3 }, memory: { checkpoints: [20, 40], forgetMs: [1000] }, long: { earlierTurns: 20, runs: 1 }, schedules: { schedules: 2000, batch: 50 } }
+  : { chat: { levels: [1, 4, 16], turns: 30 }, readRuns: 30, steerRuns: 15, costRuns: 3, recoveryRuns: 3, load: { workers: [1, 2, 3], conversations: 16, seconds: 10 }, memory: { checkpoints: [500, 1000, 2000], forgetMs: [1000, 3_600_000] }, long: { earlierTurns: 2000, runs: 7 }, schedules: { schedules: 100_000, batch: 1000 } };
 
 const LOG_FILE = join(os.tmpdir(), `rudder-bench-${process.pid}.log`);
 const RESULTS = fileURLToPath(new URL('results.md', import.meta.url));
@@ -76,7 +77,8 @@ try {
   const memory = await step(`6a. worker memory after ${size.memory.checkpoints.join(', ')} conversations`, () => workerMemory(infra, size.memory));
   const long = await step('6b. first turn after a restart in a long conversation', () => longConversation(infra, size.long));
   const framed = await step('7. a framework\'s one-tool turn', () => frameworks(infra, { conversations: size.load.conversations, seconds: size.load.seconds }));
-  const primaries = await step('8. one worker per PostgreSQL primary, on one and on three', () => onePerPrimary(size.load));
+  const timed = await step(`8. ${size.schedules.schedules} schedules waiting, ${size.schedules.batch} due at once`, () => schedulesCost(infra, size.schedules));
+  const primaries = await step('9. one worker per PostgreSQL primary, on one and on three', () => onePerPrimary(size.load));
 
   const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}×`;
   const base = chat[0];
@@ -189,7 +191,18 @@ try {
     ),
     'The same turn (one `wait 0` call, then the answer) and the same agent settings; the framework runs its own loop through ' +
       'its adapter (a durable model and durable tools on the loop seam), with its own model client talking to the scripted model.',
-    `## 8. One worker per PostgreSQL primary: ${size.load.conversations} conversations, one-tool turns (\`wait 0\`), closed loop, ${size.load.seconds} s per level`,
+    `## 8. Schedules: one worker, ${timed.schedules} schedules waiting and a batch of ${timed.batch} falling due at once`,
+    table(
+      ['schedules stored', 'worker RSS (MB)', 'worker CPU while nothing happens (% of a core)'],
+      [
+        ['0', timed.none.rssMb.toFixed(1), timed.none.cpuPercent.toFixed(2)],
+        [String(timed.schedules + timed.batch), timed.withThem.rssMb.toFixed(1), timed.withThem.cpuPercent.toFixed(2)],
+      ],
+    ),
+    `Stored straight through the store (SQL, as their events leave them: \`bench/schedules.ts\`) in ${timed.storeSeconds.toFixed(1)} s, the worker restarted after; ` +
+      'a schedule is a row of its conversation\'s state with its next time in the indexed due time, and the worker keeps one timer for its partitions\' earliest. ' +
+      `The batch of ${timed.batch}, due at one moment: delay from its time to its \`schedule.fired\`'s commit p50 ${ms(timed.p50)} ms, p99 ${ms(timed.p99)} ms, max ${ms(timed.max)} ms; fired twice: ${timed.twice}.`,
+    `## 9. One worker per PostgreSQL primary: ${size.load.conversations} conversations, one-tool turns (\`wait 0\`), closed loop, ${size.load.seconds} s per level`,
     table(
       ['worker processes', 'primaries', 'turns', 'turns/s', 'vs 1 on 1', 'p50 ms', 'worker CPU-ms / turn (all)', 'bench process CPU-ms / turn'],
       primaries.map((l) => [l.workers, l.databases, l.turns, l.turnsPerSecond.toFixed(1), ratio(l.turnsPerSecond, primaries[0].turnsPerSecond), ms(l.p50), l.cpuMsPerTurn.workers.toFixed(1), l.cpuMsPerTurn.benchProcess.toFixed(1)]),
@@ -229,17 +242,17 @@ process.exit(0);
 /**
  * The sections of bench/results.md this run does not write — the anchors beside the Restate
  * copy, the other scripts' (long-history, parked, slow-readers), and earlier runs' notes — kept
- * after its own, in their order: a run replaces its eight sections and nothing else.
+ * after its own, in their order: a run replaces its nine sections and nothing else.
  */
 async function keptSections(): Promise<string> {
   const before = await readFile(RESULTS, 'utf8').catch(() => '');
   const sections = before.split(/\n(?=## )/).slice(1);
-  const kept = sections.filter((section) => !/^## [1-8]\. /.test(section));
+  const kept = sections.filter((section) => !/^## [1-9]\. /.test(section));
   return kept.length === 0 ? '' : `\n${kept.map((section) => section.trimEnd()).join('\n\n')}\n`;
 }
 
 /**
- * Benchmark 8: throughput with one worker on one primary, three workers on one, and three on
+ * Benchmark 9: throughput with one worker on one primary, three workers on one, and three on
  * three primaries (the run's server and two more local servers started here, stopped after).
  */
 async function onePerPrimary(load: { conversations: number; seconds: number }) {

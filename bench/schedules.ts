@@ -1,31 +1,23 @@
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
 import pg from 'pg';
 import type { DomainEvent } from '@rudder/contracts';
 import { evolve, initialState } from '@rudder/conversation';
-import { startBenchStack, type BenchStack } from './stack';
-import { median, table } from './stats';
+import { startBenchStack, type BenchStack, type Infra } from './stack';
+import { median } from './stats';
 
 /**
- * `npx tsx bench/schedules.ts [--schedules 100000] [--batch 1000]`, with KAFKA_BROKERS and
- * DATABASE_URL set (it starts no infrastructure): what schedules cost a worker. The schedules
- * are made straight through the store (one SQL statement each for the conversations and their
- * events, as `conversation.opened` and `schedule.made` would leave them: the state `evolve`
- * folds, its `dueAt`), not through the API: 100,000 makes through the API would take longer than
- * the rest of the bench. `--schedules` of them fall due next year; `--batch` of them, in as
- * many other conversations, 40 s from now. One worker, restarted after they are stored (it reads
- * the earliest due time at its assignment, as after any rebalance). Measured: the worker's RSS
- * and its CPU over 10 s of nothing happening, with no schedules and with them; then the batch's
- * firings: each one's delay from its time (`schedule.fired`'s commit time less its `at`).
+ * Benchmark 8 of `npm run bench`: what schedules cost a worker. `schedules` of them are made
+ * straight through the store (one SQL statement each for the conversations and their events, as
+ * `conversation.opened` and `schedule.made` would leave them: the state `evolve` folds, its
+ * `dueAt`), not through the API — 100,000 makes through the API would take longer than the rest
+ * of the bench — and fall due next year; `batch` of them, in as many other conversations, 40 s
+ * from then. One worker, restarted after they are stored (it reads the earliest due time at its
+ * assignment, as after any rebalance). Measured: the worker's RSS and its CPU over 10 s of
+ * nothing happening, with no schedules and with them; then the batch's firings: each one's delay
+ * from its time (`schedule.fired`'s commit time less its `at`).
  */
-const { values: args } = parseArgs({ options: { schedules: { type: 'string', default: '100000' }, batch: { type: 'string', default: '1000' } } });
-const SCHEDULES = Number(args.schedules);
-const BATCH = Number(args.batch);
-const { KAFKA_BROKERS, DATABASE_URL } = process.env;
-if (!KAFKA_BROKERS || !DATABASE_URL) throw new Error('set KAFKA_BROKERS and DATABASE_URL (npm run infra prints them)');
-
 const IDLE_WINDOW_MS = 10_000;
 /** Partitions of the bench's topics (test/system.ts): the one worker owns them all. */
 const PARTITIONS = 3;
@@ -87,8 +79,11 @@ async function until(done: () => Promise<boolean>, what: string, timeoutMs = 600
   }
 }
 
-async function main() {
-  const stack: BenchStack = await startBenchStack({ kafkaBrokers: KAFKA_BROKERS!, databaseUrl: DATABASE_URL! }, { workers: 1, workerEnv: { WORKER_IDLE_FORGET_MS: '1000' } });
+export type SchedulesResult = { schedules: number; batch: number; none: Idle; withThem: Idle; storeSeconds: number; p50: number; p99: number; max: number; twice: number };
+type Idle = { rssMb: number; cpuPercent: number };
+
+export async function schedulesCost(infra: Infra, { schedules: SCHEDULES, batch: BATCH }: { schedules: number; batch: number }): Promise<SchedulesResult> {
+  const stack: BenchStack = await startBenchStack(infra, { workers: 1, workerEnv: { WORKER_IDLE_FORGET_MS: '1000' } });
   const db = new pg.Pool({ connectionString: stack.env.DATABASE_URL, max: 2 });
   try {
     /** The worker's RSS, and its CPU over IDLE_WINDOW_MS of nothing happening (after a short settle). */
@@ -124,25 +119,10 @@ async function main() {
     const p99 = delays[Math.min(delays.length - 1, Math.ceil(delays.length * 0.99) - 1)];
     const twice = Number((await db.query(`SELECT count(*) - count(DISTINCT conversation) AS n FROM event_store.events WHERE type = 'schedule.fired'`)).rows[0].n);
 
-    const lines = [
-      `## Schedules: one worker, ${SCHEDULES} schedules waiting and a batch of ${BATCH} falling due at once (\`bench/schedules.ts\`)`,
-      '',
-      table(
-        ['schedules stored', 'worker RSS (MB)', 'worker CPU while nothing happens (% of a core)'],
-        [
-          ['0', none.rssMb.toFixed(1), none.cpuPercent.toFixed(2)],
-          [String(SCHEDULES + BATCH), withThem.rssMb.toFixed(1), withThem.cpuPercent.toFixed(2)],
-        ],
-      ),
-      '',
-      `- stored straight through the store (SQL, as their events leave them) in ${storeSeconds.toFixed(1)} s; the worker restarted after`,
-      `- a batch of ${BATCH} due at the same moment: delay from its time to its \`schedule.fired\`'s commit p50 ${median(delays).toFixed(0)} ms, p99 ${p99.toFixed(0)} ms, max ${delays.at(-1)!.toFixed(0)} ms; fired twice: ${twice}`,
-    ];
-    process.stdout.write(`${lines.join('\n')}\n`);
+    return { schedules: SCHEDULES, batch: BATCH, none, withThem, storeSeconds, p50: median(delays), p99, max: delays.at(-1)!, twice };
   } finally {
     await db.end();
     await stack.stop();
   }
 }
 
-await main();
