@@ -21,11 +21,20 @@ const ALONE = [
   'test/web-chat-controls.e2e.spec.ts',
 ];
 
+/**
+ * The e2e specs run again on three PostgreSQL primaries (docs/operations.md, "Several PostgreSQL
+ * primaries"): steering, exactly once through a worker's crash, and access. Their stacks get
+ * three databases on the run's one server (`databases`), which are as separate for the code as
+ * three servers: no transaction spans two.
+ */
+const ON_THREE_PRIMARIES = ['test/steering.e2e.spec.ts', 'test/worker-crash.e2e.spec.ts', 'test/access.e2e.spec.ts'];
+
 /** A system tier on the run's one Kafka and one PostgreSQL (test/global-setup.ts). */
-const system = (name: string, include: string[], options: { exclude?: string[]; oneAtATime?: boolean }) => ({
+const system = (name: string, include: string[], options: { exclude?: string[]; oneAtATime?: boolean; databases?: number }) => ({
   test: {
     name,
     include,
+    ...(options.databases === undefined ? {} : { provide: { databases: options.databases } }),
     exclude: [...(options.exclude ?? []), '**/node_modules/**'],
     globalSetup: ['test/global-setup.ts'],
     testTimeout: 60_000,
@@ -52,6 +61,7 @@ export default defineConfig({
       { test: { name: 'unit', include: ['{apps,libs,examples,scripts}/**/*.unit.spec.ts'] } },
       system('int', ['{apps,libs,examples,test}/**/*.int.spec.ts'], {}),
       system('e2e', ['{apps,libs,examples,test}/**/*.e2e.spec.ts'], { exclude: ALONE }),
+      system('e2e-shards', ON_THREE_PRIMARIES, { databases: 3 }),
       system('e2e-alone', ALONE, { oneAtATime: true }),
     ],
   },

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startInfrastructure } from '@rudder/dev-services';
+import { startInfrastructure, startLocalPostgres } from '@rudder/dev-services';
 import { chatLatency } from './chat-latency';
 import { frameworks } from './frameworks';
 import { dbCost } from './db-cost';
@@ -20,12 +20,12 @@ import { ms, table } from './stats';
 /**
  * `npm run bench [-- --quick]`: the real system (Kafka and PostgreSQL from dev-services, the
  * scripted model over HTTP, companion and gateway in this process, turn workers as child
- * processes), measured eight ways; prints markdown tables and writes them to bench/results.md.
+ * processes), measured nine ways; prints markdown tables and writes them to bench/results.md.
  * The services' own log lines go to a file, not the terminal.
  */
 const USAGE = `npm run bench [-- --quick]
 
-  Runs the eight benchmarks on the real system (Kafka and PostgreSQL: KAFKA_BROKERS / DATABASE_URL,
+  Runs the nine benchmarks on the real system (Kafka and PostgreSQL: KAFKA_BROKERS / DATABASE_URL,
   else started like npm start does), prints markdown tables and writes them to bench/results.md.
   --quick  every benchmark once, with few turns (a few minutes): checks the benchmarks run;
            the tables are printed, bench/results.md is left as it is
@@ -78,6 +78,7 @@ try {
   const long = await step('6b. first turn after a restart in a long conversation', () => longConversation(infra, size.long));
   const framed = await step('7. a framework\'s one-tool turn', () => frameworks(infra, { conversations: size.load.conversations, seconds: size.load.seconds }));
   const timed = await step(`8. ${size.schedules.schedules} schedules waiting, ${size.schedules.batch} due at once`, () => schedulesCost(infra, size.schedules));
+  const primaries = await step('9. one worker per PostgreSQL primary, on one and on three', () => onePerPrimary(size.load));
 
   const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}×`;
   const base = chat[0];
@@ -201,6 +202,15 @@ try {
     `Stored straight through the store (SQL, as their events leave them: \`bench/schedules.ts\`) in ${timed.storeSeconds.toFixed(1)} s, the worker restarted after; ` +
       'a schedule is a row of its conversation\'s state with its next time in the indexed due time, and the worker keeps one timer for its partitions\' earliest. ' +
       `The batch of ${timed.batch}, due at one moment: delay from its time to its \`schedule.fired\`'s commit p50 ${ms(timed.p50)} ms, p99 ${ms(timed.p99)} ms, max ${ms(timed.max)} ms; fired twice: ${timed.twice}.`,
+    `## 9. One worker per PostgreSQL primary: ${size.load.conversations} conversations, one-tool turns (\`wait 0\`), closed loop, ${size.load.seconds} s per level`,
+    table(
+      ['worker processes', 'primaries', 'turns', 'turns/s', 'vs 1 on 1', 'p50 ms', 'worker CPU-ms / turn (all)', 'bench process CPU-ms / turn'],
+      primaries.map((l) => [l.workers, l.databases, l.turns, l.turnsPerSecond.toFixed(1), ratio(l.turnsPerSecond, primaries[0].turnsPerSecond), ms(l.p50), l.cpuMsPerTurn.workers.toFixed(1), l.cpuMsPerTurn.benchProcess.toFixed(1)]),
+    ),
+    'Three partitions, so three workers own one each, and on three primaries each worker writes to one primary only ' +
+      '(`DATABASE_URLS`; docs/operations.md, "Several PostgreSQL primaries"). The three primaries are three local PostgreSQL servers ' +
+      'started for this benchmark, on the same two cores as everything else: the row says what the sharded path costs here, not ' +
+      'what three machines would give.',
   ];
   const cpu = os.cpus();
   const header = [
@@ -232,11 +242,26 @@ process.exit(0);
 /**
  * The sections of bench/results.md this run does not write — the anchors beside the Restate
  * copy, the other scripts' (long-history, parked, slow-readers), and earlier runs' notes — kept
- * after its own, in their order: a run replaces its eight sections and nothing else.
+ * after its own, in their order: a run replaces its nine sections and nothing else.
  */
 async function keptSections(): Promise<string> {
   const before = await readFile(RESULTS, 'utf8').catch(() => '');
   const sections = before.split(/\n(?=## )/).slice(1);
-  const kept = sections.filter((section) => !/^## [1-8]\. /.test(section));
+  const kept = sections.filter((section) => !/^## [1-9]\. /.test(section));
   return kept.length === 0 ? '' : `\n${kept.map((section) => section.trimEnd()).join('\n\n')}\n`;
+}
+
+/**
+ * Benchmark 9: throughput with one worker on one primary, three workers on one, and three on
+ * three primaries (the run's server and two more local servers started here, stopped after).
+ */
+async function onePerPrimary(load: { conversations: number; seconds: number }) {
+  const extra = await Promise.all([startLocalPostgres({ log: (line) => log.write(`dev-services ${line}\n`) }), startLocalPostgres({ log: (line) => log.write(`dev-services ${line}\n`) })]);
+  try {
+    const onOne = await throughput(infra, { ...load, workers: [1, 3] });
+    const onThree = await throughput({ ...infra, databaseServers: [infra.databaseUrl, ...extra.map((server) => server.databaseUrl)] }, { ...load, workers: [3], databases: 3 });
+    return [...onOne, ...onThree];
+  } finally {
+    await Promise.all(extra.map((server) => server.stop()));
+  }
 }

@@ -13,6 +13,8 @@ import { median } from './stats';
  */
 export type ThroughputLevel = {
   workers: number;
+  /** PostgreSQL primaries the level ran on. */
+  databases: number;
   turns: number;
   turnsPerSecond: number;
   p50: number;
@@ -28,12 +30,16 @@ function cpuMsOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_MS;
 }
 
-export async function throughput(infra: Infra, options: { workers: number[]; conversations: number; seconds: number; workerEntry?: string }): Promise<ThroughputLevel[]> {
+export async function throughput(
+  infra: Infra,
+  options: { workers: number[]; conversations: number; seconds: number; workerEntry?: string; databases?: number },
+): Promise<ThroughputLevel[]> {
   const levels: ThroughputLevel[] = [];
+  const databases = options.databases ?? 1;
   for (const workers of options.workers) {
-    const stack = await startBenchStack(infra, { workers, workerEntry: options.workerEntry });
+    const stack = await startBenchStack(infra, { workers, workerEntry: options.workerEntry, databases });
     try {
-      const keys = Array.from({ length: options.conversations }, (_, i) => `load/w${workers}-${i}`);
+      const keys = Array.from({ length: options.conversations }, (_, i) => `load/w${workers}-d${databases}-${i}`);
       const watches = await Promise.all(keys.map((key) => watchEvents(stack.client, key)));
       const oneTurn = async (i: number, id: string) => {
         const started = performance.now();
@@ -59,6 +65,7 @@ export async function throughput(infra: Infra, options: { workers: number[]; con
         const turns = latencies.length;
         levels.push({
           workers,
+          databases,
           turns,
           turnsPerSecond: turns / seconds,
           p50: median(latencies),

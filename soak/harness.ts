@@ -49,12 +49,15 @@ export type SoakStack = {
 /** Worker log lines the report counts. */
 export const WATCHED_LINES = ['fenced', 'a write was already stored', 'conversation failed', 'dead-lettered', 'partitions assigned', 'crashing at after-publish'] as const;
 
-export async function startSoakStack(infra: Infra, options: { workers: number; sessionTimeoutMs: number }): Promise<SoakStack> {
-  const database = await createTestDatabase(infra.databaseUrl);
+export async function startSoakStack(infra: Infra, options: { workers: number; sessionTimeoutMs: number; databases?: number }): Promise<SoakStack> {
+  // Several primaries: a database each, on the infrastructure's servers in turn (as test/system.ts does).
+  const servers = infra.databaseServers ?? [infra.databaseUrl];
+  const databases = await Promise.all(Array.from({ length: options.databases ?? 1 }, (_, i) => createTestDatabase(servers[i % servers.length])));
   const model = await startScriptedModel({ script: soakScript });
   const env: Record<string, string> = {
     KAFKA_BROKERS: infra.kafkaBrokers,
-    DATABASE_URL: database.url,
+    DATABASE_URL: databases[0].url,
+    ...(databases.length > 1 ? { DATABASE_URLS: databases.map((database) => database.url).join(',') } : {}),
     KAFKA_NAMESPACE: `soak${randomBytes(4).toString('hex')}.`,
     KAFKA_PARTITIONS: '3',
     OPENAI_BASE_URL: model.url,
@@ -65,7 +68,7 @@ export async function startSoakStack(infra: Infra, options: { workers: number; s
     // One anonymous subject sends everything: no rate limit per subject.
     LIMIT_INPUTS_PER_SECOND: '0',
   };
-  const stops: (() => Promise<unknown>)[] = [() => database.drop(), () => model.stop()];
+  const stops: (() => Promise<unknown>)[] = [...databases.map((database) => () => database.drop()), () => model.stop()];
   const workers: SoakWorker[] = [];
   const stopAll = async () => {
     await Promise.all(workers.map(async (w) => (w.signal('SIGCONT'), w.signal('SIGKILL'), await w.exited)));

@@ -1,6 +1,6 @@
 /**
  * `npm run soak -- --seconds N [--conversations C] [--workers W] [--seed S] [--brokers 1|3]
- * [--infra-faults] [--min-faults F] [--min-inputs I] [--max-seconds M] [--pace-ms P] [--json]`:
+ * [--databases N] [--infra-faults] [--min-faults F] [--min-inputs I] [--max-seconds M] [--pace-ms P] [--json]`:
  * the randomized soak (see soak.ts and soak/README.md). Kafka and PostgreSQL from
  * KAFKA_BROKERS / DATABASE_URL, else started here; with --infra-faults always started here
  * (the soak kills them). Prints the report; exit code 1 if any check failed.
@@ -15,6 +15,7 @@ const { values } = parseArgs({
     workers: { type: 'string', default: '2' },
     seed: { type: 'string' },
     brokers: { type: 'string', default: '1' },
+    databases: { type: 'string', default: '1' },
     'infra-faults': { type: 'boolean', default: false },
     'min-faults': { type: 'string', default: '1' },
     'min-inputs': { type: 'string', default: '0' },
@@ -39,6 +40,7 @@ const report = await runSoak({
   workers: number('workers', values.workers, 1),
   seed: values.seed === undefined ? undefined : number('seed', values.seed, 0),
   brokers: number('brokers', values.brokers, 1),
+  databases: number('databases', values.databases, 1),
   infraFaults: values['infra-faults'],
   minFaults: number('min-faults', values['min-faults'], 0),
   minInputs: number('min-inputs', values['min-inputs'], 0),

@@ -30,6 +30,11 @@ export type SoakOptions = {
   infraFaults?: boolean;
   /** Brokers of a Kafka the soak starts: 1 (default) or 3 (a broker fault then kills one node at a time). */
   brokers?: number;
+  /**
+   * PostgreSQL primaries (default 1): a database each (DATABASE_URLS), on servers of the soak's
+   * own with `infraFaults` (a PostgreSQL fault then kills one primary at a time), else on the one server.
+   */
+  databases?: number;
   /** Keep sending and injecting past `seconds` until every kind of fault was injected this often (default 1)… */
   minFaults?: number;
   /** …and this many inputs were sent (default 0)… */
@@ -125,10 +130,13 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   if (options.infraFaults) {
     // Faults kill these: always processes of our own.
     const infraLog = (line: string) => log(`[infra] ${line}`);
-    const [kafka, postgres] = await Promise.all([startLocalKafka({ log: infraLog, brokers, readyTimeoutMs: 120_000 }), startLocalPostgres({ log: infraLog })]);
+    const [kafka, ...postgres] = await Promise.all([
+      startLocalKafka({ log: infraLog, brokers, readyTimeoutMs: 120_000 }),
+      ...Array.from({ length: options.databases ?? 1 }, () => startLocalPostgres({ log: infraLog })),
+    ]);
     own = { kafka, postgres };
-    infra = { kafkaBrokers: kafka.brokers, databaseUrl: postgres.databaseUrl };
-    stopInfra = () => Promise.all([kafka.stop(), postgres.stop()]);
+    infra = { kafkaBrokers: kafka.brokers, databaseUrl: postgres[0].databaseUrl, databaseServers: postgres.map((server) => server.databaseUrl) };
+    stopInfra = () => Promise.all([kafka.stop(), ...postgres.map((server) => server.stop())]);
   } else if (options.kafkaBrokers && options.databaseUrl) infra = { kafkaBrokers: options.kafkaBrokers, databaseUrl: options.databaseUrl };
   else {
     const infrastructure = await startInfrastructure({ log: (line) => log(`[infra] ${line}`), brokerCount: brokers });
@@ -138,7 +146,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   let stack: SoakStack | undefined;
   try {
     log(`seed ${seed}: starting the system with ${workersCount} worker(s)`);
-    stack = await startSoakStack(infra, { workers: workersCount, sessionTimeoutMs });
+    stack = await startSoakStack(infra, { workers: workersCount, sessionTimeoutMs, databases: options.databases ?? 1 });
     const client = new RudderClient({ baseUrl: stack.gatewayUrl });
     return await soak(stack, client, rng, { ...options, seed, conversationsCount, workersCount, sessionTimeoutMs, log, started, own, brokers });
   } finally {
@@ -147,7 +155,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   }
 }
 
-type OwnInfra = { kafka: LocalKafka; postgres: LocalPostgres };
+/** The soak's own Kafka and PostgreSQL primaries (one or more), which its infrastructure faults kill. */
+type OwnInfra = { kafka: LocalKafka; postgres: LocalPostgres[] };
 type Settings = SoakOptions & {
   seed: number;
   conversationsCount: number;
@@ -476,12 +485,15 @@ async function soak(stack: SoakStack, client: RudderClient, rng: Rng, settings: 
       await admin.disconnect().catch(() => undefined);
     }
   };
-  const postgresFaults = async (postgres: LocalPostgres) => {
+  const postgresFaults = async (primaries: LocalPostgres[]) => {
     for (let n = 0; n < 100_000; n++) {
       await sleep(infraPause('postgres', 8000, 20_000));
       if (!windowOpen()) return;
       faults.postgres!++;
-      log('fault: SIGKILL PostgreSQL (postmaster and backends)');
+      // One primary at a time: the conversations of the others go on meanwhile.
+      const which = rng.int(0, primaries.length - 1);
+      const postgres = primaries[which];
+      log(`fault: SIGKILL PostgreSQL${primaries.length > 1 ? ` primary ${which}` : ''} (postmaster and backends)`);
       await postgres.kill();
       await sleep(rng.int(200, 2000));
       await postgres.restart().catch((error) => void problems.push(`PostgreSQL did not start again: ${String(error)}`));

@@ -47,5 +47,7 @@ declare module 'vitest' {
     databaseUrl: string;
     chromiumPath: string;
     bundles: Bundles;
+    /** How many PostgreSQL primaries a stack has (a fresh database each): the project's `provide`, else 1. */
+    databases?: number;
   }
 }

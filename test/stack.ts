@@ -6,9 +6,12 @@ import { started } from './turns';
 export * from './system';
 export { answered, started } from './turns';
 
-/** The whole system (see system.ts) on the test run's Kafka and PostgreSQL (test/global-setup.ts). */
+/**
+ * The whole system (see system.ts) on the test run's Kafka and PostgreSQL (test/global-setup.ts),
+ * on as many primaries as the project provides (`databases`: the e2e-shards project's three) unless the options say.
+ */
 export const startStack = (options: StackOptions = {}): Promise<Stack> =>
-  startSystem({ kafkaBrokers: inject('kafkaBrokers'), databaseUrl: inject('databaseUrl'), bundles: inject('bundles') }, options);
+  startSystem({ kafkaBrokers: inject('kafkaBrokers'), databaseUrl: inject('databaseUrl'), bundles: inject('bundles') }, { databases: inject('databases'), ...options });
 
 /** Sends a chat whose model reply is held at `gate` (its text names it), and resolves with its turn once the reply is held there. */
 export async function heldAt(stack: Stack, gate: string, conversation: string, id: string, text: string) {

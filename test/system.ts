@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { startCompanion } from '@rudder/companion';
 import { createTestDatabase } from '@rudder/dev-services';
 import { startGateway } from '@rudder/gateway';
-import { createKafka, ensureTopics, readConfig, topicNames } from '@rudder/runtime';
+import { configuredShards, createKafka, ensureTopics, readConfig, topicNames } from '@rudder/runtime';
 import { startScriptedModel, type Script, type ScriptedModel } from '@rudder/scripted-model';
 import { RudderClient } from '@rudder/client';
 import { nodeArgs, type Bundles } from './bundles';
@@ -26,7 +26,13 @@ export type WorkerProcess = {
  * Where Kafka and PostgreSQL are: one of each for a whole test run, benchmark or soak; and
  * the run's bundles of the programs it starts as processes, when it made them (test/bundles.ts).
  */
-export type Infra = { kafkaBrokers: string; databaseUrl: string; bundles?: Bundles };
+export type Infra = {
+  kafkaBrokers: string;
+  databaseUrl: string;
+  /** PostgreSQL servers for a stack of several primaries (`StackOptions.databases`): database i on server i modulo their count. Default: `databaseUrl`'s alone. */
+  databaseServers?: string[];
+  bundles?: Bundles;
+};
 
 export type Stack = {
   env: Record<string, string>;
@@ -36,6 +42,10 @@ export type Stack = {
   /** The same API as it answers, status and headers and all (http.ts): for asserting the SPEC's exact answers. */
   http: Http;
   gatewayUrl: string;
+  /** The stack's PostgreSQL primaries (its databases, one per primary: `StackOptions.databases`), shard 0 first. */
+  databaseUrls: string[];
+  /** The URL of the primary that holds `conversation` (the shard of its key's partition). */
+  databaseOf(conversation: string): string;
   /** Where the companion's internal HTTP API answers (in this process or in its own). */
   companionUrl: string;
   /** Set when the stack was started with `companion: 'process'`: the test may SIGKILL and restart it. */
@@ -61,6 +71,12 @@ export type StackOptions = {
   companion?: 'in-process' | 'process';
   /** The worker's main, from the repository root: a team's own worker app (default: the default agent's). */
   workerEntry?: string;
+  /**
+   * How many PostgreSQL primaries (default 1: DATABASE_URL): a fresh database each on the run's
+   * one server (or on `Infra.databaseServers` in turn), named in DATABASE_URLS. Databases of one server are separate for the code as
+   * primaries are: no transaction, statement or lock spans two.
+   */
+  databases?: number;
 };
 
 /**
@@ -70,11 +86,14 @@ export type StackOptions = {
  * the benchmarks and the soak.
  */
 export async function startSystem(infra: Infra, options: StackOptions = {}): Promise<Stack> {
-  const database = await createTestDatabase(infra.databaseUrl);
+  const servers = infra.databaseServers ?? [infra.databaseUrl];
+  const databases = await Promise.all(Array.from({ length: options.databases ?? 1 }, (_, i) => createTestDatabase(servers[i % servers.length])));
+  const databaseUrls = databases.map((database) => database.url);
   const model = await startScriptedModel({ script: options.script });
   const env: Record<string, string> = {
     KAFKA_BROKERS: infra.kafkaBrokers,
-    DATABASE_URL: database.url,
+    DATABASE_URL: databaseUrls[0],
+    ...(databaseUrls.length > 1 ? { DATABASE_URLS: databaseUrls.join(',') } : {}),
     KAFKA_NAMESPACE: `t${randomBytes(4).toString('hex')}.`,
     KAFKA_PARTITIONS: '3',
     OPENAI_BASE_URL: model.url,
@@ -85,6 +104,7 @@ export async function startSystem(infra: Infra, options: StackOptions = {}): Pro
     ...options.workerEnv,
   };
   const config = readConfig({ ...env, COMPANION_PORT: '0' });
+  const shards = configuredShards(config);
   await ensureTopics(createKafka(env.KAFKA_BROKERS, 'test'), topicNames(env.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);
   let stopCompanion: () => Promise<void>;
   let companionUrl: string;
@@ -119,6 +139,8 @@ export async function startSystem(infra: Infra, options: StackOptions = {}): Pro
     model,
     ...callerOf(gateway.url),
     gatewayUrl: gateway.url,
+    databaseUrls,
+    databaseOf: (conversation) => shards.urls[shards.shardOfKey(conversation)],
     companionUrl,
     companionProcess: ownCompanion,
     workers,
@@ -132,7 +154,7 @@ export async function startSystem(infra: Infra, options: StackOptions = {}): Pro
       await gateway.stop();
       await stopCompanion();
       await model.stop();
-      await database.drop().catch(() => undefined);
+      await Promise.all(databases.map((database) => database.drop().catch(() => undefined)));
     },
   };
 }

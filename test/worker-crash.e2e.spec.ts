@@ -36,7 +36,7 @@ afterEach(() => stack.stopWorkers());
 
 /** Events of the conversation still in the outbox (not marked published). */
 async function unpublished(conversation: string): Promise<number> {
-  const client = new pg.Client({ connectionString: stack.env.DATABASE_URL });
+  const client = new pg.Client({ connectionString: stack.databaseOf(conversation) });
   await client.connect();
   try {
     const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM event_store.outbox WHERE conversation = $1', [conversation]);

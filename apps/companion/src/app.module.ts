@@ -1,9 +1,8 @@
 import { Inject, Injectable, Module, type DynamicModule, type OnApplicationShutdown } from '@nestjs/common';
 import type { Log } from '@rudder/runtime';
-import type { DataSource } from 'typeorm';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import { CompanionController } from './http/companion.controller';
-import { READ_MODELS } from './read-models/data-source';
+import { closeReadModels, READ_MODELS, type ReadModels } from './read-models/data-source';
 import { READ_FLOOR_POLL_MS, ReadFloorInterceptor } from './http/read-floor.interceptor';
 import { DEAD_LETTERS, type EventDeadLetters } from './projection/dead-letters';
 import { FoldController, LOG } from './projection/fold.controller';
@@ -18,9 +17,9 @@ import type { AffordanceSettings } from './affordances/settings';
 /** The read models' connections close with the application, after the transport and the HTTP server. */
 @Injectable()
 class ReadModelsLifecycle implements OnApplicationShutdown {
-  constructor(@Inject(READ_MODELS) private readonly readModels: DataSource) {}
+  constructor(@Inject(READ_MODELS) private readonly readModels: ReadModels) {}
   onApplicationShutdown(): Promise<void> {
-    return this.readModels.destroy();
+    return closeReadModels(this.readModels);
   }
 }
 
@@ -31,8 +30,8 @@ class ReadModelsLifecycle implements OnApplicationShutdown {
  */
 @Module({})
 export class AppModule {
-  static forRoot(readModels: DataSource, log: Log, deadLetters: EventDeadLetters | null, affordances: AffordanceSettings, readFloorPollMs?: number): DynamicModule {
-    const metrics = new CompanionMetrics(readModels);
+  static forRoot(readModels: ReadModels, log: Log, deadLetters: EventDeadLetters | null, affordances: AffordanceSettings, readFloorPollMs?: number): DynamicModule {
+    const metrics = new CompanionMetrics(readModels.all);
     return {
       module: AppModule,
       controllers: [CompanionController, AffordancesController, MetricsController, ...(deadLetters ? [FoldController] : [])],

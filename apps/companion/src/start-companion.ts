@@ -2,14 +2,14 @@ import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { NestFactory } from '@nestjs/core';
-import { createKafka, createLog, ensureTopics, nestLogger, startTracing, topicNames, type Config, type Log } from '@rudder/runtime';
+import { configuredShards, createKafka, createLog, ensureTopics, nestLogger, startTracing, topicNames, type Config, type Log } from '@rudder/runtime';
 import { AppModule } from './app.module';
 import { DatabaseOutage } from './http/database-outage';
 import { CompanionErrorFilter } from './http/errors';
 import { checkBinding, requireServiceToken } from './http/service-token';
 import { connectEventDeadLetters } from './projection/dead-letters';
 import { companionTransport } from './projection/fold.controller';
-import { openReadModels } from './read-models/data-source';
+import { closeReadModels, openShardedReadModels } from './read-models/data-source';
 import { affordanceSettings, type AffordanceSettings } from './affordances/settings';
 
 export type Companion = {
@@ -48,8 +48,8 @@ export async function startCompanion(config: Config, options: CompanionOptions =
     for (const close of closers.splice(0).reverse()) await close().catch((error) => log.warn('closing failed', { error: String(error) }));
   };
   try {
-    const readModels = await openReadModels(config.DATABASE_URL);
-    closers = [() => readModels.destroy()];
+    const readModels = await openShardedReadModels(configuredShards(config));
+    closers = [() => closeReadModels(readModels)];
 
     const consume = options.consume !== false;
     if (consume) await ensureTopics(createKafka(config.KAFKA_BROKERS, 'companion', log), topicNames(config.KAFKA_NAMESPACE), config.KAFKA_PARTITIONS);
@@ -57,7 +57,7 @@ export async function startCompanion(config: Config, options: CompanionOptions =
     if (deadLetters) closers.push(() => deadLetters.close());
     const app = await NestFactory.create(AppModule.forRoot(readModels, log, deadLetters, affordances, options.readFloorPollMs), { logger: nestLogger(log), abortOnError: false });
     app.use(requireServiceToken(config.COMPANION_TOKEN));
-    const outage = new DatabaseOutage(readModels, log);
+    const outage = new DatabaseOutage(readModels.all, log);
     app.useGlobalFilters(new CompanionErrorFilter(log, outage));
     // Closed in reverse: the outage watch, the application (transport, HTTP, pool), the dead letters' producer.
     closers = [...(deadLetters ? [() => deadLetters.close()] : []), () => app.close(), async () => outage.stop()];

@@ -2,8 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { AnnouncementGate, conversationsWithOpenWork, createOutboxRelay, notificationQueueUsage, FencedError, migrateEventStore, PartitionBusyError, registerAgents, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
-import { createKafka, createLog, createPool, announcementChannel, hop, ensureTopics, serveMetrics, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool } from '@rudder/runtime';
+import { AnnouncementGate, conversationsWithOpenWork, createShardedRelay, notificationQueueUsage, FencedError, migrateEventStore, PartitionBusyError, registerAgents, takePartitions, type Epochs, type ShardedRelay } from '@rudder/event-store';
+import { configuredShards, createKafka, createLog, createPool, announcementChannel, hop, ensureTopics, oneShard, serveMetrics, sharded, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool, type Sharded } from '@rudder/runtime';
 import type { ConversationEvent } from '@rudder/contracts';
 import { AgentRegistry } from './agents/agents';
 import { faultPoints } from './fault-points';
@@ -21,16 +21,20 @@ import { TURN_WORKER_OPTIONS, type TurnWorkerOptions } from './turn-worker.optio
  * The turn worker: one member of the `turn-workers` consumer group. It ingests the inputs of
  * the partitions it owns into the event log, runs their conversations' turns, and relays the
  * events it stored to agent.events. The Kafka consumer is the microservice's transport
- * (KafkaBatchServer); this service is what its handlers call.
+ * (KafkaBatchServer); this service is what its handlers call. With several PostgreSQL primaries
+ * (DATABASE_URLS) every read and write of a conversation goes to its partition's primary
+ * (`shardMap`): the event store is migrated on each, epochs are taken, the outbox relayed and
+ * deadlines read on each for the owned partitions it holds.
  */
 @Injectable()
 export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown {
   private readonly log = createLog('turn-worker');
   private readonly config: Config;
-  private readonly pool: Pool;
+  /** The event store's primaries, one pool each. */
+  private readonly pools: Sharded<Pool>;
   private readonly workerId = `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
   private publishing!: Publishing;
-  private relay!: OutboxRelay;
+  private relay!: ShardedRelay;
   private scheduler!: Scheduler;
   private deadlines!: Deadlines;
   private inputs!: InputIngest;
@@ -48,8 +52,10 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     @Inject(WorkerMetrics) private readonly metrics: WorkerMetrics,
   ) {
     this.config = options.config;
-    this.pool = options.pool ?? createPool(this.config.DATABASE_URL);
-    metrics.readOutboxFrom(this.pool);
+    const shards = configuredShards(this.config);
+    if (options.pool && shards.urls.length > 1) throw new Error('a pool given by hand serves one PostgreSQL primary; DATABASE_URLS names several');
+    this.pools = options.pool ? oneShard(options.pool, this.config.KAFKA_PARTITIONS) : sharded(shards, (url) => createPool(url));
+    metrics.readOutboxFrom(this.pools.all);
   }
 
   async onApplicationBootstrap(): Promise<void> {
@@ -57,30 +63,32 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     startTracing('turn-worker');
     this.fault = faultPoints({ crashAt: config.CRASH_AT, pauseAt: config.PAUSE_AT });
     const topics = topicNames(config.KAFKA_NAMESPACE);
-    await migrateEventStore(config.DATABASE_URL);
-    this.announcements = new AnnouncementGate(announcementChannel(config.KAFKA_NAMESPACE), notificationQueueUsage(this.pool), { log });
-    // The companion makes the follow-ups and recaps of these agents' conversations with their settings.
-    await registerAgents(this.pool, this.agents.affordances());
+    const { pools } = this;
+    for (const url of this.options.pool ? [config.DATABASE_URL] : pools.urls) await migrateEventStore(url);
+    // One gate: announcing stops while any primary's notification queue is past its mark.
+    const usages = pools.all.map(notificationQueueUsage);
+    this.announcements = new AnnouncementGate(announcementChannel(config.KAFKA_NAMESPACE), async () => Math.max(...(await Promise.all(usages.map((usage) => usage())))), { log });
+    // The companion makes the follow-ups and recaps of these agents' conversations with their settings (on every primary: it reads them where it folds).
+    for (const pool of pools.all) await registerAgents(pool, this.agents.affordances());
     const kafka = createKafka(config.KAFKA_BROKERS, 'turn-worker', log);
     await ensureTopics(kafka, topics, config.KAFKA_PARTITIONS);
     this.publishing = await connectPublishing(kafka, topics);
-    this.relay = createOutboxRelay({
-      pool: this.pool,
+    this.relay = createShardedRelay(pools, {
       publish: (events, traces) => this.publishing.publishEvents(events, traces).then(() => logOutcomes(log, this.metrics.published(events))),
       ownedPartitions: () => [...this.owned],
       afterPublish: () => this.fault('after-publish'),
       log,
     });
-    this.held = createHeldEpochs({ pool: this.pool, epochs: () => this.epochs, sessionTimeoutMs: config.WORKER_SESSION_TIMEOUT_MS });
+    this.held = createHeldEpochs({ pools, epochs: () => this.epochs, sessionTimeoutMs: config.WORKER_SESSION_TIMEOUT_MS });
     const announce = () => this.announcements.channel();
-    const store = new TurnStore({ pool: this.pool, held: this.held, relay: this.relay, announce, wakeAt: (dueAt) => this.deadlines.wakeAt(dueAt) });
+    const store = new TurnStore({ pools, held: this.held, relay: this.relay, announce, wakeAt: (dueAt) => this.deadlines.wakeAt(dueAt) });
     this.scheduler = createScheduler(
       { store, agents: this.agents, tokens: this.publishing, metrics: this.metrics, options: { log, fault: this.fault, retryMs: 1000, snapshotEvery: config.WORKER_SNAPSHOT_EVERY_EVENTS } },
       config.WORKER_IDLE_FORGET_MS,
     );
-    this.deadlines = createDeadlines({ pool: this.pool, owned: () => [...this.owned], poke: (due) => this.scheduler.poke(due), log });
+    this.deadlines = createDeadlines({ pools, owned: () => [...this.owned], poke: (due) => this.scheduler.poke(due), log });
     this.inputs = new InputIngest({
-      pool: this.pool,
+      pools,
       epochs: () => this.epochs,
       agents: this.agents,
       seen: this.scheduler.seen,
@@ -112,7 +120,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     // What it stored passed the epoch check: the partition was this worker's when the ingest began.
     hop('worker.ingested');
     if (stored.length > 0) this.held.proven(partition, sentAt);
-    this.relay.enqueue({ stored, before, trace });
+    this.relay.enqueue({ stored, before, trace }, partition);
     // A conversation stays on the partition where it was first seen: its records that came
     // here (a producer with another partitioner) go there, and are ingested by its owner.
     await this.publishing.reroute(partition, misrouted);
@@ -146,11 +154,12 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     while (current()) {
       try {
         const sentAt = this.held.now();
-        this.epochs = await takePartitions(this.pool, [...partitions], this.workerId, this.epochs);
+        this.epochs = await this.takeEpochs(partitions);
         for (const partition of partitions) this.held.proven(partition, sentAt);
         this.log.info('epochs taken', { epochs: Object.fromEntries(this.epochs) });
         this.relay.sweep();
-        this.scheduler.poke(await conversationsWithOpenWork(this.pool, [...partitions]));
+        const open = await Promise.all([...this.pools.byShard(partitions)].map(([shard, some]) => conversationsWithOpenWork(this.pools.all[shard], some)));
+        this.scheduler.poke(open.flat());
         this.deadlines.rearm();
         return;
       } catch (error) {
@@ -163,6 +172,20 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     }
   }
 
+  /**
+   * The epochs of `partitions`, each taken on its own primary (`takePartitions` there: one
+   * transaction per primary, none spanning two); those of the partitions not asked for are let go.
+   */
+  private async takeEpochs(partitions: ReadonlySet<number>): Promise<Epochs> {
+    const taken = await Promise.all(
+      [...this.pools.byShard(partitions)].map(([shard, some]) => {
+        const held = new Map([...this.epochs].filter(([partition]) => this.pools.shardOf(partition) === shard));
+        return takePartitions(this.pools.all[shard], some, this.workerId, held);
+      }),
+    );
+    return new Map(taken.flatMap((epochs) => [...epochs]));
+  }
+
   /** Running turns stop where they are (they resume on the partition's next owner); nothing more is written. */
   async onApplicationShutdown(): Promise<void> {
     this.deadlines?.stop();
@@ -171,7 +194,7 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
     await this.relay?.stop();
     await this.publishing?.disconnect().catch(() => undefined);
     await this.metricsServer?.stop();
-    if (!this.options.pool) await this.pool.end();
+    if (!this.options.pool) await Promise.all(this.pools.all.map((pool) => pool.end()));
     await stopTracing();
   }
 }

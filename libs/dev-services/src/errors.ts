@@ -24,6 +24,8 @@ export type DevServicesErrorCode =
   | 'POSTGRES_UNREACHABLE'
   /** A method was called on a PostgreSQL server that was stopped for good. */
   | 'POSTGRES_STOPPED'
+  /** Several PostgreSQL primaries asked for, and DATABASE_URL names one: DATABASE_URLS names them. */
+  | 'POSTGRES_COUNT'
   /** A container did not start although a Docker engine answered. */
   | 'DOCKER_START_FAILED';
 

@@ -10,4 +10,5 @@ export * from './fencing';
 export * from './outbox-relay';
 export * from './read';
 export * from './schema';
+export * from './sharded-relay';
 export * from './stored-event';

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { shardMapProblem, splitUrls } from './shards';
 
 /**
  * The environment every service reads. Defaults suit `npm start` on one machine; the
@@ -7,6 +8,12 @@ import { z } from 'zod';
 const Env = z.object({
   KAFKA_BROKERS: z.string().min(1, 'KAFKA_BROKERS is required (host:port[,host:port])'),
   DATABASE_URL: z.string().min(1, 'DATABASE_URL is required (postgres://...)'),
+  /**
+   * Several PostgreSQL primaries, comma-separated (docs/operations.md, "Several PostgreSQL
+   * primaries"): shard i owns the partitions p of agent.inputs with floor(p × N / KAFKA_PARTITIONS)
+   * = i (`shardMap`). Unset: DATABASE_URL alone; set without DATABASE_URL, that is its first.
+   */
+  DATABASE_URLS: z.string().optional(),
   /**
    * Prefixes every topic and consumer group name. Empty in production (the contract's names);
    * the test suite gives each stack its own so stacks never read each other's records.
@@ -112,7 +119,11 @@ const Env = z.object({
 export type Config = z.infer<typeof Env>;
 
 export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = Env.safeParse(env);
+  const urls = env.DATABASE_URLS ? splitUrls(env.DATABASE_URLS) : [];
+  const parsed = Env.superRefine((config, context) => {
+    const problem = config.DATABASE_URLS === undefined ? null : shardMapProblem(urls, config.KAFKA_PARTITIONS);
+    if (problem) context.addIssue({ code: 'custom', path: ['DATABASE_URLS'], message: problem });
+  }).safeParse(env.DATABASE_URL || urls.length === 0 ? env : { ...env, DATABASE_URL: urls[0] });
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
     throw new Error(`bad configuration: ${problems}`);

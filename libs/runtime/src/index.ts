@@ -8,3 +8,4 @@ export * from './tracing';
 export * from './dead-letters';
 export * from './grouped';
 export * from './hop-marks';
+export * from './shards';

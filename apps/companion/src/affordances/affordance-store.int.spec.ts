@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DataSource } from 'typeorm';
+import { oneShard } from '@rudder/runtime';
 import { createFreshDatabase } from '../../../../test/support/companion/test-database';
 import { openReadModels } from '../read-models/data-source';
 import { AffordanceStore } from './affordance-store';
@@ -17,7 +18,7 @@ let store: AffordanceStore;
 beforeAll(async () => {
   database = await createFreshDatabase();
   readModels = await openReadModels(database.url);
-  store = new AffordanceStore(readModels);
+  store = new AffordanceStore(oneShard(readModels, 1));
 });
 afterAll(async () => {
   await readModels?.destroy();

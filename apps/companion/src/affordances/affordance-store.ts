@@ -1,4 +1,5 @@
 import { AgentAffordances } from '@rudder/contracts';
+import type { Sharded } from '@rudder/runtime';
 import type { DataSource } from 'typeorm';
 import { Transcript, Turns, type AffordanceRow } from '../read-models/entities';
 import { TRANSCRIPT_MESSAGES, type AffordanceKind, type Made, type TranscriptLine } from './model-requests';
@@ -14,13 +15,14 @@ export type Stored =
 
 /**
  * The affordances' rows (`companion.affordances`) and what they are made from, on the read
- * models' database. Every companion and so every gateway shares them: the row is both the cache
+ * models' database of the conversation's primary. Every companion and so every gateway shares them: the row is both the cache
  * (one per conversation and kind, for the latest position asked about) and the claim by which
  * one companion at a time asks the model. None of these statements touches a conversation's
  * other rows or takes the fold's locks: an affordance never holds the conversation.
  */
 export class AffordanceStore {
-  constructor(private readonly readModels: DataSource) {}
+  /** `readModels`: a conversation's rows are on the primary of its key (`shardMap`). */
+  constructor(private readonly readModels: Pick<Sharded<DataSource>, 'forKey'>) {}
 
   /**
    * The follow-ups and recap settings of the conversation's agent, as its workers registered
@@ -30,7 +32,7 @@ export class AffordanceStore {
   async agentAffordances(key: string): Promise<AgentAffordances> {
     let rows: { affordances: unknown }[];
     try {
-      rows = (await this.readModels.query(
+      rows = (await this.readModels.forKey(key).query(
         `SELECT a.affordances FROM companion.conversations c JOIN event_store.agents a ON a.name = c.state->>'agent' WHERE c.key = $1`,
         [key],
       )) as { affordances: unknown }[];
@@ -47,7 +49,7 @@ export class AffordanceStore {
    * before it may speak of the turns it took back) the companion folded; null before any turn ended.
    */
   async lastTurnEnded(key: string): Promise<number | null> {
-    const rows = (await this.readModels.query(
+    const rows = (await this.readModels.forKey(key).query(
       `SELECT position FROM companion.events WHERE conversation = $1 AND type IN ('turn.ended', 'turns.rolledBack') ORDER BY position DESC LIMIT 1`,
       [key],
     )) as { position: string }[];
@@ -56,7 +58,7 @@ export class AffordanceStore {
 
   /** The transcript as of `position`, without the rolled-back turns: its last TRANSCRIPT_MESSAGES messages, oldest first. */
   async transcriptUpTo(key: string, position: number): Promise<TranscriptLine[]> {
-    const rows = await this.readModels.manager
+    const rows = await this.readModels.forKey(key).manager
       .createQueryBuilder(Transcript, 'm')
       .select(['m.role', 'm.text', 'm.position', 'm.part'])
       .where('m.conversation = :key', { key })
@@ -71,7 +73,7 @@ export class AffordanceStore {
 
   /** The row's state now; a claim counts while its lease runs, by the database's clock (the one claims are written with). */
   async read(key: string, kind: AffordanceKind): Promise<Stored> {
-    const rows = (await this.readModels.query(
+    const rows = (await this.readModels.forKey(key).query(
       `SELECT position, answer, (claim IS NOT NULL AND claimed_until > clock_timestamp()) AS live FROM companion.affordances WHERE conversation = $1 AND kind = $2`,
       [key, kind],
     )) as { position: string; answer: AffordanceRow['answer']; live: boolean }[];
@@ -90,7 +92,7 @@ export class AffordanceStore {
    * the row's lock decides between two companions claiming at once.
    */
   async claim(key: string, kind: AffordanceKind, position: number, claim: string, leaseMs: number): Promise<boolean> {
-    const rows = (await this.readModels.query(
+    const rows = (await this.readModels.forKey(key).query(
       `INSERT INTO companion.affordances AS a (conversation, kind, position, answer, claim, claimed_until, made_at)
        VALUES ($1, $2, $3, NULL, $4, clock_timestamp() + make_interval(secs => $5::double precision / 1000), NULL)
        ON CONFLICT (conversation, kind) DO UPDATE
@@ -106,7 +108,7 @@ export class AffordanceStore {
   /** Stores what was made under `claim`; nothing when the claim was taken over meanwhile (a later position). */
   async fulfil(key: string, kind: AffordanceKind, claim: string, made: Made): Promise<void> {
     const answer: AffordanceRow['answer'] = made.kind === 'followups' ? { suggestions: made.suggestions } : { recap: made.recap };
-    await this.readModels.query(
+    await this.readModels.forKey(key).query(
       `UPDATE companion.affordances SET answer = $4::jsonb, claim = NULL, claimed_until = NULL, made_at = clock_timestamp()
         WHERE conversation = $1 AND kind = $2 AND claim = $3`,
       [key, kind, claim, JSON.stringify(answer)],
@@ -115,7 +117,7 @@ export class AffordanceStore {
 
   /** Lets go of `claim` without an answer (the model failed): nothing is cached, the next ask claims again. */
   async release(key: string, kind: AffordanceKind, claim: string): Promise<void> {
-    await this.readModels.query(`UPDATE companion.affordances SET claim = NULL, claimed_until = NULL WHERE conversation = $1 AND kind = $2 AND claim = $3`, [
+    await this.readModels.forKey(key).query(`UPDATE companion.affordances SET claim = NULL, claimed_until = NULL WHERE conversation = $1 AND kind = $2 AND claim = $3`, [
       key,
       kind,
       claim,

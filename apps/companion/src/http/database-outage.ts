@@ -32,7 +32,8 @@ export class DatabaseOutage {
   private probe: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly readModels: DataSource,
+    /** The read models on every primary: the outage ends when they all answer. */
+    private readonly readModels: readonly DataSource[],
     private readonly log: Log,
   ) {}
 
@@ -56,7 +57,7 @@ export class DatabaseOutage {
 
   private async check(): Promise<void> {
     try {
-      await this.readModels.query('SELECT 1');
+      await Promise.all(this.readModels.map((dataSource) => dataSource.query('SELECT 1')));
     } catch {
       return;
     }

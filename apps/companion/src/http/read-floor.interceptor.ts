@@ -1,9 +1,9 @@
 import { Inject, Injectable, Optional, type CallHandler, type ExecutionContext, type NestInterceptor, type OnModuleDestroy } from '@nestjs/common';
 import { from, mergeMap, type Observable } from 'rxjs';
-import { In, type DataSource } from 'typeorm';
+import { In } from 'typeorm';
 import type { ConversationEvent } from '@rudder/contracts';
 import { FoldedPositions } from '../projection/folded-positions';
-import { READ_MODELS } from '../read-models/data-source';
+import { READ_MODELS, type ReadModels } from '../read-models/data-source';
 import { Conversations } from '../read-models/entities';
 import { CompanionError } from './errors';
 
@@ -43,7 +43,7 @@ export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
   private readonly stopListening: () => void;
 
   constructor(
-    @Inject(READ_MODELS) private readonly readModels: DataSource,
+    @Inject(READ_MODELS) private readonly readModels: ReadModels,
     @Inject(FoldedPositions) folded: FoldedPositions,
     @Optional() @Inject(READ_FLOOR_POLL_MS) private readonly pollMs: number = POLL_MS,
   ) {
@@ -81,7 +81,7 @@ export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
   }
 
   private async positionOf(key: string): Promise<number> {
-    const row = await this.readModels.manager.findOne(Conversations, { select: { position: true }, where: { key } });
+    const row = await this.readModels.forKey(key).manager.findOne(Conversations, { select: { position: true }, where: { key } });
     return row?.position ?? 0;
   }
 
@@ -129,8 +129,16 @@ export class ReadFloorInterceptor implements NestInterceptor, OnModuleDestroy {
     const waiters = [...this.waiting.values()].flatMap((set) => [...set]);
     let positions = new Map<string, number>();
     try {
-      const rows = await this.readModels.manager.find(Conversations, { select: { key: true, position: true }, where: { key: In(keys) } });
-      positions = new Map(rows.map((row) => [row.key, row.position]));
+      // Each primary asked about its conversations: one query per primary with reads waiting.
+      const byShard = new Map<number, string[]>();
+      for (const key of keys) {
+        const shard = this.readModels.shardOfKey(key);
+        byShard.set(shard, [...(byShard.get(shard) ?? []), key]);
+      }
+      const found = await Promise.all(
+        [...byShard].map(([shard, some]) => this.readModels.all[shard].manager.find(Conversations, { select: { key: true, position: true }, where: { key: In(some) } })),
+      );
+      positions = new Map(found.flat().map((row) => [row.key, row.position]));
     } catch {
       // The database away: the reads keep waiting until their deadline (then 503).
     }

@@ -1,5 +1,6 @@
 import type { ConversationEvent } from '@rudder/contracts';
 import type { DataSource } from 'typeorm';
+import { oneShard } from '@rudder/runtime';
 import { describe, expect, it } from 'vitest';
 import { FoldedPositions } from '../projection/folded-positions';
 import { ReadFloorInterceptor } from './read-floor.interceptor';
@@ -13,7 +14,7 @@ function viewAtZero() {
       find: async () => (queries.find++, []),
     },
   } as unknown as DataSource;
-  return { readModels, queries };
+  return { readModels: oneShard(readModels, 1), queries };
 }
 
 const folded = (conversation: string, position: number) => ({ conversation, position }) as ConversationEvent;

@@ -47,24 +47,30 @@ export class CompanionMetrics {
    */
   private readonly pending: Gauge;
 
-  constructor(readModels: DataSource) {
+  /** `readModels`: on every primary; the gauge adds them up. */
+  constructor(readModels: readonly DataSource[]) {
     this.pending = new Gauge({
       name: 'rudder_pending_inputs',
       help: 'Inputs accepted and not answered yet, over every conversation, by kind (chat: a follow-up in the queue; steer: waiting for the running turn)',
       labelNames: ['kind'],
       registers: [this.registry],
       collect: async () => {
-        const rows = await readModels
-          .getRepository(Inputs)
-          .createQueryBuilder('input')
-          .select('input.kind', 'kind')
-          .addSelect('count(*)::int', 'n')
-          .where("input.state = 'pending'")
-          .groupBy('input.kind')
-          .getRawMany<{ kind: string; n: number }>()
-          .catch(() => null); // the database away: the gauge keeps its last reading
+        const rows = await Promise.all(
+          readModels.map((dataSource) =>
+            dataSource
+              .getRepository(Inputs)
+              .createQueryBuilder('input')
+              .select('input.kind', 'kind')
+              .addSelect('count(*)::int', 'n')
+              .where("input.state = 'pending'")
+              .groupBy('input.kind')
+              .getRawMany<{ kind: string; n: number }>(),
+          ),
+        )
+          .then((shards) => shards.flat())
+          .catch(() => null); // a database away: the gauge keeps its last reading
         if (!rows) return;
-        for (const kind of ['chat', 'steer']) this.pending.set({ kind }, rows.find((r) => r.kind === kind)?.n ?? 0);
+        for (const kind of ['chat', 'steer']) this.pending.set({ kind }, rows.filter((r) => r.kind === kind).reduce((sum, r) => sum + r.n, 0));
       },
     });
   }

@@ -4,7 +4,7 @@ import type { KafkaMessage } from 'kafkajs';
 import { Topics, type ConversationEvent } from '@rudder/contracts';
 import { contextOf, createKafka, grouped, hop, isRefusedByDatabase, KafkaBatchServer, READER_SESSION, SpanKind, tracerOf, tracing, type Config, type Log, type PartitionBatch, type Rejected } from '@rudder/runtime';
 import type { DataSource } from 'typeorm';
-import { READ_MODELS } from '../read-models/data-source';
+import { READ_MODELS, type ReadModels } from '../read-models/data-source';
 import { performance } from 'node:perf_hooks';
 import { CompanionMetrics } from '../metrics/companion-metrics';
 import { isKnownEvent } from './conversation-state';
@@ -50,31 +50,40 @@ export const companionTransport = (config: Config, log: Log): KafkaBatchServer =
 @Controller()
 export class FoldController {
   constructor(
-    @Inject(READ_MODELS) private readonly readModels: DataSource,
+    @Inject(READ_MODELS) private readonly readModels: ReadModels,
     @Inject(LOG) private readonly log: Log,
     @Inject(CompanionMetrics) private readonly metrics: CompanionMetrics,
     @Inject(DEAD_LETTERS) private readonly deadLetters: EventDeadLetters,
     @Inject(FoldedPositions) private readonly folded: FoldedPositions,
-  ) {}
+  ) {
+    this.foldTogether = readModels.all.map((dataSource) => this.foldsOn(dataSource));
+  }
+
+  /** Per primary (shard 0 first), its `foldsOn`. */
+  private readonly foldTogether: ((slice: Read[]) => Promise<Rejected[]>)[];
 
   /**
-   * Folds the slices handed over together in one transaction. A partition's next slice comes
+   * Per PostgreSQL primary, folds the slices of its partitions handed over together in one
+   * transaction there (the events of agent.events partition p are of conversations whose key
+   * is on partition p, so their read models are on p's primary). A partition's next slice comes
    * only after its previous one resolved, so each conversation's events still fold in log order.
    * What it committed wakes the reads waiting for it (`FoldedPositions`).
    */
-  private readonly foldTogether = grouped(async (slices: Read[][]): Promise<Rejected[][]> => {
-    const start = performance.now();
-    const read = slices.flat();
-    const { result, refused } = await foldOrSkip(this.readModels, read, this.log);
-    this.metrics.batchFolded(
-      read.map((r) => r.event),
-      result,
-      (performance.now() - start) / 1000,
-    );
-    const refusedOf = new Map(refused.map((r) => [r.message, r]));
-    this.folded.committed(read.filter((r) => !refusedOf.has(r.message) && isKnownEvent(r.event)).map((r) => r.event));
-    return slices.map((slice) => slice.filter((r) => refusedOf.has(r.message)).map((r) => refusedOf.get(r.message)!));
-  }, { most: MAX_EVENTS_PER_TRANSACTION, size: (slice) => slice.length });
+  private foldsOn(readModels: DataSource): (slice: Read[]) => Promise<Rejected[]> {
+    return grouped(async (slices: Read[][]): Promise<Rejected[][]> => {
+      const start = performance.now();
+      const read = slices.flat();
+      const { result, refused } = await foldOrSkip(readModels, read, this.log);
+      this.metrics.batchFolded(
+        read.map((r) => r.event),
+        result,
+        (performance.now() - start) / 1000,
+      );
+      const refusedOf = new Map(refused.map((r) => [r.message, r]));
+      this.folded.committed(read.filter((r) => !refusedOf.has(r.message) && isKnownEvent(r.event)).map((r) => r.event));
+      return slices.map((slice) => slice.filter((r) => refusedOf.has(r.message)).map((r) => refusedOf.get(r.message)!));
+    }, { most: MAX_EVENTS_PER_TRANSACTION, size: (slice) => slice.length });
+  }
 
   @EventPattern(Topics.events)
   async fold(@Payload() batch: PartitionBatch): Promise<void> {
@@ -83,7 +92,7 @@ export class FoldController {
     const spans = foldSpans(batch.messages);
     try {
       await this.deadLetters.send(batch.partition, unreadable);
-      await this.deadLetters.send(batch.partition, await this.foldTogether(read));
+      await this.deadLetters.send(batch.partition, await this.foldTogether[this.readModels.shardOf(batch.partition)](read));
       hop('companion.folded');
       this.metrics.folding(batch);
     } finally {

@@ -1,4 +1,4 @@
-import { openSchema, schemaDataSource } from '@rudder/runtime';
+import { openSchema, schemaDataSource, sharded, type ShardMap, type Sharded } from '@rudder/runtime';
 import type { DataSource } from 'typeorm';
 import { readModelEntities } from './entities';
 import { ReadModels1764590000000 } from './migrations/1764590000000-read-models';
@@ -33,5 +33,26 @@ export const readModelMigrations = [
 export const openReadModels = (databaseUrl: string): Promise<DataSource> =>
   openSchema(schemaDataSource(databaseUrl, READ_MODELS_SCHEMA, { entities: readModelEntities, migrations: readModelMigrations }));
 
-/** The read models' DataSource (Nest token). */
+/**
+ * The read models on every PostgreSQL primary (`shardMap`): a conversation's are on the primary
+ * of its partition, beside its event log. One primary is the map of one.
+ */
+export type ReadModels = Sharded<DataSource>;
+
+/** `openReadModels` on every primary of `map`, one after the other; if one fails, those opened are closed again. */
+export async function openShardedReadModels(map: ShardMap): Promise<ReadModels> {
+  const opened: DataSource[] = [];
+  try {
+    for (const url of map.urls) opened.push(await openReadModels(url));
+  } catch (error) {
+    await Promise.all(opened.map((dataSource) => dataSource.destroy().catch(() => undefined)));
+    throw error;
+  }
+  return sharded(map, opened);
+}
+
+/** Closes the read models' connections on every primary. */
+export const closeReadModels = (readModels: ReadModels): Promise<void> => Promise.all(readModels.all.map((dataSource) => dataSource.destroy())).then(() => undefined);
+
+/** The read models, on every primary (Nest token; a `ReadModels`). */
 export const READ_MODELS = Symbol('companion.read-models');

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import pg from 'pg';
 import { Topics } from '@rudder/contracts';
+import { createTestDatabase } from '@rudder/dev-services';
 import { announcementChannel } from '@rudder/runtime';
 import { startHarness, steerAccepted, type Harness } from '../../../../test/support/gateway/harness';
 import { sseReader } from '../../../../test/support/gateway/sse-reader';
@@ -40,6 +41,30 @@ async function steerAnsweredByNotice(key: string, id: string) {
 }
 
 describe('announced decisions', () => {
+  it('with several primaries, are heard on each: a decision announced on the second answers the write waiting for it', async () => {
+    // NOTIFY reaches the listeners of its own database only: a second database is a second primary here.
+    const second = await createTestDatabase(inject('databaseUrl'));
+    const two = await startHarness({ DATABASE_URLS: `${inject('databaseUrl')},${second.url}` });
+    const client = new pg.Client({ connectionString: second.url });
+    try {
+      await client.connect();
+      const key = uniqueKey('second-primary');
+      const pending = two.call(`/v1/conversations/${encodeURIComponent(key)}/steer`, { body: { text: 'use Celsius', id: 's1' } });
+      await two.inputArrived('s1');
+      const decision = steerAccepted(key, position++, { id: 's1', text: 'use Celsius', turn: 't-1', landed: true });
+      const twoChannel = announcementChannel(two.topics.inputs.slice(0, -Topics.inputs.length));
+      // Announced until heard: the gateway may still be connecting its listener on the second primary.
+      const timer = setInterval(() => void client.query('SELECT pg_notify($1, $2)', [twoChannel, JSON.stringify({ conversation: key, after: decision.position - 1, events: [decision] })]).catch(() => undefined), 100);
+      const answer = await pending.finally(() => clearInterval(timer));
+      expect(answer.status).toBe(200);
+      expect(answer.body).toEqual({ id: 's1', turn: 't-1', landed: true });
+    } finally {
+      await client.end().catch(() => undefined);
+      await two.stop();
+      await second.drop();
+    }
+  });
+
   it('answer the write waiting for them, with nothing on agent.events', async () => {
     const { answer, decision } = await steerAnsweredByNotice(uniqueKey('steer'), 's1');
     expect(answer.status).toBe(200);

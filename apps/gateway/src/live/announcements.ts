@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Inject, Injectable, Optional, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
 import pg from 'pg';
 import { Announcement } from '@rudder/contracts';
-import { announcementChannel, hop, type Config, type Log } from '@rudder/runtime';
+import { announcementChannel, databaseUrls, hop, type Config, type Log } from '@rudder/runtime';
 import { Positions } from '../consistency/positions';
 import { CONFIG, LOG } from '../tokens';
 import { LiveEvents } from './live-events';
@@ -21,11 +21,13 @@ const CONNECT_TIMEOUT_MS = 5000;
  * shortcut: every event also comes on `agent.events`, so a notification missed —
  * while the connection is down, or one too large to send — only makes that answer or that
  * stream as slow as before. A connection lost is listened on again, with backoff; the gateway
- * starts and serves without it.
+ * starts and serves without it. With several PostgreSQL primaries (DATABASE_URLS) it listens on
+ * each (a commit is announced on its own primary), each connection lost and listened on again on its own.
  */
 @Injectable()
 export class Announcements implements OnModuleInit, OnApplicationShutdown {
-  private client: pg.Client | null = null;
+  /** The connection listening on each primary, by URL, while it is up. */
+  private readonly clients = new Map<string, pg.Client>();
   private stopped = false;
   private readonly channel: string;
 
@@ -40,27 +42,23 @@ export class Announcements implements OnModuleInit, OnApplicationShutdown {
 
   /** Listening before the gateway serves, when the database answers; else the gateway starts without it, and listens once it can. */
   async onModuleInit(): Promise<void> {
-    try {
-      await this.listen();
-    } catch (error) {
-      void this.retry(error, 1);
-    }
+    await Promise.all(databaseUrls(this.config).map((url) => this.listen(url).catch((error: unknown) => void this.retry(url, error, 1))));
   }
 
   async onApplicationShutdown(): Promise<void> {
     this.stopped = true;
-    await this.client?.end().catch(() => undefined);
+    await Promise.all([...this.clients.values()].map((client) => client.end().catch(() => undefined)));
   }
 
-  private async listen(): Promise<void> {
+  private async listen(url: string): Promise<void> {
     if (this.stopped) return;
-    const client = new pg.Client({ connectionString: this.config.DATABASE_URL, application_name: 'rudder-gateway-announcements', connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    const client = new pg.Client({ connectionString: url, application_name: 'rudder-gateway-announcements', connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     client.on('notification', (message) => {
       hop('gateway.announcement');
       this.take(message.payload);
     });
-    client.on('error', (error) => this.lost(client, error));
-    client.on('end', () => this.lost(client, new Error('the connection ended')));
+    client.on('error', (error) => this.lost(url, client, error));
+    client.on('end', () => this.lost(url, client, new Error('the connection ended')));
     try {
       await client.connect();
       await client.query(`LISTEN "${this.channel}"`);
@@ -69,22 +67,22 @@ export class Announcements implements OnModuleInit, OnApplicationShutdown {
       throw error;
     }
     if (this.stopped) return void client.end().catch(() => undefined);
-    this.client = client;
+    this.clients.set(url, client);
   }
 
-  private lost(client: pg.Client, error: unknown): void {
-    if (this.stopped || this.client !== client) return;
-    this.client = null;
+  private lost(url: string, client: pg.Client, error: unknown): void {
+    if (this.stopped || this.clients.get(url) !== client) return;
+    this.clients.delete(url);
     client.end().catch(() => undefined);
-    void this.retry(error, 1);
+    void this.retry(url, error, 1);
   }
 
-  private async retry(error: unknown, attempt: number): Promise<void> {
+  private async retry(url: string, error: unknown, attempt: number): Promise<void> {
     if (this.stopped) return;
-    this.log.warn('listening for announcements failed; writes are answered and streams fed from agent.events meanwhile', { error: String(error), attempt });
+    this.log.warn('listening for announcements failed; writes are answered and streams fed from agent.events meanwhile', { error: String(error), attempt, primary: hostOf(url) });
     await sleep(Math.min(RETRY_MAX_MS, RETRY_MS * 2 ** (attempt - 1)));
     if (this.stopped) return;
-    await this.listen().catch((next: unknown) => this.retry(next, attempt + 1));
+    await this.listen(url).catch((next: unknown) => this.retry(url, next, attempt + 1));
   }
 
   /**
@@ -113,6 +111,16 @@ export class Announcements implements OnModuleInit, OnApplicationShutdown {
       return;
     }
     this.live.noticed(parsed.data, payload?.length ?? 0);
+  }
+}
+
+/** A primary as a log line names it: its host, port and database, never its credentials. */
+function hostOf(url: string): string {
+  try {
+    const { host, pathname } = new URL(url);
+    return `${host}${pathname}`;
+  } catch {
+    return '(a URL that does not parse)';
   }
 }
 

@@ -1,5 +1,5 @@
 import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
-import { createPool, type Config, type Log, type Pool } from '@rudder/runtime';
+import { createPool, databaseUrls, type Config, type Log, type Pool } from '@rudder/runtime';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import { CONFIG, LOG } from '../tokens';
 
@@ -10,14 +10,15 @@ export type HealthReport = Record<Dependency, 'ok' | 'unavailable'>;
 
 /**
  * Whether the gateway's dependencies answer now: Kafka (admin `describeCluster`) and
- * PostgreSQL (`select 1`), each within 2 s. The clients are the checks' own, small and
+ * PostgreSQL (`select 1` on every primary: one that does not answer makes it unavailable), each within 2 s. The clients are the checks' own, small and
  * without retries, so a check reports the present state instead of retrying it away (and a
  * Kafka outage is not logged by kafkajs on every probe).
  */
 @Injectable()
 export class HealthChecks implements OnApplicationShutdown {
   private readonly kafka: Kafka;
-  private readonly pool: Pool;
+  /** One small pool per PostgreSQL primary. */
+  private readonly pools: Pool[];
   private admin: Admin | null = null;
 
   constructor(@Inject(CONFIG) config: Config, @Inject(LOG) private readonly log: Log) {
@@ -29,20 +30,20 @@ export class HealthChecks implements OnApplicationShutdown {
       retry: { retries: 0 },
       logLevel: logLevel.NOTHING,
     });
-    this.pool = createPool(config.DATABASE_URL, 2);
+    this.pools = databaseUrls(config).map((url) => createPool(url, 2));
   }
 
   async check(): Promise<HealthReport> {
     const [kafka, database] = await Promise.all([
       this.probe('kafka', () => this.describeCluster()),
-      this.probe('database', () => this.pool.query('select 1')),
+      this.probe('database', () => Promise.all(this.pools.map((pool) => pool.query('select 1')))),
     ]);
     return { kafka, database };
   }
 
   async onApplicationShutdown(): Promise<void> {
     await this.admin?.disconnect().catch(() => undefined);
-    await this.pool.end().catch(() => undefined);
+    await Promise.all(this.pools.map((pool) => pool.end().catch(() => undefined)));
   }
 
   private async describeCluster(): Promise<void> {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import { startHarness, type Harness } from '../../../../test/support/gateway/harness';
 
 let h: Harness | undefined;
@@ -21,5 +21,18 @@ describe('GET /healthz', () => {
     const answer = await h.call('/healthz');
     expect(answer.status).toBe(503);
     expect(answer.body.error).toMatchObject({ code: 'unavailable', details: { kafka: 'ok', database: 'unavailable' } });
+  });
+
+  it('is 503 naming the database when one of several primaries does not answer, 200 when they all do', async () => {
+    h = await startHarness({ DATABASE_URLS: `${inject('databaseUrl')},postgres://nobody:nothing@127.0.0.1:1/none` });
+    const answer = await h.call('/healthz');
+    expect(answer.status).toBe(503);
+    expect(answer.body.error).toMatchObject({ code: 'unavailable', details: { kafka: 'ok', database: 'unavailable' } });
+    await h.stop();
+    // The run's server under two names: two primaries that answer.
+    const second = new URL(inject('databaseUrl'));
+    second.hostname = second.hostname === 'localhost' ? '127.0.0.1' : 'localhost';
+    h = await startHarness({ DATABASE_URLS: `${inject('databaseUrl')},${second.toString()}` });
+    expect((await h.call('/healthz')).status).toBe(200);
   });
 });

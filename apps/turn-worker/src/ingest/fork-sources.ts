@@ -1,7 +1,7 @@
 import type { ConversationEvent, InputRecord } from '@rudder/contracts';
 import type { ForkSource } from '@rudder/conversation';
 import { readConversation } from '@rudder/event-store';
-import type { Pool } from '@rudder/runtime';
+import type { Pool, Sharded } from '@rudder/runtime';
 import { emptyConversation, evolveConversation, type Conversation } from '../turns/conversation';
 
 type ForkInput = Extract<InputRecord, { type: 'fork' }>;
@@ -9,14 +9,14 @@ type ForkInput = Extract<InputRecord, { type: 'fork' }>;
 /**
  * The sources of a batch's forks, read from the event store just before their decisions (a
  * fork is decided under its new conversation's lock; the source is another conversation, maybe
- * another partition's, and is only read): by the fork's conversation and id. A source with an
- * empty log is absent.
+ * another partition's, and is only read, on the primary of its key's partition): by the fork's
+ * conversation and id. A source with an empty log is absent.
  */
-export async function readForkSources(pool: Pool, inputs: readonly InputRecord[], historyKept: number | null): Promise<Map<string, ForkSource>> {
+export async function readForkSources(pools: Pick<Sharded<Pool>, 'forKey'>, inputs: readonly InputRecord[], historyKept: number | null): Promise<Map<string, ForkSource>> {
   const sources = new Map<string, ForkSource>();
   for (const input of inputs) {
     if (input.type !== 'fork') continue;
-    const events = await readConversation(pool, input.from, 0);
+    const events = await readConversation(pools.forKey(input.from), input.from, 0);
     if (events.length > 0) sources.set(forkKey(input), forkSourceOf(input, events, historyKept));
   }
   return sources;

@@ -3,6 +3,7 @@ import type { KafkaMessage } from 'kafkajs';
 import type { ChatInput, InputRecord } from '@rudder/contracts';
 import { readConversation, takePartitions, type Epochs } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
+import { oneShard, shardMap, sharded } from '@rudder/runtime';
 import { InputIngest, type GuardFailure, type IngestAgents } from './ingest-inputs';
 
 const db = useEventStoreDatabase();
@@ -10,7 +11,7 @@ const policy = { maxTaken: 16, bounds: { steers: 4, chats: 4, chars: 8000 } };
 const agents: IngestAgents = { defaultAgent: 'default', policyOf: () => policy, get: () => undefined, anyGuard: () => false };
 /** The ingest of a worker holding `epochs`. */
 const ingest = (epochs: Epochs, withAgents: IngestAgents = agents, guardFailed?: (failure: GuardFailure) => void) =>
-  new InputIngest({ pool: db.pool(), epochs: () => epochs, agents: withAgents, guardFailed });
+  new InputIngest({ pools: oneShard(db.pool(), 16), epochs: () => epochs, agents: withAgents, guardFailed });
 
 let offset = 0;
 const record = (input: InputRecord): KafkaMessage =>
@@ -68,6 +69,25 @@ describe('ingesting a batch', () => {
     await ingest(epochs).batch(3, [misrouted[0].message]);
     await ingest(epochs).batch(3, [misrouted[0].message]);
     expect(await ids('m')).toEqual(['m-1', 'm-2']);
+  });
+
+  it("with several primaries, a record whose key is another primary's is not read here: it is returned to be re-routed to its key's partition", async () => {
+    // Three primaries over 12 partitions (0-3, 4-7, 8-11), all three this one database: which
+    // one a record is stored on is only the map's choice, and nothing is stored for the strays.
+    const map = shardMap(['postgres://a/db', 'postgres://b/db', 'postgres://c/db'], 12);
+    const keyOn = (shard: number, name: string) => {
+      for (let i = 0; ; i++) if (map.shardOfKey(`${name}-${i}`) === shard) return `${name}-${i}`;
+    };
+    const [here, there] = [keyOn(0, 'here'), keyOn(2, 'there')];
+    const epochs = await takePartitions(db.pool(), [1], 'worker-a');
+    const batch = [record(chat(there, 't-1', 'its key is on the third primary')), record(chat(here, 'h-1', 'its key is on this one'))];
+    const three = new InputIngest({ pools: sharded(map, [db.pool(), db.pool(), db.pool()]), epochs: () => epochs, agents });
+    const { stored, conversations, misrouted } = await three.batch(1, batch);
+    expect(misrouted).toEqual([{ message: batch[0], partition: map.partitionOfKey(there) }]);
+    expect(map.shardOf(misrouted[0].partition)).toBe(2);
+    expect(conversations).toEqual([here]);
+    expect(stored.flatMap((e) => (e.type === 'input.accepted' ? [e.data.input.id] : []))).toEqual(['h-1']);
+    expect(await readConversation(db.pool(), there)).toEqual([]);
   });
 
   it('an idle conversation starts its next turn in the ingest\'s own transaction; a chat behind a running turn waits', async () => {

@@ -3,7 +3,7 @@ import type { KafkaMessage } from 'kafkajs';
 import type { ConversationEvent, InputRecord } from '@rudder/contracts';
 import { conversationRules, decideInputs, evolve, receiptKeys, startNextTurn, type ConversationState, type ForkSource, type GuardOutcome } from '@rudder/conversation';
 import { appendToConversations, type Epochs, type Seen, type Written } from '@rudder/event-store';
-import { isRefusedByDatabase, type Pool, type Rejected } from '@rudder/runtime';
+import { isRefusedByDatabase, type Pool, type Rejected, type Sharded } from '@rudder/runtime';
 import type { AgentRegistry, RunnableAgent } from '../agents/agents';
 import { forkKey, readForkSources } from './fork-sources';
 import { inputKey, runGuards, type GuardFailure } from './input-guards';
@@ -18,7 +18,8 @@ export type { GuardFailure, Rejected };
 
 /** What ingesting works with, shared by every batch. */
 export type InputIngestOptions = {
-  pool: Pool;
+  /** The event store's primaries: a batch is stored on its partition's, in one transaction there. */
+  pools: Sharded<Pool>;
   /** The epochs the worker holds now: what a batch stores is checked against them. */
   epochs(): Epochs;
   agents: IngestAgents;
@@ -42,7 +43,8 @@ export type InputIngestOptions = {
  * (`turn.started`, `input.delivered`); the caller's poke makes its runner read and run it.
  *
  * A fork's source (another conversation) is read from the event store before the transaction,
- * with the guards: its decision, under the new conversation's lock, sees it as it was then.
+ * with the guards, on the source's own primary: its decision, under the new conversation's
+ * lock, sees it as it was then, and the copy goes into the new conversation's log, on its primary.
  *
  * The agents' input guards run first, outside the transaction (a guard may call out), on every
  * chat and steer; the decisions under the lock record their refusals. What a guard said is
@@ -57,6 +59,8 @@ export type InputIngestOptions = {
  * A record of a conversation first seen on another partition is not ingested here (that
  * partition's owner writes the conversation): it is returned in `misrouted` with the
  * conversation's partition, and the caller re-routes it there before it commits the offsets.
+ * With several primaries, so is a record whose key belongs to another primary (`shardOfKey`):
+ * it goes to its key's partition, where the conversation is, or is first seen.
  */
 export class InputIngest {
   constructor(private readonly options: InputIngestOptions) {}
@@ -66,18 +70,24 @@ export class InputIngest {
    * ingested; the caller dead-letters the rejected records before it commits the offsets.
    */
   async batch(partition: number, messages: readonly KafkaMessage[]) {
-    const { pool, agents } = this.options;
+    const { pools, agents } = this.options;
+    const pool = pools.forPartition(partition);
     const epochs = this.options.epochs();
     const announce = this.options.announce?.() ?? null;
     const readable: { message: KafkaMessage; input: InputRecord }[] = [];
     const rejected: Rejected[] = [];
+    // With several primaries a conversation lives on its key's primary, whatever partition a
+    // producer with another partitioner sent it to: a record whose key is another primary's is
+    // sent to its key's partition, unread here (this primary would not know the conversation).
+    const otherPrimary: { message: KafkaMessage; partition: number }[] = [];
     for (const message of messages) {
       const read = parseInput(message);
       if ('reason' in read) rejected.push({ message, reason: read.reason });
+      else if (pools.shardOfKey(read.input.conversation) !== pools.shardOf(partition)) otherPrimary.push({ message, partition: pools.partitionOfKey(read.input.conversation) });
       else readable.push({ message, input: read.input });
     }
     const guarded = await runGuards(pool, readable.map((r) => r.input), agents, (failure) => this.options.guardFailed?.(failure, partition));
-    const sources = await readForkSources(pool, readable.map((r) => r.input), agents.historyKept?.() ?? null);
+    const sources = await readForkSources(pools, readable.map((r) => r.input), agents.historyKept?.() ?? null);
     const ingest = (inputs: readonly InputRecord[]) => this.appendInputs(partition, epochs, inputs, { guarded, sources }, announce);
     const done = (stored: ConversationEvent[], elsewhere: ReadonlyMap<string, number>, written?: Pick<Written, 'before' | 'trace'>) => ({
       stored,
@@ -87,10 +97,13 @@ export class InputIngest {
       conversations: [...new Set(readable.map((r) => r.input.conversation))].filter((c) => !elsewhere.has(c)),
       news: newsOf(stored, written?.before),
       rejected,
-      misrouted: readable.flatMap(({ message, input }) => {
-        const to = elsewhere.get(input.conversation);
-        return to === undefined ? [] : [{ message, partition: to }];
-      }),
+      misrouted: [
+        ...otherPrimary,
+        ...readable.flatMap(({ message, input }) => {
+          const to = elsewhere.get(input.conversation);
+          return to === undefined ? [] : [{ message, partition: to }];
+        }),
+      ],
     });
     try {
       const { stored, elsewhere, before, trace } = await ingest(readable.map((r) => r.input));
@@ -120,11 +133,11 @@ export class InputIngest {
     read: { guarded: ReadonlyMap<string, GuardOutcome>; sources: ReadonlyMap<string, ForkSource> },
     announce: string | null,
   ) {
-    const { pool, agents, seen = () => undefined } = this.options;
+    const { pools, agents, seen = () => undefined } = this.options;
     const byConversation = new Map<string, InputRecord[]>();
     for (const input of inputs) byConversation.set(input.conversation, [...(byConversation.get(input.conversation) ?? []), input]);
     return appendToConversations(
-      pool,
+      pools.forPartition(partition),
       conversationRules,
       partition,
       epochs,

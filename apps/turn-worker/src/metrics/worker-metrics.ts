@@ -91,7 +91,7 @@ export class WorkerMetrics {
   private readonly seen = new Set<string>();
   private readonly startedAt = new Map<string, number>();
 
-  private pool: Pool | undefined;
+  private pools: readonly Pool[] = [];
   private reading: Promise<void> | undefined;
 
   constructor() {
@@ -117,19 +117,21 @@ export class WorkerMetrics {
     this.heldNow = held;
   }
 
-  readOutboxFrom(pool: Pool): void {
-    this.pool = pool;
+  /** The worker's pools, one per PostgreSQL primary: the gauges add up their backlogs and take the oldest age. */
+  readOutboxFrom(pools: readonly Pool[]): void {
+    this.pools = pools;
   }
 
-  /** One query per scrape serves both gauges. */
+  /** One query per primary per scrape serves both gauges. */
   private readOutbox(): Promise<void> {
-    const pool = this.pool;
-    if (!pool) return Promise.resolve();
-    return (this.reading ??= pool
-      .query<{ n: string; age: string | null }>('SELECT count(*) AS n, extract(epoch FROM now() - min(at)) AS age FROM event_store.outbox')
-      .then(({ rows }) => {
-        this.backlog.set(Number(rows[0]?.n ?? 0));
-        this.oldest.set(Number(rows[0]?.age ?? 0));
+    if (this.pools.length === 0) return Promise.resolve();
+    return (this.reading ??= Promise.all(
+      this.pools.map((pool) => pool.query<{ n: string; age: string | null }>('SELECT count(*) AS n, extract(epoch FROM now() - min(at)) AS age FROM event_store.outbox')),
+    )
+      .then((results) => {
+        const rows = results.map(({ rows: [row] }) => ({ n: Number(row?.n ?? 0), age: Number(row?.age ?? 0) }));
+        this.backlog.set(rows.reduce((sum, row) => sum + row.n, 0));
+        this.oldest.set(Math.max(...rows.map((row) => row.age)));
       })
       .catch(() => undefined)
       .finally(() => setTimeout(() => (this.reading = undefined), 0)));

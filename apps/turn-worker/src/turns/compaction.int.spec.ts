@@ -5,7 +5,7 @@ import { contextBudget, runTurn, type ModelClient, type TurnState } from '@rudde
 import { conversationRules } from '@rudder/conversation';
 import { appendToConversations, readConversation, takePartitions, type OutboxRelay } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
-import { createLog } from '@rudder/runtime';
+import { createLog, oneShard } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
 import { InputIngest, type IngestAgents } from '../ingest/ingest-inputs';
 import { compaction, LOG_PAGE_EVENTS } from './compaction';
@@ -51,14 +51,14 @@ describe('compaction reads from the log what the fold let go of', () => {
     };
     const relay: OutboxRelay = { enqueue: () => undefined, sweep: () => undefined, idle: async () => undefined, stop: async () => undefined };
     const runner = new ConversationRunner('long', 2, {
-      store: new TurnStore({ pool: db.pool(), held: createHeldEpochs({ pool: db.pool(), epochs: () => epochs, sessionTimeoutMs: 6000, now: () => 0 }), relay }),
+      store: new TurnStore({ pools: oneShard(db.pool(), 16), held: createHeldEpochs({ pools: oneShard(db.pool(), 16), epochs: () => epochs, sessionTimeoutMs: 6000, now: () => 0 }), relay }),
       agents: { get: () => agent, historyKept: () => 2, defaultAgent: agent.name, policyOf: () => undefined },
       tokens: { token: () => undefined, flushTokens: () => undefined },
       metrics: { fenced: () => undefined, ahead: () => undefined },
       options: { log: createLog('turn-worker', { level: 'error' }), fault: () => undefined, retryMs: 20, snapshotEvery: 250 },
     });
     const agents: IngestAgents = { defaultAgent: 'default', policyOf: () => policy, get: () => agent, anyGuard: () => false };
-    const ingest = new InputIngest({ pool: db.pool(), epochs: () => epochs, agents });
+    const ingest = new InputIngest({ pools: oneShard(db.pool(), 16), epochs: () => epochs, agents });
     const ended = async () => (await readConversation(db.pool(), 'long')).filter((e) => e.type === 'turn.ended').length;
     const turnWith = async (n: number) => {
       await ingest.batch(2, [chat('long', `c${n}`, `hello ${n}`)]);

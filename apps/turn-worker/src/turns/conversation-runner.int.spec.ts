@@ -4,7 +4,7 @@ import type { ChatInput } from '@rudder/contracts';
 import { contextBudget, runTurn, type ModelClient } from '@rudder/agent';
 import { readConversation, takePartitions, type Epochs, type OutboxRelay } from '@rudder/event-store';
 import { useEventStoreDatabase } from '@rudder/event-store/testing';
-import { createLog, type Pool } from '@rudder/runtime';
+import { createLog, oneShard, type Pool } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
 import { InputIngest, type IngestAgents } from '../ingest/ingest-inputs';
 import { ConversationRunner } from './conversation-runner';
@@ -50,9 +50,9 @@ function worker(epochs: () => Epochs, pool: Pool = db.pool()) {
   };
   const fenced: string[] = [];
   const relay: OutboxRelay = { enqueue: () => undefined, sweep: () => undefined, idle: async () => undefined, stop: async () => undefined };
-  const held = createHeldEpochs({ pool: db.pool(), epochs, sessionTimeoutMs: SESSION_TIMEOUT_MS, now: () => clock.now });
+  const held = createHeldEpochs({ pools: oneShard(db.pool(), 16), epochs, sessionTimeoutMs: SESSION_TIMEOUT_MS, now: () => clock.now });
   const services: RunnerServices = {
-    store: new TurnStore({ pool, held, relay }),
+    store: new TurnStore({ pools: oneShard(pool, 16), held, relay }),
     agents: { get: () => agent, historyKept: () => 10, defaultAgent: agent.name, policyOf: () => undefined },
     tokens: { token: () => undefined, flushTokens: () => undefined },
     metrics: { fenced: () => void fenced.push('fenced'), ahead: () => undefined },
@@ -60,7 +60,7 @@ function worker(epochs: () => Epochs, pool: Pool = db.pool()) {
     options: { log: createLog('turn-worker', { level: 'error' }), fault: () => undefined, retryMs: 20, snapshotEvery: 250 },
   };
   const agents: IngestAgents = { defaultAgent: 'default', policyOf: () => policy, get: () => agent, anyGuard: () => false };
-  const ingest = new InputIngest({ pool: db.pool(), epochs, agents });
+  const ingest = new InputIngest({ pools: oneShard(db.pool(), 16), epochs, agents });
   return { clock, requests, fenced, held, ingest, runner: (key: string, partition: number) => new ConversationRunner(key, partition, services) };
 }
 

@@ -44,7 +44,7 @@ export class ConversationRunner implements TurnRunner {
   ) {
     const { store, agents, options } = services;
     this.historyKept = agents.historyKept();
-    this.fold = new ConversationFold(key, { pool: store.pool, historyKept: this.historyKept, snapshotEvery: options.snapshotEvery, log: options.log });
+    this.fold = new ConversationFold(key, { pool: store.poolFor(partition), historyKept: this.historyKept, snapshotEvery: options.snapshotEvery, log: options.log });
   }
 
   /**
@@ -74,7 +74,7 @@ export class ConversationRunner implements TurnRunner {
     this.beside = store
       .append(this.key, this.partition, seen, (state) => decideDue(state, now, agents, this.key))
       .then((written) => {
-        store.handOver(written, undefined);
+        store.handOver(written, this.partition, undefined);
         this.decided(written.stored);
         this.wanted = true;
       })
@@ -214,7 +214,7 @@ export class ConversationRunner implements TurnRunner {
     const written = await store.append(this.key, this.partition, this.fold.seen() ?? { position: 0 }, decide);
     const endedBefore = this.fold.apply(written.earlier);
     const ended = this.fold.apply(written.stored) ?? endedBefore;
-    store.handOver(written, this.fold.conversation?.state.dueAt);
+    store.handOver(written, this.partition, this.fold.conversation?.state.dueAt);
     return { stored: written.stored, ended };
   }
 

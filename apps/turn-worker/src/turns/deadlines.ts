@@ -1,5 +1,5 @@
 import { conversationsDue, nextDue } from '@rudder/event-store';
-import type { Log, Pool } from '@rudder/runtime';
+import type { Log, Pool, Sharded } from '@rudder/runtime';
 
 /** A timer waits at most this long before it asks the store again (setTimeout's own limit is ~24.8 days). */
 const LONGEST_WAIT_MS = 60 * 60 * 1000;
@@ -12,10 +12,11 @@ const LONGEST_WAIT_MS = 60 * 60 * 1000;
  * learns of an earlier one (a write it stored, a conversation it folded). A woken
  * conversation's runner decides what is due under its lock (`decideDue`: timeouts and firings;
  * `startNextTurn` for a hold), so a deadline fires once however often it is woken, and one
- * missed while no worker owned its partition fires when the next owner takes it.
+ * missed while no worker owned its partition fires when the next owner takes it. With several
+ * primaries, each is asked about the owned partitions it holds.
  */
 export function createDeadlines(deps: {
-  pool: Pool;
+  pools: Sharded<Pool>;
   owned(): readonly number[];
   poke(conversations: { conversation: string; partition: number }[]): void;
   log: Log;
@@ -35,9 +36,11 @@ export function createDeadlines(deps: {
   async function fire(): Promise<void> {
     at = Infinity;
     try {
-      const partitions = deps.owned();
-      deps.poke(await conversationsDue(deps.pool, partitions, new Date()));
-      const next = await nextDue(deps.pool, partitions);
+      const shards = [...deps.pools.byShard(deps.owned())];
+      const now = new Date();
+      deps.poke((await Promise.all(shards.map(([shard, partitions]) => conversationsDue(deps.pools.all[shard], partitions, now)))).flat());
+      const nexts = await Promise.all(shards.map(([shard, partitions]) => nextDue(deps.pools.all[shard], partitions)));
+      const next = nexts.reduce<Date | null>((earliest, at) => (at && (!earliest || at < earliest) ? at : earliest), null);
       // What was poked is decided meanwhile; a deadline still passed is looked at again shortly.
       if (next) arm(Math.max(next.getTime(), Date.now() + 50));
       else arm(Date.now() + LONGEST_WAIT_MS);

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { FencedError, holdsEpoch, type Epochs } from '@rudder/event-store';
-import type { Pool } from '@rudder/runtime';
+import type { Pool, Sharded } from '@rudder/runtime';
 
 /**
  * The epochs this worker holds, when it last knew it held each partition's epoch (on a
@@ -29,7 +29,8 @@ export type HeldEpochs = {
 };
 
 export function createHeldEpochs(options: {
-  pool: Pool;
+  /** The event store's primaries: a partition's epoch is read on its own. */
+  pools: Sharded<Pool>;
   /** The epochs the worker holds now. */
   epochs(): Epochs;
   /** Past this without a proof, the epoch is read again (the consumer group's session timeout). */
@@ -50,7 +51,7 @@ export function createHeldEpochs(options: {
       const since = at - (provenAt.get(partition) ?? -Infinity);
       if (since <= options.sessionTimeoutMs) return;
       const epoch = options.epochs().get(partition);
-      if (epoch === undefined || !(await holdsEpoch(options.pool, partition, epoch))) {
+      if (epoch === undefined || !(await holdsEpoch(options.pools.forPartition(partition), partition, epoch))) {
         const unproven = Number.isFinite(since) ? `${Math.round(since)} ms` : 'ever';
         throw new FencedError(partition, `nothing proved epoch ${epoch ?? '(none)'} of partition ${partition} for ${unproven} (more than the session timeout), and it is no longer this worker's: no model request is sent`);
       }

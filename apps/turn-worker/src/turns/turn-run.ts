@@ -137,7 +137,7 @@ export class TurnRun {
     await store.check(partition);
     let event: DomainEvent | null;
     try {
-      event = await compaction({ pool: store.pool, key, conversation, keep: at.keep, turn: at.turn, step: at.step, budget: agent.loop.context, model: agent.model, signal });
+      event = await compaction({ pool: store.poolFor(partition), key, conversation, keep: at.keep, turn: at.turn, step: at.step, budget: agent.loop.context, model: agent.model, signal });
     } catch (error) {
       if (signal.aborted) throw error;
       options.log.warn('compacting the history failed; the step goes on without it', { conversation: key, turn: at.turn.id, error: String(error) });

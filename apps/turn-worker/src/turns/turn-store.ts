@@ -1,15 +1,16 @@
 import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
 import { conversationRules, type ConversationState } from '@rudder/conversation';
-import { appendToConversation, groupedWrites, type OutboxRelay, type Seen, type UnchangedWriter, type Written } from '@rudder/event-store';
-import type { Pool } from '@rudder/runtime';
+import { appendToConversation, groupedWrites, type ShardedRelay, type Seen, type UnchangedWriter, type Written } from '@rudder/event-store';
+import type { Pool, Sharded } from '@rudder/runtime';
 import type { HeldEpochs } from './held-epochs';
 
 export type TurnStoreOptions = {
-  pool: Pool;
+  /** The event store's primaries: a conversation is read and written on its partition's. */
+  pools: Sharded<Pool>;
   /** The epochs this worker holds, and when it last proved each: every write is checked against them. */
   held: HeldEpochs;
-  /** Publishes what each write stored. */
-  relay: Pick<OutboxRelay, 'enqueue'>;
+  /** Publishes what each write stored (given its partition: the relay of its primary). */
+  relay: Pick<ShardedRelay, 'enqueue'>;
   /** The channel every write is announced on as it commits, now (null: none). */
   announce?: () => string | null;
   /** Something is due at `dueAt` (an approval's timeout, a schedule's time): wake its conversation then (`Deadlines`; absent: only the store's deadlines read at an assignment wake it). */
@@ -21,15 +22,19 @@ export type TurnStoreOptions = {
  * one conversation under the epochs the worker holds, decided under the conversation's lock
  * (`appendToConversation`), the writes made at the same moment sharing one statement and one
  * commit (`groupedWrites`), each announced as it commits; then what follows a write (`handOver`):
- * the relay publishes it, and a deadline it stored wakes its conversation then.
+ * the relay publishes it, and a deadline it stored wakes its conversation then. Each primary
+ * has its own grouped writer: a statement, like a transaction, never spans two.
  */
 export class TurnStore {
-  readonly pool: Pool;
-  private readonly writeUnchanged: UnchangedWriter<ConversationState>;
+  private readonly writeUnchanged: readonly UnchangedWriter<ConversationState>[];
 
   constructor(private readonly options: TurnStoreOptions) {
-    this.pool = options.pool;
-    this.writeUnchanged = groupedWrites(options.pool, conversationRules, { announce: options.announce });
+    this.writeUnchanged = options.pools.all.map((pool) => groupedWrites(pool, conversationRules, { announce: options.announce }));
+  }
+
+  /** The primary that holds the conversations of `partition`. */
+  poolFor(partition: number): Pool {
+    return this.options.pools.forPartition(partition);
   }
 
   /**
@@ -40,14 +45,14 @@ export class TurnStore {
   async append(conversation: string, partition: number, seen: Seen<ConversationState>, decide: (state: ConversationState) => DomainEvent[]): Promise<Written & { earlier: ConversationEvent[] }> {
     const { held, announce } = this.options;
     const sentAt = held.now();
-    const written = await appendToConversation(this.pool, conversationRules, conversation, held.epochs(), decide, seen, this.writeUnchanged, { announce });
+    const written = await appendToConversation(this.poolFor(partition), conversationRules, conversation, held.epochs(), decide, seen, this.writeUnchanged[this.options.pools.shardOf(partition)], { announce });
     held.proven(partition, sentAt);
     return written;
   }
 
   /** After a write was folded: the relay publishes it, and the conversation's earliest deadline (`dueAt`, if any) wakes it then. */
-  handOver(written: Written, dueAt: string | null | undefined): void {
-    this.options.relay.enqueue(written);
+  handOver(written: Written, partition: number, dueAt: string | null | undefined): void {
+    this.options.relay.enqueue(written, partition);
     if (dueAt) this.options.wakeAt?.(dueAt);
   }
 
