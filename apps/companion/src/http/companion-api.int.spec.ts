@@ -84,7 +84,7 @@ describe('the companion HTTP API', () => {
     expect(path('conversations', KEY)).toBe('/conversations/user-42%2Ftrip');
     expect(await get(path('conversations', KEY))).toEqual({
       status: 200,
-      body: { key: KEY, running: null, steering: [], queue: [], lastInputId: 'i1', agent: null, context: NO_CONTEXT, owner: 'alice', grants: [], position: expect.any(Number), todos: [], awaiting: [], heldUntil: null },
+      body: { key: KEY, running: null, steering: [], queue: [], lastInputId: 'i1', agent: null, context: NO_CONTEXT, owner: 'alice', grants: [], position: expect.any(Number), todos: [], awaiting: [], heldUntil: null, schedules: [] },
     });
     expect(await get(path('conversations', 'user-42/later'))).toMatchObject({
       status: 200,
@@ -95,7 +95,7 @@ describe('the companion HTTP API', () => {
   it('answers an unknown conversation as idle and empty', async () => {
     expect(await get(path('conversations', 'nobody/yet'))).toEqual({
       status: 200,
-      body: { key: 'nobody/yet', running: null, steering: [], queue: [], lastInputId: null, agent: null, context: NO_CONTEXT, owner: null, grants: [], position: 0, todos: [], awaiting: [], heldUntil: null },
+      body: { key: 'nobody/yet', running: null, steering: [], queue: [], lastInputId: null, agent: null, context: NO_CONTEXT, owner: null, grants: [], position: 0, todos: [], awaiting: [], heldUntil: null, schedules: [] },
     });
   });
 

@@ -145,6 +145,7 @@ describe('foldEvents', () => {
       todos: [],
       awaiting: [],
       heldUntil: null,
+      schedules: [],
       position: expect.any(Number),
     });
     expect(await allMessages(key)).toEqual([]);
@@ -594,6 +595,7 @@ describe('foldEvents', () => {
       todos: [],
       awaiting: [],
       heldUntil: null,
+      schedules: [],
       position: expect.any(Number),
     });
     expect(await readInput(readModels, key, 'c3')).toMatchObject({ state: 'discarded', rejection: null });
@@ -647,6 +649,7 @@ describe('foldEvents', () => {
       todos: [],
       awaiting: [],
       heldUntil: null,
+      schedules: [],
       position: expect.any(Number),
     });
     expect(await readInput(readModels, key, 'r1')).toEqual({
@@ -840,6 +843,7 @@ describe('foldEvents', () => {
       todos: [],
       awaiting: [],
       heldUntil: null,
+      schedules: [],
       position: 0,
     });
   });

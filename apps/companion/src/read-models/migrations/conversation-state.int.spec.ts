@@ -60,6 +60,7 @@ describe('the conversation state migration', () => {
         todos: [],
         awaiting: [],
         heldUntil: null,
+        schedules: [],
         position: 6,
       });
       expect(await readConversationStatus(readModels, 'old/empty')).toMatchObject({ running: null, steering: [], queue: [], owner: null, position: 0 });
