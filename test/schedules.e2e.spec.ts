@@ -205,14 +205,15 @@ describe('schedules through faults: each time fires once', () => {
     expect((await stored(conversation, 'turn.started')).filter((d) => d.prompt.id === firingInputId('crash', at))).toHaveLength(1);
   }, 120_000);
 
-  it('the worker SIGKILLed after the reply with a schedule call is stored: its successor reruns the call, which makes the schedule once', async () => {
-    const doomed = await stack.startWorker({ CRASH_AT: 'after-reply-stored' });
+  // After the reply with the call is stored, and as its result is about to be: nothing of the call is stored yet either way.
+  it.each(['after-reply-stored', 'before-tool-result-stored'])('the worker SIGKILLed %s with a schedule call: its successor makes the call again, which makes the schedule once', async (point) => {
+    const doomed = await stack.startWorker({ CRASH_AT: point });
     const conversation = key('tool-crash');
     const at = inMs(2000);
     await callSchedule(alice, conversation, 'ask', { op: 'make', at, text: 'once only' });
     await doomed.exited;
     expect(doomed.child.signalCode).toBe('SIGKILL');
-    expect(doomed.output()).toContain('crashing at after-reply-stored');
+    expect(doomed.output()).toContain(`crashing at ${point}`);
     await stack.startWorker();
     await answered(alice.client, conversation, 'ask', 60_000);
     const made = await stored(conversation, 'schedule.made');
