@@ -181,6 +181,10 @@ describe('schedules the model makes (the schedule tool)', () => {
     expect(await answered(alice.client, conversation, firingInputId(id, at))).toMatchObject({ status: 'completed', prompt: { text: 'time to check the build' } });
     expect((await stored(conversation, 'input.accepted')).filter((d) => d.input.id === firingInputId(id, at)).map((d) => d.input.subject)).toEqual(['bob']);
     expect(await stored(conversation, 'schedule.fired')).toHaveLength(1);
+    // No client may take an id of the calls' form: it would be a call's schedule before the call is made.
+    const taken = `${turn.id}:call:0123456789abcdef`;
+    expect((await alice.http.post(conversation, '/schedules', { id: taken, at: inMs(60_000), text: 'x' })).status).toBe(400);
+    expect((await alice.http.delete(conversation, `/schedules/${id}`, { 'idempotency-key': taken })).status).toBe(400);
   });
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SCHEDULES_MAX, type DomainEvent, type InputRecord, type ToolCall } from '@rudder/contracts';
+import { InputRecord, SCHEDULES_MAX, type DomainEvent, type ToolCall } from '@rudder/contracts';
 import { startTurn } from '@rudder/agent/turn';
 import { evolve } from './event-rules';
 import { decideScheduleCall, scheduleCallInputId } from './schedule-calls';
@@ -46,6 +46,9 @@ describe('the schedule tool: a call decided under the lock by the schedule input
     const c = scheduleCallInputId('t2', 'call_1');
     expect(new Set([a, b, c]).size).toBe(3);
     for (const id of [a, b, c]) expect(id).toMatch(/^[A-Za-z0-9._:/-]{1,160}$/);
+    // No record on agent.inputs may take one: its once key would be the call's before the call is made.
+    expect(InputRecord.safeParse({ ...base, type: 'chat', id: a, messages: ['x'], onBusy: 'enqueue' }).success).toBe(false);
+    expect(InputRecord.safeParse({ ...base, type: 'chat', id: 't1:call:soon', messages: ['x'], onBusy: 'enqueue' }).success).toBe(true);
   });
 
   it('the bound: past SCHEDULES_MAX a make is an error result and changes nothing', () => {

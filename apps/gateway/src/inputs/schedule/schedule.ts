@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Headers, Inject, Injectable, Param, UseGuards } from '@nestjs/common';
 import {
-  InputId,
   ScheduleBody,
   ScheduleChangeBody,
   ScheduleId,
@@ -108,7 +107,7 @@ export class ScheduleHandler {
   }
 
   async cancel(request: ScheduleRequest, schedule: string): Promise<Answer> {
-    const id = request.idempotencyKey === undefined ? randomUUID() : parseEdge(InputId, request.idempotencyKey, 'Idempotency-Key');
+    const id = clientIdOf(undefined, request.idempotencyKey) ?? randomUUID();
     await this.access.mayWrite(request.key, request.subject);
     return this.submit(request, id, 'cancel', schedule, undefined);
   }
