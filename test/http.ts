@@ -27,7 +27,7 @@ export function createHttp(baseUrl: string, token?: string) {
     post: <T = any>(key: string, rest: string, body?: unknown, headers?: Record<string, string>) => request<T>('POST', key, rest, body, headers),
     put: <T = any>(key: string, rest: string, body?: unknown) => request<T>('PUT', key, rest, body),
     patch: <T = any>(key: string, rest: string, body?: unknown, headers?: Record<string, string>) => request<T>('PATCH', key, rest, body, headers),
-    delete: <T = any>(key: string, rest: string) => request<T>('DELETE', key, rest),
+    delete: <T = any>(key: string, rest: string, headers?: Record<string, string>) => request<T>('DELETE', key, rest, undefined, headers),
     /** The event stream's response, unread (`readEvents` in sse.ts reads it). */
     events: (key: string, headers: Record<string, string> = {}, signal?: AbortSignal) => fetch(url(key, '/events'), { headers: { ...auth(), ...headers }, signal }),
   };

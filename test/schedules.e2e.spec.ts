@@ -11,13 +11,16 @@ import { answered, callerOf, startStack, WAIT, type Stack } from './stack';
  * subject, a maker that lost `write`, a person who spoke since; and faults — the owning worker
  * SIGKILLed right after a firing's commit, every worker down across a firing's time, a second
  * worker joining (a rebalance) at the firing's time: each time fires once. Times are 1–3 s away.
+ * And the schedules a model makes with the built-in `schedule` tool (the test worker app's
+ * `scheduling` agent): made with the call's result, as the prompt's subject, once through a
+ * crash between the reply and the result.
  */
 let stack: Stack;
 let alice: ReturnType<typeof callerOf>;
 let bob: ReturnType<typeof callerOf>;
 let db: pg.Pool;
 beforeAll(async () => {
-  stack = await startStack({ script: testScript, workers: 0, workerEnv: { AUTH_TOKENS: 'alice-token=alice,bob-token=bob' } });
+  stack = await startStack({ script: testScript, workers: 0, workerEntry: 'test/agents/worker.ts', workerEnv: { AUTH_TOKENS: 'alice-token=alice,bob-token=bob' } });
   alice = callerOf(stack.gatewayUrl, 'alice-token');
   bob = callerOf(stack.gatewayUrl, 'bob-token');
   db = new pg.Pool({ connectionString: stack.env.DATABASE_URL, max: 2 });
@@ -149,6 +152,42 @@ describe('schedules', () => {
   });
 });
 
+/** The `scheduling` agent's model calls the `schedule` tool with `args` (the scripted model's `call`), for `subject`'s chat `id`. */
+const callSchedule = (caller: ReturnType<typeof callerOf>, conversation: string, id: string, args: Record<string, unknown>) =>
+  caller.client.chat(conversation, { text: `call schedule ${JSON.stringify(args)}`, id, agent: 'scheduling' });
+
+describe('schedules the model makes (the schedule tool)', () => {
+  beforeAll(() => stack.startWorker());
+  afterAll(() => stack.stopWorkers());
+
+  it('a call of schedule make stores the schedule with its result, made by the prompt`s subject; it fires once as a turn of the conversation', async () => {
+    const conversation = key('tool');
+    await alice.client.chat(conversation, { text: 'hello', id: 'open', agent: 'scheduling' });
+    await answered(alice.client, conversation, 'open');
+    await alice.http.put(conversation, '/grants/bob', { access: 'write' });
+    const at = inMs(2000);
+    await callSchedule(bob, conversation, 'ask', { op: 'make', at, text: 'time to check the build' });
+    const turn = await answered(bob.client, conversation, 'ask');
+    const [made] = await stored(conversation, 'schedule.made');
+    const id = made.schedule.id;
+    expect(turn.content).toContain(`Made: schedule ${id}, next at ${at}`);
+    const listed = await alice.http.get(conversation, '/schedules');
+    expect(listed.body.items).toEqual([expect.objectContaining({ id, at, next: at, maker: 'bob', text: 'time to check the build', onBusy: 'enqueue' })]);
+    // The schedule's event right after the call's result, in its transaction (`at` is the transaction's now()).
+    const { rows } = await db.query('SELECT type, position, at FROM event_store.events WHERE conversation = $1 AND type IN ($2, $3) ORDER BY position', [conversation, 'tool.ended', 'schedule.made']);
+    expect(rows.map((r) => r.type)).toEqual(['tool.ended', 'schedule.made']);
+    expect(rows[1].at).toEqual(rows[0].at);
+    expect(await decided(conversation, id)).toMatchObject({ at, accepted: true, input: firingInputId(id, at) });
+    expect(await answered(alice.client, conversation, firingInputId(id, at))).toMatchObject({ status: 'completed', prompt: { text: 'time to check the build' } });
+    expect((await stored(conversation, 'input.accepted')).filter((d) => d.input.id === firingInputId(id, at)).map((d) => d.input.subject)).toEqual(['bob']);
+    expect(await stored(conversation, 'schedule.fired')).toHaveLength(1);
+    // No client may take an id of the calls' form: it would be a call's schedule before the call is made.
+    const taken = `${turn.id}:call:0123456789abcdef`;
+    expect((await alice.http.post(conversation, '/schedules', { id: taken, at: inMs(60_000), text: 'x' })).status).toBe(400);
+    expect((await alice.http.delete(conversation, `/schedules/${id}`, { 'idempotency-key': taken })).status).toBe(400);
+  });
+});
+
 describe('schedules through faults: each time fires once', () => {
   // Each test starts the workers it needs: one killed midway leaves none behind for the next.
   afterEach(() => stack.stopWorkers());
@@ -168,6 +207,26 @@ describe('schedules through faults: each time fires once', () => {
     expect(turn.status).toBe('completed');
     expect(await stored(conversation, 'schedule.fired')).toHaveLength(1);
     expect((await stored(conversation, 'turn.started')).filter((d) => d.prompt.id === firingInputId('crash', at))).toHaveLength(1);
+  }, 120_000);
+
+  // After the reply with the call is stored, and as its result is about to be: nothing of the call is stored yet either way.
+  it.each(['after-reply-stored', 'before-tool-result-stored'])('the worker SIGKILLed %s with a schedule call: its successor makes the call again, which makes the schedule once', async (point) => {
+    const doomed = await stack.startWorker({ CRASH_AT: point });
+    const conversation = key('tool-crash');
+    const at = inMs(2000);
+    await callSchedule(alice, conversation, 'ask', { op: 'make', at, text: 'once only' });
+    await doomed.exited;
+    expect(doomed.child.signalCode).toBe('SIGKILL');
+    expect(doomed.output()).toContain(`crashing at ${point}`);
+    await stack.startWorker();
+    await answered(alice.client, conversation, 'ask', 60_000);
+    const made = await stored(conversation, 'schedule.made');
+    expect(made).toHaveLength(1);
+    expect(await stored(conversation, 'tool.ended')).toHaveLength(1);
+    const { id } = made[0].schedule;
+    await answered(alice.client, conversation, (await decided(conversation, id)).input, 60_000);
+    expect(await stored(conversation, 'schedule.fired')).toHaveLength(1);
+    expect((await alice.client.schedules(conversation)).items).toEqual([]);
   }, 120_000);
 
   it('every worker down across the firing time: it fires once, late, when a worker comes back; one past its maxLateness is skipped', async () => {

@@ -26,7 +26,9 @@
  * - `triage` and `specialist` hand conversations to each other (`handoffs`), each with
  *   instructions that name it (`HANDOFF_INSTRUCTIONS`); `filtering` hands to `specialist` with a
  *   filter that drops every tool output and every earlier turn from the specialist's requests
- *   (test/handoffs.e2e.spec.ts).
+ *   (test/handoffs.e2e.spec.ts);
+ * - `scheduling`: the tools, and the built-in `schedule` tool (`schedules: true`) that makes
+ *   schedules of its own conversation (test/schedules.e2e.spec.ts).
  */
 import 'reflect-metadata';
 import { appendFile } from 'node:fs/promises';
@@ -173,6 +175,7 @@ const agents: AgentDefinition[] = [
   { ...defaultAgent, name: 'approving', tools: [...tools, ApprovalTools] },
   { ...defaultAgent, name: 'approving-quiet', tools: [...tools, ApprovalTools], steering: { maxTaken: 0 } },
   { ...defaultAgent, name: 'triage', instructions: HANDOFF_INSTRUCTIONS.triage, tools, handoffs: [{ agent: 'specialist', description: 'Hands the conversation to the specialist.' }] },
+  { ...defaultAgent, name: 'scheduling', tools, schedules: true },
   { ...defaultAgent, name: 'specialist', instructions: HANDOFF_INSTRUCTIONS.specialist, tools, handoffs: ['triage'] },
   {
     ...defaultAgent,

@@ -7,6 +7,7 @@ export * from './messages';
 export * from './model';
 export * from './output-guard';
 export * from './run-options';
+export * from './schedules';
 export * from './tokens';
 export * from './todos';
 export * from './tools';

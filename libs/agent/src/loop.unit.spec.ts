@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import type { DomainEvent } from '@rudder/contracts';
+import type { DomainEvent, ToolCall } from '@rudder/contracts';
 import { demoScript, reply, startScriptedModel, toolResults, type ScriptedModel } from '@rudder/scripted-model';
 import { contextBudget, SUMMARY_HEADING } from './context';
 import { runTurn } from './loop';
@@ -45,6 +45,8 @@ type RunOptions = {
   history?: ModelMessage[][];
   windDown?: AbortSignal;
   pending?: () => number;
+  /** What the runner decides for a call of the built-in `schedule` tool at its step (stored as a commit). */
+  scheduleCall?: (call: ToolCall, step: number) => DomainEvent[];
 };
 
 /** Starts a turn; `commits` and `tokens` fill as it runs, `ended` settles with it (rejects when it is aborted). */
@@ -52,16 +54,19 @@ function start(options: RunOptions = {}) {
   const commits: DomainEvent[][] = [];
   const tokens: string[] = [];
   const turn = options.turn ?? startTurn('t1', prompt);
+  const commit = storeFrom(turn, (events) => {
+    commits.push(events);
+    return events;
+  });
+  const { scheduleCall } = options;
   const ended = runTurn({
     conversation: 'c',
     agent: options.agent ?? agent,
     model: options.model ?? model(),
     history: () => ({ summary: null, earlier: (options.history ?? []).map((messages) => ({ messages })) }),
     turn,
-    commit: storeFrom(turn, (events) => {
-      commits.push(events);
-      return events;
-    }),
+    commit,
+    ...(scheduleCall ? { scheduleCall: (call: ToolCall, step: number) => commit(scheduleCall(call, step)) } : {}),
     onToken: (_, text) => tokens.push(text),
     now,
     signal: options.signal ?? new AbortController().signal,
@@ -423,6 +428,36 @@ describe('the plan (the built-in todos tool)', () => {
     expect(server.requests[before].body.tools?.map((t) => (t.type === 'function' ? t.function.name : ''))).toEqual(['wait']);
     expect(commits[1]).toEqual([expect.objectContaining({ type: 'tool.ended', data: expect.objectContaining({ isError: true, result: 'error: there is no tool named "todos"' }) })]);
     expect(ended.todos.items).toEqual([]);
+  });
+});
+
+describe('the schedule tool (built in)', () => {
+  it('an agent that makes schedules offers it; its call is stored by the runner (scheduleCall) with the result it decides; without it, a call is an unknown tool', async () => {
+    const before = server.requests.length;
+    server.setScript((request) =>
+      toolResults(request).length > 0
+        ? reply.text(`got ${toolResults(request).map((r) => r.content).join(', ')}`)
+        : reply.tools([
+            { id: 'c1', name: 'schedule', arguments: { op: 'list' } },
+            { id: 'c2', name: 'wait', arguments: { ms: 1 } },
+          ]),
+    );
+    const asked: [string, number][] = [];
+    const scheduleCall = (call: ToolCall, step: number): DomainEvent[] => {
+      asked.push([call.id, step]);
+      return [{ type: 'tool.ended', data: { turn: 't1', step, callId: call.id, name: call.name, result: 'no schedules', isError: false } }];
+    };
+    const { commits, ended } = await run({ agent: { ...agent, schedules: true }, scheduleCall });
+    expect(server.requests[before].body.tools?.map((t) => (t.type === 'function' ? t.function.name : ''))).toEqual(['wait', 'schedule']);
+    expect(asked).toEqual([['c1', 0]]);
+    expect(commits.slice(1, 3).map((c) => c.map((e) => (e.type === 'tool.ended' ? e.data.callId : e.type))).sort()).toEqual([['c1'], ['c2']]);
+    expect(ended.answers).toEqual([expect.stringMatching(/^got (no schedules, waited 1 ms|waited 1 ms, no schedules)$/)]);
+
+    const without = server.requests.length;
+    const plain = await run({ scheduleCall });
+    expect(server.requests[without].body.tools?.map((t) => (t.type === 'function' ? t.function.name : ''))).toEqual(['wait']);
+    expect(plain.commits.flat().find((e) => e.type === 'tool.ended' && e.data.callId === 'c1')).toMatchObject({ data: { isError: true, result: 'error: there is no tool named "schedule"' } });
+    expect(asked).toHaveLength(1);
   });
 });
 

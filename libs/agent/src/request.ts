@@ -2,6 +2,7 @@ import type { TurnState } from './turn';
 import type { RunTurnOptions, Agent } from './run-options';
 import { fitRequest, type FittedRequest, type RequestParts } from './context';
 import { transferTool, withEveryOutput } from './handoffs';
+import { scheduleTool } from './schedules';
 import { planMessage, todosTool } from './todos';
 import type { Tool } from './tools';
 
@@ -9,14 +10,15 @@ import type { Tool } from './tools';
 const offeredWith = new WeakMap<readonly Tool[], { agent: Agent; offered: readonly Tool[] }>();
 
 /**
- * The tools a model request offers: the agent's, the built-in `todos` when it keeps a plan, and
- * a built-in `transfer_to_<name>` for each agent it may hand the conversation to.
+ * The tools a model request offers: the agent's, the built-in `todos` when it keeps a plan, the
+ * built-in `schedule` when it makes schedules, and a built-in `transfer_to_<name>` for each agent
+ * it may hand the conversation to.
  */
 export function offeredTools(agent: Agent): readonly Tool[] {
-  if (!agent.todos && !agent.handoffs?.length) return agent.tools;
+  if (!agent.todos && !agent.schedules && !agent.handoffs?.length) return agent.tools;
   const made = offeredWith.get(agent.tools);
-  if (made && made.agent.todos === agent.todos && made.agent.handoffs === agent.handoffs) return made.offered;
-  const offered = [...agent.tools, ...(agent.todos ? [todosTool] : []), ...(agent.handoffs ?? []).map(transferTool)];
+  if (made && made.agent.todos === agent.todos && made.agent.schedules === agent.schedules && made.agent.handoffs === agent.handoffs) return made.offered;
+  const offered = [...agent.tools, ...(agent.todos ? [todosTool] : []), ...(agent.schedules ? [scheduleTool] : []), ...(agent.handoffs ?? []).map(transferTool)];
   offeredWith.set(agent.tools, { agent, offered });
   return offered;
 }

@@ -2,7 +2,7 @@
  * What the agent loop (`runTurn`, loop.ts) is given — the agent, the model, the turn as stored
  * and the runner's hooks — and what each of its commits answers.
  */
-import type { DomainEvent } from '@rudder/contracts';
+import type { DomainEvent, ToolCall } from '@rudder/contracts';
 import type { ContextBudget } from './context';
 import type { HandoffFilter, HandoffTarget } from './handoffs';
 import type { ModelClient } from './model';
@@ -24,6 +24,11 @@ export type Agent = {
    * request carries the plan right after the instructions.
    */
   todos: boolean;
+  /**
+   * Whether its model makes schedules of its conversation (schedules.ts): it gets the built-in
+   * `schedule` tool, whose calls the runner stores (`RunTurnOptions.scheduleCall`). Default false.
+   */
+  schedules?: boolean;
   /** Its name: what `agent.changed` says a handoff came from, and how a run knows the turn was handed to another. */
   name?: string;
   /**
@@ -96,6 +101,12 @@ export type RunTurnOptions = {
    * the turn resumes from what was stored.
    */
   commit(events: DomainEvent[]): Promise<StoredTurn>;
+  /**
+   * Stores a call of the built-in `schedule` tool made at `step`, as `commit` does: its result and
+   * what it did to the conversation's schedules are decided together under the conversation's
+   * lock, where its schedules are. Absent: such a call is answered that schedules are not kept here.
+   */
+  scheduleCall?(call: ToolCall, step: number): Promise<StoredTurn>;
   onToken?: (step: number, text: string) => void;
   /**
    * Runs before each model request. A rejection ends the run before the request is sent,

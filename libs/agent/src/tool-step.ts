@@ -3,6 +3,7 @@ import type { DomainEvent, ToolCall } from '@rudder/contracts';
 import type { RunTurnOptions, StoredTurn } from './run-options';
 import { handoffOf, handOff } from './handoffs';
 import { speculate, type Ahead } from './speculation';
+import { SCHEDULE_TOOL } from './schedules';
 import { changeTodos, TODOS_TOOL } from './todos';
 import { needsApproval, runToolCall, type ToolContext, type ToolResult } from './tools';
 import { evolveTurn, type CallApproval, type TurnState } from './turn';
@@ -13,6 +14,8 @@ import { evolveTurn, type CallApproval, type TurnState } from './turn';
  * A call of the built-in `todos` tool is made at its commit, from the plan as the commits before
  * it left it, and stored with its result (`todos.updated`): two calls of one reply change the
  * plan one after the other, and a crash before the commit leaves the plan as it was. A call of
+ * the built-in `schedule` tool is stored so too, decided by the runner under the conversation's
+ * lock (`scheduleCall`): its result and the schedule it made, changed or cancelled, together. A call of
  * a built-in `transfer_to_<name>` tool is made so too, once every other call of the step is
  * stored (or waits for a person): its result and `agent.changed` are stored together
  * (`handOff`); a later one of the same reply is answered that the first one won.
@@ -32,13 +35,14 @@ export async function runTools(turn: TurnState, { step, at }: { step: number; at
     type: 'tool.ended',
     data: { turn: turn.id, step, callId: call.id, name: call.name, result, isError },
   });
-  const store = (events: (before: StoredTurn) => DomainEvent[]) => {
+  const storeWith = (commit: (before: StoredTurn) => Promise<StoredTurn>) => {
     stored = stored.then(async (before) => {
-      const after = await options.commit(events(before));
+      const after = await commit(before);
       return before.ended ? before : after;
     });
     return stored;
   };
+  const store = (events: (before: StoredTurn) => DomainEvent[]) => storeWith((before) => options.commit(events(before)));
   const transfers = calls.flatMap((call) => {
     const target = handoffOf(options.agent.handoffs, call);
     return target ? [{ call, target }] : [];
@@ -60,6 +64,13 @@ export async function runTools(turn: TurnState, { step, at }: { step: number; at
           if (change.list) events.push({ type: 'todos.updated', data: { turn: turn.id, step, callId: call.id, ...change.list } });
           return events;
         });
+        return;
+      }
+      if (options.agent.schedules && call.name === SCHEDULE_TOOL) {
+        const { scheduleCall } = options;
+        await (scheduleCall
+          ? storeWith(() => scheduleCall(call, step))
+          : store(() => [ended(call, { result: 'error: this runner keeps no schedules (nothing changed)', isError: true })]));
         return;
       }
       if (await needsApproval(options.agent.tools, call, context)) {

@@ -11,7 +11,7 @@ import { toAiMessages } from './messages';
 export type AiSdkAgentSettings = ToolLoopAgentSettings<never, ToolSet, any> & { system?: ToolLoopAgentSettings['instructions'] };
 
 /** Rudder's own settings of an agent, besides the framework's (`AgentDefinition`). */
-export type RudderSettings = Omit<AgentDefinition, 'name' | 'instructions' | 'loop' | 'model' | 'tools' | 'mcp' | 'todos' | 'context'>;
+export type RudderSettings = Omit<AgentDefinition, 'name' | 'instructions' | 'loop' | 'model' | 'tools' | 'mcp' | 'todos' | 'schedules' | 'context'>;
 
 /**
  * An agent written with Vercel's AI SDK (`ai` 6), run behind Rudder unchanged: a

@@ -20,6 +20,13 @@ export const firingInputId = (schedule: string, at: string): string => `${schedu
 /** An id of a schedule's firing's form (`firingInputId`): the worker makes those; no record on `agent.inputs` and no client may use one. */
 export const isFiringInputId = (id: string): boolean => /:fired:\d+$/.test(id);
 
+/**
+ * An id of the form of the inputs calls of the built-in `schedule` tool stand for
+ * (`<turn>:call:<16 hex>`, `scheduleCallInputId` of @rudder/conversation): the worker makes
+ * those; a client's would take a call's schedule id, or its once key, before the call is made.
+ */
+export const isScheduleCallInputId = (id: string): boolean => /:call:[0-9a-f]{16}$/.test(id);
+
 /** An approval's id, made by the worker (`approval.requested`): the input ids' alphabet, so it is safe in paths. */
 export const ApprovalId = z
   .string()

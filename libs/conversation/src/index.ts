@@ -6,4 +6,5 @@ export * from './once-keys';
 export * from './receipts';
 export * from './rules';
 export * from './same-input';
+export * from './schedule-calls';
 export * from './state';

@@ -1,4 +1,4 @@
-import { ConversationKey, InputId, isFiringInputId } from '@rudder/contracts';
+import { ConversationKey, InputId, isFiringInputId, isScheduleCallInputId } from '@rudder/contracts';
 import type { z } from 'zod';
 import { GatewayError, badInput } from '../errors/gateway-error';
 import { isDotSegment } from '../hostile-input/request-checks';
@@ -50,5 +50,7 @@ export function clientIdOf(bodyId: string | undefined, header: string | undefine
   const id = bodyId ?? fromHeader;
   // The worker makes a schedule's firings under ids of this form: a client's would take one's place.
   if (id !== undefined && isFiringInputId(id)) throw new GatewayError('bad_request', 'bad id: an id may not end in :fired:<digits> (the ids of schedules\' firings)');
+  // And the schedule tool's calls under ids of this form: a client's would take a call's schedule id before the call is made.
+  if (id !== undefined && isScheduleCallInputId(id)) throw new GatewayError('bad_request', 'bad id: an id may not end in :call:<16 hex digits> (the ids of the schedule tool\'s calls)');
   return id;
 }

@@ -81,6 +81,14 @@ export type AgentDefinition = {
    */
   todos?: boolean;
   /**
+   * Whether its model makes schedules of the conversation it answers in (docs/agents.md,
+   * "Schedules the model makes"): it gets the built-in `schedule` tool (so no tool of its own may
+   * be named `schedule`) to make, change, cancel and list them, each call decided under the
+   * conversation's lock as a `schedule` input of the turn's prompt's subject, bounded as theirs
+   * (SCHEDULES_MAX). Rudder's own loop only. Default false.
+   */
+  schedules?: boolean;
+  /**
    * How the follow-up suggestions and the recap of its conversations are made (docs/agents.md,
    * "Follow-ups and recap"): `followupsPrompt` and `recapPrompt` replace the deployment's
    * instructions of each kind (the answer's JSON shape is always added after them), `model`

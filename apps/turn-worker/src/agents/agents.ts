@@ -7,6 +7,7 @@ import {
   openAiModel,
   runTurn,
   textTokens,
+  SCHEDULE_TOOL,
   TODOS_TOOL,
   transferToolName,
   type Agent,
@@ -177,6 +178,9 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     if (!affordances.success) throw new Error(`TurnWorkerModule: agent ${definition.name}: affordances: ${affordances.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     const todos = definition.todos ?? false;
     if (todos && names.includes(TODOS_TOOL)) throw new Error(`TurnWorkerModule: agent ${definition.name} keeps a plan, whose built-in tool is named ${TODOS_TOOL}: name its own tool otherwise`);
+    const schedules = definition.schedules ?? false;
+    if (schedules && names.includes(SCHEDULE_TOOL)) throw new Error(`TurnWorkerModule: agent ${definition.name} makes schedules, whose built-in tool is named ${SCHEDULE_TOOL}: name its own tool otherwise`);
+    if (schedules && definition.loop) throw new Error(`TurnWorkerModule: agent ${definition.name} runs a framework's loop: the built-in schedule tool is Rudder's own loop's`);
     const handoffs = handoffTargets(definition);
     const transfers = handoffs.map((h) => transferToolName(h.agent));
     const taken = names.find((n) => transfers.includes(n));
@@ -192,7 +196,7 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
     // A new array each time they change, the same one meanwhile (the tools' token count is kept by array).
     let offered: readonly Tool[] = own;
     // An MCP tool named as one of its own, or as a built-in tool (the plan's, a transfer's), is left out (and said).
-    const connections: McpConnection[] = this.mcpOf(definition, new Set([...names, ...(todos ? [TODOS_TOOL] : []), ...transfers]), () => {
+    const connections: McpConnection[] = this.mcpOf(definition, new Set([...names, ...(todos ? [TODOS_TOOL] : []), ...(schedules ? [SCHEDULE_TOOL] : []), ...transfers]), () => {
       offered = withMcpTools(own, connections);
     });
     return {
@@ -205,6 +209,7 @@ export class AgentRegistry implements Agents, OnModuleInit, OnApplicationBootstr
         maxSteps: definition.maxSteps ?? 32,
         context,
         todos,
+        schedules,
         name: definition.name,
         handoffs: handoffs.map(({ agent, description }) => (description === undefined ? { agent } : { agent, description })),
         ...(outputGuard ? { outputGuard } : {}),

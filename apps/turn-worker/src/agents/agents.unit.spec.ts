@@ -111,6 +111,14 @@ describe('an agent’s plan and affordances', () => {
     expect(registry([defaultAgent]).get(null)?.loop.todos).toBe(true);
   });
 
+  it('the schedule tool takes the name schedule: an agent that makes schedules may not have a tool of its own named so, nor a framework`s loop', () => {
+    const own = defineTool({ name: 'schedule', description: 'mine', parameters: z.object({}), run: async () => 'ok' });
+    expect(() => registry([{ ...defaultAgent, tools: [own], schedules: true }])).toThrow(/makes schedules, whose built-in tool is named schedule/);
+    expect(registry([{ ...defaultAgent, tools: [own] }]).get(null)?.loop.schedules).toBe(false);
+    expect(registry([{ ...defaultAgent, schedules: true }]).get(null)?.loop.schedules).toBe(true);
+    expect(() => registry([{ ...defaultAgent, schedules: true, loop: async (options) => options.turn }])).toThrow(/framework's loop: the built-in schedule tool/);
+  });
+
   it('its follow-ups and recap settings are registered as given, and refused at start-up when they are not the shape', () => {
     const affordances = { followupsPrompt: 'suggest', model: 'small' };
     expect(registry([{ ...defaultAgent, affordances }, { ...defaultAgent, name: 'plain' }]).affordances()).toEqual([

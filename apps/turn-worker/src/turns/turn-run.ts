@@ -1,6 +1,6 @@
-import type { ConversationEvent, DomainEvent } from '@rudder/contracts';
+import type { ConversationEvent, DomainEvent, ToolCall } from '@rudder/contracts';
 import type { StoredTurn, TurnState } from '@rudder/agent';
-import { decideTurnCommit, type ConversationState } from '@rudder/conversation';
+import { decideScheduleCall, decideTurnCommit, type ConversationState } from '@rudder/conversation';
 import { hop, inSpan, tracerOf } from '@rudder/runtime';
 import type { RunnableAgent } from '../agents/agents';
 import { inputTraceContext } from '../tracing/input-traces';
@@ -85,6 +85,7 @@ export class TurnRun {
           maxSteps: agent.loop.maxSteps,
           context: agent.loop.context,
           todos: agent.loop.todos,
+          schedules: agent.loop.schedules,
           name: agent.name,
           handoffs: agent.loop.handoffs,
           ...(filter ? { filter } : {}),
@@ -102,6 +103,7 @@ export class TurnRun {
         compact: (at) => this.compact(agent, at, signal),
         turn,
         commit: (events) => this.commit(events),
+        scheduleCall: (call, step) => this.scheduleCall(call, step),
         // After a pause past the session timeout, the partition may be another worker's: ask the model only if it is still ours.
         beforeModelRequest: () => {
           hop('worker.model-request');
@@ -156,13 +158,31 @@ export class TurnRun {
    * whether it came back with this write or as news.
    */
   private async commit(events: DomainEvent[]): Promise<StoredTurn> {
+    if (events.some((e) => e.type === 'model.replied')) this.services.tokens.flushTokens();
+    if (events.some((e) => e.type === 'tool.ended')) this.services.options.fault('before-tool-result-stored');
+    return this.commitDecided(() => events);
+  }
+
+  /**
+   * Stores a call of the built-in `schedule` tool at `step` as a commit of the running turn: its
+   * result and its schedule's event decided under the lock from the state there (`decideScheduleCall`).
+   */
+  private async scheduleCall(call: ToolCall, step: number): Promise<StoredTurn> {
+    this.services.options.fault('before-tool-result-stored');
+    const { turn, runner, services } = this;
+    return this.commitDecided((state) => decideScheduleCall(state, turn, { step, call, conversation: runner.key, now: new Date(), agents: services.agents }));
+  }
+
+  /** A commit of what `decide` makes of the state under the lock, decided as a commit of the running turn (`decideTurnCommit`). */
+  private async commitDecided(decide: (state: ConversationState) => DomainEvent[]): Promise<StoredTurn> {
     const { fold } = this.runner;
     const { fault } = this.services.options;
-    if (events.some((e) => e.type === 'model.replied')) this.services.tokens.flushTokens();
     const turn = fold.conversation?.running;
-    if (events.some((e) => e.type === 'tool.ended')) fault('before-tool-result-stored');
     hop('worker.commit');
-    const { stored, ended } = await this.runner.append((state) => (turn ? decideTurnCommit(state, turn, events) : events));
+    const { stored, ended } = await this.runner.append((state) => {
+      const events = decide(state);
+      return turn ? decideTurnCommit(state, turn, events) : events;
+    });
     hop('worker.committed');
     if (stored.some((e) => e.type === 'model.replied' && e.data.toolCalls.length > 0)) fault('after-reply-stored');
     if (stored.some((e) => e.type === 'tool.ended')) fault('after-tool-result-stored');

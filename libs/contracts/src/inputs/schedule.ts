@@ -104,6 +104,29 @@ export const ScheduleChangeBody = z
   .refine((b) => b.text === undefined || b.messages === undefined, { message: 'give text or messages, not both' });
 export type ScheduleChangeBody = z.infer<typeof ScheduleChangeBody>;
 
+/** The name of the built-in tool an agent's model makes schedules of its own conversation with (an agent's `schedules: true`). */
+export const SCHEDULE_TOOL = 'schedule';
+
+/**
+ * The arguments of the built-in `schedule` tool: `op` `make` (the fields of a POST, `text` for
+ * what it sends), `change` (the schedule `id` and the fields it changes, as a PATCH), `cancel`
+ * (`id`) or `list`. Which fields an op takes is checked where the call is decided
+ * (`scheduleCallOf`, @rudder/conversation), so the model reads why in the result.
+ */
+export const ScheduleToolArguments = z
+  .object({
+    op: z.enum(['make', 'change', 'cancel', 'list']).describe('make a schedule, change or cancel one by its id, or list them'),
+    id: ScheduleId.optional().describe('change and cancel: the schedule, as make or list answered it'),
+    at: bodyFields.at.describe('make or change: the time it fires once, ISO 8601 with its offset (2026-03-29T09:00:00+02:00) or Z'),
+    every: bodyFields.every.describe('make or change, instead of at: a cron expression of 5 or 6 fields, read in tz'),
+    tz: bodyFields.tz.describe('the IANA time zone every is read in (UTC when absent)'),
+    text: BodyText.optional().describe('make (needed) or change: the message sent to this conversation at its time, as from the person you answer'),
+    onBusy: bodyFields.onBusy.describe('what it does while a turn runs: enqueue (default: a follow-up after it), steer (a message to it), skip (nothing)'),
+    unlessUserSpokeSince: bodyFields.unlessUserSpokeSince.describe('skip it when the person wrote since it was made or last due'),
+  })
+  .strict();
+export type ScheduleToolArguments = z.infer<typeof ScheduleToolArguments>;
+
 /** A schedule as the API answers it: its view, with its messages as one `text`. */
 export const ScheduleItem = ScheduleView.extend({ text: z.string() }).meta({
   id: 'Schedule',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConversationKey, InputId, isFiringInputId } from '../conversation-key';
+import { ConversationKey, InputId, isFiringInputId, isScheduleCallInputId } from '../conversation-key';
 import type { EventContract } from '../event-parts';
 import { StorableString } from '../storable-text';
 
@@ -17,8 +17,11 @@ export const BodyText = StorableString.trim().min(1, 'text must not be empty');
  */
 export const envelope = {
   v: z.literal(1),
-  /** Idempotency key: the same id again is the same input and is handled once. Never a schedule's firing's (`firingInputId`): those the worker makes. */
-  id: InputId.refine((id) => !isFiringInputId(id), 'an input id may not end in :fired:<digits> (the ids of schedules\' firings)'),
+  /** Idempotency key: the same id again is the same input and is handled once. Never a schedule's firing's (`firingInputId`) nor a schedule call's (`isScheduleCallInputId`): those the worker makes. */
+  id: InputId.refine((id) => !isFiringInputId(id), 'an input id may not end in :fired:<digits> (the ids of schedules\' firings)').refine(
+    (id) => !isScheduleCallInputId(id),
+    'an input id may not end in :call:<16 hex digits> (the ids of the schedule tool\'s calls)',
+  ),
   conversation: ConversationKey,
   /** Who wrote it (the gateway's authenticated subject); other producers name themselves. */
   subject: StorableString.min(1).max(200).default('anonymous'),

@@ -24,7 +24,7 @@ export type { PromoteAnswer } from './promote';
 export type { RetractAnswer } from './retract';
 export type { RollbackAnswer, RollbackRefusal } from './rollback';
 export { lastTurnOf } from './rollback';
-export { cronError, nextFiring, scheduleItem, type Schedule, type ScheduleAnswer, type ScheduleRefusal } from './schedule';
+export { AT_PASSED_MS, cronError, nextFiring, scheduleFieldsOf, scheduleItem, scheduleRules, type FieldRefusal, type Schedule, type ScheduleAnswer, type ScheduleFieldsGiven, type ScheduleRefusal } from './schedule';
 export type { DecisionContext, Guarded, InputOf, InputRules, OutcomeOf, Reading, Receipt } from './rules';
 export type { SteerAnswer } from './steer';
 export type { StopAnswer } from './stop';

@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import { inputText, SCHEDULE_TEXT_MAX, SCHEDULES_MAX, type DomainEvent, type EventDataOf, type ScheduleFields, type ScheduleItem, type ScheduleView } from '@rudder/contracts';
+import { inputText, SCHEDULE_TEXT_MAX, SCHEDULES_MAX, type DomainEvent, type ScheduleChangeBody, type EventDataOf, type ScheduleFields, type ScheduleItem, type ScheduleView } from '@rudder/contracts';
 import { receiptKey } from '../once-keys';
 import type { ConversationState } from '../state';
 import { REUSED, type InputOf, type InputRules } from './rules';
@@ -37,6 +37,50 @@ export function cronError(every: string, tz: string | null, now: Date): string |
   } catch (error) {
     return `the cron expression ${every} is refused: ${error instanceof Error ? error.message : String(error)}`;
   }
+}
+
+/**
+ * How long ago an `at` may have passed and still be taken (it fires at once): a make retried a
+ * moment after its time is the same make, not a mistake; one further in the past is refused (400 at the door, an error result for the tool).
+ */
+export const AT_PASSED_MS = 60_000;
+
+/** The fields a body (a POST's, a PATCH's) or a call of the `schedule` tool gives. */
+export type ScheduleFieldsGiven = Partial<Pick<ScheduleChangeBody, 'at' | 'every' | 'tz' | 'text' | 'messages' | 'onBusy' | 'unlessUserSpokeSince' | 'maxLateness'>>;
+
+/** Why the fields given make no schedule: the field (`path`), what is wrong with it (`message`), and in a word (`detail`). */
+export type FieldRefusal = { path: string; message: string; detail: string };
+
+/**
+ * The record's fields from a body or a tool call, checked at `now`: `at` in UTC (not more than
+ * AT_PASSED_MS in the past), `every` a cron expression croner takes in `tz`, `text` as one
+ * message, at most SCHEDULE_TEXT_MAX characters. What the body leaves out stays out (a change
+ * keeps the schedule's own; a make takes the defaults under the lock).
+ */
+export function scheduleFieldsOf(body: ScheduleFieldsGiven, now: Date): { fields: Partial<ScheduleFields> } | FieldRefusal {
+  const fields: Partial<ScheduleFields> = {};
+  if (body.at !== undefined) {
+    const at = new Date(body.at);
+    if (at.getTime() < now.getTime() - AT_PASSED_MS) {
+      return { path: 'at', message: `${body.at} passed more than ${AT_PASSED_MS / 1000} s ago (it is ${now.toISOString()})`, detail: 'has passed' };
+    }
+    fields.at = at.toISOString();
+  }
+  if (body.tz !== undefined) fields.tz = body.tz;
+  if (body.every !== undefined) {
+    const error = cronError(body.every, body.tz ?? null, now);
+    if (error !== null) return { path: 'every', message: error, detail: error };
+    fields.every = body.every;
+  }
+  if (body.text !== undefined || body.messages !== undefined) fields.messages = body.messages ?? [body.text as string];
+  const chars = [...inputText(fields.messages ?? [])].length;
+  if (chars > SCHEDULE_TEXT_MAX) {
+    return { path: 'text', message: `a schedule's text is at most ${SCHEDULE_TEXT_MAX} characters (${chars} given)`, detail: 'too long' };
+  }
+  if (body.onBusy !== undefined) fields.onBusy = body.onBusy;
+  if (body.unlessUserSpokeSince !== undefined) fields.unlessUserSpokeSince = body.unlessUserSpokeSince;
+  if (body.maxLateness !== undefined) fields.maxLateness = body.maxLateness;
+  return { fields };
 }
 
 /** A schedule as the API answers it: its view, its messages as one text. */

@@ -1,9 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Headers, Inject, Injectable, Param, UseGuards } from '@nestjs/common';
 import {
-  InputId,
-  inputText,
-  SCHEDULE_TEXT_MAX,
   ScheduleBody,
   ScheduleChangeBody,
   ScheduleId,
@@ -13,7 +10,7 @@ import {
   type SchedulesAnswer as Schedules,
   type ScheduleItem as Item,
 } from '@rudder/contracts';
-import { cronError, scheduleItem, type InputOf, type ScheduleAnswer, type ScheduleRefusal } from '@rudder/conversation';
+import { scheduleFieldsOf, scheduleItem, type InputOf, type ScheduleAnswer, type ScheduleRefusal } from '@rudder/conversation';
 import { z } from 'zod';
 import { AuthGuard, Subject } from '../../auth/auth.guard';
 import { ConversationAccess } from '../../companion/conversation-access';
@@ -110,7 +107,7 @@ export class ScheduleHandler {
   }
 
   async cancel(request: ScheduleRequest, schedule: string): Promise<Answer> {
-    const id = request.idempotencyKey === undefined ? randomUUID() : parseEdge(InputId, request.idempotencyKey, 'Idempotency-Key');
+    const id = clientIdOf(undefined, request.idempotencyKey) ?? randomUUID();
     await this.access.mayWrite(request.key, request.subject);
     return this.submit(request, id, 'cancel', schedule, undefined);
   }
@@ -122,41 +119,12 @@ export class ScheduleHandler {
 }
 
 /**
- * How long ago an `at` may have passed and still be taken (it fires at once): a make retried a
- * moment after its time is the same make, not a mistake; one further in the past is 400.
- */
-const AT_PASSED_MS = 60_000;
-
-/**
- * The record's fields from a body: `at` in UTC (not more than AT_PASSED_MS in the past), `every` a cron
- * expression croner takes in `tz`, `text` as one message. What the body leaves out stays out (a
- * change keeps the schedule's own; a make takes the defaults under the lock).
+ * The record's fields from a body (`scheduleFieldsOf`), or 400 naming the field that makes none.
  */
 function checkedFields(body: ScheduleChangeBody): Partial<ScheduleFields> {
-  const now = new Date();
-  const fields: Partial<ScheduleFields> = {};
-  if (body.at !== undefined) {
-    const at = new Date(body.at);
-    if (at.getTime() < now.getTime() - AT_PASSED_MS) {
-      throw new GatewayError('bad_request', `bad schedule body: at: ${body.at} passed more than ${AT_PASSED_MS / 1000} s ago (it is ${now.toISOString()})`, [{ path: 'at', message: 'has passed' }]);
-    }
-    fields.at = at.toISOString();
-  }
-  if (body.tz !== undefined) fields.tz = body.tz;
-  if (body.every !== undefined) {
-    const error = cronError(body.every, body.tz ?? null, now);
-    if (error !== null) throw new GatewayError('bad_request', `bad schedule body: every: ${error}`, [{ path: 'every', message: error }]);
-    fields.every = body.every;
-  }
-  if (body.text !== undefined || body.messages !== undefined) fields.messages = body.messages ?? [body.text as string];
-  const chars = [...inputText(fields.messages ?? [])].length;
-  if (chars > SCHEDULE_TEXT_MAX) {
-    throw new GatewayError('bad_request', `bad schedule body: text: a schedule's text is at most ${SCHEDULE_TEXT_MAX} characters (${chars} given)`, [{ path: 'text', message: 'too long' }]);
-  }
-  if (body.onBusy !== undefined) fields.onBusy = body.onBusy;
-  if (body.unlessUserSpokeSince !== undefined) fields.unlessUserSpokeSince = body.unlessUserSpokeSince;
-  if (body.maxLateness !== undefined) fields.maxLateness = body.maxLateness;
-  return fields;
+  const checked = scheduleFieldsOf(body, new Date());
+  if ('fields' in checked) return checked.fields;
+  throw new GatewayError('bad_request', `bad schedule body: ${checked.path}: ${checked.message}`, [{ path: checked.path, message: checked.detail }]);
 }
 
 /** The worker's refusal: 403, 404, 409 (`conflict`: the id is a schedule's; `schedules_full`), 400 for fields that make no schedule. */
