@@ -135,10 +135,12 @@ export const withAwaiting = (state: ConversationState, awaiting: Awaiting[]): Co
  */
 export function dueOf(state: ConversationState): string | null {
   const held = state.runningTurn === null && state.queue.length > 0 ? state.heldUntil : null;
+  // Stryker disable next-line EqualityOperator: `at <= due` keeps `at` where it equals `due`, the same string
   return [held, ...state.awaiting.map((a) => a.expiresAt)].reduce<string | null>((due, at) => (at !== null && (due === null || at < due) ? at : due), null);
 }
 
 /** The queue is held at `now`: no turn starts from it yet (a `{debounceMs}` queue not quiet long enough). */
+// Stryker disable next-line ConditionalExpression: without the null check `Date.parse(null)` is NaN, and NaN is greater than no moment: not held, the same
 export const queueHeld = (state: ConversationState, now: Date): boolean => state.heldUntil !== null && Date.parse(state.heldUntil) > now.getTime();
 
 /** A state as stored (jsonb); fields missing in rows written by older code take their initial value. */
