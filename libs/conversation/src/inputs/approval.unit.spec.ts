@@ -67,7 +67,7 @@ describe('approvals under the conversation lock', () => {
     expect(head.state.dueAt).toBe('2026-12-01T00:00:10.000Z');
     head.whenDue(new Date('2026-12-01T00:00:09.999Z')).thenNothing();
     const timedOut = head.whenDue(new Date('2026-12-01T00:00:10.000Z'));
-    expect(timedOut.events).toMatchObject([{ type: 'approval.decided', data: { approval: 'a1', decision: 'deny', subject: null, input: null } }]);
+    expect(timedOut.events).toMatchObject([{ type: 'approval.decided', data: { approval: 'a1', decision: 'deny', subject: null, input: null, reason: expect.stringContaining('2026-12-01T00:00:10.000Z') } }]);
     expect(timedOut.state.dueAt).toBeNull();
     timedOut.after.whenDue(new Date('2026-12-02T00:00:00.000Z')).thenNothing();
     head.and(stop('s')).whenDue(new Date('2026-12-02T00:00:00.000Z')).thenNothing();
