@@ -79,7 +79,6 @@ export function decideInputs(
 export function decideTimeouts(state: ConversationState, now: Date): DomainEvent[] {
   if (state.ending !== null) return [];
   return state.awaiting
-    // Stryker disable next-line ConditionalExpression: without the null check `Date.parse(null)` is NaN, which is after no moment: never due, the same
     .filter((a) => a.expiresAt !== null && Date.parse(a.expiresAt) <= now.getTime())
     .map(({ turn, step, approval, callId, tool, expiresAt }) => ({
       type: 'approval.decided',

@@ -135,7 +135,6 @@ export const withAwaiting = (state: ConversationState, awaiting: Awaiting[]): Co
  */
 export function dueOf(state: ConversationState): string | null {
   const held = state.runningTurn === null && state.queue.length > 0 ? state.heldUntil : null;
-  // Stryker disable next-line EqualityOperator: `at <= due` keeps `at` where it equals `due`, the same string
   return [held, ...state.awaiting.map((a) => a.expiresAt)].reduce<string | null>((due, at) => (at !== null && (due === null || at < due) ? at : due), null);
 }
 
