@@ -96,6 +96,7 @@ describe('a move under the conversation lock', () => {
     expect(head.state.steers.map((p) => p.id)).toEqual(['s']);
     const [refused] = head.when(move('m1', 's', null)).thenRefused('not_follow_up').events;
     expect(refused).toMatchObject({ data: { message: expect.stringContaining('s is a steer') } });
+    head.when(move('m2', 'nobody', null)).thenRefused('not_found');
   });
 
   it('its refusals name the inputs, and its refusal answers only the same move (target and before) under its id', () => {
