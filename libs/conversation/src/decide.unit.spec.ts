@@ -3,7 +3,12 @@ import type { DomainEvent } from '@rudder/contracts';
 import { endTurn, evolveTurn, nextAction, startTurn } from '@rudder/agent/turn';
 import { onceKey } from './event-rules';
 import { receiptKeys } from './receipts';
-import { chat, decisions, deciderSpec, IDLE, promote, retract, RUNNING, steer, stop } from './testing/decider-spec';
+import { STOPPED } from '@rudder/agent/turn';
+import type { InputRecord } from '@rudder/contracts';
+import { decideInputs, type Agents, type GuardOutcome } from './decide';
+import { evolve } from './event-rules';
+import { initialState } from './state';
+import { agentsWith, chat, decisions, deciderSpec, IDLE, policy, promote, retract, RUNNING, sentAt, steer, stop, types } from './testing/decider-spec';
 
 const { given } = deciderSpec();
 
@@ -41,6 +46,7 @@ describe('starting turns and taking steers', () => {
     const next = given(IDLE).and(chat('a'), chat('b')).whenTurnStarts('t1').thenTypes('turn.started', 'input.delivered');
     expect(next.events[0]).toMatchObject({ data: { prompt: { id: 'a' } } });
     given(RUNNING).whenTurnStarts('t2').thenNothing();
+    given(RUNNING).and(chat('w')).whenTurnStarts('t2').thenNothing();
   });
 
   it('not while a call of the reply is still open', () => {
@@ -52,6 +58,16 @@ describe('starting turns and taking steers', () => {
       .whenCommitting(evolveTurn(afterReply, result('c1')), [result('c2')])
       .thenTypes('tool.ended', 'steer.taken', 'input.delivered', 'steer.taken', 'input.delivered');
     expect(stored.events[1]).toEqual({ type: 'steer.taken', data: { turn: 't1', step: 1, input: { id: 's1', text: 's1' } } });
+    expect(stored.events[2]).toEqual({ type: 'input.delivered', data: { input: { id: 's1', kind: 'steer' }, turn: 't1' } });
+  });
+
+  it('not by a commit of a turn that is not the running one: it is stored as it is', () => {
+    const stale = startTurn('t0', prompt);
+    const final: DomainEvent[] = [
+      { type: 'model.replied', data: { turn: 't0', step: 0, content: 'done', toolCalls: [] } },
+      { type: 'turn.ended', data: { turn: 't0', status: 'completed', outcome: null, content: 'done', steered: [] } },
+    ];
+    waiting.whenCommitting(stale, final).then(final);
   });
 
   it('with a compaction at a step past the turn’s first reply (they came during its summary request): after it, for the step’s request; not before the first reply, nor while a call is open', () => {
@@ -93,6 +109,36 @@ describe('starting turns and taking steers', () => {
   });
 });
 
+describe('a turn asked to wind down', () => {
+  it('says so on its end only, however it ends', () => {
+    const prompt = { id: 'p0', text: 'p0', messages: ['p0'], subject: 'alice' };
+    const final: DomainEvent[] = [
+      { type: 'model.replied', data: { turn: 't1', step: 0, content: 'done', toolCalls: [] } },
+      { type: 'turn.ended', data: { turn: 't1', status: 'completed', outcome: null, content: 'done', steered: [] } },
+    ];
+    const ended = given(RUNNING).and(chat('now', { onBusy: 'interrupt' })).whenCommitting(startTurn('t1', prompt), final);
+    expect(ended.events).toEqual([final[0], { ...final[1], data: { ...final[1].data, woundDown: true } }]);
+    given(RUNNING).whenCommitting(startTurn('t1', prompt), final).then(final);
+  });
+});
+
+describe('a batch whose guard failed on an input', () => {
+  const agents: Agents = agentsWith(policy);
+  const failing = (id: string) => (input: InputRecord) => (input.id === id ? { failed: 'timed out', attempt: 'try' } : undefined);
+  const decide = (inputs: InputRecord[], guard: (input: InputRecord) => GuardOutcome | undefined) =>
+    decideInputs(IDLE.reduce(evolve, initialState()), inputs, new Set(IDLE.map(onceKey)), agents, new Date(sentAt), guard);
+
+  it('decides no later record of its id in the batch, whatever its kind; the other ids are decided', () => {
+    expect(types(decide([chat('x'), stop('x'), chat('y')], failing('x')))).toEqual(['guard.failed', 'input.accepted']);
+  });
+
+  it('a control sharing an id with a message that was decided is decided too (its own receipt keys)', () => {
+    const decided = types(decide([chat('x'), stop('x')], () => undefined));
+    expect(decided).toHaveLength(2);
+    expect(decided[1]).toMatch(/^stop\./);
+  });
+});
+
 describe('a landed steer is shown to the model', () => {
   const call = { id: 'c1', name: 'wait', arguments: '{}' };
   const prompt = { id: 'p0', text: 'p0', messages: ['p0'], subject: 'alice' };
@@ -123,6 +169,8 @@ describe('a landed steer is shown to the model', () => {
     ];
     const ended = given(RUNNING).and(chat('now', { onBusy: 'rollback' })).whenCommitting(startTurn('t1', prompt), final);
     expect(ended.events.at(-1)).toMatchObject({ data: { status: 'stopped', outcome: 'rolled back: a newer input replaced it' } });
+    const stopped = given(RUNNING).and(stop('x')).whenCommitting(startTurn('t1', prompt), final);
+    expect(stopped.events).toEqual([final[0], { ...final[1], data: { ...final[1].data, status: 'stopped', outcome: STOPPED } }]);
   });
 });
 

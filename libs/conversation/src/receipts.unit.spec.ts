@@ -51,6 +51,18 @@ describe('receipts: what answers each input, and how', () => {
     for (const event of settling) expect(receiptKeys(input)).toContain(onceKey(event));
   });
 
+  it.each([
+    ['a steer landing', { answer: { turn: 't1', landed: true } }],
+    ['a stop', { answer: { turn: 't1' } }],
+    ['a retraction', { answer: { id: 'q1', text: 'q1' } }],
+    ['a promotion', { answer: { turn: 't1', landed: true } }],
+    ['a grant', { answer: { subject: 'bob', access: 'read' } }],
+  ])('%s: its answer says what was decided', (name, answer) => {
+    const { head, before, input } = cases.find((c) => c.name === name)!;
+    const reads = head().and(...before).when(input).events.map((event) => receiptOf(input, event));
+    expect(reads.filter((read) => read !== undefined)).toEqual([answer]);
+  });
+
   it('another input under the id is no answer to this one: the id is reused', () => {
     const { events } = idle().when(chat('same', 'book a train'));
     const accepted = events.find((event) => event.type === 'input.accepted')!;

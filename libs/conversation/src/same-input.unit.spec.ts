@@ -35,4 +35,27 @@ describe('is this the same input again', () => {
     expect(sameText({ text: 'hello' }, 'hello')).toBe(true);
     expect(sameText({}, 'hello')).toBe(false);
   });
+
+  it('a kept field that is null (a view of a record that lacks it) is not compared: the next one that was kept is', () => {
+    const messages = { kind: 'chat', text: 'a\n\nb', messages: ['a', 'b'] };
+    expect(sameInput({ ...messages, digest: null }, chat('x', 'a\n\nb'))).toBe(false);
+    expect(sameInput({ ...messages, digest: null }, chat('x', 'a', 'b'))).toBe(true);
+    expect(sameInput({ kind: 'chat', text: 'a\n\nb', messages: null }, chat('x', 'a', 'b'))).toBe(true);
+    expect(sameInput({ kind: 'chat', text: 'a\n\nb', messages: null }, chat('x', 'a'))).toBe(false);
+    expect(sameText({ digest: null, text: 'hello' }, 'hello')).toBe(true);
+  });
+
+  it('a control kept with no text is the same input by its kind alone', () => {
+    const stop: InputRecord = { ...base, type: 'stop', id: 'x', discardPending: false };
+    expect(sameInput({ kind: 'stop' }, stop)).toBe(true);
+    expect(sameInput({ kind: 'stop', text: null, messages: null, digest: null }, stop)).toBe(true);
+    expect(sameInput({ kind: 'retract' }, stop)).toBe(false);
+  });
+
+  it('messages are the same only all of them, as many', () => {
+    const kept = { kind: 'chat', messages: ['a', 'b'] };
+    expect(sameInput(kept, chat('x', 'a'))).toBe(false);
+    expect(sameInput(kept, chat('x', 'a', 'b', 'c'))).toBe(false);
+    expect(sameInput(kept, chat('x', 'a', 'c'))).toBe(false);
+  });
 });

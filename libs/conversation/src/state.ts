@@ -147,6 +147,7 @@ export function dueOf(state: ConversationState): string | null {
 }
 
 /** The queue is held at `now`: no turn starts from it yet (a `{debounceMs}` queue not quiet long enough). */
+// Stryker disable next-line ConditionalExpression: without the null check `Date.parse(null)` is NaN, and NaN is greater than no moment: not held, the same
 export const queueHeld = (state: ConversationState, now: Date): boolean => state.heldUntil !== null && Date.parse(state.heldUntil) > now.getTime();
 
 /** A state as stored (jsonb); fields missing in rows written by older code take their initial value. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { DomainEvent, InputRecord } from '@rudder/contracts';
 import type { Agents } from '../decide';
 import { onceKey } from '../event-rules';
-import { receiptKeys } from '../receipts';
+import { receiptKeys, receiptOf } from '../receipts';
 import { hasOpenWork, parked } from '../state';
 import { agentsWith, base, deciderSpec, policy, RUNNING, sentAt, stop, type Given } from '../testing/decider-spec';
 
@@ -62,12 +62,42 @@ describe('approvals under the conversation lock', () => {
     expect(denied).toMatchObject({ type: 'approval.decided', data: { decision: 'deny', reason: 'no', arguments: null } });
   });
 
+  it('its refusals say why, naming the turn’s ending or the tool and what its schema refused', () => {
+    const message = (head: Given, input: InputRecord) => head.when(input).events.map((e) => (e.type === 'approval.refused' ? e.data.message : e.type))[0];
+    expect(message(waiting(), approval('d1', 'a1', 'approve', { arguments: '{"cc":"x"}' }))).toMatch(/send.*to is required/);
+    expect(message(waiting().and(stop('s')), approval('d1', 'a1', 'approve'))).toContain('stop');
+  });
+
+  it('edited arguments are not checked when the deployment checks none', () => {
+    const unchecked = deciderSpec(agentsWith(policy)).given(waiting().events);
+    expect(unchecked.when(approval('d1', 'a1', 'approve', { arguments: '{"cc":"x"}' })).events).toMatchObject([{ type: 'approval.decided', data: { arguments: '{"cc":"x"}' } }]);
+  });
+
+  it('a decision closes its own call only; its receipt is the decision (or the refusal) as stored', () => {
+    const two = waiting().andStored({ type: 'approval.requested', data: { turn: 't1', step: 0, approval: 'a2', call: { id: 'c2', name: 'look', arguments: '{}' }, requestedAt: sentAt, expiresAt: null } });
+    const decided = two.when(approval('d1', 'a1', 'deny', { reason: 'no' }));
+    expect(decided.state.awaiting.map((a) => a.approval)).toEqual(['a2']);
+    const { input: _input, ...decision } = decided.events[0].data as { input: string };
+    expect(receiptOf(approval('d1', 'a1', 'deny'), decided.events[0])).toEqual({ answer: decision });
+    const [refused] = two.when(approval('d2', 'nope', 'deny')).events;
+    expect(receiptOf(approval('d2', 'nope', 'deny'), refused)).toEqual({ refusal: { code: 'not_awaiting', message: 'no call waits for approval nope' } });
+  });
+
+  it("a timeout's decision is once per call, and never under a person's decision's key", () => {
+    const timedOut = (approval: string): DomainEvent => ({
+      type: 'approval.decided',
+      data: { turn: 't1', step: 0, approval, callId: 'c1', tool: 'send', decision: 'deny', reason: 'timed out', arguments: null, subject: null, input: null },
+    });
+    const keys = [onceKey(timedOut('a1')), onceKey(timedOut('a2')), ...receiptKeys(approval('a1', 'a1', 'deny'))];
+    expect(new Set(keys).size).toBe(3);
+  });
+
   it('a call past its deadline is denied once, with no subject; not before, and not while the turn is asked to end', () => {
     const head = waiting('2026-12-01T00:00:10.000Z');
     expect(head.state.dueAt).toBe('2026-12-01T00:00:10.000Z');
     head.whenDue(new Date('2026-12-01T00:00:09.999Z')).thenNothing();
     const timedOut = head.whenDue(new Date('2026-12-01T00:00:10.000Z'));
-    expect(timedOut.events).toMatchObject([{ type: 'approval.decided', data: { approval: 'a1', decision: 'deny', subject: null, input: null } }]);
+    expect(timedOut.events).toMatchObject([{ type: 'approval.decided', data: { approval: 'a1', decision: 'deny', subject: null, input: null, reason: expect.stringContaining('2026-12-01T00:00:10.000Z') } }]);
     expect(timedOut.state.dueAt).toBeNull();
     timedOut.after.whenDue(new Date('2026-12-02T00:00:00.000Z')).thenNothing();
     head.and(stop('s')).whenDue(new Date('2026-12-02T00:00:00.000Z')).thenNothing();

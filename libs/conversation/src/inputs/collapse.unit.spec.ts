@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
 import { agentsWith, chat, deciderSpec, IDLE, policy, RUNNING, sentAt, steer } from '../testing/decider-spec';
 import { dueOf } from '../state';
+import { onceKey } from '../event-rules';
+import { receiptOf } from '../receipts';
 
 const latest = deciderSpec(agentsWith({ ...policy, queue: 'latest' }));
 const merge = deciderSpec(agentsWith({ ...policy, queue: 'merge' }));
@@ -129,5 +131,47 @@ describe('a follow-up under queue: {debounceMs}', () => {
     const retracted = head.when({ v: 1, conversation: 'c', subject: 'alice', sentAt, type: 'retract', id: 'x', target: { id: 'a' } });
     expect(retracted.state.queue).toEqual([]);
     expect(dueOf(retracted.state)).toBeNull();
+  });
+});
+
+describe('what a collapse and a hold leave', () => {
+  it("a chat's place counts what still waits ahead of it under each policy: not what it collapsed, nor the one it merged into", () => {
+    const aheadOf = (spec: typeof each) => {
+      const [accepted] = spec.given(RUNNING).and(chat('a'), chat('b')).when(chat('c')).events;
+      return accepted.type === 'input.accepted' ? accepted.data.ahead : undefined;
+    };
+    // Under merge, b merged into a: c merges into a too, and waits where a waits, behind the running turn.
+    expect([aheadOf(each), aheadOf(merge), aheadOf(latest)]).toEqual([3, 1, 1]);
+    const [accepted] = each.given(RUNNING).and(chat('a'), chat('b')).when(chat('c')).events;
+    expect(receiptOf(chat('c'), accepted)).toEqual({ answer: { ahead: 3 } });
+    // Stored before the worker recorded it: the input was next.
+    const { ahead: _recorded, ...older } = accepted.data as { ahead?: number };
+    expect(receiptOf(chat('c'), { type: 'input.accepted', data: older } as DomainEvent)).toEqual({ answer: { ahead: 0 } });
+  });
+
+  it('merge joins only the follow-up it merges into; the others waiting keep their messages', () => {
+    const head = merge.given(IDLE).and(steer('s'), chat('a'));
+    const decided = head.when(chat('b'));
+    expect(decided.events[1]).toEqual(collapsed('a', ['b'], 'merge'));
+    expect(decided.state.queue.map((p) => [p.id, p.messages])).toEqual([
+      ['s', ['s']],
+      ['a', ['a', 'b']],
+    ]);
+  });
+
+  it('latest with no follow-up waiting (a steer that did not land only) collapses nothing', () => {
+    latest.given(RUNNING).and(steer('s')).when(chat('c')).thenTypes('input.accepted');
+  });
+
+  it("a hold is the longer of the one the queue has and the new one, whichever is stored first", () => {
+    const holds = (...events: DomainEvent[]) => debounced.given(IDLE).andStored(...events).state.heldUntil;
+    expect(holds(held('a', 2000), held('b', 1000))).toBe(at(2000).toISOString());
+    expect(holds(held('a', 1000), held('b', 2000))).toBe(at(2000).toISOString());
+  });
+
+  it('each hold and each collapse is stored once, by the input that made it', () => {
+    const keys = [held('a', 1000), held('b', 1000), collapsed('c', ['a'], 'latest'), collapsed('c', ['a', 'b'], 'latest'), collapsed('d', ['a'], 'merge')].map(onceKey);
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(onceKey(held('a', 1000))).toBe(onceKey(held('a', 5000)));
   });
 });

@@ -4,7 +4,7 @@ import { evolveTurn, startTurn } from '@rudder/agent/turn';
 import { decideInputs } from '../decide';
 import { onceKey } from '../event-rules';
 import { receiptKeys, receiptOf } from '../receipts';
-import { agentsWith, base, chat, deciderSpec, IDLE, retract, RUNNING, sentAt, steer, stop } from '../testing/decider-spec';
+import { agentsWith, base, chat, deciderSpec, IDLE, policy, retract, RUNNING, sentAt, steer, stop } from '../testing/decider-spec';
 
 const { given } = deciderSpec();
 
@@ -101,6 +101,35 @@ describe('an edit under the conversation lock', () => {
     const steering = small.given(RUNNING).and(steer('s', { text: '12' }));
     steering.when(edit('e3', 's', '1234567890')).thenTypes('input.edited');
     steering.when(edit('e4', 's', '12345678901')).thenRefused('queue_full');
+  });
+
+  it('a steer that landed is bounded as steering, a follow-up as the follow-up queue: each with the other queue full', () => {
+    const small = deciderSpec(agentsWith({ maxTaken: 16, bounds: { steers: 1, chats: 2, chars: 100 } }));
+    const full = small.given(RUNNING).and(steer('s'), chat('a'), chat('b'));
+    expect(full.state.steers.map((p) => p.id)).toEqual(['s']);
+    full.when(edit('e1', 's', 'new steer')).thenTypes('input.edited');
+    full.when(edit('e2', 'a', 'new follow-up')).thenTypes('input.edited');
+  });
+
+  it('the bounds are those of the agent that answers now (after a handoff, the one it chose)', () => {
+    const agents = { defaultAgent: 'default', policyOf: (name: string) => (name === 'default' ? policy : name === 'specialist' ? { ...policy, bounds: { ...policy.bounds, chars: 10 } } : undefined) };
+    const head = deciderSpec(agents).given(RUNNING).and(chat('a'));
+    head.when(edit('e1', 'a', 'a longer text than ten')).thenTypes('input.edited');
+    head.andStored({ type: 'agent.changed', data: { from: 'default', to: 'specialist', turn: 't1', step: 0 } }).when(edit('e1', 'a', 'a longer text than ten')).thenRefused('queue_full');
+  });
+
+  it('its refusals name the input; a revision only where the input was found, in the event and the receipt', () => {
+    const head = given(RUNNING).and(chat('a'), chat('many', { messages: ['x', 'y'] }), steer('s'));
+    const data = (input: InputRecord) => head.when(input).events[0].data as Record<string, unknown>;
+    const digest = (text: string) => inputDigest(text);
+    const notFound = data(edit('e1', 'nobody', 'x'));
+    expect(notFound).toStrictEqual({ edit: 'e1', target: 'nobody', code: 'not_found', message: expect.stringContaining('nobody'), digest: digest('x') });
+    expect(data(edit('e2', 'a', 'x', { ifRevision: 3 }))).toStrictEqual({ edit: 'e2', target: 'a', code: 'precondition_failed', message: expect.stringMatching(/a.*0.*3/), digest: digest('x'), revision: 0 });
+    expect(data(edit('e3', 's', ['p', 'q']))).toMatchObject({ code: 'shape', message: expect.stringContaining('s is a steer') });
+    expect(data(edit('e4', 'many', 'one'))).toMatchObject({ code: 'shape', message: expect.stringMatching(/many.*2 messages/) });
+    const [refused] = head.when(edit('e1', 'nobody', 'x')).events;
+    expect(receiptOf(edit('e1', 'nobody', 'x'), refused)).toEqual({ refusal: { code: 'not_found', message: notFound.message, revision: undefined } });
+    expect(receiptOf(edit('e1', 'other', 'x'), refused)).toEqual({ reused: true });
   });
 
   it("the agent's guard checks the new text: refused, nothing changes; a failed guard decides nothing, and the same edit is decided when sent again", () => {

@@ -64,6 +64,24 @@ describe('a fork under the new conversation lock', () => {
     given().and(chat('a', { subject: 'bob' })).when(fork('f2')).thenRefused('conflict');
   });
 
+  it('its refusals name what they are about, and answer only the same fork (source and turn) under its id', () => {
+    const refusal = (of: ForkSource | undefined, input: InputRecord, head: readonly DomainEvent[] = []) => {
+      const [event] = spec(of).given(head).when(input).events;
+      return { event, message: event.type === 'fork.refused' ? event.data.message : '' };
+    };
+    expect(refusal(undefined, fork('f1')).message).toContain('src');
+    expect(refusal(source(), fork('f1', { subject: 'mallory' })).message).toMatch(/mallory.*src/);
+    expect(refusal(source(), fork('f1'), IDLE).message).toContain('exists');
+    const { event } = refusal(undefined, fork('f1', { atTurn: 't1' }));
+    expect(receiptOf(fork('f1', { atTurn: 't1' }), event)).toMatchObject({ refusal: { code: 'not_found' } });
+    expect(receiptOf(fork('f1', { atTurn: 't2' }), event)).toEqual({ reused: true });
+    expect(receiptOf(fork('f1'), event)).toEqual({ reused: true });
+    expect(receiptOf(fork('f1', { from: 'other', atTurn: 't1' }), event)).toEqual({ reused: true });
+    const latest = refusal(undefined, fork('f2')).event;
+    expect(receiptOf(fork('f2'), latest)).toMatchObject({ refusal: { code: 'not_found' } });
+    expect(receiptOf(fork('f2', { atTurn: 't1' }), latest)).toEqual({ reused: true });
+  });
+
   it("answers the source's refusal of the turn: unknown or rolled back (404), still running (409)", () => {
     spec(source({ copy: { refusal: 'not_found', message: 'no such turn' } })).given().when(fork('f1', { atTurn: 'zz' })).thenRefused('not_found');
     spec(source({ copy: { refusal: 'busy', message: 'running' } })).given().when(fork('f1', { atTurn: 't2' })).thenRefused('busy');

@@ -13,4 +13,9 @@ describe('who may grant, decided with the grant', () => {
     expect(events.map((e) => (e.type === 'grant.refused' ? [e.data.grant, e.data.code] : [e.type]))).toEqual([['access.granted'], ['g2', 'forbidden'], ['g3', 'owner'], ['g4', 'owner']]);
     expect(state.grants).toEqual({ bob: 'read' });
   });
+
+  it('a grant of no access takes back what the subject had; the others keep theirs', () => {
+    const { state } = given(IDLE).and(grant('g1', 'alice', 'bob'), grant('g2', 'alice', 'carol', 'write')).when(grant('g3', 'alice', 'bob', null));
+    expect(state.grants).toEqual({ carol: 'write' });
+  });
 });

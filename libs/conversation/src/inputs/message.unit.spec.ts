@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { inputDigest, type InputRecord } from '@rudder/contracts';
+import { inputDigest, type DomainEvent, type InputRecord } from '@rudder/contracts';
+import { decideInputs, type Agents, type GuardOutcome } from '../decide';
 import { derivedConversationKey } from '../derived-keys';
-import { base, chat, deciderSpec, IDLE, rejections, RUNNING, steer, types } from '../testing/decider-spec';
+import { evolve, onceKey } from '../event-rules';
+import { receiptOf } from '../receipts';
+import { initialState } from '../state';
+import { base, chat, deciderSpec, IDLE, policy, rejections, RUNNING, sentAt, steer, types } from '../testing/decider-spec';
 
 /** The rules every chat and steer passes (`message.ts`): who may write, the precondition, the bounds. */
 const { given } = deciderSpec();
@@ -106,5 +110,54 @@ describe('conversation keys the Responses door derives', () => {
 
   it('keys outside the prefix are opened by anyone, as before', () => {
     given([]).when(opening('bob', undefined, 'trip/1')).thenTypes('conversation.opened', 'input.accepted');
+  });
+});
+
+describe('the agent that answers, and its input guard', () => {
+  const agents: Agents = { defaultAgent: 'default', policyOf: (name) => (name === 'default' || name === 'specialist' ? policy : undefined) };
+  const decide = (events: readonly DomainEvent[], inputs: InputRecord[], guard: (input: InputRecord) => GuardOutcome | undefined = () => undefined) =>
+    decideInputs(events.reduce(evolve, initialState()), inputs, new Set(events.map(onceKey)), agents, new Date(sentAt), guard);
+  const refusal = (events: DomainEvent[]) => events.map((e) => (e.type === 'input.rejected' ? { code: e.data.code, message: e.data.message } : e.type));
+
+  it('the first input opens the conversation for the agent it names, or the default one; an agent not run here is refused, naming it', () => {
+    expect(decide([], [chat('a', { agent: 'specialist' })])[0]).toEqual({ type: 'conversation.opened', data: { owner: 'alice', agent: 'specialist' } });
+    expect(decide([], [chat('a')])[0]).toEqual({ type: 'conversation.opened', data: { owner: 'alice', agent: 'default' } });
+    const [unknown] = refusal(decide([], [chat('a', { agent: 'nobody' })]));
+    expect(unknown).toMatchObject({ code: 'unknown_agent', message: expect.stringContaining('nobody') });
+  });
+
+  it('a chat naming another agent than the one answering is agent_mismatch, naming the one that answers; naming it, or none, is accepted', () => {
+    const [mismatch] = refusal(decide(IDLE, [chat('a', { agent: 'specialist' })]));
+    expect(mismatch).toMatchObject({ code: 'agent_mismatch', message: expect.stringContaining('default') });
+    expect(types(decide(IDLE, [chat('a', { agent: 'default' }), chat('b')]))).toEqual(['input.accepted', 'input.accepted']);
+    const opened = [{ type: 'conversation.opened', data: { owner: 'alice', agent: 'specialist' } } as DomainEvent];
+    expect(types(decide(opened, [chat('a', { agent: 'specialist' })]))).toEqual(['input.accepted']);
+  });
+
+  it('what the guard refused is refused with its message; a guard that failed decides nothing, says which try failed, and the same id is decided again', () => {
+    const refused = decide(IDLE, [chat('a'), steer('s')], (input) => ({ refuse: `no ${input.id}` }));
+    expect(refusal(refused)).toEqual([
+      { code: 'refused', message: 'no a' },
+      { code: 'refused', message: 'no s' },
+    ]);
+    const failed = decide(IDLE, [chat('a'), steer('s')], (input) => ({ failed: 'timed out', attempt: `try-${input.id}` }));
+    expect(failed).toEqual([
+      { type: 'guard.failed', data: { input: { id: 'a', kind: 'chat' }, attempt: 'try-a', message: 'timed out' } },
+      { type: 'guard.failed', data: { input: { id: 's', kind: 'steer' }, attempt: 'try-s', message: 'timed out' } },
+    ]);
+    expect(types(decide([...IDLE, ...failed], [chat('a')]))).toEqual(['input.accepted']);
+  });
+
+  it('a guard failure of one kind is no answer to an input of the other kind under its id', () => {
+    const failed: DomainEvent = { type: 'guard.failed', data: { input: { id: 'x', kind: 'steer' }, attempt: 'a', message: 'timed out' } };
+    expect(receiptOf(steer('x'), failed, true)).toEqual({ guardFailed: 'timed out' });
+    expect(receiptOf(chat('x'), failed, true)).toEqual({ reused: true });
+  });
+
+  it('a failed precondition names the last accepted input, or none, and the one asked for', () => {
+    const [none] = refusal(decide(IDLE, [chat('c', { ifLastInputId: 'b' })]));
+    expect(none).toMatchObject({ code: 'precondition_failed', message: expect.stringMatching(/\bnone\b.*\bb\b/) });
+    const [other] = refusal(given(IDLE).and(chat('a')).when(chat('c', { ifLastInputId: 'b' })).events);
+    expect(other).toMatchObject({ code: 'precondition_failed', message: expect.stringMatching(/\ba\b.*\bb\b/) });
   });
 });

@@ -65,6 +65,7 @@ export const moveRules: InputRules<'move', MoveAnswer, MoveRefusal> = {
  */
 function moved(queue: PendingInput[], pending: PendingInput, before: string | null): PendingInput[] {
   const rest = without(queue, pending.id);
+  // Stryker disable next-line ConditionalExpression: with `before` null, `findIndex` finds no input of id null: -1 too
   const at = before === null ? -1 : rest.findIndex((p) => p.id === before);
   return at === -1 ? [...rest, pending] : [...rest.slice(0, at), pending, ...rest.slice(at)];
 }

@@ -90,4 +90,23 @@ describe('a move under the conversation lock', () => {
     const decided = head.when(move('m1', 'a', 'b')).then([moved('m1', 'a', 'b', 0)]);
     expect(order(decided.state)).toEqual(['a', 'b']);
   });
+
+  it('finds the follow-up it names, not another: a steer that landed is no follow-up, whatever waits in the queue', () => {
+    const head = given(RUNNING).and(chat('a'), steer('s'));
+    expect(head.state.steers.map((p) => p.id)).toEqual(['s']);
+    const [refused] = head.when(move('m1', 's', null)).thenRefused('not_follow_up').events;
+    expect(refused).toMatchObject({ data: { message: expect.stringContaining('s is a steer') } });
+    head.when(move('m2', 'nobody', null)).thenRefused('not_found');
+  });
+
+  it('its refusals name the inputs, and its refusal answers only the same move (target and before) under its id', () => {
+    const head = given(RUNNING).and(chat('a'), chat('b'));
+    const message = (input: InputRecord) => (head.when(input).events[0].data as { message: string }).message;
+    expect(message(move('m1', 'nobody', null))).toContain('nobody');
+    expect(message(move('m2', 'a', 'zed'))).toMatch(/zed.*\ba\b/);
+    const [refused] = head.when(move('m3', 'a', 'zed')).events;
+    expect(receiptOf(move('m3', 'a', 'zed'), refused)).toMatchObject({ refusal: { code: 'before' } });
+    expect(receiptOf(move('m3', 'a', 'b'), refused)).toEqual({ reused: true });
+    expect(receiptOf(move('m3', 'b', 'zed'), refused)).toEqual({ reused: true });
+  });
 });

@@ -17,4 +17,10 @@ describe('a promotion under the conversation lock', () => {
   it('a promotion from a subject that may not write promotes nothing', () => {
     given(RUNNING).and(chat('f')).when({ ...promote('pr', 'f'), subject: 'mallory' }).thenRefused('forbidden');
   });
+
+  it('promotes the follow-up it names, not another waiting', () => {
+    const promoted = given(RUNNING).and(chat('f'), chat('g')).when(promote('pr', 'g'));
+    expect(promoted.state.steers.map((s) => s.id)).toEqual(['g']);
+    expect(promoted.state.queue.map((s) => s.id)).toEqual(['f']);
+  });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chat, deciderSpec, retract, RUNNING, steer } from '../testing/decider-spec';
+import { base, chat, deciderSpec, retract, RUNNING, steer } from '../testing/decider-spec';
 
 const { given } = deciderSpec();
 
@@ -15,5 +15,11 @@ describe('a retraction under the conversation lock', () => {
 
   it('a retraction from a subject that may not write takes nothing back', () => {
     given(RUNNING).and(chat('a')).when({ ...retract('r', { id: 'a' }), subject: 'mallory' }).thenRefused('forbidden');
+  });
+
+  it('the latest of a queue is the one accepted last, wherever a move put it', () => {
+    const head = given(RUNNING).and(chat('a'), chat('b'), { ...base, type: 'move', id: 'm', target: 'b', before: 'a' });
+    expect(head.state.queue.map((q) => q.id)).toEqual(['b', 'a']);
+    expect(head.when(retract('r1', { latest: 'chat' })).events[0]).toMatchObject({ data: { input: { id: 'b' } } });
   });
 });

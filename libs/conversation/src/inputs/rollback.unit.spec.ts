@@ -176,6 +176,42 @@ describe('a rollback under the conversation lock', () => {
     expect(receiptOf(rollback('r3', { toTurn: 'nobody' }), refused)).toMatchObject({ refusal: { code: 'not_found' } });
   });
 
+  it('each refusal says why in its message and names what it is about, in its event and its receipt, and nothing else', () => {
+    const refusalOf = (head: Given, input: InputRecord) => {
+      const [event] = head.when(input).events;
+      const outcome = receiptOf(input, event);
+      return { data: event.data, refusal: outcome !== undefined && 'refusal' in outcome ? outcome.refusal : outcome };
+    };
+    const running = turns(3).and(chat('c4')).andTurnStarts('t4');
+    const cases: { head: Given; input: InputRecord; refusal: Record<string, unknown>; says: string[] }[] = [
+      { head: turns(2), input: rollback('r1', { turns: 1 }, { ifLastTurn: 't1' }), refusal: { code: 'precondition_failed', lastTurn: 't2' }, says: ['t2', 't1'] },
+      { head: given(IDLE), input: rollback('r1', { turns: 1 }, { ifLastTurn: 't1' }), refusal: { code: 'precondition_failed', lastTurn: null }, says: ['none', 't1'] },
+      { head: running, input: rollback('r1', { turns: 1 }), refusal: { code: 'busy', running: 't4' }, says: ['t4', 'stopRunning'] },
+      // The running turn, stopped first, is one of those a rollback can reach.
+      { head: running, input: rollback('r1', { turns: 5 }, { stopRunning: true }), refusal: { code: 'too_far', available: 4 }, says: ['5 turns', '4 can'] },
+      { head: turns(2), input: rollback('r1', { turns: 3 }), refusal: { code: 'too_far', available: 2 }, says: ['3 turns', '2 can'] },
+      { head: turns(2), input: rollback('r1', { toTurn: 'nobody' }), refusal: { code: 'not_found' }, says: ['nobody', `${ROLLBACK_TURNS_MAX}`] },
+    ];
+    for (const { head, input, refusal, says } of cases) {
+      const seen = refusalOf(head, input);
+      expect(seen.refusal, refusal.code as string).toStrictEqual({ ...refusal, message: expect.any(String) });
+      const { message } = seen.refusal as { message: string };
+      for (const said of says) expect(message, refusal.code as string).toContain(said);
+      expect(seen.data).toStrictEqual({ rollback: 'r1', asked: input.type === 'rollback' ? input.asked : null, ...refusal, message });
+    }
+  });
+
+  it('its receipt answers only the same ask under its id: turns to turns of the same count, toTurn to the same turn', () => {
+    const head = turns(2);
+    const [toT1] = head.when(rollback('r1', { toTurn: 't1' })).events;
+    expect(receiptOf(rollback('r1', { toTurn: 't1' }), toT1)).toEqual({ answer: { turns: ['t2'], stopped: null } });
+    expect(receiptOf(rollback('r1', { toTurn: 't2' }), toT1)).toEqual({ reused: true });
+    expect(receiptOf(rollback('r1', { turns: 1 }), toT1)).toEqual({ reused: true });
+    const [refused] = head.when(rollback('r2', { toTurn: 'nobody' })).events;
+    expect(receiptOf(rollback('r2', { toTurn: 'other' }), refused)).toEqual({ reused: true });
+    expect(receiptOf(rollback('r2', { turns: 1 }), refused)).toEqual({ reused: true });
+  });
+
   it('nothing is deleted: the turns stay in the log, and only the rollback is added', () => {
     const head = turns(2);
     const decided = head.when(rollback('r1', { turns: 2 }));

@@ -37,3 +37,15 @@ describe('winding down (an interrupt, a graceful stop)', () => {
     expect(given(RUNNING).when(stop('s1', { graceful: true }), stop('s2')).state.ending).toBe('stop');
   });
 });
+
+describe('a stop request as the state folds it', () => {
+  it('asks only the running turn to end: one for no turn, or for a turn that already ended, changes nothing', () => {
+    const head = given(RUNNING).and(chat('a'));
+    for (const turn of [null, 't0']) {
+      expect(head.andStored({ type: 'stop.requested', data: { stop: 'a', turn, mode: 'interrupt' } }).state).toEqual(head.state);
+    }
+    const asked = head.andStored({ type: 'stop.requested', data: { stop: 'a', turn: 't1', mode: 'interrupt' } }).state;
+    expect(asked.ending).toBe('interrupt');
+    expect(asked.queue.map((p) => [p.id, p.seq])).toEqual([['a', 0]]);
+  });
+});
