@@ -147,9 +147,28 @@ describe('a model request fits its budget (fitRequest)', () => {
     expect(sent[4]).toBe(turn[3]);
     expect((sent[6] as { content: string }).content).toMatch(new RegExp(`^(river stone )+.*\\n\\[truncated: this result has ${textTokens(long)} tokens; only its first 100 are shown\\]$`, 's'));
     expect(turn[2]).toEqual(toolMessage('c1', long)); // the turn's own messages never change
+    // Each result's marker and cut are made once: the next request sends the same messages (their counts kept with them).
+    const again = fitRequest({ systemPrompt: '', summary: null, tools: [], earlier: [], turn }, contextBudget({ maxTokens: 250, toolResultTokens: 100 }));
+    expect(again.fits && again.messages[3]).toBe(sent[3]);
+    expect(again.fits && again.messages[6]).toBe(sent[6]);
 
     const tooSmall = fitRequest({ systemPrompt: '', summary: null, tools: [], earlier: [], turn }, contextBudget({ maxTokens: 150, toolResultTokens: 100 }));
     expect(tooSmall).toMatchObject({ fits: false, outcome: expect.stringMatching(/^the turn does not fit the model's context window: \d+ tokens over a budget of 150$/) });
+  });
+
+  it('leaves out the oldest results only until the request fits (exactly at the budget: no more)', () => {
+    const call = (id: string) => assistantMessage('', [{ id, name: 'look', arguments: '{}' }]);
+    const long = 'river stone '.repeat(100);
+    const turn = [userMessage('look thrice'), call('c1'), toolMessage('c1', long), call('c2'), toolMessage('c2', long), call('c3'), toolMessage('c3', long)];
+    const fit = (maxTokens: number) => fitRequest({ systemPrompt: '', summary: null, tools: [], earlier: [], turn }, contextBudget({ maxTokens }));
+    const all = fit(100_000);
+    if (!all.fits) throw new Error('it fits');
+    const oneLeftOut = fit(all.tokens - 1);
+    if (!oneLeftOut.fits) throw new Error('it fits');
+    const contents = (messages: ModelMessage[]) => messages.filter((m) => m.role === 'tool').map((m) => m.content);
+    expect(contents(oneLeftOut.messages)).toEqual([leftOutMarker(textTokens(long)), long, long]);
+    expect(fit(oneLeftOut.tokens)).toEqual(oneLeftOut);
+    expect(fit(all.tokens)).toEqual(all);
   });
 
   it('cuts each result at its own tool’s limit, the budget’s for a tool without one: a result of exactly its limit is sent whole', () => {
@@ -173,6 +192,11 @@ describe('a model request fits its budget (fitRequest)', () => {
     ratio.observe(100, 1000);
     expect(ratio.value).toBe(2);
     // A usage without both counts says nothing: nothing counted, nothing reported, or not a number.
+    // What a request carries is counted as the model counts it.
+    const parts = { systemPrompt: 'be brief', summary: null, tools: [], earlier: [], turn: [userMessage('how are you')] };
+    const budget1 = contextBudget({ maxTokens: 1000 });
+    budget1.usage.observe(100, 150);
+    expect(carriedTokens(parts, budget1)).toBe(Math.ceil(countRequest([{ role: 'system', content: 'be brief' }, ...parts.turn], []) * 1.5));
     ratio.observe(100, 150);
     for (const [counted, reported] of [[0, 500], [100, 0], [Number.NaN, 500], [100, Number.NaN]]) {
       ratio.observe(counted, reported);
