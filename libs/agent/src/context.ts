@@ -99,8 +99,10 @@ export function fitRequest(parts: RequestParts, budget: Omit<ContextBudget, 'com
   const whole = parts.plan ?? null;
   let plan = whole ? sentPlan(whole, planTokens(limit)) : null;
   let tokens = fixedTokens({ ...parts, plan }) + sent.reduce((sum, m) => sum + messageTokens(m), 0);
+  // Stryker disable next-line ConditionalExpression,EqualityOperator: a shortcut — the loop below tests `tokens > limit` itself before leaving anything out.
   if (tokens > limit) {
     const latestStep = sent.findLastIndex((m) => m.role === 'assistant');
+    // Stryker disable next-line EqualityOperator: `i <= latestStep` reaches the latest step's reply too, which is no result (`continue`). (It also leaves out `tokens >= limit` on this line, which the specs kill.)
     for (let i = 0; i < latestStep && tokens > limit; i++) {
       const result = sent[i];
       if (result.role !== 'tool') continue;
@@ -197,13 +199,17 @@ const CUTS_KEPT_PER_PLAN = 2;
 function sentPlan(plan: string, max: number): string | null {
   if (textMessageTokens(plan) <= max) return plan;
   let cuts = planCuts.get(plan);
+  // Stryker disable next-line ConditionalExpression: a cache — made `true`, the plan's cuts are made again, the same text.
   if (!cuts) {
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: the cache's bound — letting go of a plan's cuts sooner or later changes only when they are made again, the same text.
     if (planCuts.size >= TEXT_COUNTS_KEPT) planCuts.delete(planCuts.keys().next().value!);
     planCuts.set(plan, (cuts = new Map()));
   }
   let sent = cuts.get(max);
+  // Stryker disable next-line ConditionalExpression: a cache — made `true`, the cut is made again, the same text.
   if (sent === undefined) {
     sent = cutPlan(plan, max);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: the cache's bound, as `planCuts`'s above.
     if (cuts.size >= CUTS_KEPT_PER_PLAN) cuts.delete(cuts.keys().next().value!);
   }
   cuts.delete(max);
@@ -233,6 +239,7 @@ export const leftOutMarker = (tokens: number) => `[left out to fit the model's c
 function truncatedResults(turn: readonly ModelMessage[], tools: readonly Tool[], toolResultTokens: number): ModelMessage[] {
   const toolOf = new Map<string, string>();
   return turn.map((message) => {
+    // Stryker disable next-line ConditionalExpression: made `true`, a message of another role has no tool calls, so nothing is set (made `false`, the specs kill it).
     if (message.role === 'assistant') for (const call of message.tool_calls ?? []) toolOf.set(call.id, call.function.name);
     if (message.role !== 'tool') return message;
     const name = toolOf.get(message.tool_call_id);
@@ -257,6 +264,7 @@ function truncated(message: ModelMessage & { role: 'tool' }, max: number): Model
 const markers = new WeakMap<ModelMessage, ModelMessage>();
 
 function leftOut(message: ModelMessage): ModelMessage {
+  // Stryker disable next-line ConditionalExpression,StringLiteral: unreachable — `fitRequest` leaves out only a sent result, which is the turn's result at the same place (the types need the check).
   if (message.role !== 'tool') throw new Error('only a tool result is left out');
   let marker = markers.get(message);
   if (!marker) {

@@ -2,10 +2,11 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { z } from 'zod';
 import { toolSequenceProblem } from '@rudder/scripted-model';
-import { carriedTokens, compactionDue, contextBudget, fitRequest, leftOutMarker, PLAN_SHARE, SUMMARY_HEADING, UsageRatio, type RequestParts } from './context';
+import { DEFAULT_SUMMARY_PROMPT } from './compaction';
+import { carriedTokens, compactionDue, contextBudget, DEFAULT_TOOL_RESULT_TOKENS, fitRequest, leftOutMarker, PLAN_SHARE, SUMMARY_HEADING, truncatedMarker, UsageRatio, type RequestParts } from './context';
 import { assistantMessage, toolMessage, userMessage, type ModelMessage } from './messages';
 import { changeTodos, emptyTodos, MAX_TODO_ITEMS, MAX_TODO_TEXT, planMessage } from './todos';
-import { countMessage, countRequest, textTokens, turnTokens, type EarlierTurn } from './tokens';
+import { countMessage, countRequest, firstTokens, textTokens, turnTokens, type EarlierTurn } from './tokens';
 import { defineTool } from './tools';
 
 const noArgs = z.object({});
@@ -60,6 +61,13 @@ const budgetOf = ({ systemPrompt, earlier, turn }: { systemPrompt: string; earli
   const fixed = countRequest([{ role: 'system', content: systemPrompt }], tools);
   return Math.max(1, fixed + Math.round(fraction * (countRequest([...earlier.flatMap((t) => t.messages), ...turn.messages], []) - 3)));
 };
+
+describe('an agent’s budget (contextBudget)', () => {
+  it('what its settings leave out is the default: never compacted, the default summary prompt and result limit', () => {
+    expect(contextBudget({ maxTokens: 1000 })).toMatchObject({ maxTokens: 1000, compactAt: null, summaryPrompt: DEFAULT_SUMMARY_PROMPT, toolResultTokens: DEFAULT_TOOL_RESULT_TOKENS });
+    expect(contextBudget({ maxTokens: 1000, compactAt: 800, summaryPrompt: 'sum it up', toolResultTokens: 50 })).toMatchObject({ compactAt: 800, summaryPrompt: 'sum it up', toolResultTokens: 50 });
+  });
+});
 
 describe('a model request fits its budget (fitRequest)', () => {
   it('over random histories, summaries and budgets: it fits as counted, starts with the instructions, the summary, then a prompt, keeps every call with its result, earlier turns whole and latest first, and the running turn in place', () => {
@@ -139,9 +147,40 @@ describe('a model request fits its budget (fitRequest)', () => {
     expect(sent[4]).toBe(turn[3]);
     expect((sent[6] as { content: string }).content).toMatch(new RegExp(`^(river stone )+.*\\n\\[truncated: this result has ${textTokens(long)} tokens; only its first 100 are shown\\]$`, 's'));
     expect(turn[2]).toEqual(toolMessage('c1', long)); // the turn's own messages never change
+    // Each result's marker and cut are made once: the next request sends the same messages (their counts kept with them).
+    const again = fitRequest({ systemPrompt: '', summary: null, tools: [], earlier: [], turn }, contextBudget({ maxTokens: 250, toolResultTokens: 100 }));
+    expect(again.fits && again.messages[3]).toBe(sent[3]);
+    expect(again.fits && again.messages[6]).toBe(sent[6]);
 
     const tooSmall = fitRequest({ systemPrompt: '', summary: null, tools: [], earlier: [], turn }, contextBudget({ maxTokens: 150, toolResultTokens: 100 }));
     expect(tooSmall).toMatchObject({ fits: false, outcome: expect.stringMatching(/^the turn does not fit the model's context window: \d+ tokens over a budget of 150$/) });
+  });
+
+  it('leaves out the oldest results only until the request fits (exactly at the budget: no more)', () => {
+    const call = (id: string) => assistantMessage('', [{ id, name: 'look', arguments: '{}' }]);
+    const long = 'river stone '.repeat(100);
+    const turn = [userMessage('look thrice'), call('c1'), toolMessage('c1', long), call('c2'), toolMessage('c2', long), call('c3'), toolMessage('c3', long)];
+    const fit = (maxTokens: number) => fitRequest({ systemPrompt: '', summary: null, tools: [], earlier: [], turn }, contextBudget({ maxTokens }));
+    const all = fit(100_000);
+    if (!all.fits) throw new Error('it fits');
+    const oneLeftOut = fit(all.tokens - 1);
+    if (!oneLeftOut.fits) throw new Error('it fits');
+    const contents = (messages: ModelMessage[]) => messages.filter((m) => m.role === 'tool').map((m) => m.content);
+    expect(contents(oneLeftOut.messages)).toEqual([leftOutMarker(textTokens(long)), long, long]);
+    expect(fit(oneLeftOut.tokens)).toEqual(oneLeftOut);
+    expect(fit(all.tokens)).toEqual(all);
+  });
+
+  it('cuts each result at its own tool’s limit, the budget’s for a tool without one: a result of exactly its limit is sent whole', () => {
+    const call = (id: string, name: string) => assistantMessage('', [{ id, name, arguments: '{}' }]);
+    const long = 'river stone '.repeat(40);
+    const exact = firstTokens(long, 20).text;
+    expect(textTokens(exact)).toBe(20);
+    const turn = [userMessage('look'), call('c1', 'short'), toolMessage('c1', long), call('c2', 'short'), toolMessage('c2', exact), call('c3', 'look'), toolMessage('c3', long), call('c4', 'gone'), toolMessage('c4', long)];
+    const request = fitRequest({ systemPrompt: '', summary: null, tools, earlier: [], turn }, contextBudget({ maxTokens: 10_000, toolResultTokens: 100 }));
+    if (!request.fits) throw new Error('it fits');
+    const results = request.messages.filter((m) => m.role === 'tool').map((m) => m.content);
+    expect(results).toEqual([firstTokens(long, 20).text + truncatedMarker(textTokens(long), 20), exact, long, long]);
   });
 
   it('corrects by the usage the model reports: a model that counts twice as many tokens halves what is sent; never more than counted, never below half', () => {
@@ -152,6 +191,17 @@ describe('a model request fits its budget (fitRequest)', () => {
     expect(ratio.value).toBe(1.5);
     ratio.observe(100, 1000);
     expect(ratio.value).toBe(2);
+    // A usage without both counts says nothing: nothing counted, nothing reported, or not a number.
+    // What a request carries is counted as the model counts it.
+    const parts = { systemPrompt: 'be brief', summary: null, tools: [], earlier: [], turn: [userMessage('how are you')] };
+    const budget1 = contextBudget({ maxTokens: 1000 });
+    budget1.usage.observe(100, 150);
+    expect(carriedTokens(parts, budget1)).toBe(Math.ceil(countRequest([{ role: 'system', content: 'be brief' }, ...parts.turn], []) * 1.5));
+    ratio.observe(100, 150);
+    for (const [counted, reported] of [[0, 500], [100, 0], [Number.NaN, 500], [100, Number.NaN]]) {
+      ratio.observe(counted, reported);
+      expect(ratio.value, `${counted}, ${reported}`).toBe(1.5);
+    }
 
     const earlier = turnsOf(Array.from({ length: 20 }, (_, i) => [userMessage(`turn ${i} `.repeat(20)), assistantMessage(`answer ${i}`, [])]));
     const given = { systemPrompt: 'be brief', summary: null, tools: [], earlier, turn: [userMessage('now')] };

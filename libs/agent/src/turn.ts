@@ -191,6 +191,7 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
     // Stryker disable next-line all: unreachable — `isEventOf` above lets only TURN_EVENT_TYPES by, and each has its case (the compiler checks it).
     default: {
       const never: never = event;
+      // Stryker disable next-line StringLiteral: unreachable, as the `default:` above.
       throw new Error(`unknown event ${JSON.stringify(never)}`);
     }
   }
@@ -234,7 +235,8 @@ export function nextAction(turn: TurnState, limits: { maxSteps: number }): NextA
   // A step that took steered messages is always answered (they landed: the model must see
   // them), even past the limit or when interrupted; the steer cap bounds how far that goes.
   // (A re-ask's message is no steered message: the re-ask is asked within the limits, and not when interrupted.)
-  const reasking = turn.rejected.length > 0 && turn.rejected.at(-1) === turn.messages.length - 2;
+  const reasking = turn.rejected.at(-1) === turn.messages.length - 2;
+  // Stryker disable next-line OptionalChaining: a turn with a step has that step's reply among its messages, so the last one is there.
   const steeredLast = turn.steps > 0 && turn.messages.at(-1)?.role === 'user' && !reasking;
   if (steeredLast) return { type: 'request-model', step: turn.steps };
   if (turn.ending === 'interrupt' && turn.steps > 0) return { type: 'end', status: 'superseded', outcome: SUPERSEDED };
@@ -254,6 +256,7 @@ export const reaskMessage = (prompt: string, feedback: string): string =>
 
 /** The turn's messages without the answers its output guard rejected and their re-asks' messages: the turn as later turns see it. */
 export function acceptedMessages(turn: TurnState): ModelMessage[] {
+  // Stryker disable next-line ConditionalExpression: a shortcut — with nothing rejected the filter below leaves every message, the same ones in the same order.
   if (turn.rejected.length === 0) return turn.messages;
   const left = new Set(turn.rejected.flatMap((i) => [i, i + 1]));
   return turn.messages.filter((_, i) => !left.has(i));

@@ -136,6 +136,17 @@ describe('the turn as its events fold it', () => {
     const blocked = fold([rejected(0, 'bad', null)]);
     expect(blocked).toMatchObject({ steps: 1, answers: ['not so'], rejected: [] });
     expect(acceptedMessages(blocked)).toEqual([...fresh().messages, { role: 'assistant', content: 'not so' }]);
+    // Without its answer (as the SSE stream carries the event): an empty answer in its place.
+    const unstored: DomainEvent = { type: 'answer.rejected', data: { turn: 't1', step: 0, feedback: 'not so', reask: 1 } };
+    expect(fold([unstored]).messages.slice(-2)).toEqual([
+      { role: 'assistant', content: '' },
+      { role: 'user', content: reaskMessage('hi\n\nthere', 'not so') },
+    ]);
+  });
+
+  it('a handoff: the agents it is from and to, at its step', () => {
+    const changed: DomainEvent = { type: 'agent.changed', data: { turn: 't1', from: 'triage', to: 'billing', step: 0 } };
+    expect(fold([replied(0, '', [call('c1')]), changed]).handoff).toEqual({ from: 'triage', to: 'billing', step: 0 });
   });
 
   it('leaves the turn as it is for another turn’s events and for the types it does not fold', () => {
@@ -147,6 +158,8 @@ describe('the turn as its events fold it', () => {
       stopRequested('stop', 'other'),
       stopRequested('stop', null),
       approvalRequested('c1', 0, 'other'),
+      { type: 'answer.rejected', data: { turn: 'other', step: 1, answer: 'bad', feedback: 'not so', reask: 1 } },
+      { type: 'agent.changed', data: { turn: 'other', from: 'triage', to: 'billing', step: 1 } },
       { type: 'turn.ended', data: { turn: 't1', status: 'completed', outcome: null, content: '', steered: [] } },
     ];
     for (const event of others) expect(evolveTurn(turn, event), event.type).toBe(turn);
