@@ -33,6 +33,15 @@ const send = async (text: string) => {
   await page.locator('#text').fill(text);
   await page.getByRole('button', { name: 'Send', exact: true }).click();
 };
+/** Opens a new conversation by its key in the page, and sends `hello` there, answered. */
+const openAnswered = async (key: string) => {
+  await page.goto(stack.gatewayUrl);
+  await page.locator('#key').fill(key);
+  await page.getByRole('button', { name: 'Open' }).click();
+  await shows('#conversations a[aria-current]', key);
+  await send('hello');
+  await shows('#transcript .message.assistant', 'answer to hello');
+};
 /** A waiting message's row in the pending list, by its input id. */
 const waiting = (id: string) => page.locator(`#pending li.pending[data-id="${id}"]`);
 /** The texts of the queue, in order, as the page shows it and as the status has it. */
@@ -47,12 +56,7 @@ const inOrder = (key: string, texts: string[]) =>
 describe('the web chat, editing the conversation', () => {
   it('edits a waiting follow-up in place, reorders the queue by its buttons and by a drag, says an edit came too late on the message, and undoes the last answer', { timeout: 180_000 }, async () => {
     const key = `web-controls/${Math.random().toString(36).slice(2, 8)}`;
-    await page.goto(stack.gatewayUrl);
-    await page.locator('#key').fill(key);
-    await page.getByRole('button', { name: 'Open' }).click();
-    await shows('#conversations a[aria-current]', key);
-    await send('hello');
-    await shows('#transcript .message.assistant', 'answer to hello');
+    await openAnswered(key);
 
     // A turn held while the model writes; three follow-ups wait behind it.
     const gate = gateName('reply');
@@ -149,12 +153,7 @@ describe('the web chat, editing the conversation', () => {
 
   it("shows the conversation's schedules, follows them as they fire, and cancels one by its button", { timeout: 120_000 }, async () => {
     const key = `web-schedules/${Math.random().toString(36).slice(2, 8)}`;
-    await page.goto(stack.gatewayUrl);
-    await page.locator('#key').fill(key);
-    await page.getByRole('button', { name: 'Open' }).click();
-    await shows('#conversations a[aria-current]', key);
-    await send('hello');
-    await shows('#transcript .message.assistant', 'answer to hello');
+    await openAnswered(key);
     expect(await page.locator('#schedules-panel').isHidden()).toBe(true);
 
     // Made by another client: the page learns of them from the stream.
