@@ -124,6 +124,8 @@ describe('schedules', () => {
     const conversation = key('steer');
     await opened(conversation);
     await alice.client.chat(conversation, { text: 'look around, wait 5000', id: 'long' });
+    // The turn runs its 5 s tool call when the schedule is made (on a loaded machine the turn may start later than the make).
+    await vi.waitFor(async () => expect(await stored(conversation, 'tool.started')).toHaveLength(1), { timeout: 30_000, interval: 100 });
     const at = inMs(1500);
     await alice.http.post(conversation, '/schedules', { id: 'nudge', at, text: 'also check the weather', onBusy: 'steer' });
     await decided(conversation, 'nudge');
