@@ -1,5 +1,5 @@
 import { Topics } from '@rudder/contracts';
-import { createKafka, createLog, KafkaBatchServer, readConfig, type Config } from '@rudder/runtime';
+import { createKafka, createLog, KafkaBatchServer, READER_SESSION, readConfig, type Config } from '@rudder/runtime';
 
 /**
  * The turn workers' consumer group on agent.inputs, as a Nest microservice transport:
@@ -17,7 +17,10 @@ export function turnWorkerTransport(config: Config = readConfig(), log = createL
       sessionTimeout: config.WORKER_SESSION_TIMEOUT_MS,
       heartbeatInterval: config.WORKER_HEARTBEAT_MS,
       rebalanceTimeout: Math.max(config.WORKER_SESSION_TIMEOUT_MS, 10_000),
-      maxWaitTimeInMs: 100,
+      // A fetch returns as soon as a record arrives: this bounds only an idle one (and how long
+      // a stop waits for it). At 100 ms an idle worker made ten fetches a second per broker, most
+      // of its idle CPU (bench/results.md, benchmark 8).
+      maxWaitTimeInMs: READER_SESSION.maxWaitTimeInMs,
     },
     // Partitions are ingested side by side: each batch is one short transaction of its own.
     partitionsAtOnce: config.KAFKA_PARTITIONS,

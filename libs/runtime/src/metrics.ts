@@ -3,6 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 
 /**
+ * How often the event loop's delay is sampled for `nodejs_eventloop_lag_*`, in ms. prom-client's
+ * default (10 ms) wakes an idle service 100 times a second; every 100 ms still sees each stall
+ * that lasts longer than that, which is what the metric is read for.
+ */
+const EVENT_LOOP_SAMPLE_MS = 100;
+
+/**
  * A service's own Prometheus registry (not prom-client's global one: the tests run the
  * gateway and the companion in one process), with the process metrics and `service` as a
  * default label. Each service defines its `rudder_*` metrics on it.
@@ -10,7 +17,7 @@ import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 export function createMetricsRegistry(service: string): Registry {
   const registry = new Registry();
   registry.setDefaultLabels({ service });
-  collectDefaultMetrics({ register: registry });
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS });
   return registry;
 }
 
