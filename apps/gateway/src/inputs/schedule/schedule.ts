@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Headers, Inject, Injectable, Param, UseGuards } from '@nestjs/common';
 import {
+  inputText,
+  SCHEDULE_TEXT_MAX,
   ScheduleBody,
   ScheduleChangeBody,
   ScheduleId,
@@ -15,7 +17,7 @@ import { z } from 'zod';
 import { AuthGuard, Subject } from '../../auth/auth.guard';
 import { ConversationAccess } from '../../companion/conversation-access';
 import { GatewayError } from '../../errors/gateway-error';
-import { clientIdOf, conversationKeyOf, parseEdge, requireJsonBody } from '../../http/edge';
+import { checkTextLength, clientIdOf, conversationKeyOf, parseEdge, requireJsonBody } from '../../http/edge';
 import { conversation, idempotencyHeaders, json, key, read, readHeaders, write } from '../../http/openapi';
 import { route, Route, type GatewayPart, type Routes } from '../../http/route';
 import { InputRateGuard } from '../../limits/input-rate.guard';
@@ -23,7 +25,7 @@ import { inputRecord, Writes, type Write } from '../../writes/submit';
 
 const scheduleParams = z.object({ key, id: ScheduleId });
 const FIELDS =
-  '`at` (an ISO 8601 time with its offset: fires once, then ends) or `every` (a cron expression of 5 or 6 fields, read in `tz`, an IANA time zone, UTC when absent), `text` or `messages` (sent as a chat of the schedule\'s maker, at most 4000 characters together), `onBusy` (`enqueue`, the default: a follow-up behind the running turn; `steer`: a steer of the running turn, or a turn of its own when none runs; `skip`: nothing while a turn runs), `unlessUserSpokeSince` (skipped when a person\'s chat or steer was accepted since it was made or last due), `maxLateness` (ms: a firing later than that after its time, because no worker ran, is skipped; absent: however late, marked `late`).';
+  '`at` (an ISO 8601 time with its offset: fires once, then ends) or `every` (a cron expression of 5 or 6 fields, read in `tz`, an IANA time zone, UTC when absent), `text` or `messages` (sent as a chat of the schedule\'s maker, at most 4000 characters together: 413 `text_too_long` past that), `onBusy` (`enqueue`, the default: a follow-up behind the running turn; `steer`: a steer of the running turn, or a turn of its own when none runs; `skip`: nothing while a turn runs), `unlessUserSpokeSince` (skipped when a person\'s chat or steer was accepted since it was made or last due), `maxLateness` (ms: a firing later than that after its time, because no worker ran, is skipped; absent: however late, marked `late`).';
 
 /**
  * The schedule input kind as the gateway takes it, in one module: its route entries (make,
@@ -36,7 +38,7 @@ export const SCHEDULE_ROUTES = {
     description: `Makes a schedule of the conversation, decided by its worker under the conversation's lock: ${FIELDS} At its time the worker owning the conversation makes its input once — through a crash, a rebalance or a clock's skew — as the subject that made it (refused, once, when that subject can no longer write). The schedule's id is the input's (\`id\` or \`Idempotency-Key\`, at most 160 characters): sent again, it answers the same. 400 for a bad field (an \`at\` more than a minute in the past, a cron expression croner refuses, an unknown time zone); 404 for a conversation nobody has written to; 409 \`conflict\` for an id a schedule has; 409 \`schedules_full\` past 20 schedules. Needs \`write\`.`,
     requestParams: { path: conversation, header: idempotencyHeaders },
     requestBody: { required: true, ...json(ScheduleBody.meta({ id: 'ScheduleBody' })) },
-    responses: write(201, 'made: the schedule, with its next time', ScheduleItem, ['conflict', 'not_found', 'schedules_full', 'id_reused']),
+    responses: write(201, 'made: the schedule, with its next time', ScheduleItem, ['conflict', 'not_found', 'schedules_full', 'id_reused', 'text_too_long']),
   }),
   list: route('get', '/v1/conversations/{key}/schedules', "The conversation's schedules", {
     description: "Each with its next time (`next`) and when it last fired (`lastFiredAt`), as of the log position `position`. The stream carries `schedule.made`, `schedule.changed`, `schedule.cancelled`, `schedule.fired` and `schedule.skipped`. Needs `read`.",
@@ -47,7 +49,7 @@ export const SCHEDULE_ROUTES = {
     description: `Changes the fields given (${FIELDS}); \`at\` and \`every\` replace each other. Its next time is computed anew, and the subject that changes it is the one it fires as from then on. The change has an id of its own (\`id\` or \`Idempotency-Key\`). 404 for no such schedule (it ended or was cancelled). Needs \`write\`.`,
     requestParams: { path: scheduleParams, header: idempotencyHeaders },
     requestBody: { required: true, ...json(ScheduleChangeBody.meta({ id: 'ScheduleChangeBody' })) },
-    responses: write(200, 'changed: the schedule as it is now', ScheduleItem, ['not_found', 'id_reused']),
+    responses: write(200, 'changed: the schedule as it is now', ScheduleItem, ['not_found', 'id_reused', 'text_too_long']),
   }),
   cancel: route('delete', '/v1/conversations/{key}/schedules/{id}', 'Cancel a schedule', {
     description: 'It fires no more (a firing already decided has happened). 404 for no such schedule. The cancel has an id of its own (`Idempotency-Key`). Needs `write`.',
@@ -119,9 +121,11 @@ export class ScheduleHandler {
 }
 
 /**
- * The record's fields from a body (`scheduleFieldsOf`), or 400 naming the field that makes none.
+ * The record's fields from a body (`scheduleFieldsOf`), or 400 naming the field that makes none;
+ * 413 `text_too_long` for a text past SCHEDULE_TEXT_MAX, as a chat's, a steer's and an edit's.
  */
 function checkedFields(body: ScheduleChangeBody): Partial<ScheduleFields> {
+  checkTextLength(inputText(body.messages ?? (body.text === undefined ? [] : [body.text])), 'text', SCHEDULE_TEXT_MAX);
   const checked = scheduleFieldsOf(body, new Date());
   if ('fields' in checked) return checked.fields;
   throw new GatewayError('bad_request', `bad schedule body: ${checked.path}: ${checked.message}`, [{ path: checked.path, message: checked.detail }]);
