@@ -55,7 +55,7 @@ afterAll(() => stack?.stop());
 const handoffs = async (conversation: string, turns: number) =>
   (await readEvents(await stack.http.events(conversation, { 'last-event-id': '0' }), (_, all) => all.filter((m) => m.event === 'turn.ended').length >= turns))
     .filter((m) => m.event === 'agent.changed')
-    .map((m) => (m.data as { data: { from: string; to: string; turn: string; step: number } }).data);
+    .map((m) => (m.data as { data: { from: string; to: string; turn: string; step: number; rollback?: string } }).data);
 
 describe('a handoff on a running worker', () => {
   beforeAll(async () => {
@@ -127,6 +127,27 @@ describe('a handoff on a running worker', () => {
     expect((await handoffs(conversation, 3)).map((h) => [h.from, h.to])).toEqual([
       ['triage', 'specialist'],
       ['specialist', 'triage'],
+    ]);
+  });
+
+  it('a rollback of the turn that handed on hands the conversation back: the next turn runs the agent before it, and a chat naming that agent is accepted', async () => {
+    const { client, http, model } = stack;
+    const conversation = key('rollback');
+    await client.chat(conversation, { text: 'a first question', id: 'c1', agent: 'triage' });
+    await answered(client, conversation, 'c1');
+    await client.chat(conversation, { text: 'hand to specialist, then take it back', id: 'c2' });
+    const handed = await answered(client, conversation, 'c2');
+    expect((await client.status(conversation)).agent).toBe('specialist');
+    expect(await client.rollback(conversation, { turns: 1, id: 'rb1' })).toEqual({ turns: [handed.id], stopped: null });
+    // Read right after the rollback's answer: the conversation is triage's again.
+    expect((await client.status(conversation)).agent).toBe('triage');
+    const accepted = await http.post(conversation, '/chat', { text: 'a question after the rollback', id: 'c3', agent: 'triage' });
+    expect(accepted.status).toBe(202);
+    await answered(client, conversation, 'c3');
+    expect(requestsAbout(model.requests, 'a question after the rollback').map(agentOf)).toEqual(['triage']);
+    expect((await handoffs(conversation, 3)).map((h) => [h.from, h.to, h.turn, h.rollback])).toEqual([
+      ['triage', 'specialist', handed.id, undefined],
+      ['specialist', 'triage', handed.id, 'rb1'],
     ]);
   });
 

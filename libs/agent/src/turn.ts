@@ -184,7 +184,8 @@ export function evolveTurn(turn: TurnState, event: DomainEvent): TurnState {
       return { ...turn, approvals: { ...turn.approvals, [callId]: { approval, status, arguments: event.data.arguments, reason, subject } } };
     }
     case 'agent.changed': {
-      if (event.data.turn !== turn.id) return turn;
+      // A rollback's hand back is no handoff of the turn it names (that turn is taken back).
+      if (event.data.turn !== turn.id || event.data.rollback !== undefined) return turn;
       const { from, to, step } = event.data;
       return { ...turn, handoff: { from, to, step } };
     }

@@ -233,9 +233,12 @@ const CORE_EVENT_CONTRACTS = {
    * run `to` (its instructions, tools, model, steering policy, bounds, guard and budget) until
    * a handoff of its own hands the conversation on (or back); a chat naming another agent is
    * then `agent_mismatch`. At most one per step: the first transfer call of a reply wins.
+   * With `rollback`, no transfer: the rollback of that id took back the turns that handed the
+   * conversation on (`turn`, the first of them; `step` 0), and it is back with the agent that
+   * answered before them.
    */
   'agent.changed': eventContract(
-    z.object({ from: AgentName, to: AgentName, turn: z.string(), step: z.number().int().nonnegative() }),
+    z.object({ from: AgentName, to: AgentName, turn: z.string(), step: z.number().int().nonnegative(), rollback: InputId.optional() }),
     () => NAMES_NONE,
   ),
   /** The turn ended. `content` holds every answer of the turn, in order; `outcome` says why when not completed. */

@@ -19,7 +19,11 @@ function mergeInOrder(queue: PendingInput[], joining: PendingInput[]): PendingIn
   return merged;
 }
 /** A turn ending now, as a rollback will need it: with the plan before its first change, when it changed it. */
-const endedTurn = (state: ConversationState, turn: string): EndedTurn => (state.todosBeforeTurn === null ? { turn } : { turn, todosBefore: state.todosBeforeTurn });
+const endedTurn = (state: ConversationState, turn: string): EndedTurn => ({
+  turn,
+  ...(state.todosBeforeTurn === null ? {} : { todosBefore: state.todosBeforeTurn }),
+  ...(state.agentBeforeTurn === null ? {} : { agentBefore: state.agentBeforeTurn }),
+});
 
 /**
  * The rules of the conversation's and the turn's own events (`events.ts` of @rudder/contracts):
@@ -79,6 +83,7 @@ export const CORE_EVENT_RULES: EventRulesTable<CoreEventType> = {
       steersLanded: 0,
       queue: without(state.queue, data.prompt.id),
       todosBeforeTurn: null,
+      agentBeforeTurn: null,
       // A turn starts from the queue only once its hold is over: the next hold is the next `queue.held`'s.
       heldUntil: null,
       ...noCalls,
@@ -96,6 +101,7 @@ export const CORE_EVENT_RULES: EventRulesTable<CoreEventType> = {
       steersLanded: 0,
       queue: mergeInOrder(state.queue, state.steers),
       todosBeforeTurn: null,
+      agentBeforeTurn: null,
       ...noCalls,
     }),
     onceKey: (data) => `turn-ended:${data.turn}`,
@@ -148,9 +154,13 @@ export const CORE_EVENT_RULES: EventRulesTable<CoreEventType> = {
   },
   'agent.changed': {
     // The agent the conversation is handed to answers from now on: its policy decides the steers and bounds after it.
-    evolve: (state, data) => ({ ...state, agent: data.to }),
-    // A reply hands the conversation on at most once: its first transfer call's, stored with that call's result.
-    onceKey: (data) => `agent-changed:${data.turn}:${data.step}`,
+    // A rollback's hand back takes back every handoff of the turns it took back, the running one's too.
+    evolve: (state, data) =>
+      data.rollback !== undefined
+        ? { ...state, agent: data.to, agentBeforeTurn: null }
+        : { ...state, agent: data.to, agentBeforeTurn: state.runningTurn === null ? state.agentBeforeTurn : (state.agentBeforeTurn ?? state.agent) },
+    // A reply hands the conversation on at most once: its first transfer call's, stored with that call's result; a rollback hands it back once.
+    onceKey: (data) => (data.rollback !== undefined ? `agent-back:${data.rollback}` : `agent-changed:${data.turn}:${data.step}`),
   },
   'history.compacted': {
     evolve: (state, data) => {

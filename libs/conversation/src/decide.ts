@@ -205,7 +205,9 @@ export function decideTurnCommit(state: ConversationState, turn: TurnState, even
 function decideStep(state: ConversationState, turn: TurnState, events: DomainEvent[]): DomainEvent[] {
   if (state.ending === 'stop' || state.ending === 'rollback') {
     const outcome = state.ending === 'stop' ? STOPPED : ROLLED_BACK;
-    return events.flatMap((e): DomainEvent[] => (e.type === 'turn.ended' ? [...undoPlan(state, turn, events), { ...e, data: { ...e.data, status: 'stopped', outcome } }] : [e]));
+    // A turn being rolled back hands the conversation to nobody: its rollback handed it back already.
+    const kept = state.ending === 'rollback' ? events.filter((e) => e.type !== 'agent.changed') : events;
+    return kept.flatMap((e): DomainEvent[] => (e.type === 'turn.ended' ? [...undoPlan(state, turn, kept), { ...e, data: { ...e.data, status: 'stopped', outcome } }] : [e]));
   }
   const after = events.reduce(evolveTurn, turn);
   const end = events.find((e) => e.type === 'turn.ended');

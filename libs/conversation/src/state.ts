@@ -30,10 +30,11 @@ export type Awaiting = {
 };
 
 /**
- * A turn that ended and was not rolled back, as a rollback needs it: its id, and the plan's items
- * before its first change when it changed the plan (a rollback of it puts them back).
+ * A turn that ended and was not rolled back, as a rollback needs it: its id, the plan's items
+ * before its first change when it changed the plan, and the agent that answered before it when
+ * it handed the conversation on (a rollback of it puts both back).
  */
-export type EndedTurn = { turn: string; todosBefore?: TodoItem[] };
+export type EndedTurn = { turn: string; todosBefore?: TodoItem[]; agentBefore?: string };
 
 /** How the running turn was asked to end (`TurnState.ending`: one type for the state and the turn). */
 export type { Ending };
@@ -72,6 +73,8 @@ export type ConversationState = {
   todos: TodoList;
   /** The plan's items before the running turn first changed them (null: it has not): a rollback puts them back. */
   todosBeforeTurn: TodoItem[] | null;
+  /** The agent that answered when the running turn first handed the conversation on (null: it has not): a rollback hands it back. */
+  agentBeforeTurn: string | null;
   /**
    * The last turns that ended and were not rolled back, oldest first: the last
    * `ROLLBACK_TURNS_MAX` of them, the turns a rollback can reach (empty in states stored
@@ -118,6 +121,7 @@ export const initialState = (): ConversationState => ({
   accepted: 0,
   todos: emptyTodos(),
   todosBeforeTurn: null,
+  agentBeforeTurn: null,
   endedTurns: [],
   carried: null,
   compaction: null,

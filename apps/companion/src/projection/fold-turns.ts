@@ -109,6 +109,8 @@ function takeSteer(rows: RowSet, event: Of<'steer.taken'>): void {
 }
 
 function handOff(rows: RowSet, event: Of<'agent.changed'>): void {
+  // A rollback's hand back names the first turn it took back, which no agent answers after it.
+  if (event.data.rollback !== undefined) return;
   const running = rows.turn(event.conversation, event.data.turn);
   if (!running || running.status !== 'running') return;
   running.agent = event.data.to;

@@ -182,7 +182,8 @@ export class ResponseFold {
         return out;
       case 'agent.changed':
         // A handoff in its turn: the agent it was handed to answers the rest of it, and is its model from here on.
-        if (event.data.turn === this.turn && this.phase === 'in_progress') this.model = event.data.to;
+        // (A rollback's hand back names a turn it took back: nothing answers the rest of it.)
+        if (event.data.turn === this.turn && this.phase === 'in_progress' && event.data.rollback === undefined) this.model = event.data.to;
         return out;
       case 'tool.ended':
         if (event.data.turn !== this.turn || this.phase !== 'in_progress') return out;

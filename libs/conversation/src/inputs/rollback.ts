@@ -18,7 +18,9 @@ export const lastTurnOf = (state: ConversationState): string | null => state.end
  * Nothing is deleted: `turns.rolledBack` says which, and every reader leaves them out of what
  * it shows by default — the worker's history (so every later model request, its budget and its
  * compaction), the transcript, the affordances — and their changes to the plan are undone at
- * once (`todos.updated` without a call: the items before the first change any of them made).
+ * once (`todos.updated` without a call: the items before the first change any of them made), and
+ * so are their handoffs (`agent.changed` with the rollback's id: back to the agent that answered
+ * before the first of them).
  * While a turn runs it is refused (`busy`) unless it asks to stop it first (`stopRunning`): the
  * turn is then stopped as a rollback (`stop.requested` mode `rollback`, its waiting calls
  * closed as a stop closes them, its own plan changes undone with its end) and is the last of the
@@ -52,6 +54,11 @@ export const rollbackRules: InputRules<'rollback', RollbackAnswer, RollbackRefus
     const changed = ended.turns.find((t) => t.todosBefore !== undefined);
     if (changed?.todosBefore) {
       events.push({ type: 'todos.updated', data: { turn: changed.turn, step: 0, callId: null, items: changed.todosBefore, next: state.todos.next } });
+    }
+    // The agent that answered before the first handoff of the turns rolled back (the running one's last) answers again.
+    const before = ended.turns.find((t) => t.agentBefore !== undefined)?.agentBefore ?? (running === null ? null : state.agentBeforeTurn);
+    if (before !== null && state.agent !== null && before !== state.agent) {
+      events.push({ type: 'agent.changed', data: { from: state.agent, to: before, turn: turns[0], step: 0, rollback: input.id } });
     }
     return events;
   },

@@ -3,9 +3,11 @@ import { ROLLBACK_TURNS_MAX, type DomainEvent, type InputRecord } from '@rudder/
 import { startTurn } from '@rudder/agent/turn';
 import { onceKey } from '../event-rules';
 import { receiptKeys, receiptOf } from '../receipts';
-import { base, chat, deciderSpec, IDLE, type Given } from '../testing/decider-spec';
+import { base, chat, deciderSpec, IDLE, policy, type Given } from '../testing/decider-spec';
 
 const { given } = deciderSpec();
+/** The same, with the agents a conversation is handed to (`billing`, `refunds`) known. */
+const { given: givenAgents } = deciderSpec({ defaultAgent: 'default', policyOf: (name) => (['default', 'billing', 'refunds'].includes(name) ? policy : undefined) });
 
 /** A rollback `id` of the last `turns` turns, or of every turn after `toTurn`. */
 const rollback = (id: string, asked: { turns: number } | { toTurn: string }, extra: { ifLastTurn?: string; stopRunning?: boolean; subject?: string } = {}): InputRecord => ({
@@ -137,6 +139,55 @@ describe('a rollback under the conversation lock', () => {
     // Rolled back alone, the running turn puts back the plan before its own change.
     const alone = head.and(rollback('r2', { turns: 1 }, { stopRunning: true })).whenCommitting(startTurn('t3', prompt), [ended('t3')]).thenTypes('todos.updated', 'turn.ended');
     expect(alone.state.todos.items.map((i) => i.text)).toEqual(['a', 'b']);
+  });
+
+  it('hands the conversation back to the agent that answered before the first handoff of the turns it rolls back, once', () => {
+    const handed = (turn: string, from: string, to: string, step = 0): DomainEvent => ({ type: 'agent.changed', data: { from, to, turn, step } });
+    const head = givenAgents(IDLE)
+      .and(chat('c1'))
+      .andTurnStarts('t1')
+      .andStored(ended('t1'))
+      .and(chat('c2'))
+      .andTurnStarts('t2')
+      .andStored(handed('t2', 'default', 'billing'), ended('t2'))
+      .and(chat('c3'))
+      .andTurnStarts('t3')
+      .andStored(handed('t3', 'billing', 'refunds'), handed('t3', 'refunds', 'billing', 1), handed('t3', 'billing', 'refunds', 2), ended('t3'));
+    expect(head.state.agent).toBe('refunds');
+    expect(head.state.endedTurns.map((t) => t.turn)).toEqual(['t1', 't2', 't3']);
+    const both = head.when(rollback('r1', { turns: 2 })).then([
+      rolledBack('r1', { turns: 2 }, ['t2', 't3']),
+      { type: 'agent.changed', data: { from: 'refunds', to: 'default', turn: 't2', step: 0, rollback: 'r1' } },
+    ]);
+    expect(both.state.agent).toBe('default');
+    expect(onceKey(both.events[1])).toBe('agent-back:r1');
+    // The last turn alone: back to the agent before its first handoff.
+    head.when(rollback('r2', { turns: 1 })).then([
+      rolledBack('r2', { turns: 1 }, ['t3']),
+      { type: 'agent.changed', data: { from: 'refunds', to: 'billing', turn: 't3', step: 0, rollback: 'r2' } },
+    ]);
+    // Turns that handed nothing on, or handed it back to where it was: nothing to hand back.
+    turns(2).when(rollback('r3', { turns: 2 })).thenTypes('turns.rolledBack');
+    givenAgents(IDLE).and(chat('c1')).andTurnStarts('t1').andStored(handed('t1', 'default', 'billing'), handed('t1', 'billing', 'default', 1), ended('t1')).when(rollback('r4', { turns: 1 })).thenTypes('turns.rolledBack');
+  });
+
+  it('with stopRunning, a running turn that handed on is handed back by the rollback, and a handoff it stores after is dropped: the next turn runs the agent before it', () => {
+    const handed = (turn: string, from: string, to: string, step = 0): DomainEvent => ({ type: 'agent.changed', data: { from, to, turn, step } });
+    const prompt = { id: 'c2', text: 'c2', messages: ['c2'], subject: 'alice' };
+    const running = givenAgents(IDLE).and(chat('c1')).andTurnStarts('t1').andStored(ended('t1')).and(chat('c2')).andTurnStarts('t2').andStored(handed('t2', 'default', 'billing'));
+    expect(running.state.runningTurn).toBe('t2');
+    const decided = running.when(rollback('r1', { turns: 1 }, { stopRunning: true })).thenTypes('stop.requested', 'turns.rolledBack', 'agent.changed');
+    expect(decided.state.agent).toBe('default');
+    // Its reply handed on again before it saw the stop: that handoff is not stored; its end stores the stop.
+    const again = decided.after.whenCommitting(startTurn('t2', prompt), [handed('t2', 'default', 'refunds', 1), ended('t2')]);
+    expect(again.events.map((e) => e.type)).toEqual(['turn.ended']);
+    expect(again.state.agent).toBe('default');
+    // A rollback of ended turns only while nothing handed on: no hand back; the running turn's own handoff alone is handed back.
+    running.when(rollback('r2', { turns: 2 }, { stopRunning: true })).then([
+      { type: 'stop.requested', data: { stop: 'r2', turn: 't2', mode: 'rollback' } },
+      rolledBack('r2', { turns: 2 }, ['t1', 't2'], 't2'),
+      { type: 'agent.changed', data: { from: 'billing', to: 'default', turn: 't1', step: 0, rollback: 'r2' } },
+    ]);
   });
 
   it('a summary that covered a turn rolled back is dropped from the status; one before them stays', () => {
