@@ -67,6 +67,7 @@ export function forkSourceOf(input: Pick<ForkInput, 'from' | 'atTurn'>, events: 
       })),
       summary,
       todos: at.fold.state.todos,
+      agent: at.fold.state.agent,
     },
   };
 }

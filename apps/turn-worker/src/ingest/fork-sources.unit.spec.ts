@@ -28,6 +28,16 @@ describe('a fork source', () => {
     expect(contents(forked.history)).toEqual(['one', 'answer to one', 'two', 'answer to two']);
   });
 
+  it("takes the agent that answered when the turn ended: a handoff in a later turn is not the fork's", () => {
+    const events = log('one', 'two');
+    const handoff = { type: 'agent.changed', data: { from: 'default', to: 'specialist', turn: 't-two', step: 0 }, id: 'h', conversation: 'src', position: 9, at: events[0].at } as ConversationEvent;
+    // The handoff is stored in t-two, before its end (which moves to position 10).
+    const handed = [...events.slice(0, 8), handoff, ...events.slice(8).map((e) => ({ ...e, position: e.position + 1 }))];
+    expect(forkSourceOf({ from: 'src', atTurn: 't-one' }, handed, null).copy).toMatchObject({ agent: 'default' });
+    expect(forkSourceOf({ from: 'src', atTurn: 't-two' }, handed, null).copy).toMatchObject({ agent: 'specialist' });
+    expect(forkSourceOf({ from: 'src', atTurn: 't-one' }, handed, null).state.agent).toBe('specialist');
+  });
+
   it('forks at the latest turn that ended by default; an unknown or rolled-back turn is not_found, a running one busy', () => {
     const events = log('one', 'two');
     const latest = forkSourceOf({ from: 'src' }, events, null).copy;

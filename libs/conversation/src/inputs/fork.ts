@@ -11,7 +11,11 @@ export type ForkAnswer = { key: string; from: string; atTurn: string };
 export type ForkRefusal = Pick<EventDataOf<'fork.refused'>, 'code' | 'message'>;
 
 /** What the fork copies of the source at its turn: `conversation.forked`'s data but the fork's id, and the plan then. */
-export type ForkCopy = Omit<EventDataOf<'conversation.forked'>, 'fork'> & { todos: { items: TodoItem[]; next: number } };
+export type ForkCopy = Omit<EventDataOf<'conversation.forked'>, 'fork'> & {
+  todos: { items: TodoItem[]; next: number };
+  /** The agent answering the source when the turn ended (a handoff before it chose it); null: as the source's now. */
+  agent: string | null;
+};
 
 /**
  * The source as the worker read it from the event store for one fork, just before the fork's
@@ -25,7 +29,7 @@ export type ForkSource = { state: ConversationState; copy: ForkCopy | { refusal:
  * `into`): the source is read from the event store by the worker (`context.forkSource`), at
  * decision time, so a read access revoked before it is seen. It needs `read` on the source and
  * a key that is no conversation yet; the fork is opened (`conversation.opened`: owner the
- * forking subject, agent the source's; grants are not copied) and takes the source's history
+ * forking subject, agent the one answering the source when that turn ended; grants are not copied) and takes the source's history
  * up to the turn (`conversation.forked`) and its plan then (`todos.updated` without a call).
  * Nothing is written to the source.
  */
@@ -43,11 +47,11 @@ export const forkRules: InputRules<'fork', ForkAnswer, ForkRefusal> = {
     if (opened(state)) return refused('conflict', `conversation ${input.conversation} exists; fork into a new key`);
     const { copy } = source;
     if ('refusal' in copy) return refused(copy.refusal, copy.message);
-    const { todos, ...forked } = copy;
+    const { todos, agent, ...forked } = copy;
     const plan: DomainEvent[] =
       todos.items.length === 0 ? [] : [{ type: 'todos.updated', data: { turn: copy.atTurn, step: 0, callId: null, items: todos.items, next: todos.next } }];
     return [
-      { type: 'conversation.opened', data: { owner: input.subject, agent: source.state.agent ?? '' } },
+      { type: 'conversation.opened', data: { owner: input.subject, agent: agent ?? source.state.agent ?? '' } },
       { type: 'conversation.forked', data: { fork: input.id, ...forked } },
       ...plan,
     ];

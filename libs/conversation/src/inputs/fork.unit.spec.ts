@@ -17,6 +17,7 @@ const copy: ForkCopy = {
   history: [{ turn: 't1', end: 7, messages: [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }] }],
   summary: null,
   todos: { items: [], next: 1 },
+  agent: null,
 };
 /** The source: owned by alice, who granted carol read; its copy at t1 (or a refusal). */
 const sourceLog: DomainEvent[] = [opened('alice'), { type: 'access.granted', data: { grant: 'g', subject: 'carol', access: 'read' } }];
@@ -40,6 +41,17 @@ describe('a fork under the new conversation lock', () => {
     // Grants are not copied: carol owns it, alice (the source's owner) has no access to it.
     expect(decided.state).toMatchObject({ owner: 'carol', grants: {}, agent: 'default', todos: { items: [{ n: 1 }], next: 2 } });
     expect(receiptOf(fork('f1', { subject: 'carol' }), decided.events[1])).toEqual({ answer: { key: 'c', from: 'src', atTurn: 't1' } });
+  });
+
+  it('opens the new conversation with the agent that answered the source when the turn ended (a handoff before it chose it), not the one answering it now', () => {
+    spec(source({ copy: { ...copy, agent: 'specialist' } }))
+      .given()
+      .when(fork('f1', { subject: 'carol' }))
+      .thenTypes('conversation.opened', 'conversation.forked')
+      .then([
+        { type: 'conversation.opened', data: { owner: 'carol', agent: 'specialist' } },
+        { type: 'conversation.forked', data: { fork: 'f1', from: 'src', atTurn: 't1', through: 7, history: copy.history, summary: null } },
+      ]);
   });
 
   it('is answered once: the same fork again adds nothing; the same id asking another source or turn is an id reused', () => {
