@@ -172,4 +172,26 @@ describe('output guards', () => {
     expect(events.at(-1)).toMatchObject({ type: 'response.completed', response: { status: 'completed', output: [refusal] } });
     expect(JSON.stringify(events)).not.toContain(REJECTED);
   });
+
+  it('a worker killed (SIGKILL) right after the rejection is stored: the next one asks again once, and the turn answers once with the passing answer', async () => {
+    const { client, model } = stack;
+    const conversation = key('crash');
+    await stack.stopWorkers();
+    const doomed = await stack.startWorker({ CRASH_AT: 'after-answer-rejected' });
+    const text = 'say rude things, then crash';
+    await client.chat(conversation, { text, id: 'p1', agent: 'checked' });
+    await doomed.exited;
+    expect(doomed.child.signalCode).toBe('SIGKILL');
+    expect(doomed.output()).toContain('crashing at after-answer-rejected');
+    await stack.startWorker();
+    const turn = await answered(client, conversation, 'p1', 60_000);
+    expect(turn).toMatchObject({ status: 'completed', outcome: null, content: 'a polite answer, checked' });
+    // The prompt was asked once (its rude answer stored as rejected), the re-ask once, by the next worker.
+    const asked = requestsWith(model.requests, text);
+    expect(asked.map((r) => pendingReask(r) !== undefined)).toEqual([false, true]);
+    expect((await assistantRows(conversation)).map((m) => m.text)).toEqual(['a polite answer, checked']);
+    const stored = (await readEvents(await stack.http.events(conversation, { 'last-event-id': '0' }), (m) => m.event === 'turn.ended')).filter((m) => m.event !== 'token');
+    expect(stored.map((m) => m.event)).toEqual(['conversation.opened', 'input.accepted', 'turn.started', 'input.delivered', 'answer.rejected', 'model.replied', 'turn.ended']);
+    expect(JSON.stringify(stored)).not.toContain(REJECTED);
+  });
 });

@@ -15,6 +15,8 @@ export const FaultPoints = [
   'after-steer-taken',
   /** A transfer call's result and `agent.changed` are committed; the run of the agent it was handed to has not begun. */
   'after-handoff-stored',
+  /** An answer the output guard rejected to ask again (`answer.rejected`) is committed; the re-ask's model request has not been made. */
+  'after-answer-rejected',
   /** A compaction's summary (`history.compacted`) is committed; the step's model request has not been made. */
   'after-compaction-stored',
   /** Events reached agent.events; the outbox rows are not marked published. */

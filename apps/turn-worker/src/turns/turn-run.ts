@@ -188,6 +188,7 @@ export class TurnRun {
     if (stored.some((e) => e.type === 'tool.ended')) fault('after-tool-result-stored');
     if (stored.some((e) => e.type === 'steer.taken')) fault('after-steer-taken');
     if (stored.some((e) => e.type === 'agent.changed')) fault('after-handoff-stored');
+    if (stored.some((e) => e.type === 'answer.rejected' && e.data.reask !== null)) fault('after-answer-rejected');
     if (ended?.id === this.id) this.ended = ended;
     const now = fold.conversation?.running;
     if (now?.id === this.id && windingDown(now)) this.windDown();
