@@ -106,4 +106,23 @@ describe('the schedule tool: a call decided under the lock by the schedule input
       expect(result(events).result).toMatch(/\(nothing changed\)$/);
     }
   });
+
+  it("a rollback of the turn cancels the schedules its tool made, once each; the conversation's own stay; a turn being rolled back makes none", () => {
+    const byTool = decide(stateOf(RUNNING), { op: 'make', at: AT, text: 'check the build' });
+    const id = scheduleCallInputId('t1', 'call_1');
+    const ended: DomainEvent = { type: 'turn.ended', data: { turn: 't1', status: 'completed', outcome: null, content: 'ok', steered: [] } };
+    const after = made(stateOf([...RUNNING, ...byTool, ended]), 's-api');
+    expect(after.schedules.map((s) => s.id)).toEqual([id, 's-api']);
+    const rollback = { ...base, type: 'rollback', id: 'r1', asked: { turns: 1 } } as InputRecord;
+    const decided = decideInputs(after, [rollback], new Set(), agents, NOW);
+    expect(decided.filter((e) => e.type === 'schedule.cancelled')).toEqual([{ type: 'schedule.cancelled', data: { input: `${id}:rolled-back`, schedule: id } }]);
+    expect(decided.reduce(evolve, after).schedules.map((s) => s.id)).toEqual(['s-api']);
+    // Rolled back with stopRunning, the running turn's later call makes nothing: the rollback took its turn back.
+    const running = stateOf([...RUNNING, ...byTool]);
+    const stopping = decideInputs(running, [{ ...rollback, id: 'r2', stopRunning: true } as InputRecord], new Set(), agents, NOW);
+    expect(stopping.filter((e) => e.type === 'schedule.cancelled').map((e) => e.data)).toEqual([{ input: `${id}:rolled-back`, schedule: id }]);
+    const later = decide(stopping.reduce(evolve, running), { op: 'make', at: AT, text: 'one more' }, { id: 'call_2' });
+    expect(later).toHaveLength(1);
+    expect(result(later)).toMatchObject({ isError: true, result: expect.stringContaining('rolled back') });
+  });
 });

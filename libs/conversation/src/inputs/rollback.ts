@@ -10,6 +10,9 @@ export type RollbackAnswer = { turns: string[]; stopped: string | null };
 /** Why a rollback changed nothing: its code and what it says, and what the refusal names (the last turn, the running one, how many could go). */
 export type RollbackRefusal = Pick<EventDataOf<'rollback.refused'>, 'code' | 'message' | 'lastTurn' | 'running' | 'available'>;
 
+/** The input id of a schedule's cancel by the rollback of the turn whose schedule tool made it: one per schedule. */
+export const rolledBackScheduleInputId = (schedule: string): string => `${schedule}:rolled-back`;
+
 /** The last turn that ended and was not rolled back; null: none. */
 export const lastTurnOf = (state: ConversationState): string | null => state.endedTurns.at(-1)?.turn ?? null;
 
@@ -20,7 +23,7 @@ export const lastTurnOf = (state: ConversationState): string | null => state.end
  * compaction), the transcript, the affordances — and their changes to the plan are undone at
  * once (`todos.updated` without a call: the items before the first change any of them made), and
  * so are their handoffs (`agent.changed` with the rollback's id: back to the agent that answered
- * before the first of them).
+ * before the first of them) and the schedules their schedule tool made (`schedule.cancelled`).
  * While a turn runs it is refused (`busy`) unless it asks to stop it first (`stopRunning`): the
  * turn is then stopped as a rollback (`stop.requested` mode `rollback`, its waiting calls
  * closed as a stop closes them, its own plan changes undone with its end) and is the last of the
@@ -54,6 +57,10 @@ export const rollbackRules: InputRules<'rollback', RollbackAnswer, RollbackRefus
     const changed = ended.turns.find((t) => t.todosBefore !== undefined);
     if (changed?.todosBefore) {
       events.push({ type: 'todos.updated', data: { turn: changed.turn, step: 0, callId: null, items: changed.todosBefore, next: state.todos.next } });
+    }
+    // The schedules the turns rolled back made with the schedule tool (their ids are their calls': `<turn>:call:<digest>`) fire no more.
+    for (const schedule of state.schedules.filter((s) => turns.some((turn) => s.id.startsWith(`${turn}:call:`)))) {
+      events.push({ type: 'schedule.cancelled', data: { input: rolledBackScheduleInputId(schedule.id), schedule: schedule.id } });
     }
     // The agent that answered before the first handoff of the turns rolled back (the running one's last) answers again.
     const before = ended.turns.find((t) => t.agentBefore !== undefined)?.agentBefore ?? (running === null ? null : state.agentBeforeTurn);
