@@ -188,6 +188,27 @@ describe('schedules the model makes (the schedule tool)', () => {
     expect((await alice.http.post(conversation, '/schedules', { id: taken, at: inMs(60_000), text: 'x' })).status).toBe(400);
     expect((await alice.http.delete(conversation, `/schedules/${id}`, { 'idempotency-key': taken })).status).toBe(400);
   });
+
+  it('a rollback of the turn whose call made a schedule cancels it: gone from GET, and it never fires; the conversation`s own schedule stays', async () => {
+    const conversation = key('tool-rollback');
+    await alice.client.chat(conversation, { text: 'hello', id: 'open', agent: 'scheduling' });
+    await answered(alice.client, conversation, 'open');
+    // Far enough for the turn and the rollback to be answered before it, on a loaded machine too.
+    const at = inMs(8000);
+    const own = await alice.http.post(conversation, '/schedules', { id: 'own', at: inMs(60_000), text: 'the person made this one' });
+    expect(own.status).toBe(201);
+    await callSchedule(alice, conversation, 'ask', { op: 'make', at, text: 'made by the model, then taken back' });
+    const turn = await answered(alice.client, conversation, 'ask');
+    const [made] = await stored(conversation, 'schedule.made').then((all) => all.filter((d) => d.schedule.id !== 'own'));
+    expect(await alice.client.rollback(conversation, { turns: 1, id: 'rb' })).toEqual({ turns: [turn.id], stopped: null });
+    expect(Date.now()).toBeLessThan(Date.parse(at));
+    // Read right after the rollback's answer: the model's schedule is gone, the person's stays.
+    expect((await alice.http.get(conversation, '/schedules')).body.items.map((s: { id: string }) => s.id)).toEqual(['own']);
+    expect(await stored(conversation, 'schedule.cancelled')).toEqual([{ input: `${made.schedule.id}:rolled-back`, schedule: made.schedule.id }]);
+    // Past its time, and a worker's timer later: it did not fire.
+    await new Promise((resolve) => setTimeout(resolve, Date.parse(at) - Date.now() + 2000));
+    expect(await stored(conversation, 'schedule.fired')).toEqual([]);
+  });
 });
 
 describe('schedules through faults: each time fires once', () => {
