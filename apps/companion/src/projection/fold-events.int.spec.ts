@@ -263,8 +263,14 @@ describe('foldEvents', () => {
   it('folds each event once when two consumers fold overlapping batches at the same time', async () => {
     const key = 'rebalance';
     const batch = chatWithToolCall(key);
-    const results = await Promise.all([foldEvents(readModels, batch.slice(0, 6)), foldEvents(readModels, batch.slice(2))]);
-    expect(results.reduce((sum, r) => sum + r.applied, 0)).toBe(7);
+    // As a rebalance has them: the old owner folded the first events and is folding the next
+    // ones, their offsets not committed yet, when the new owner starts from the last committed
+    // offset, so its batch holds every event from there. (A batch that lacks the events before
+    // it that nobody folded cannot happen: each consumer's batches follow the partition's log;
+    // modelled so, this test failed one run in three, folding turn.ended before turn.started.)
+    await foldEvents(readModels, batch.slice(0, 2));
+    const results = await Promise.all([foldEvents(readModels, batch.slice(2, 6)), foldEvents(readModels, batch)]);
+    expect(results.reduce((sum, r) => sum + r.applied, 0)).toBe(5);
     expect(await readTurn(readModels, key, 't1')).toMatchObject({ status: 'completed' });
     expect((await allMessages(key)).map((m) => m.id)).toEqual(['i1', 't1/0', 't1/1']);
   });
