@@ -22,10 +22,12 @@ export const isFiringInputId = (id: string): boolean => /:fired:\d+$/.test(id);
 
 /**
  * An id of the form of the inputs calls of the built-in `schedule` tool stand for
- * (`<turn>:call:<16 hex>`, `scheduleCallInputId` of @rudder/conversation): the worker makes
- * those; a client's would take a call's schedule id, or its once key, before the call is made.
+ * (`<turn>:call:<16 hex>`, `scheduleCallInputId` of @rudder/conversation), or of the cancel of
+ * such a call's schedule by a rollback (`<that>:rolled-back`, `rolledBackScheduleInputId`): the
+ * worker makes those; a client's would take a call's schedule id, or its once key, before the
+ * call or the rollback is decided.
  */
-export const isScheduleCallInputId = (id: string): boolean => /:call:[0-9a-f]{16}$/.test(id);
+export const isScheduleCallInputId = (id: string): boolean => /:call:[0-9a-f]{16}(:rolled-back)?$/.test(id);
 
 /** An approval's id, made by the worker (`approval.requested`): the input ids' alphabet, so it is safe in paths. */
 export const ApprovalId = z

@@ -51,6 +51,6 @@ export function clientIdOf(bodyId: string | undefined, header: string | undefine
   // The worker makes a schedule's firings under ids of this form: a client's would take one's place.
   if (id !== undefined && isFiringInputId(id)) throw new GatewayError('bad_request', 'bad id: an id may not end in :fired:<digits> (the ids of schedules\' firings)');
   // And the schedule tool's calls under ids of this form: a client's would take a call's schedule id before the call is made.
-  if (id !== undefined && isScheduleCallInputId(id)) throw new GatewayError('bad_request', 'bad id: an id may not end in :call:<16 hex digits> (the ids of the schedule tool\'s calls)');
+  if (id !== undefined && isScheduleCallInputId(id)) throw new GatewayError('bad_request', 'bad id: an id may not end in :call:<16 hex digits> or :call:<16 hex digits>:rolled-back (the ids of the schedule tool\'s calls)');
   return id;
 }

@@ -20,7 +20,7 @@ export const envelope = {
   /** Idempotency key: the same id again is the same input and is handled once. Never a schedule's firing's (`firingInputId`) nor a schedule call's (`isScheduleCallInputId`): those the worker makes. */
   id: InputId.refine((id) => !isFiringInputId(id), 'an input id may not end in :fired:<digits> (the ids of schedules\' firings)').refine(
     (id) => !isScheduleCallInputId(id),
-    'an input id may not end in :call:<16 hex digits> (the ids of the schedule tool\'s calls)',
+    'an input id may not end in :call:<16 hex digits> or :call:<16 hex digits>:rolled-back (the ids of the schedule tool\'s calls)',
   ),
   conversation: ConversationKey,
   /** Who wrote it (the gateway's authenticated subject); other producers name themselves. */

@@ -3,6 +3,8 @@ import { firingInputId, InputRecord, SCHEDULE_TEXT_MAX, SCHEDULES_MAX, type Doma
 import { onceKey } from '../event-rules';
 import { receiptKeys } from '../receipts';
 import { base, chat, deciderSpec, IDLE, RUNNING, types, type Given } from '../testing/decider-spec';
+import { scheduleCallInputId } from '../schedule-calls';
+import { rolledBackScheduleInputId } from './rollback';
 import { nextFiring } from './schedule';
 
 /** A make, change or cancel of schedule `schedule`, sent at `sentAt` (its decision's `now`). */
@@ -126,6 +128,13 @@ describe('schedules under the conversation lock', () => {
   it('no record on agent.inputs may carry a firing`s id: it would take the firing`s place', () => {
     expect(InputRecord.safeParse(chat(firingInputId('s1', AT))).success).toBe(false);
     expect(InputRecord.safeParse(chat('s1:fired:soon')).success).toBe(true);
+  });
+
+  it('nor a schedule call`s, nor a rollback`s cancel of a call`s schedule: they would take its once key first', () => {
+    const call = scheduleCallInputId('t1', 'call_1');
+    expect(InputRecord.safeParse(chat(call)).success).toBe(false);
+    expect(InputRecord.safeParse(chat(rolledBackScheduleInputId(call))).success).toBe(false);
+    expect(InputRecord.safeParse(chat(`${call}:rolled-back-later`)).success).toBe(true);
   });
 });
 
