@@ -19,7 +19,7 @@
 import pg from 'pg';
 import { openReadModels } from '@rudder/companion';
 import { migrateEventStore } from '@rudder/event-store';
-import { planGrowth, type GrowthPlan, type GrowthRoute } from '@rudder/runtime';
+import { planGrowth, shardMap, type GrowthPlan, type GrowthRoute } from '@rudder/runtime';
 
 /** How our sessions are named (pg_stat_activity), so the check for live sessions leaves them out. */
 export const GROW_APPLICATION_NAME = 'rudder-grow-primaries';
@@ -83,6 +83,7 @@ export async function growPrimaries(options: GrowthOptions): Promise<GrowthRepor
   try {
     for (const url of plan.to) clients.push(await connect(url));
     await refuseLiveSessions(plan, clients);
+    for (const client of clients.slice(0, plan.from.length)) await refuseSplitConversations(client, plan);
     // Every primary gets the current schemas (a new one gets them whole) before anything is copied.
     for (const url of plan.to) {
       await migrateEventStore(url);
@@ -136,6 +137,34 @@ async function refuseUnknownTables(client: pg.Client, url: string): Promise<void
   );
   const unknown = rows.map((r) => r.name).filter((name) => !TABLES.some((t) => t.table === name));
   if (unknown.length > 0) throw new Error(`refusing to move partitions: ${redact(url)} has table(s) this procedure does not know how to move: ${unknown.join(', ')}`);
+}
+
+/** Conversations read per statement when every one of a primary is looked at. */
+const KEYS_PER_PAGE = 10_000;
+
+/**
+ * A conversation first seen on another partition than its key's (a producer with another
+ * partitioner) stays on that partition; both were on one primary, else the worker had re-routed
+ * it. If the new map puts the two partitions on two primaries, the conversation would be moved
+ * by its stored partition while its inputs, re-routed to its key's primary, found none there and
+ * started another: refused, naming them. (Every conversation of every old primary is read once.)
+ */
+async function refuseSplitConversations(client: pg.Client, plan: GrowthPlan): Promise<void> {
+  const after = shardMap(plan.to, plan.partitions);
+  const split: string[] = [];
+  for (let last = ''; ; ) {
+    const { rows } = await client.query<{ key: string; partition: number }>('SELECT key, partition FROM event_store.conversations WHERE key > $1 ORDER BY key LIMIT $2', [last, KEYS_PER_PAGE]);
+    for (const row of rows) {
+      if (after.shardOf(row.partition) !== after.shardOfKey(row.key)) split.push(`${row.key} (on partition ${row.partition}, its key's is ${after.partitionOfKey(row.key)})`);
+    }
+    if (rows.length < KEYS_PER_PAGE) break;
+    last = rows.at(-1)!.key;
+  }
+  if (split.length > 0) {
+    throw new Error(
+      `refusing to move partitions: ${split.length} conversation(s) live on another partition than their key's, which the new map puts on another primary (a producer with another partitioner sent their first input): ${split.slice(0, 10).join(', ')}${split.length > 10 ? ', …' : ''}`,
+    );
+  }
 }
 
 /** A URL without its password, for messages. */

@@ -12,7 +12,7 @@ import { growPrimaries as growInProcess, PrimariesInUseError } from '../scripts/
 import { checkConversation, type ConversationViews, type SentInput } from '../soak/check';
 import { soakScript } from '../soak/traffic';
 import { replay, transcript } from '../soak/views';
-import { companionProcess, startStack, type CompanionProcess, type Stack } from './stack';
+import { companionProcess, startStack, withTimeout, type CompanionProcess, type Stack } from './stack';
 
 /**
  * Growing from two PostgreSQL primaries to three under load (docs/operations.md, "Growing from
@@ -184,7 +184,7 @@ describe('growing from two primaries to three', () => {
 
     await sleep(5000);
     loadOn = false;
-    await load;
+    await withTimeout(load, 45_000, () => `inputs not answered within 45 s of the load's end: ${conversations.flatMap((c) => c.inputs.filter((i) => i.outcome === 'uncertain').map((i) => i.id)).join(', ')}`);
 
     // Quiet: every conversation's last input answered and nothing running or waiting.
     await expect
