@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { Inject, Injectable, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
-import { AnnouncementGate, conversationsWithOpenWork, createShardedRelay, notificationQueueUsage, FencedError, migrateEventStore, PartitionBusyError, registerAgents, takePartitions, type Epochs, type ShardedRelay } from '@rudder/event-store';
+import { AnnouncementGate, conversationsWithOpenWork, createShardedRelay, notificationQueueUsage, FencedError, migrateEventStore, MovedPartitionError, PartitionBusyError, registerAgents, takePartitions, type Epochs, type ShardedRelay } from '@rudder/event-store';
 import { configuredShards, createKafka, createLog, createPool, announcementChannel, hop, ensureTopics, oneShard, serveMetrics, sharded, startTracing, stopTracing, topicNames, type Config, type Log, type MetricsServer, type PartitionBatch, type PartitionsAssigned, type Pool, type Sharded } from '@rudder/runtime';
 import type { ConversationEvent } from '@rudder/contracts';
 import { AgentRegistry } from './agents/agents';
@@ -166,6 +166,8 @@ export class TurnWorker implements OnApplicationBootstrap, OnApplicationShutdown
         // PartitionBusyError: a write in flight under an old epoch (a paused zombie) still holds
         // the row; the writers' idle timeout ends it, so retrying gets the epoch.
         if (error instanceof PartitionBusyError) this.log.warn('a write in flight still holds an assigned partition; retrying', { error: error.message });
+        // MovedPartitionError: this worker runs with the map from before the primaries grew; it writes nothing of these partitions until restarted.
+        else if (error instanceof MovedPartitionError) this.log.error('an assigned partition was moved to another primary; restart this worker with the new DATABASE_URLS', { error: error.message });
         else this.log.error('taking the assigned partitions failed; retrying', { error: String(error) });
         await sleep(1000);
       }

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
 import { appendToConversation } from './append-to-conversation';
 import { appendToConversations } from './append-to-conversations';
-import { FencedError, takePartitions } from './fencing';
+import { FencedError, MovedPartitionError, takePartitions } from './fencing';
 import type { PoolClient } from '@rudder/runtime';
 import { readConversation } from './read';
 import { plainRules, useEventStoreDatabase } from './testing';
@@ -121,6 +121,29 @@ describe('fencing by partition epochs', () => {
     expect(await zombie).not.toBe('committed');
     expect((await readConversation(pool, 'z')).map((e) => e.type === 'input.accepted' && e.data.input.id)).toEqual(['z1']);
     await appendToConversation(pool, plainRules, 'z', new Map([[20, successor]]), () => [chat('z2')]);
+  });
+
+  it('a partition moved to another primary (moved_to, as growing the primaries marks it) is never taken here again, and its old epoch writes nothing', async () => {
+    const before = await takePartitions(db.pool(), [30, 31], 'worker-on-the-old-map');
+    await appendToConversations(db.pool(), plainRules, 30, before, [{ conversation: 'm', probe: [] }], () => [chat('m1')]);
+    // What scripts/primaries-growth.ts does to fence a moving partition on its old primary.
+    await db.pool().query(`UPDATE event_store.partition_owners SET epoch = epoch + 1, owner = 'grow-primaries', moved_to = 2 WHERE partition = 30`);
+
+    await expect(appendToConversation(db.pool(), plainRules, 'm', before, () => [chat('m2')])).rejects.toBeInstanceOf(FencedError);
+    await expect(appendToConversations(db.pool(), plainRules, 30, before, [{ conversation: 'n', probe: [] }], () => [chat('n1')])).rejects.toBeInstanceOf(FencedError);
+    // Taking it again, alone or with others, or keeping it as held, is refused whole: nothing taken.
+    for (const [partitions, held] of [[[30], new Map()], [[30, 31], before], [[31, 30], new Map()]] as const) {
+      const refused = await takePartitions(db.pool(), partitions, 'worker-on-the-old-map', held).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(MovedPartitionError);
+      expect((refused as MovedPartitionError).moved).toEqual([[30, 2]]);
+      expect(String(refused)).toMatch(/partition 30 was moved to shard 2 .*restart it with the new DATABASE_URLS/);
+    }
+    const { rows } = await db.pool().query<{ partition: number; epoch: string; owner: string }>('SELECT partition, epoch, owner FROM event_store.partition_owners WHERE partition IN (30, 31) ORDER BY partition');
+    expect(rows.map((r) => [r.partition, Number(r.epoch), r.owner])).toEqual([
+      [30, before.get(30)! + 1, 'grow-primaries'],
+      [31, before.get(31)!, 'worker-on-the-old-map'],
+    ]);
+    expect((await readConversation(db.pool(), 'm')).map((e) => e.type === 'input.accepted' && e.data.input.id)).toEqual(['m1']);
   });
 });
 

@@ -37,6 +37,14 @@ export async function takePartitions(pool: Pool, partitions: readonly number[], 
     // trying, once the assignment is no longer current).
     await client.query(`BEGIN; SET LOCAL lock_timeout = ${EPOCH_LOCK_TIMEOUT_MS}`);
     const rows = await takeEpochs(client, sorted, owner, candidates, held);
+    // A partition grown off this primary (its row's moved_to) has no epoch taken: the whole take is refused.
+    if (rows.length < sorted.length) {
+      const moved = await client.query<{ partition: number; moved_to: number }>(
+        'SELECT partition, moved_to FROM event_store.partition_owners WHERE partition = ANY($1::int[]) AND moved_to IS NOT NULL ORDER BY partition',
+        [sorted],
+      );
+      throw new MovedPartitionError(moved.rows.map((r) => [r.partition, r.moved_to]));
+    }
     await client.query('COMMIT');
     return new Map(rows.map((r) => [r.partition, Number(r.epoch)]));
   } catch (error) {
@@ -66,6 +74,20 @@ export async function holdsEpoch(pool: Pool, partition: number, epoch: number): 
 /** How long taking epochs waits for the row locks of the writes in flight before it gives up (and is retried). */
 export const EPOCH_LOCK_TIMEOUT_MS = 2000;
 
+/**
+ * A partition asked for was moved to another primary by growing the primaries
+ * (scripts/grow-primaries.ts): this process runs with the map from before. Nothing was taken;
+ * it must be restarted with the new DATABASE_URLS.
+ */
+export class MovedPartitionError extends Error {
+  readonly code = 'partition_moved';
+  constructor(readonly moved: readonly (readonly [partition: number, shard: number])[]) {
+    super(
+      `${moved.map(([partition, shard]) => `partition ${partition} was moved to shard ${shard}`).join(', ')} by growing the primaries: this process runs with the map from before; restart it with the new DATABASE_URLS`,
+    );
+  }
+}
+
 /** Taking the epochs waited too long for a write in flight under the old ones (a paused zombie, say); retry. */
 export class PartitionBusyError extends Error {
   readonly code = 'partition_busy';
@@ -78,12 +100,13 @@ async function takeEpochs(client: PoolClient, sorted: number[], owner: string, c
   const { rows } = await client.query<{ partition: number; epoch: string }>(
     `WITH kept AS (
        SELECT partition, epoch FROM event_store.partition_owners
-        WHERE owner = $2 AND (partition, epoch) IN (SELECT * FROM unnest($3::int[], $4::bigint[]))
+        WHERE owner = $2 AND moved_to IS NULL AND (partition, epoch) IN (SELECT * FROM unnest($3::int[], $4::bigint[]))
      ), taken AS (
        INSERT INTO event_store.partition_owners (partition, epoch, owner)
        SELECT p, 1, $2 FROM unnest($1::int[]) AS p WHERE p NOT IN (SELECT partition FROM kept)
        ON CONFLICT (partition) DO UPDATE
           SET epoch = event_store.partition_owners.epoch + 1, owner = EXCLUDED.owner, taken_at = now()
+        WHERE event_store.partition_owners.moved_to IS NULL
        RETURNING partition, epoch
      )
      SELECT partition, epoch FROM kept UNION ALL SELECT partition, epoch FROM taken`,

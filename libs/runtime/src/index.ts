@@ -9,3 +9,4 @@ export * from './dead-letters';
 export * from './grouped';
 export * from './hop-marks';
 export * from './shards';
+export * from './shard-growth';

@@ -11,9 +11,11 @@ export type PoolClient = pg.PoolClient;
  * rows to write as arrays), yet PostgreSQL re-planned each execution of its writes, their custom
  * plan estimated cheaper than the generic one: 0.7 of the 1.2 ms the one-statement append took
  * on the server (pg_stat_statements, docs/performance.md, "Measured choices in the code").
+ * `applicationName` names its sessions in pg_stat_activity (growing the primaries tells the
+ * gateways', which may stay connected, from the others).
  */
-export function createPool(databaseUrl: string, max = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString: databaseUrl, max, options: '-c plan_cache_mode=force_generic_plan' });
+export function createPool(databaseUrl: string, max = 10, applicationName?: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString: databaseUrl, max, options: '-c plan_cache_mode=force_generic_plan', application_name: applicationName });
   // An idle client that loses its server (a database restart) must not crash the process.
   pool.on('error', () => undefined);
   return pool;

@@ -30,7 +30,8 @@ export class HealthChecks implements OnApplicationShutdown {
       retry: { retries: 0 },
       logLevel: logLevel.NOTHING,
     });
-    this.pools = databaseUrls(config).map((url) => createPool(url, 2));
+    // Named: growing the primaries (scripts/grow-primaries.ts) lets the gateways' sessions stay.
+    this.pools = databaseUrls(config).map((url) => createPool(url, 2, 'rudder-gateway-health'));
   }
 
   async check(): Promise<HealthReport> {
