@@ -90,6 +90,20 @@ describe('conversation keys the Responses door derives', () => {
     given([]).when({ ...base, type: 'steer', id: 's', text: 's', conversation: aliceKey, subject: 'bob' }).thenRefused('forbidden');
   });
 
+  it('a refusal says why: a key not derived for the subject, or a plain chat where only the door opens one', () => {
+    const refusal = (decided: { events: DomainEvent[] }) => (decided.events[0]?.type === 'input.rejected' ? decided.events[0].data.message : undefined);
+    expect(refusal(given([]).when(opening('bob', 'order-1', aliceKey)))).toBe(`${aliceKey} is not the conversation key derived for bob`);
+    expect(refusal(given([]).when(opening('bob', undefined, aliceKey)))).toBe(
+      'conversations under responses/ are opened by the Responses door only, each for the subject it derives the key for',
+    );
+  });
+
+  it('once opened, its owner writes to it as to any other: a plain chat and a steer, without the nonce', () => {
+    const opened = given([]).and(opening('alice', 'order-1', aliceKey));
+    opened.when(chat('next', { conversation: aliceKey })).thenTypes('input.accepted');
+    opened.when({ ...base, type: 'steer', id: 's', text: 's', conversation: aliceKey }).thenTypes('input.accepted', 'steer.accepted');
+  });
+
   it('a create meant to open one never joins a conversation another subject opened, even with write granted', () => {
     const bobs = given([
       { type: 'conversation.opened', data: { owner: 'bob', agent: 'default' } },
