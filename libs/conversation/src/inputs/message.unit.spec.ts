@@ -5,7 +5,7 @@ import { derivedConversationKey } from '../derived-keys';
 import { evolve, onceKey } from '../event-rules';
 import { receiptOf } from '../receipts';
 import { initialState } from '../state';
-import { base, chat, deciderSpec, IDLE, policy, rejections, RUNNING, sentAt, steer, types } from '../testing/decider-spec';
+import { agentsWith, base, chat, deciderSpec, IDLE, policy, rejections, RUNNING, sentAt, steer, types } from '../testing/decider-spec';
 
 /** The rules every chat and steer passes (`message.ts`): who may write, the precondition, the bounds. */
 const { given } = deciderSpec();
@@ -23,6 +23,21 @@ describe('the checks of every chat and steer', () => {
     const { events } = given(IDLE).when(chat('a', { messages: ['x'.repeat(5000)] }), chat('b', { messages: ['y'.repeat(3001)] }));
     expect(rejections(events)).toEqual([['b', 'queue_full']]);
     expect(events.find((e) => e.type === 'input.rejected')).toMatchObject({ data: { message: expect.stringContaining('5000 characters waiting') } });
+  });
+
+  it('a queue_full refusal names the queue that is full, what waits, and its bound', () => {
+    // Bounds that differ, so each number says which bound it is.
+    const bounded = deciderSpec(agentsWith({ ...policy, bounds: { steers: 2, chats: 3, chars: 8000 } }));
+    const message = (events: DomainEvent[]) => events.flatMap((e) => (e.type === 'input.rejected' ? [e.data.message] : []));
+    expect(message(bounded.given(IDLE).when(...['1', '2', '3', '4'].map((id) => chat(id))).events)).toEqual([
+      'the follow-up queue is full (0 steering, 3 queued, 3 characters waiting; at most 3)',
+    ]);
+    expect(message(bounded.given(RUNNING).when(...['1', '2', '3'].map((id) => steer(id))).events)).toEqual([
+      'the steering queue is full (2 steering, 0 queued, 2 characters waiting; at most 2)',
+    ]);
+    expect(message(bounded.given(IDLE).when(chat('a', { messages: ['x'.repeat(5000)] }), chat('b', { messages: ['y'.repeat(3001)] })).events)).toEqual([
+      'too much text is waiting (0 steering, 1 queued, 5000 characters waiting; at most 8000 characters together)',
+    ]);
   });
 
   it('the characters bound counts code points, as the 429 does: an emoji is one character', () => {
