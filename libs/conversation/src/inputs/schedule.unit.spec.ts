@@ -174,6 +174,9 @@ describe('a schedule’s decisions, receipts and fields, each exactly', () => {
     expect(message(given(IDLE).when(schedule('s2', 'make', { at: AT, messages: ['x'.repeat(SCHEDULE_TEXT_MAX + 1)] })))).toBe(
       `a schedule's text is at most ${SCHEDULE_TEXT_MAX} characters (${SCHEDULE_TEXT_MAX + 1} given)`,
     );
+    // Each with its code.
+    made.when(schedule('s1b', 'make', { at: AT }, { schedule: 's1' })).thenRefused('exists');
+    given(IDLE).when(schedule('c1', 'change', { at: AT })).thenRefused('not_found');
     // A make whose fields leave out the messages (none of its own to keep) has none.
     const { messages: _none, ...noMessages } = { ...DEFAULTS, at: AT };
     expect(message(given(IDLE).when({ ...base, type: 'schedule', id: 's3', op: 'make', schedule: 's3', fields: noMessages } as InputRecord))).toBe('a schedule needs text or messages');
