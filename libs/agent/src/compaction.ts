@@ -21,6 +21,7 @@ const summaryCounts = new WeakMap<EarlierTurn, number>();
 /** The tokens `turn` adds to a summary request: a compaction that has turns of more than its `maxTokens` in all has more than the request can take. */
 export function summaryTurnTokens(turn: EarlierTurn): number {
   let tokens = summaryCounts.get(turn);
+  // Stryker disable next-line ConditionalExpression: a cache — made `true`, the turn is counted again, the same count.
   if (tokens === undefined) {
     tokens = textTokens(`\n\n${rendered(turn)}`);
     summaryCounts.set(turn, tokens);

@@ -34,6 +34,28 @@ describe('the summary request (summaryRequest)', () => {
     const messages: ModelMessage[] = [userMessage('look'), assistantMessage('looking', [{ id: 'c', name: 'look', arguments: '{}' }]), toolMessage('c', 'secret result'), assistantMessage('found it', [])];
     const content = summaryRequest('Summarise.', null, [{ messages }], 10_000).messages[1].content;
     expect(content).toBe('The conversation so far:\n\nUser: look\n\nAssistant: looking\n\nAssistant: found it');
+    // A reply that said nothing (only calls, or blanks) is no paragraph.
+    const silent: ModelMessage[] = [userMessage('look'), assistantMessage('', [{ id: 'c', name: 'look', arguments: '{}' }]), assistantMessage(' \n ', []), assistantMessage('found it', [])];
+    expect(summaryRequest('Summarise.', null, [{ messages: silent }], 10_000).messages[1].content).toBe('The conversation so far:\n\nUser: look\n\nAssistant: found it');
+  });
+
+  it('takes a turn that fits its budget exactly; past the turns that fit, none is cut in; its tokens are those it sends', () => {
+    const turns = [turn(0, 5), turn(1, 5), turn(2, 5)];
+    const two = summaryRequest('Summarise.', null, turns.slice(0, 2), 10_000);
+    // The budget of exactly those two turns: they fit, the third does not, and nothing of it is in.
+    const exact = summaryRequest('Summarise.', null, turns, two.tokens);
+    expect(exact.covers).toBe(2);
+    expect(exact.messages).toEqual(two.messages);
+    expect(exact.tokens).toBe(two.tokens);
+    const tight = summaryRequest('Summarise.', null, turns, two.tokens + 10);
+    expect(tight.covers).toBe(2);
+    expect(tight.messages[1].content).not.toContain('question 2');
+    // One turn alone over the budget is cut to fit, and counted as it is sent.
+    const cut = summaryRequest('Summarise.', null, [turn(0)], 60);
+    expect(cut.covers).toBe(1);
+    expect(cut.tokens).toBeGreaterThan(60 - 5);
+    expect(cut.tokens).toBeLessThanOrEqual(60);
+    expect(Math.abs(cut.tokens - countRequest(cut.messages, []))).toBeLessThanOrEqual(1);
   });
 
   it('a stored summary is the answer trimmed, cut at its limit', () => {

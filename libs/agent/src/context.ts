@@ -282,6 +282,7 @@ function textMessageTokens(text: string): number {
   let tokens = textCounts.get(text);
   if (tokens === undefined) {
     tokens = MESSAGE_FRAMING_TOKENS + textTokens(text);
+    // Stryker disable next-line ConditionalExpression,EqualityOperator: the cache's bound — letting go of a text's count sooner or later changes only when it is counted again, the same count.
     if (textCounts.size >= TEXT_COUNTS_KEPT) textCounts.delete(textCounts.keys().next().value!);
     textCounts.set(text, tokens);
   }

@@ -248,6 +248,58 @@ describe("the plan's share of a request", () => {
     expect(whole.fits && planOf(whole.messages)).toBe(short);
   });
 
+  it('a plan exactly at its share is sent whole; one whose marker does not fit its share is left out, and a turn over the budget alone fails as without it', () => {
+    const turn = [userMessage('what is left?')];
+    const plan = planMessage([{ n: 1, text: 'fetch the tickets', status: 'pending' }])!;
+    const share = countMessage({ role: 'system', content: plan });
+    const exact = fitRequest({ systemPrompt: 'be brief', plan, summary: null, tools: [], earlier: [], turn }, contextBudget({ maxTokens: share / PLAN_SHARE }));
+    expect(exact.fits && planOf(exact.messages)).toBe(plan);
+    // A budget of 60: a share of 15, less than the marker alone; and a turn of more than 60 tokens.
+    const long = [userMessage('river '.repeat(80))];
+    const over = fitRequest({ systemPrompt: 'be brief', plan: fullPlan(), summary: null, tools: [], earlier: [], turn: long }, contextBudget({ maxTokens: 60 }));
+    expect(over).toEqual(fitRequest({ systemPrompt: 'be brief', plan: null, summary: null, tools: [], earlier: [], turn: long }, contextBudget({ maxTokens: 60 })));
+    expect(over.fits).toBe(false);
+  });
+
+  it('a cut that counts more tokens than it shows (a character split between tokens) is cut again until it fits its share', () => {
+    // Cut after its first tokens, this text's characters split across tokens count more once decoded.
+    const plan = 'ጠ\u180e23😀😃\u180e\u03001👍🏽23ग्ग्23👍🏽🇫🇷🙂👍🏽😀😃1\n  👍🏽ﷺǅग्\u0300👍🏽\nΩ🙂a  €\n€  🙂ᚠΩ😀😃🇫🇷'.repeat(3);
+    const turn = [userMessage('what is left?')];
+    let cuts = 0;
+    for (let share = 20; share <= 60; share++) {
+      const request = fitRequest({ systemPrompt: 'be brief', plan, summary: null, tools: [], earlier: [], turn }, contextBudget({ maxTokens: share / PLAN_SHARE }));
+      if (!request.fits) throw new Error(request.outcome);
+      const sent = planOf(request.messages);
+      if (sent === null) continue;
+      cuts++;
+      expect(countMessage({ role: 'system', content: sent })).toBeLessThanOrEqual(share);
+      expect(sent).toMatch(marker);
+    }
+    // Past the marker's own tokens, every share sends a cut.
+    expect(cuts).toBeGreaterThan(30);
+  });
+
+  it('a plan of one-token words is cut to fill its share to the token, beside its marker (shares whose numbers count as many tokens as the cut’s)', () => {
+    const plan = ' river'.repeat(3000);
+    const turn = [userMessage('what is left?')];
+    for (const share of [960, 985, 990, 999]) {
+      const request = fitRequest({ systemPrompt: 'be brief', plan, summary: null, tools: [], earlier: [], turn }, contextBudget({ maxTokens: share / PLAN_SHARE }));
+      const sent = request.fits ? planOf(request.messages) : null;
+      expect(sent).toMatch(marker);
+      expect(countMessage({ role: 'system', content: sent! })).toBe(share);
+    }
+  });
+
+  it('what compactAt is measured against counts the plan at its share of the budget as the model counts it (the usage ratio)', () => {
+    const usage = new UsageRatio();
+    usage.observe(1000, 2000);
+    const budget = { ...contextBudget({ maxTokens: 8192 }), usage };
+    const given: RequestParts = { systemPrompt: 'be brief', plan: fullPlan(), summary: null, tools, earlier: [], turn: [userMessage('what is left?')] };
+    const request = fitRequest(given, budget);
+    if (!request.fits) throw new Error(request.outcome);
+    expect(carriedTokens(given, budget)).toBe(Math.ceil(request.tokens * usage.value));
+  });
+
   it('over random turns and budgets: a request with the plan fits exactly when one without it does; the plan is whole or a cut with its marker, never past its share', () => {
     const plan = fullPlan();
     fc.assert(

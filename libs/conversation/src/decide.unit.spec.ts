@@ -98,6 +98,17 @@ describe('starting turns and taking steers', () => {
     waiting.whenCommitting(startTurn('t1', prompt), refused).then(refused);
   });
 
+  it('at a step whatever else the commit holds: the plan tool’s result with its plan change, a compaction or a re-ask beside another event', () => {
+    const planned: DomainEvent = { type: 'todos.updated', data: { turn: 't1', step: 0, callId: 'c2', items: [{ n: 1, text: 'a', status: 'pending' }], next: 2 } };
+    const taken = ['steer.taken', 'input.delivered', 'steer.taken', 'input.delivered'] as const;
+    waiting.whenCommitting(evolveTurn(afterReply, result('c1')), [result('c2'), planned]).thenTypes('tool.ended', 'todos.updated', ...taken);
+    const atStep = [result('c1'), result('c2')].reduce(evolveTurn, afterReply);
+    const compacted: DomainEvent = { type: 'history.compacted', data: { turn: 't1', step: 1, summary: 'before', through: { turn: 't0', position: 4 }, turns: 1, tokens: 1 } };
+    waiting.whenCommitting(atStep, [compacted, planned]).thenTypes('history.compacted', 'todos.updated', ...taken);
+    const reasked: DomainEvent = { type: 'answer.rejected', data: { turn: 't1', step: 0, answer: 'no', feedback: 'why', reask: 1 } };
+    waiting.whenCommitting(startTurn('t1', prompt), [reasked, planned]).thenTypes('answer.rejected', 'todos.updated', ...taken);
+  });
+
   it('not when the turn ends stopped or failed: what it did not take waits as turns of their own, in order', () => {
     const stopped: DomainEvent[] = [{ type: 'turn.ended', data: { turn: 't1', status: 'stopped', outcome: null, content: '', steered: [] } }];
     waiting.whenCommitting(startTurn('t1', prompt), stopped).then(stopped);

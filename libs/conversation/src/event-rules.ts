@@ -27,7 +27,7 @@ export type EventRulesTable<T extends EventType> = { readonly [E in T]: EventRul
  */
 export const EVENT_RULES: EventRulesTable<EventType> = joinRules([CORE_EVENT_RULES, ...Object.values(INPUT_KINDS).map((kind) => kind.events)]);
 
-function joinRules(tables: readonly Partial<Record<EventType, EventRules<never>>>[]): EventRulesTable<EventType> {
+export function joinRules(tables: readonly Partial<Record<EventType, EventRules<never>>>[]): EventRulesTable<EventType> {
   const joined: Partial<Record<EventType, EventRules<never>>> = {};
   for (const table of tables) {
     for (const [type, rules] of Object.entries(table) as [EventType, EventRules<never>][]) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
 import { onceKey } from './event-rules';
-import { base, chat, decisions, deciderSpec, policy, rejections, RUNNING, sentAt, steer } from './testing/decider-spec';
+import { base, chat, decisions, deciderSpec, policy, promote, rejections, RUNNING, sentAt, steer } from './testing/decider-spec';
 
 /**
  * Handoffs as the decider sees them (docs/agents.md, "Handoffs"): `agent.changed` makes the
@@ -38,6 +38,11 @@ describe('a handoff (agent.changed)', () => {
   it("a steer after the handoff follows the new agent's policy: one that takes no steers answers it as a turn of its own", () => {
     expect(decisions(given(RUNNING).when(steer('before')).events)).toEqual([['before', 't1', true]]);
     expect(decisions(given([...RUNNING, handedTo('specialist')]).when(steer('after')).events)).toEqual([['after', null, false]]);
+  });
+
+  it("a promotion after the handoff follows the new agent's policy too: the follow-up stays a turn of its own", () => {
+    expect(decisions(given(RUNNING).and(chat('f')).when(promote('pr', 'f')).events)).toEqual([['f', 't1', true]]);
+    expect(decisions(given([...RUNNING, handedTo('specialist')]).and(chat('f')).when(promote('pr', 'f')).events)).toEqual([['f', null, false]]);
   });
 
   it("the new agent's bounds decide what may wait", () => {

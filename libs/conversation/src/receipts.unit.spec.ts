@@ -70,6 +70,12 @@ describe('receipts: what answers each input, and how', () => {
     expect(receiptOf(steer('same', 'book a train'), accepted)).toEqual({ reused: true });
   });
 
+  it('an event of a receipt type that answers another id is no receipt of this input', () => {
+    const { events } = idle().when(chat('other'), { ...base, type: 'stop', id: 'x1', discardPending: false });
+    for (const event of events) expect(receiptOf(chat('mine'), event)).toBeUndefined();
+    expect(receiptOf({ ...base, type: 'stop', id: 'x2', discardPending: false }, events.at(-1)!)).toBeUndefined();
+  });
+
   it('a failed guard answers only a send it follows, and settles nothing', () => {
     const failed: DomainEvent = { type: 'guard.failed', data: { input: { id: 'c1', kind: 'chat' }, attempt: 'a', message: 'timed out' } };
     expect(receiptOf(chat('c1'), failed, true)).toEqual({ guardFailed: 'timed out' });

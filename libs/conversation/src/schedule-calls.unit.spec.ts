@@ -80,6 +80,45 @@ describe('the schedule tool: a call decided under the lock by the schedule input
     expect(result(unknown)).toMatchObject({ isError: true, result: 'error: the conversation has no schedule nope (nothing changed)' });
   });
 
+  it('each result says what was done, in the model’s words: made, changed, the list of several, each as it fires', () => {
+    const state = made(made(stateOf(RUNNING), 's1'), 's2');
+    const id = scheduleCallInputId('t1', 'call_1');
+    const make = decide(state, { op: 'make', every: '0 9 * * 1', text: 'one\ntwo' });
+    expect(result(make)).toMatchObject({ isError: false, result: `Made: schedule ${id}, next at 2026-12-07T09:00:00.000Z (every 0 9 * * 1 in UTC; onBusy enqueue): "one\\ntwo"` });
+    const changed = decide(state, { op: 'change', id: 's1', at: '2026-12-02T09:00:00.000Z', unlessUserSpokeSince: true });
+    expect(changed[1]).toMatchObject({ type: 'schedule.changed' });
+    expect(result(changed)).toEqual({
+      turn: 't1',
+      step: 1,
+      callId: 'call_1',
+      name: 'schedule',
+      result: 'Changed: schedule s1, next at 2026-12-02T09:00:00.000Z (once; onBusy enqueue, unless the user spoke since): "ping"',
+      isError: false,
+    });
+    expect(result(decide(state, { op: 'list' }))).toMatchObject({
+      isError: false,
+      result: `This conversation's schedules:\nschedule s1, next at ${AT} (once; onBusy enqueue): "ping"\nschedule s2, next at ${AT} (once; onBusy enqueue): "ping"`,
+    });
+    const paris = decide(state, { op: 'change', id: 's2', every: '0 9 * * 1', tz: 'Europe/Paris' });
+    expect(result(paris).result).toBe('Changed: schedule s2, next at 2026-12-07T08:00:00.000Z (every 0 9 * * 1 in Europe/Paris; onBusy enqueue): "ping"');
+    // A schedule of several messages (made by a POST) shows them as one text, a line each.
+    const several = decideInputs(stateOf(RUNNING), [{ ...base, type: 'schedule', id: 's3', op: 'make', schedule: 's3', fields: { at: AT, messages: ['a', 'b'] } } as InputRecord], new Set(), agents, NOW);
+    expect(result(decide(several.reduce(evolve, stateOf(RUNNING)), { op: 'list' })).result).toBe(`This conversation's schedules:\nschedule s3, next at ${AT} (once; onBusy enqueue): "a\\nb"`);
+  });
+
+  it('blank arguments are an empty object (no op: invalid), not arguments that are not JSON; those are quoted up to 200 characters', () => {
+    const state = stateOf(RUNNING);
+    for (const blank of ['', '  \n']) expect(result(decide(state, blank)).result).toMatch(/^error: invalid arguments/);
+    const long = `{"op": "make", "text": "${'y'.repeat(300)}`;
+    expect(result(decide(state, long)).result).toBe(`error: the arguments are not JSON: ${long.slice(0, 200)} (nothing changed)`);
+  });
+
+  it('a change of one of at and every takes it (the other is cleared)', () => {
+    const state = made(stateOf(RUNNING), 's1');
+    expect(decide(state, { op: 'change', id: 's1', every: '0 9 * * *' })[1]).toMatchObject({ type: 'schedule.changed', data: { schedule: { at: null, every: '0 9 * * *' } } });
+    expect(decide(state, { op: 'change', id: 's1', at: '2026-12-02T09:00:00.000Z' })[1]).toMatchObject({ type: 'schedule.changed', data: { schedule: { at: '2026-12-02T09:00:00.000Z' } } });
+  });
+
   it('arguments that make no schedule are an error result the model reads, and nothing changes', () => {
     const state = made(stateOf(RUNNING), 's1');
     const cases: [unknown, RegExp][] = [

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { chat, stop } from './testing/decider-spec';
-import { evolve } from './event-rules';
+import type { InputRecord } from '@rudder/contracts';
+import { base, chat, deciderSpec, RUNNING, steer, stop } from './testing/decider-spec';
+import { evolve, joinRules } from './event-rules';
 import { guardedOf } from './inputs';
 import { dueOf, hasOpenWork, initialState, mayAccess, parked, parseState, type Awaiting, type ConversationState, type PendingInput } from './state';
 
@@ -80,11 +81,27 @@ describe('what the input guard checks', () => {
     const opened = evolve(initialState(), { type: 'conversation.opened', data: { owner: 'alice', agent: 'default' } });
     expect(guardedOf(opened, chat('c', { messages: ['one', 'two'] }))).toMatchObject({ kind: 'chat', text: 'one\n\ntwo' });
     expect(guardedOf(opened, stop('x'))).toBeNull();
+    expect(guardedOf(opened, steer('s'))).toEqual({ kind: 'steer', text: 's' });
+  });
+
+  it('an edit’s new text, as a message of the kind of the input it edits (a chat’s when it waits no more)', () => {
+    // A follow-up c waits, and a steer s waits for the running turn.
+    const waitingBoth = deciderSpec().given(RUNNING).and(chat('c'), steer('s')).state;
+    const edit = (target: string, to: { text: string } | { messages: string[] }): InputRecord => ({ ...base, type: 'edit', id: 'e', target, to });
+    expect(guardedOf(waitingBoth, edit('s', { text: 'new' }))).toEqual({ kind: 'steer', text: 'new' });
+    expect(guardedOf(waitingBoth, edit('c', { messages: ['one', 'two'] }))).toEqual({ kind: 'chat', text: 'one\n\ntwo' });
+    expect(guardedOf(waitingBoth, edit('gone', { text: 'new' }))).toEqual({ kind: 'chat', text: 'new' });
   });
 });
 
 describe('the fold', () => {
   it('refuses an event it has no rule for', () => {
     expect(() => evolve(initialState(), { type: 'no.such', data: {} } as never)).toThrow(/unknown event/);
+  });
+
+  it('joins the rules of each part, and refuses a type two parts give rules for', () => {
+    const rules = { evolve: (state: ConversationState) => state, onceKey: () => 'k' };
+    expect(Object.keys(joinRules([{ 'stop.refused': rules }, { 'grant.refused': rules }]))).toEqual(['stop.refused', 'grant.refused']);
+    expect(() => joinRules([{ 'stop.refused': rules }, { 'stop.refused': rules }])).toThrow(new Error('the event type stop.refused has two rules'));
   });
 });

@@ -35,6 +35,19 @@ describe('a chat while a turn runs', () => {
     given(IDLE).when(chat('x', { onBusy: 'reject' })).thenTypes('input.accepted');
   });
 
+  it('a busy refusal says which turn runs and why the chat is not taken', () => {
+    const refusal = (decided: { events: DomainEvent[] }) => (decided.events[0]?.type === 'input.rejected' ? decided.events[0].data.message : undefined);
+    expect(refusal(given(RUNNING).when(chat('x', { onBusy: 'reject' })))).toBe('a turn is running (t1) and onBusy is reject');
+    expect(refusal(none.given(RUNNING).when(chat('x', { ifSteerable: true, onBusy: 'interrupt' })))).toBe(
+      'a turn is running (t1) and the agent takes no steers, so it is not wound down for another input',
+    );
+  });
+
+  it('without ifSteerable a chat winds down even a turn of an agent that takes no steers', () => {
+    none.given(RUNNING).when(chat('x', { onBusy: 'interrupt' })).thenTypes('input.accepted', 'stop.requested');
+    none.given(RUNNING).when(chat('r2', { continues: 'p0' })).thenTypes('input.accepted', 'stop.requested');
+  });
+
   it('onBusy interrupt ends the running turn at its next step, and the chat runs next', () => {
     const interrupted = given(RUNNING).when(chat('queued'), chat('now', { onBusy: 'interrupt' }));
     expect(interrupted.events.at(-1)).toEqual({ type: 'stop.requested', data: { stop: 'now', turn: 't1', mode: 'interrupt' } });

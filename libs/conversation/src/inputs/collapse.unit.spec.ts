@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
-import { agentsWith, chat, deciderSpec, IDLE, policy, RUNNING, sentAt, steer } from '../testing/decider-spec';
+import { agentsWith, chat, deciderSpec, IDLE, policy, RUNNING, sentAt, steer, types } from '../testing/decider-spec';
 import { dueOf } from '../state';
 import { onceKey } from '../event-rules';
 import { receiptOf } from '../receipts';
@@ -74,6 +74,19 @@ describe("a follow-up under its agent's (or its own) queue policy", () => {
     head.when(chat('b', { onBusy: 'interrupt' })).thenTypes('input.accepted', 'stop.requested');
   });
 
+  it('a chat that continues an input keeps its turn and collapses nothing, under any policy', () => {
+    // Continuing the running turn's input: it winds that turn down and runs next, before the follow-up waiting.
+    const next = latest.given(RUNNING).and(chat('a')).when(chat('r', { continues: 'p0' }));
+    expect(types(next.events)).toEqual(['input.accepted', 'stop.requested']);
+    expect(waiting(next.state)).toEqual([['r', 'r'], ['a', 'a']]);
+    // Continuing the follow-up waiting last: it queues behind it as a turn of its own, not merged into it, and holds nothing.
+    for (const spec of [merge, debounced]) {
+      const behind = spec.given(IDLE).and(chat('a')).when(chat('r', { continues: 'a' }));
+      expect(types(behind.events)).toEqual(['input.accepted']);
+      expect(waiting(behind.state)).toEqual([['a', 'a'], ['r', 'r']]);
+    }
+  });
+
   it('each (the default) collapses nothing', () => {
     const head = each.given(RUNNING).and(chat('a'), chat('b'));
     expect(waiting(head.state)).toEqual([['a', 'a'], ['b', 'b']]);
@@ -142,6 +155,9 @@ describe('what a collapse and a hold leave', () => {
     };
     // Under merge, b merged into a: c merges into a too, and waits where a waits, behind the running turn.
     expect([aheadOf(each), aheadOf(merge), aheadOf(latest)]).toEqual([3, 1, 1]);
+    // A chat's own latest collapses every follow-up waiting, however many: only the running turn is ahead of it.
+    const [own] = each.given(RUNNING).and(chat('a'), chat('b')).when(chat('c', { queue: 'latest' })).events;
+    expect(own).toMatchObject({ type: 'input.accepted', data: { ahead: 1 } });
     const [accepted] = each.given(RUNNING).and(chat('a'), chat('b')).when(chat('c')).events;
     expect(receiptOf(chat('c'), accepted)).toEqual({ answer: { ahead: 3 } });
     // Stored before the worker recorded it: the input was next.
@@ -170,7 +186,8 @@ describe('what a collapse and a hold leave', () => {
   });
 
   it('each hold and each collapse is stored once, by the input that made it', () => {
-    const keys = [held('a', 1000), held('b', 1000), collapsed('c', ['a'], 'latest'), collapsed('c', ['a', 'b'], 'latest'), collapsed('d', ['a'], 'merge')].map(onceKey);
+    // An input id holds no comma: the ids collapsed, joined by one, are told apart (a and b from ab).
+    const keys = [held('a', 1000), held('b', 1000), collapsed('c', ['a'], 'latest'), collapsed('c', ['a', 'b'], 'latest'), collapsed('d', ['a'], 'merge'), collapsed('c', ['ab'], 'merge')].map(onceKey);
     expect(new Set(keys).size).toBe(keys.length);
     expect(onceKey(held('a', 1000))).toBe(onceKey(held('a', 5000)));
   });

@@ -94,6 +94,11 @@ describe('a fork under the new conversation lock', () => {
     expect(receiptOf(fork('f2', { atTurn: 't1' }), latest)).toEqual({ reused: true });
   });
 
+  it('a refused fork is answered once too: the same fork again adds nothing', () => {
+    const refused = spec(undefined).given().when(fork('f1')).after;
+    refused.when(fork('f1')).thenNothing();
+  });
+
   it("answers the source's refusal of the turn: unknown or rolled back (404), still running (409)", () => {
     spec(source({ copy: { refusal: 'not_found', message: 'no such turn' } })).given().when(fork('f1', { atTurn: 'zz' })).thenRefused('not_found');
     spec(source({ copy: { refusal: 'busy', message: 'running' } })).given().when(fork('f1', { atTurn: 't2' })).thenRefused('busy');

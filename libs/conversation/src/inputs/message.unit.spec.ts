@@ -5,7 +5,7 @@ import { derivedConversationKey } from '../derived-keys';
 import { evolve, onceKey } from '../event-rules';
 import { receiptOf } from '../receipts';
 import { initialState } from '../state';
-import { base, chat, deciderSpec, IDLE, policy, rejections, RUNNING, sentAt, steer, types } from '../testing/decider-spec';
+import { agentsWith, base, chat, deciderSpec, IDLE, policy, rejections, RUNNING, sentAt, steer, types } from '../testing/decider-spec';
 
 /** The rules every chat and steer passes (`message.ts`): who may write, the precondition, the bounds. */
 const { given } = deciderSpec();
@@ -23,6 +23,21 @@ describe('the checks of every chat and steer', () => {
     const { events } = given(IDLE).when(chat('a', { messages: ['x'.repeat(5000)] }), chat('b', { messages: ['y'.repeat(3001)] }));
     expect(rejections(events)).toEqual([['b', 'queue_full']]);
     expect(events.find((e) => e.type === 'input.rejected')).toMatchObject({ data: { message: expect.stringContaining('5000 characters waiting') } });
+  });
+
+  it('a queue_full refusal names the queue that is full, what waits, and its bound', () => {
+    // Bounds that differ, so each number says which bound it is.
+    const bounded = deciderSpec(agentsWith({ ...policy, bounds: { steers: 2, chats: 3, chars: 8000 } }));
+    const message = (events: DomainEvent[]) => events.flatMap((e) => (e.type === 'input.rejected' ? [e.data.message] : []));
+    expect(message(bounded.given(IDLE).when(...['1', '2', '3', '4'].map((id) => chat(id))).events)).toEqual([
+      'the follow-up queue is full (0 steering, 3 queued, 3 characters waiting; at most 3)',
+    ]);
+    expect(message(bounded.given(RUNNING).when(...['1', '2', '3'].map((id) => steer(id))).events)).toEqual([
+      'the steering queue is full (2 steering, 0 queued, 2 characters waiting; at most 2)',
+    ]);
+    expect(message(bounded.given(IDLE).when(chat('a', { messages: ['x'.repeat(5000)] }), chat('b', { messages: ['y'.repeat(3001)] })).events)).toEqual([
+      'too much text is waiting (0 steering, 1 queued, 5000 characters waiting; at most 8000 characters together)',
+    ]);
   });
 
   it('the characters bound counts code points, as the 429 does: an emoji is one character', () => {
@@ -88,6 +103,20 @@ describe('conversation keys the Responses door derives', () => {
       given([]).when(opening(subject, nonce, aliceKey)).thenRefused('forbidden');
     }
     given([]).when({ ...base, type: 'steer', id: 's', text: 's', conversation: aliceKey, subject: 'bob' }).thenRefused('forbidden');
+  });
+
+  it('a refusal says why: a key not derived for the subject, or a plain chat where only the door opens one', () => {
+    const refusal = (decided: { events: DomainEvent[] }) => (decided.events[0]?.type === 'input.rejected' ? decided.events[0].data.message : undefined);
+    expect(refusal(given([]).when(opening('bob', 'order-1', aliceKey)))).toBe(`${aliceKey} is not the conversation key derived for bob`);
+    expect(refusal(given([]).when(opening('bob', undefined, aliceKey)))).toBe(
+      'conversations under responses/ are opened by the Responses door only, each for the subject it derives the key for',
+    );
+  });
+
+  it('once opened, its owner writes to it as to any other: a plain chat and a steer, without the nonce', () => {
+    const opened = given([]).and(opening('alice', 'order-1', aliceKey));
+    opened.when(chat('next', { conversation: aliceKey })).thenTypes('input.accepted');
+    opened.when({ ...base, type: 'steer', id: 's', text: 's', conversation: aliceKey }).thenTypes('input.accepted', 'steer.accepted');
   });
 
   it('a create meant to open one never joins a conversation another subject opened, even with write granted', () => {

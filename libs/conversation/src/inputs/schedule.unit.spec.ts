@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { firingInputId, InputRecord, SCHEDULE_TEXT_MAX, SCHEDULES_MAX, type DomainEvent, type ScheduleFields } from '@rudder/contracts';
 import { onceKey } from '../event-rules';
-import { receiptKeys } from '../receipts';
-import { base, chat, deciderSpec, IDLE, RUNNING, types, type Given } from '../testing/decider-spec';
+import { receiptKeys, receiptOf } from '../receipts';
+import { base, chat, deciderSpec, IDLE, RUNNING, sentAt, types, type Given } from '../testing/decider-spec';
 import { scheduleCallInputId } from '../schedule-calls';
 import { rolledBackScheduleInputId } from './rollback';
-import { nextFiring } from './schedule';
+import { AT_PASSED_MS, cronError, nextFiring, scheduleFieldsOf, scheduleItem, type ScheduleFieldsGiven } from './schedule';
 
 /** A make, change or cancel of schedule `schedule`, sent at `sentAt` (its decision's `now`). */
 const schedule = (id: string, op: 'make' | 'change' | 'cancel', fields: Partial<ScheduleFields> = {}, extra: Partial<InputRecord> = {}): InputRecord => ({
@@ -164,5 +164,126 @@ describe('cron times across daylight-saving changes (Europe/Paris)', () => {
     const sunday = saturday.after.whenDue(new Date('2026-03-29T07:00:00.000Z'));
     expect(types(sunday.events)).toEqual(['input.accepted', 'schedule.fired']);
     expect(sunday.events.at(-1)).toMatchObject({ data: { at: '2026-03-29T07:00:00.000Z', next: '2026-03-30T07:00:00.000Z' } });
+  });
+});
+
+describe('a schedule’s decisions, receipts and fields, each exactly', () => {
+  const { given } = deciderSpec();
+  const made = given(IDLE).and(schedule('s1', 'make', { at: AT }));
+  const NOW = new Date(sentAt);
+
+  it('its refusals say why: nobody opened, an id taken, an unknown schedule to change or cancel, no text, no time', () => {
+    const message = (decided: { events: DomainEvent[] }) => (decided.events[0]?.type === 'schedule.refused' ? decided.events[0].data.message : undefined);
+    expect(message(given([]).when(schedule('s1', 'make', { at: AT })))).toBe('nobody has written to this conversation yet: a schedule belongs to an opened conversation');
+    expect(message(made.when(schedule('s1b', 'make', { at: AT }, { schedule: 's1' })))).toBe('the conversation has a schedule s1 already');
+    expect(message(given(IDLE).when(schedule('c1', 'change', { at: AT })))).toBe('the conversation has no schedule s1');
+    expect(message(given(IDLE).when(schedule('x1', 'cancel')))).toBe('the conversation has no schedule s1');
+    expect(message(given(IDLE).when(schedule('s2', 'make', { at: AT, messages: [] })))).toBe('a schedule needs text or messages');
+    expect(message(given(IDLE).when(schedule('s2', 'make', {})))).toBe('a schedule needs at or every');
+    expect(message(given(IDLE).when(schedule('s2', 'make', { at: AT, messages: ['x'.repeat(SCHEDULE_TEXT_MAX + 1)] })))).toBe(
+      `a schedule's text is at most ${SCHEDULE_TEXT_MAX} characters (${SCHEDULE_TEXT_MAX + 1} given)`,
+    );
+    // Each with its code.
+    made.when(schedule('s1b', 'make', { at: AT }, { schedule: 's1' })).thenRefused('exists');
+    given(IDLE).when(schedule('c1', 'change', { at: AT })).thenRefused('not_found');
+    // A make whose fields leave out the messages (none of its own to keep) has none.
+    const { messages: _none, ...noMessages } = { ...DEFAULTS, at: AT };
+    expect(message(given(IDLE).when({ ...base, type: 'schedule', id: 's3', op: 'make', schedule: 's3', fields: noMessages } as InputRecord))).toBe('a schedule needs text or messages');
+    // Exactly SCHEDULE_TEXT_MAX characters is a schedule.
+    given(IDLE).when(schedule('s4', 'make', { at: AT, messages: ['x'.repeat(SCHEDULE_TEXT_MAX)] })).thenTypes('schedule.made');
+  });
+
+  it('the bound counts makes only: a full conversation still changes a schedule', () => {
+    let full = given(IDLE);
+    for (let n = 0; n < SCHEDULES_MAX; n++) full = full.and(schedule(`m${n}`, 'make', { at: AT }));
+    full.when(schedule('c1', 'change', { at: '2026-12-02T09:00:00.000Z' }, { schedule: 'm0' })).thenTypes('schedule.changed');
+  });
+
+  it('a change keeps every field it does not give, and its last firing; a change or a cancel leaves the other schedules', () => {
+    const first = given(IDLE).and(
+      schedule('s1', 'make', { every: '0 9 * * *', tz: 'Europe/Paris', messages: ['a', 'b'], onBusy: 'steer', unlessUserSpokeSince: true, maxLateness: 60_000 }),
+      schedule('s2', 'make', { at: AT }),
+    );
+    const fired = first.andStored({ type: 'schedule.fired', data: { schedule: 's1', at: '2026-11-30T08:00:00.000Z', late: false, input: 'f', accepted: false, next: '2026-12-01T08:00:00.000Z' } });
+    expect(fired.state.schedules.find((s) => s.id === 's2')?.next).toBe(AT);
+    const before = fired.state.schedules.find((s) => s.id === 's1')!;
+    const changed = fired.and(schedule('c1', 'change', { messages: ['c'] }));
+    const [s1, s2] = changed.state.schedules;
+    // Its next time is the cron's first after the change.
+    expect(s1).toEqual({ ...before, messages: ['c'], next: nextFiring('0 9 * * *', 'Europe/Paris', NOW) });
+    expect(s1.lastFiredAt).toBe('2026-11-30T08:00:00.000Z');
+    expect(s2).toEqual(fired.state.schedules[1]);
+    expect(changed.and(schedule('x1', 'cancel')).state.schedules.map((s) => s.id)).toEqual(['s2']);
+    // A change giving the zone or the lateness as null clears it.
+    const cleared = fired.and(schedule('c2', 'change', { tz: null, maxLateness: null })).state.schedules[0];
+    expect([cleared.tz, cleared.maxLateness, cleared.every]).toEqual([null, null, '0 9 * * *']);
+  });
+
+  it('its receipts: each decision answers the same op on the same schedule under its id; another is an id reused', () => {
+    const madeEvent = made.events.at(-1)!;
+    const view = madeEvent.type === 'schedule.made' ? madeEvent.data.schedule : null;
+    expect(receiptOf(schedule('s1', 'make', { at: AT }), madeEvent)).toEqual({ answer: { schedule: view } });
+    expect(receiptOf(schedule('s1', 'make', { at: AT }, { schedule: 'other' }), madeEvent)).toEqual({ reused: true });
+    expect(receiptOf(schedule('s1', 'change', { at: AT }, { schedule: 's1' }), madeEvent)).toEqual({ reused: true });
+    const [changed] = made.when(schedule('c1', 'change', { at: '2026-12-02T09:00:00.000Z' })).events;
+    expect(receiptOf(schedule('c1', 'change', { at: AT }), changed)).toEqual({ answer: { schedule: { ...view, at: '2026-12-02T09:00:00.000Z', next: '2026-12-02T09:00:00.000Z' } } });
+    expect(receiptOf(schedule('c1', 'change', { at: AT }, { schedule: 'other' }), changed)).toEqual({ reused: true });
+    expect(receiptOf(schedule('c1', 'make', { at: AT }, { schedule: 's1' }), changed)).toEqual({ reused: true });
+    const [cancelled] = made.when(schedule('x1', 'cancel')).events;
+    expect(receiptOf(schedule('x1', 'cancel'), cancelled)).toEqual({ answer: { schedule: null } });
+    expect(receiptOf(schedule('x1', 'cancel', {}, { schedule: 'other' }), cancelled)).toEqual({ reused: true });
+    expect(receiptOf(schedule('x1', 'change', { at: AT }), cancelled)).toEqual({ reused: true });
+    const [refused] = made.when(schedule('x2', 'cancel', {}, { schedule: 'nope' })).events;
+    expect(receiptOf(schedule('x2', 'cancel', {}, { schedule: 'nope' }), refused)).toEqual({ refusal: { code: 'not_found', message: 'the conversation has no schedule nope' } });
+    expect(receiptOf(schedule('x2', 'cancel'), refused)).toEqual({ reused: true });
+    expect(receiptOf(schedule('x2', 'change', { at: AT }, { schedule: 'nope' }), refused)).toEqual({ reused: true });
+    // Each decision's event holds its input's receipt key: a redelivered input adds nothing.
+    for (const [input, event] of [
+      [schedule('c1', 'change', { at: AT }), changed],
+      [schedule('x1', 'cancel'), cancelled],
+      [schedule('x2', 'cancel', {}, { schedule: 'nope' }), refused],
+    ] as const) {
+      expect(receiptKeys(input)).toEqual([onceKey(event)]);
+    }
+    // A time of a schedule is fired or skipped once: both under the same key.
+    expect(onceKey({ type: 'schedule.skipped', data: { schedule: 's1', at: AT, reason: 'late', next: null } })).toBe(`schedule-due:s1:${AT}`);
+  });
+
+  it('the fields of a body: only those given, each checked', () => {
+    expect(scheduleFieldsOf({}, NOW)).toStrictEqual({ fields: {} });
+    const all: ScheduleFieldsGiven = { at: AT, tz: 'Europe/Paris', messages: ['a', 'b'], onBusy: 'steer', unlessUserSpokeSince: true, maxLateness: 5000 };
+    expect(scheduleFieldsOf(all, NOW)).toStrictEqual({ fields: all });
+    expect(scheduleFieldsOf({ text: 'hi' }, NOW)).toStrictEqual({ fields: { messages: ['hi'] } });
+    // An `at` up to AT_PASSED_MS in the past is taken; one a moment more is refused.
+    const passed = new Date(NOW.getTime() - AT_PASSED_MS).toISOString();
+    expect(scheduleFieldsOf({ at: passed }, NOW)).toStrictEqual({ fields: { at: passed } });
+    const older = new Date(NOW.getTime() - AT_PASSED_MS - 1).toISOString();
+    expect(scheduleFieldsOf({ at: older }, NOW)).toEqual({ path: 'at', message: `${older} passed more than 60 s ago (it is ${NOW.toISOString()})`, detail: 'has passed' });
+    // A cron is checked in the zone given.
+    expect(scheduleFieldsOf({ every: '0 9 * * *', tz: 'Nowhere/Land' }, NOW)).toMatchObject({ path: 'every' });
+    expect(scheduleFieldsOf({ messages: ['x'.repeat(SCHEDULE_TEXT_MAX)] }, NOW)).toStrictEqual({ fields: { messages: ['x'.repeat(SCHEDULE_TEXT_MAX)] } });
+    expect(scheduleFieldsOf({ messages: ['x'.repeat(SCHEDULE_TEXT_MAX + 1)] }, NOW)).toEqual({
+      path: 'text',
+      message: `a schedule's text is at most ${SCHEDULE_TEXT_MAX} characters (${SCHEDULE_TEXT_MAX + 1} given)`,
+      detail: 'too long',
+    });
+  });
+
+  it('a cron that never fires again is refused as such; one of no zone is read in UTC, whatever the process’s zone', () => {
+    expect(cronError('0 0 30 2 *', null, NOW)).toBe(`the cron expression 0 0 30 2 * never fires after ${NOW.toISOString()}`);
+    const zone = process.env.TZ;
+    process.env.TZ = 'Asia/Tokyo';
+    try {
+      expect(nextFiring('0 9 * * *', null, NOW)).toBe('2026-11-30T09:00:00.000Z');
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+  });
+
+  it('a schedule as the API answers it: its fields, its messages as one text', () => {
+    const view = made.state.schedules[0];
+    const { spokenAt: _spoken, ...fields } = view;
+    expect(scheduleItem(view)).toEqual({ ...fields, text: 'ping' });
   });
 });

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import type { DomainEvent } from '@rudder/contracts';
 import { evolveTurn, nextAction, startTurn } from '@rudder/agent/turn';
+import { onceKey } from '../event-rules';
 import { chat, deciderSpec, IDLE, RUNNING, steer, stop } from '../testing/decider-spec';
 
 const { given } = deciderSpec();
@@ -15,6 +17,12 @@ describe('a stop under the conversation lock', () => {
     given(RUNNING).and(chat('a')).when(stop('old', { turn: 't0', discardPending: true })).then([{ type: 'stop.requested', data: { stop: 'old', turn: null, mode: 'stop' } }]);
     given(RUNNING).when(stop('now', { turn: 't1' })).then([{ type: 'stop.requested', data: { stop: 'now', turn: 't1', mode: 'stop' } }]);
     given(IDLE).when(stop('idle')).then([{ type: 'stop.requested', data: { stop: 'idle', turn: null, mode: 'stop' } }]);
+  });
+
+  it('each input is discarded once, by whichever stop discards it first', () => {
+    const discarded = (id: string, stopId: string): DomainEvent => ({ type: 'input.discarded', data: { input: { id, kind: 'chat', text: id }, stop: stopId } });
+    expect(onceKey(discarded('a', 'halt'))).toBe(onceKey(discarded('a', 'again')));
+    expect(onceKey(discarded('a', 'halt'))).not.toBe(onceKey(discarded('b', 'halt')));
   });
 
   it('a stop from a subject that may not write stops nothing', () => {
@@ -44,6 +52,9 @@ describe('a stop request as the state folds it', () => {
     for (const turn of [null, 't0']) {
       expect(head.andStored({ type: 'stop.requested', data: { stop: 'a', turn, mode: 'interrupt' } }).state).toEqual(head.state);
     }
+    // None running: a stop for no turn asks nothing to end, nor moves the input it names.
+    const idle = given(IDLE).and(chat('a'), chat('b'));
+    expect(idle.andStored({ type: 'stop.requested', data: { stop: 'b', turn: null, mode: 'stop' } }).state).toEqual(idle.state);
     const asked = head.andStored({ type: 'stop.requested', data: { stop: 'a', turn: 't1', mode: 'interrupt' } }).state;
     expect(asked.ending).toBe('interrupt');
     expect(asked.queue.map((p) => [p.id, p.seq])).toEqual([['a', 0]]);
