@@ -60,6 +60,8 @@ describe('a fork under the new conversation lock', () => {
     forked.when(fork('f1')).thenNothing();
     const stored = forked.events.find((e) => e.type === 'conversation.forked')!;
     expect(receiptOf(fork('f1', { atTurn: 't0' }), stored)).toEqual({ reused: true });
+    // Naming the turn it copied is the same fork.
+    expect(receiptOf(fork('f1', { atTurn: 't1' }), stored)).toEqual({ answer: { key: 'c', from: 'src', atTurn: 't1' } });
     expect(receiptOf(fork('f1', { from: 'other' }), stored)).toEqual({ reused: true });
     expect(receiptKeys(fork('f1'))).toEqual(['fork:f1']);
   });
