@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { RudderClient, RudderError } from '@rudder/client';
 import type { TurnView } from '@rudder/contracts';
@@ -13,6 +12,7 @@ import { checkConversation, type ConversationViews, type SentInput } from '../so
 import { soakScript } from '../soak/traffic';
 import { replay, transcript } from '../soak/views';
 import { companionProcess, startStack, withTimeout, type CompanionProcess, type Stack } from './stack';
+import { query } from './support/query';
 
 /**
  * Growing from two PostgreSQL primaries to three under load (docs/operations.md, "Growing from
@@ -56,16 +56,6 @@ function growPrimaries(from: string[], to: string[]): Promise<{ code: number | n
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.once('exit', (code) => resolve({ code, output }));
   });
-}
-
-async function query<R extends pg.QueryResultRow>(url: string, sql: string, values: unknown[] = []): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<R>(sql, values)).rows;
-  } finally {
-    await client.end();
-  }
 }
 
 /**

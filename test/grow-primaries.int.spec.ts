@@ -5,6 +5,7 @@ import { createTestDatabase, type TestDatabase } from '@rudder/dev-services';
 import { migrateEventStore } from '@rudder/event-store';
 import { shardMap } from '@rudder/runtime';
 import { growPrimaries, PrimariesInUseError } from '../scripts/primaries-growth';
+import { query } from './support/query';
 
 /**
  * The procedure of growing the primaries (scripts/primaries-growth.ts) on three fresh
@@ -35,16 +36,6 @@ async function session(url: string, applicationName?: string): Promise<pg.Client
   await client.connect();
   sessions.push(client);
   return client;
-}
-
-async function query<R extends pg.QueryResultRow>(url: string, sql: string, values: unknown[] = []): Promise<R[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query<R>(sql, values)).rows;
-  } finally {
-    await client.end();
-  }
 }
 
 const map = shardMap(['a', 'b'], PARTITIONS);
