@@ -464,5 +464,5 @@ describe('the companion fold, as the decider folds', () => {
       { numRuns: 80, examples: [[FORKED, [], [{ size: 3, again: 0, restart: false, twice: false }]]] },
     );
     expect({ forked: (met.get('conversation.forked') ?? 0) > 0, refused: (met.get('fork.refused') ?? 0) > 0 }).toEqual({ forked: true, refused: true });
-  });
+   }, 180_000); // 81 runs of up to three conversations each: about 15 s alone, past 60 s beside the rest of the suite
 });
