@@ -89,6 +89,7 @@ describe('an edit under the conversation lock', () => {
     head.when(edit('e1', 's', ['a', 'b'])).thenRefused('shape');
     head.when(edit('e2', 'many', 'just one')).thenRefused('shape');
     head.when(edit('e3', 'many', ['a', 'b', 'c'])).then([edited('e3', 'many', 'chat', ['a', 'b', 'c'], 1)]);
+    head.when(edit('e5', 'many', ['a', 'b'])).then([edited('e5', 'many', 'chat', ['a', 'b'], 1)]);
     head.when(edit('e4', 'one', ['now', 'two'])).then([edited('e4', 'one', 'chat', ['now', 'two'], 1)]);
   });
 

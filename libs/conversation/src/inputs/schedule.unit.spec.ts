@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { firingInputId, InputRecord, SCHEDULE_TEXT_MAX, SCHEDULES_MAX, type DomainEvent, type ScheduleFields } from '@rudder/contracts';
+import { firingInputId, InputRecord, LATE_AFTER_MS, SCHEDULE_TEXT_MAX, SCHEDULES_MAX, type DomainEvent, type ScheduleFields } from '@rudder/contracts';
+import { isDue } from '../decide';
 import { onceKey } from '../event-rules';
 import { receiptKeys, receiptOf } from '../receipts';
 import { base, chat, deciderSpec, IDLE, RUNNING, sentAt, types, type Given } from '../testing/decider-spec';
@@ -42,6 +43,26 @@ describe('schedules under the conversation lock', () => {
     expect(onceKey(fired.events[1])).toBe(`schedule-due:s1:${AT}`);
   });
 
+  it('due at its time and after it, not a millisecond before; nothing is due in a conversation with no time set', () => {
+    const head = withAt();
+    expect([ms(AT, -1), ms(AT), ms(AT, 1)].map((now) => isDue(head.state, now))).toEqual([false, true, true]);
+    expect(isDue(given(IDLE).state, ms(AT, 1))).toBe(false);
+  });
+
+  it('late only when it fires more than LATE_AFTER_MS after its time', () => {
+    const lateAt = (after: number) => withAt().whenDue(ms(AT, after)).events.at(-1);
+    expect(lateAt(LATE_AFTER_MS)).toMatchObject({ type: 'schedule.fired', data: { late: false } });
+    expect(lateAt(LATE_AFTER_MS + 1)).toMatchObject({ type: 'schedule.fired', data: { late: true } });
+  });
+
+  it('a cron schedule croner refuses by the time it is due (made under an older croner) fires its due time once, then ends', () => {
+    const made = given(IDLE).and(schedule('s1', 'make', { every: '0 * * * *' }, { sentAt: '2026-12-01T08:30:00.000Z' }));
+    const refused = made.events.map((e) => (e.type === 'schedule.made' ? { ...e, data: { ...e.data, schedule: { ...e.data.schedule, every: 'not a cron' } } } : e)) as DomainEvent[];
+    const fired = given(refused).whenDue(ms(AT)).thenTypes('input.accepted', 'schedule.fired');
+    expect((fired.events[1] as Extract<DomainEvent, { type: 'schedule.fired' }>).data.next).toBeNull();
+    expect(fired.state.schedules).toEqual([]);
+  });
+
   it('a cron schedule fires at each time, then moves to its first time after now; missed times fire once, late, with no burst', () => {
     const head = given(IDLE).and(schedule('s1', 'make', { every: '*/10 * * * *' }, { sentAt: '2026-12-01T09:01:00.000Z' }));
     expect(head.state.schedules[0].next).toBe('2026-12-01T09:10:00.000Z');
@@ -67,6 +88,7 @@ describe('schedules under the conversation lock', () => {
     const steered = running('steer');
     expect(steered.events.find((e) => e.type === 'steer.accepted')?.data).toEqual({ input: { id: firingInputId('s1', AT), text: 'ping' }, turn: 't1', landed: true });
     expect(steered.state.steers.map((p) => p.id)).toEqual([firingInputId('s1', AT)]);
+    expect(steered.events.at(-1)).toMatchObject({ type: 'schedule.fired', data: { accepted: true } });
     running('skip').then([{ type: 'schedule.skipped', data: { schedule: 's1', at: AT, reason: 'busy', next: null } }]);
     for (const onBusy of ['enqueue', 'steer', 'skip'] as const) {
       const idle = withAt(given(IDLE), { onBusy }).whenDue(ms(AT));
