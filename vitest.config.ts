@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './test/longest-first';
 
 /**
  * Tiers by suffix: `.unit.spec.ts` (no I/O but loopback HTTP to the scripted model),
@@ -7,14 +8,9 @@ import { defineConfig } from 'vitest/config';
  * setup (see libs/dev-services); each spec file gets a topic namespace of its own, and the e2e specs and
  * the event store's and companion's int specs a fresh database (the gateway's int specs share the
  * run's). See docs/testing.md.
- *
- * The e2e specs that run alone: they kill or pause the infrastructure or many processes on
- * purpose, or drive a browser, and want the machine's two cores to themselves.
  */
 const ALONE = [
-  'test/infrastructure-faults.e2e.spec.ts',
-  'test/soak.e2e.spec.ts',
-  'test/zombie-worker.e2e.spec.ts',
+  // The browser's specs, one at a time after the others: a browser's timings want a core to itself.
   'test/web-chat.e2e.spec.ts',
   'test/web-chat-affordances.e2e.spec.ts',
   'test/web-chat-approvals.e2e.spec.ts',
@@ -54,10 +50,11 @@ const system = (name: string, include: string[], options: { exclude?: string[]; 
 
 export default defineConfig({
   test: {
-    // Two cores: every spec file but the ALONE ones two at a time (each file has its own topics,
-    // database, services and worker processes); vitest runs a project whose files go one at a
-    // time after the others.
-    maxWorkers: 2,
+    // Every spec file but the ALONE ones three at a time on two cores (each file has its own
+    // topics, database, services and worker processes, and spends most of its time waiting on
+    // them), the slowest first; vitest runs a project whose files go one at a time after the others.
+    maxWorkers: 3,
+    sequence: { sequencer: LongestFirst },
     projects: [
       { test: { name: 'unit', include: ['{apps,libs,examples,scripts}/**/*.unit.spec.ts'] } },
       system('int', ['{apps,libs,examples,test}/**/*.int.spec.ts'], {}),
