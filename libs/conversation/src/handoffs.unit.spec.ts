@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainEvent } from '@rudder/contracts';
 import { onceKey } from './event-rules';
-import { base, chat, decisions, deciderSpec, policy, promote, rejections, RUNNING, sentAt, steer } from './testing/decider-spec';
+import { evolveTurn, startTurn } from '@rudder/agent/turn';
+import { base, chat, decisions, deciderSpec, policy, promote, rejections, RUNNING, sentAt, steer, stop } from './testing/decider-spec';
 
 /**
  * Handoffs as the decider sees them (docs/agents.md, "Handoffs"): `agent.changed` makes the
@@ -49,6 +50,20 @@ describe('a handoff (agent.changed)', () => {
     const after = given([...RUNNING, handedTo('specialist')]);
     expect(rejections(after.when(chat('c1'), chat('c2')).events)).toEqual([['c2', 'queue_full']]);
     expect(rejections(given(RUNNING).when(chat('c1'), chat('c2')).events)).toEqual([]);
+  });
+
+  it('a turn asked to stop keeps the handoff it stores before its end (only a rollback takes handoffs back)', () => {
+    const call = { id: 'c2', name: 'transfer_to_specialist', arguments: '{}' };
+    const replied = evolveTurn(startTurn('t1', { id: 'p0', text: 'p0', messages: ['p0'], subject: 'alice' }), {
+      type: 'model.replied',
+      data: { turn: 't1', step: 0, content: '', toolCalls: [call] },
+    });
+    const handoff: DomainEvent[] = [
+      { type: 'tool.ended', data: { turn: 't1', step: 0, callId: 'c2', name: call.name, result: 'transferred to specialist', isError: false } },
+      handedTo('specialist'),
+    ];
+    const stored = given(RUNNING).and(stop('s1')).whenCommitting(replied, handoff).then(handoff);
+    expect(stored.state.agent).toBe('specialist');
   });
 
   it("an approval asked for by the reply that handed on checks edited arguments by the schema of the agent that made the call", () => {

@@ -163,5 +163,12 @@ describe('the schedule tool: a call decided under the lock by the schedule input
     const later = decide(stopping.reduce(evolve, running), { op: 'make', at: AT, text: 'one more' }, { id: 'call_2' });
     expect(later).toHaveLength(1);
     expect(result(later)).toMatchObject({ isError: true, result: expect.stringContaining('rolled back') });
+    // Two turns rolled back, the first of them made it: cancelled too.
+    const second: DomainEvent[] = [
+      { type: 'turn.started', data: { turn: 't2', prompt: { id: 'p2', text: 'p2' } } },
+      { type: 'turn.ended', data: { turn: 't2', status: 'completed', outcome: null, content: 'ok', steered: [] } },
+    ];
+    const two = decideInputs(second.reduce(evolve, after), [{ ...rollback, id: 'r3', asked: { turns: 2 } } as InputRecord], new Set(), agents, NOW);
+    expect(two.filter((e) => e.type === 'schedule.cancelled').map((e) => e.data)).toEqual([{ input: `${id}:rolled-back`, schedule: id }]);
   });
 });

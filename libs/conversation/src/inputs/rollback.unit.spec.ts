@@ -166,6 +166,11 @@ describe('a rollback under the conversation lock', () => {
       rolledBack('r2', { turns: 1 }, ['t3']),
       { type: 'agent.changed', data: { from: 'refunds', to: 'billing', turn: 't3', step: 0, rollback: 'r2' } },
     ]);
+    // The first turn rolled back handed nothing on, a later one did: back to the agent before that one's handoff.
+    head.when(rollback('r5', { turns: 3 })).then([
+      rolledBack('r5', { turns: 3 }, ['t1', 't2', 't3']),
+      { type: 'agent.changed', data: { from: 'refunds', to: 'default', turn: 't1', step: 0, rollback: 'r5' } },
+    ]);
     // Turns that handed nothing on, or handed it back to where it was: nothing to hand back.
     turns(2).when(rollback('r3', { turns: 2 })).thenTypes('turns.rolledBack');
     givenAgents(IDLE).and(chat('c1')).andTurnStarts('t1').andStored(handed('t1', 'default', 'billing'), handed('t1', 'billing', 'default', 1), ended('t1')).when(rollback('r4', { turns: 1 })).thenTypes('turns.rolledBack');

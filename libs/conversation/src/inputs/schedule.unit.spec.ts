@@ -3,7 +3,7 @@ import { firingInputId, InputRecord, LATE_AFTER_MS, SCHEDULE_TEXT_MAX, SCHEDULES
 import { isDue } from '../decide';
 import { onceKey } from '../event-rules';
 import { receiptKeys, receiptOf } from '../receipts';
-import { base, chat, deciderSpec, IDLE, RUNNING, sentAt, types, type Given } from '../testing/decider-spec';
+import { agentsWith, base, chat, deciderSpec, IDLE, policy, RUNNING, sentAt, types, type Given } from '../testing/decider-spec';
 import { scheduleCallInputId } from '../schedule-calls';
 import { rolledBackScheduleInputId } from './rollback';
 import { AT_PASSED_MS, cronError, nextFiring, scheduleFieldsOf, scheduleItem, type ScheduleFieldsGiven } from './schedule';
@@ -94,6 +94,13 @@ describe('schedules under the conversation lock', () => {
       const idle = withAt(given(IDLE), { onBusy }).whenDue(ms(AT));
       expect(idle.state.queue.map((p) => p.id)).toEqual([firingInputId('s1', AT)]);
     }
+  });
+
+  it('a firing is a follow-up of its maker`s like another: under the agent`s merge policy it merges with the chat waiting', () => {
+    const merging = deciderSpec(agentsWith({ ...policy, queue: 'merge' })).given(RUNNING).and(chat('w'));
+    const fired = withAt(merging).whenDue(ms(AT));
+    expect(fired.events.find((e) => e.type === 'inputs.collapsed')?.data).toEqual({ into: 'w', from: [firingInputId('s1', AT)], policy: 'merge' });
+    expect(fired.state.queue.map((p) => [p.id, p.messages])).toEqual([['w', ['w', 'ping']]]);
   });
 
   it('unlessUserSpokeSince: skipped when a person`s chat was accepted since it was made or last due; its own firings do not count', () => {
