@@ -12,7 +12,7 @@ const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
 function ended(child: ChildProcess, name: string, started: number, output: Buffer[] | null): Promise<boolean> {
   return new Promise((resolve) => {
-    child.on('error', (error) => (output ?? []).push(Buffer.from(`${String(error)}\n`)));
+    child.on('error', (error) => (output ? output.push(Buffer.from(`${String(error)}\n`)) : process.stderr.write(`${name}: ${String(error)}\n`)));
     child.on('close', (code, signal) => {
       const ok = code === 0;
       if (output) process.stdout.write(Buffer.concat(output));

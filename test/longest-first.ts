@@ -6,7 +6,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * other workers have nothing to do. A file not named keeps vitest's own order after them (its
  * last run's time when the cache has it — a clean clone has none — else the larger file first).
  */
-export const SLOWEST = [
+const SLOWEST = [
   'test/schedules.e2e.spec.ts',
   'test/worker-crash.e2e.spec.ts',
   'test/infrastructure-faults.e2e.spec.ts',
