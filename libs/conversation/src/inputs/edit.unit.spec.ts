@@ -84,6 +84,13 @@ describe('an edit under the conversation lock', () => {
     expect(stale.events[0]).toMatchObject({ data: { revision: 1, message: 'input a is at revision 1, not 0' } });
   });
 
+  it('a steer edited among several landed counts against the steering bound, not the follow-ups’', () => {
+    const bounded = deciderSpec(agentsWith({ maxTaken: 16, bounds: { steers: 2, chats: 1, chars: 8000 } }));
+    const head = bounded.given(RUNNING).and(steer('s1'), steer('s2'), chat('c'));
+    expect(head.state.steers.map((p) => p.id)).toEqual(['s1', 's2']);
+    head.when(edit('e1', 's1', 'use Celsius')).then([edited('e1', 's1', 'steer', ['use Celsius'], 1)]);
+  });
+
   it('the new text keeps the input’s shape: messages only for a chat, text for a steer or a chat of one message', () => {
     const head = given(RUNNING).and(chat('one'), chat('many', { messages: ['x', 'y'] }), steer('s'));
     head.when(edit('e1', 's', ['a', 'b'])).thenRefused('shape');
