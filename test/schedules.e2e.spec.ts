@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { firingInputId, LATE_AFTER_MS } from '@rudder/contracts';
-import { testScript } from './scripts';
+import { gateName, testScript } from './scripts';
 import { readEvents } from './sse';
 import { answered, callerOf, startStack, WAIT, type Stack } from './stack';
 
@@ -123,13 +123,16 @@ describe('schedules', () => {
   it('onBusy steer: a firing due while a turn runs is decided beside it and lands on that turn, which takes it', async () => {
     const conversation = key('steer');
     await opened(conversation);
-    await alice.client.chat(conversation, { text: 'look around, wait 5000', id: 'long' });
-    // The turn runs its 5 s tool call when the schedule is made (on a loaded machine the turn may start later than the make).
-    await vi.waitFor(async () => expect(await stored(conversation, 'tool.started')).toHaveLength(1), { timeout: 30_000, interval: 100 });
+    // The turn's tool call is held open at a gate until the firing was decided: it fires while the turn has a step ahead, by
+    // construction, however late a loaded machine makes the firing (a 5 s tool call was once over before a firing 1.5 s ahead).
+    const gate = gateName('firing');
+    await alice.client.chat(conversation, { text: `look around tool-gate:${gate}`, id: 'long' });
+    await stack.model.gate(gate).reached();
     const at = inMs(1500);
     await alice.http.post(conversation, '/schedules', { id: 'nudge', at, text: 'also check the weather', onBusy: 'steer' });
     await decided(conversation, 'nudge');
     expect((await stored(conversation, 'steer.accepted')).map((d) => [d.input.id, d.landed])).toEqual([[firingInputId('nudge', at), true]]);
+    stack.model.gate(gate).open();
     const turn = await answered(alice.client, conversation, 'long');
     expect(turn.steered.map((s) => s.id)).toEqual([firingInputId('nudge', at)]);
   });

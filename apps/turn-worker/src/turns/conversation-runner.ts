@@ -64,12 +64,18 @@ export class ConversationRunner implements TurnRunner {
    * comes meanwhile is decided now, beside it, under the conversation's lock as any write (so a
    * firing under `onBusy: steer` lands on the running turn while it runs, and one under `enqueue`
    * waits behind it). What it stores reaches the fold with the turn's next commit, as an ingested
-   * input does.
+   * input does. A deadline the fold learns of while the turn runs (a schedule made during a long
+   * tool call) is handed to the worker's one timer here, which wakes it at its time: `runNext`,
+   * which hands it over between turns, does not run until the turn ends.
    */
   private decideBeside(): void {
     const seen = this.fold.seen();
     const now = new Date();
-    if (this.beside !== null || seen?.state === undefined || !isDue(seen.state, now)) return;
+    if (this.beside !== null || seen?.state === undefined) return;
+    if (!isDue(seen.state, now)) {
+      if (seen.state.dueAt !== null) this.services.store.wakeAt(seen.state.dueAt);
+      return;
+    }
     const { store, agents, options } = this.services;
     this.beside = store
       .append(this.key, this.partition, seen, (state) => decideDue(state, now, agents, this.key))
