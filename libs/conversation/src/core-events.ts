@@ -154,11 +154,12 @@ export const CORE_EVENT_RULES: EventRulesTable<CoreEventType> = {
   },
   'agent.changed': {
     // The agent the conversation is handed to answers from now on: its policy decides the steers and bounds after it.
-    // A rollback's hand back takes back every handoff of the turns it took back, the running one's too.
+    // A rollback's hand back takes back every handoff of the turns it took back, the running one's too. A handoff is the
+    // running turn's (only its commits are decided): the agent before its first is kept until the turn's end.
     evolve: (state, data) =>
       data.rollback !== undefined
         ? { ...state, agent: data.to, agentBeforeTurn: null }
-        : { ...state, agent: data.to, agentBeforeTurn: state.runningTurn === null ? state.agentBeforeTurn : (state.agentBeforeTurn ?? state.agent) },
+        : { ...state, agent: data.to, agentBeforeTurn: state.agentBeforeTurn ?? state.agent },
     // A reply hands the conversation on at most once: its first transfer call's, stored with that call's result; a rollback hands it back once.
     onceKey: (data) => (data.rollback !== undefined ? `agent-back:${data.rollback}` : `agent-changed:${data.turn}:${data.step}`),
   },

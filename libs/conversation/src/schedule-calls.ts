@@ -65,8 +65,9 @@ export function decideScheduleCall(
 ): DomainEvent[] {
   const { step, call, conversation, now, agents } = at;
   const ended = (result: string, isError: boolean): DomainEvent => ({ type: 'tool.ended', data: { turn: turn.id, step, callId: call.id, name: call.name, result, isError } });
-  // A turn being rolled back changes no schedule: the rollback cancels the ones it made already.
-  if (state.ending === 'rollback' && state.runningTurn === turn.id) return [ended('not done: this turn is being rolled back (nothing changed)', true)];
+  // A turn being rolled back changes no schedule: the rollback cancels the ones it made already. (The call's turn is the
+  // running one: a call is decided in its own turn's commit, by the worker that runs it.)
+  if (state.ending === 'rollback') return [ended('not done: this turn is being rolled back (nothing changed)', true)];
   const asked = scheduleCallOf(turn, call, conversation, now);
   if ('error' in asked) return [ended(`error: ${asked.error} (nothing changed)`, true)];
   if ('list' in asked) {
