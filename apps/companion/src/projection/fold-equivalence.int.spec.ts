@@ -145,6 +145,8 @@ const SEND = 'send';
 
 /** A conversation's log as the worker writes it: each command decided on the state folded so far. */
 function logOf(key: string, commands: readonly Command[], future: readonly boolean[], source: readonly ConversationEvent[]): ConversationEvent[] {
+  // Turn ids unique across conversations, as the worker's random ones are: a fork of a fork copies turns of both.
+  const turnOf = (conversation: string, n: number) => `t${n}-${conversation.replace(/[^A-Za-z0-9]/g, '')}`;
   let conversation: Conversation = emptyConversation();
   const stored = new Set<string>();
   const log: ConversationEvent[] = [];
@@ -193,8 +195,8 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
         break;
       case 'start':
         // Before or after a `{debounceMs}` chat's hold (every chat is sent at the same moment): a held queue starts nothing.
-        append(startNextTurn(conversation.state, `t${turns + 1}`, new Date(Date.parse(envelope.sentAt) + (c.late ? 60_000 : 500))));
-        if (conversation.state.runningTurn === `t${turns + 1}`) turns += 1;
+        append(startNextTurn(conversation.state, turnOf(key, turns + 1), new Date(Date.parse(envelope.sentAt) + (c.late ? 60_000 : 500))));
+        if (conversation.state.runningTurn === turnOf(key, turns + 1)) turns += 1;
         break;
       case 'step': {
         const turn = conversation.running;
@@ -244,7 +246,7 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
           type: 'rollback',
           id: `b-${controlIds[c.id]}`,
           subject: subjects[c.subject],
-          asked: c.toTurn === null ? { turns: c.turns } : { toTurn: `t${c.toTurn}` },
+          asked: c.toTurn === null ? { turns: c.turns } : { toTurn: turnOf(key, c.toTurn) },
           ...(c.stopRunning ? { stopRunning: true } : {}),
           ...(c.ifLast ? { ifLastTurn: conversation.state.endedTurns.at(-1)?.turn ?? 't0' } : {}),
         });
@@ -274,7 +276,7 @@ function logOf(key: string, commands: readonly Command[], future: readonly boole
       case 'fork': {
         // A fork of `source` into this conversation, decided with the source as the worker reads it (none: no such conversation).
         const from = source[0]?.conversation ?? `${key}-nothing`;
-        const record: InputRecord = { ...envelope, type: 'fork', id: `f-${controlIds[c.id]}`, subject: subjects[c.subject], from, ...(c.atTurn === null ? {} : { atTurn: `t${c.atTurn}` }) };
+        const record: InputRecord = { ...envelope, type: 'fork', id: `f-${controlIds[c.id]}`, subject: subjects[c.subject], from, ...(c.atTurn === null ? {} : { atTurn: turnOf(from, c.atTurn) }) };
         const read = source.length === 0 ? undefined : forkSourceOf(record, source, null);
         append(decideInputs(conversation.state, [record], stored, agents, new Date(envelope.sentAt), undefined, () => read));
         break;
